@@ -1,0 +1,44 @@
+# The README's two commands: `make run` and `make test` (plus `make build`).
+# Both install what is missing (Debian packages), configure and build first.
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+JOBS ?= $(shell nproc)
+OUT ?= p2pscope-out
+CMAKE_FLAGS ?=
+WERROR ?= $(if $(CI),ON,OFF)
+
+.PHONY: deps configure build run test test-fast test-asan fuzz clean
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD) -G Ninja -DP2PSCOPE_WERROR=$(WERROR) $(CMAKE_FLAGS)
+
+configure: deps
+	cmake -S . -B $(BUILD) -G Ninja -DP2PSCOPE_WERROR=$(WERROR) $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	./$(BUILD)/p2pscope run --out $(OUT)
+
+# The whole suite: the normal build, then the unit tests again under ASan+UBSan.
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	$(MAKE) test-asan
+
+test-fast: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE slow
+
+# Sanitizers on host code (no CUDA: the sanitizers do not see device memory).
+test-asan: deps
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DP2PSCOPE_SANITIZE=ON -DP2PSCOPE_WITH_CUDA=OFF \
+	  -DP2PSCOPE_WERROR=$(WERROR) -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) -LE "gpu|nosan"
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

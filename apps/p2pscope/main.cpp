@@ -1,0 +1,51 @@
+// p2pscope: measure, diagnose and tune communication between GPUs.
+#include <cstdio>
+#include <exception>
+
+#include "commands.hpp"
+#include "p2pscope/error.hpp"
+
+int main(int argc, char** argv) {
+  using namespace p2pscope;
+  app::Context ctx;
+  ctx.argv.assign(argv, argv + argc);
+
+  CLI::App root{"p2pscope: measure, diagnose and tune GPU-to-GPU communication", "p2pscope"};
+  root.require_subcommand(1);
+  root.set_version_flag("--version", [] { return app::version_text(); });
+  app::add_topo_command(root, ctx);
+  app::add_run_command(root, ctx);
+  auto* bench = root.add_subcommand("bench", "Point-to-point and collective benchmarks");
+  bench->require_subcommand(1);
+  app::add_bench_commands(*bench, ctx);
+  app::add_bench_tcp_command(*bench, ctx);
+  app::add_sweep_commands(root, ctx);
+  app::add_profile_command(root, ctx);
+  app::add_analyze_command(root, ctx);
+  app::add_irq_commands(root, ctx);
+  app::add_doctor_command(root, ctx);
+  app::add_monitor_command(root, ctx);
+
+  try {
+    root.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return root.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return root.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return root.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "p2pscope: %s\nRun 'p2pscope --help' (or '<subcommand> --help') for usage.\n", e.what());
+    return 2;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "p2pscope: %s\n", e.what());
+    return 2;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "p2pscope: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "p2pscope: internal error: %s\n", e.what());
+    return 1;
+  }
+  return ctx.exit_code;
+}

@@ -1,0 +1,78 @@
+#pragma once
+// The point-to-point transfer engine's interface: one backend per folder under
+// src/transport/ (host, cuda ce/sm/staged, nccl). Benchmarks (bench gpu) use
+// run_batch; the profile campaign uses run_blocking. Devices are numbered from 0
+// (GPUs in CUDA order; for the host backend, NUMA nodes).
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace p2pscope::bench {
+
+enum class Pattern { unidirectional, bidirectional, latency };
+std::string to_string(Pattern p);
+Pattern parse_pattern(const std::string& text);  // throws UsageError
+
+// "no peer access" is a result, not an exception.
+struct PairSupport {
+  bool ok = true;
+  std::string reason;  // why not, when !ok
+};
+
+// One blocking operation as a host program sees it, plus the device's view.
+struct OpTiming {
+  std::int64_t host_start_ns = 0;  // CLOCK_MONOTONIC just before issuing
+  std::int64_t host_end_ns = 0;    // CLOCK_MONOTONIC once complete
+  double device_duration_ns = NAN; // measured on the device (events); host backend: NAN
+  std::int64_t device_start_ns = -1;  // GPU global timer at start; -1 when none
+  std::int64_t device_end_ns = -1;
+};
+
+struct BatchSpec {
+  int src = 0, dst = 1;
+  std::uint64_t bytes = 0;
+  Pattern pattern = Pattern::unidirectional;
+  int warmup = 5;
+  int iters = 20;
+};
+
+// Raw samples, one per timed iteration; Stats are computed by the caller.
+struct BatchResult {
+  PairSupport support;
+  std::vector<double> elapsed_ns;          // src->dst (latency: one-way = rtt / 2)
+  std::vector<double> reverse_elapsed_ns;  // dst->src, bidirectional only
+  std::vector<double> total_elapsed_ns;    // bidirectional: both directions done
+  std::string note;                        // e.g. "pull kernel, 132 blocks"
+};
+
+struct BackendOptions {
+  std::string variant;  // backend-specific ("push" / "pull" for sm)
+  bool verify = true;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual int device_count() const = 0;
+  virtual std::string device_name(int device) const = 0;
+  virtual PairSupport support(int src, int dst) const = 0;
+  // Allocates (once) buffers of max_bytes for every listed device and fills sources
+  // with a pseudo-random pattern. Throws UsageError when max_bytes does not fit.
+  virtual void prepare(const std::vector<int>& devices, std::uint64_t max_bytes) = 0;
+  virtual BatchResult run_batch(const BatchSpec& spec) = 0;
+  // One transfer that has completed when this returns.
+  virtual OpTiming run_blocking(int src, int dst, std::uint64_t bytes) = 0;
+  // After a transfer src->dst of `bytes`: -1 when the destination holds the source's
+  // pattern, else the first bad byte offset.
+  virtual std::int64_t verify(int src, int dst, std::uint64_t bytes) = 0;
+};
+
+// Names of the backends built into this binary ("host" always).
+std::vector<std::string> backend_names();
+// Throws UsageError for unknown names, or names not built in (saying how to build it).
+std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& opts = {});
+
+}  // namespace p2pscope::bench

@@ -1,0 +1,49 @@
+#pragma once
+// Every read of /sys and /proc goes through an FsRoot: a directory that stands for
+// "/". On a live machine it is "/"; in tests and bug reports it is a captured tree
+// (tools/capture-fsroot.sh). A missing or unreadable file is std::nullopt, never
+// an exception: discovery reports it as "unknown".
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace p2pscope {
+
+class FsRoot {
+ public:
+  // Throws UsageError if `root` is not a directory.
+  explicit FsRoot(std::filesystem::path root = "/");
+
+  const std::filesystem::path& root() const { return root_; }
+  bool is_live() const { return root_ == "/"; }
+
+  // `abs` is an absolute path as on the machine ("/sys/class/net").
+  std::filesystem::path host_path(std::string_view abs) const;
+
+  std::optional<std::string> read(std::string_view abs) const;
+  // First line, surrounding whitespace trimmed.
+  std::optional<std::string> read_line(std::string_view abs) const;
+  // Decimal or 0x-prefixed hex integer from the first line.
+  std::optional<std::int64_t> read_int(std::string_view abs) const;
+
+  bool exists(std::string_view abs) const;
+  bool is_dir(std::string_view abs) const;
+  // Entry names (not paths) sorted; empty if missing.
+  std::vector<std::string> list(std::string_view abs_dir) const;
+  // Raw target of a symlink.
+  std::optional<std::string> readlink(std::string_view abs) const;
+  // Resolve symlinks inside the root and return the machine path ("/sys/devices/
+  // pci0000:00/0000:00:03.0/net/eth0"); absolute link targets are re-rooted.
+  std::optional<std::string> resolve(std::string_view abs) const;
+
+  // Writes go through the root too (irq apply). Throws Error on failure.
+  void write(std::string_view abs, std::string_view content) const;
+
+ private:
+  std::filesystem::path root_;
+};
+
+}  // namespace p2pscope

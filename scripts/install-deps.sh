@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what p2pscope needs to build and test, from Debian's packages only.
+# Idempotent: installs nothing when everything is already there.
+# CUDA and NCCL are optional and never installed here (they come with the machine).
+set -euo pipefail
+
+packages=(build-essential cmake ninja-build pkg-config
+          libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev
+          iproute2 iperf3 clang)
+if [ "${P2PSCOPE_WITH_BROWSER:-1}" = 1 ]; then
+  packages+=(chromium)  # report rendering test (headless)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

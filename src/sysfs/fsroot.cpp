@@ -1,0 +1,141 @@
+#include "p2pscope/fsroot.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "p2pscope/error.hpp"
+
+namespace fs = std::filesystem;
+
+namespace p2pscope {
+namespace {
+std::string trim(std::string s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return {};
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+}  // namespace
+
+FsRoot::FsRoot(fs::path root) : root_(std::move(root)) {
+  std::error_code ec;
+  if (!fs::is_directory(root_, ec))
+    throw UsageError("--root '" + root_.string() + "' is not a directory; give a captured tree (tools/capture-fsroot.sh) or /");
+  if (root_ != "/") root_ = fs::absolute(root_, ec).lexically_normal();
+  if (root_.string().size() > 1 && root_.string().back() == '/') root_ = root_.parent_path();
+}
+
+fs::path FsRoot::host_path(std::string_view abs) const {
+  if (is_live()) return fs::path(abs);
+  std::string rel(abs);
+  while (!rel.empty() && rel.front() == '/') rel.erase(0, 1);
+  return root_ / rel;
+}
+
+std::optional<std::string> FsRoot::read(std::string_view abs) const {
+  // sysfs files report size 4096 or 0: read until EOF instead of trusting st_size.
+  std::ifstream in(host_path(abs), std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return ss.str();
+}
+
+std::optional<std::string> FsRoot::read_line(std::string_view abs) const {
+  auto text = read(abs);
+  if (!text) return std::nullopt;
+  const auto nl = text->find('\n');
+  return trim(text->substr(0, nl));
+}
+
+std::optional<std::int64_t> FsRoot::read_int(std::string_view abs) const {
+  auto line = read_line(abs);
+  if (!line || line->empty()) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const std::int64_t v = std::stoll(*line, &used, 0);
+    if (used == 0) return std::nullopt;
+    return v;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+bool FsRoot::exists(std::string_view abs) const {
+  std::error_code ec;
+  return fs::exists(host_path(abs), ec);
+}
+
+bool FsRoot::is_dir(std::string_view abs) const {
+  std::error_code ec;
+  return fs::is_directory(host_path(abs), ec);
+}
+
+std::vector<std::string> FsRoot::list(std::string_view abs_dir) const {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(host_path(abs_dir), ec), end; !ec && it != end; it.increment(ec))
+    out.push_back(it->path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::optional<std::string> FsRoot::readlink(std::string_view abs) const {
+  std::error_code ec;
+  const fs::path target = fs::read_symlink(host_path(abs), ec);
+  if (ec) return std::nullopt;
+  return target.string();
+}
+
+std::optional<std::string> FsRoot::resolve(std::string_view abs) const {
+  // Walk component by component, following links inside the root, so a captured
+  // tree's relative links (and absolute ones, re-rooted) resolve as on the machine.
+  fs::path done = "/";
+  std::vector<std::string> todo;
+  for (const auto& part : fs::path(abs).relative_path()) todo.push_back(part.string());
+  std::reverse(todo.begin(), todo.end());
+  int hops = 0;
+  while (!todo.empty()) {
+    const std::string part = todo.back();
+    todo.pop_back();
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      done = done.parent_path();
+      continue;
+    }
+    const fs::path next = done / part;
+    std::error_code ec;
+    const auto st = fs::symlink_status(host_path(next.string()), ec);
+    if (ec || !fs::exists(st)) return std::nullopt;
+    if (fs::is_symlink(st)) {
+      if (++hops > 40) return std::nullopt;  // a loop
+      const auto target = readlink(next.string());
+      if (!target) return std::nullopt;
+      const fs::path t(*target);
+      if (t.is_absolute()) done = "/";
+      std::vector<std::string> parts;
+      for (const auto& p : t.relative_path()) parts.push_back(p.string());
+      for (auto it = parts.rbegin(); it != parts.rend(); ++it) todo.push_back(*it);
+    } else {
+      done = next;
+    }
+  }
+  return done.string();
+}
+
+void FsRoot::write(std::string_view abs, std::string_view content) const {
+  const fs::path p = host_path(abs);
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  if (!out) throw_errno("open " + p.string() + " for writing");
+  out.write(content.data(), static_cast<std::streamsize>(content.size()));
+  out.flush();
+  if (!out) throw_errno("write " + p.string());
+}
+
+}  // namespace p2pscope
