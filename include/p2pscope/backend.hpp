@@ -68,6 +68,19 @@ class Backend {
   // After a transfer src->dst of `bytes`: -1 when the destination holds the source's
   // pattern, else the first bad byte offset.
   virtual std::int64_t verify(int src, int dst, std::uint64_t bytes) = 0;
+
+  // The device's own timer in ns (GPU %globaltimer read by a tiny kernel), with the
+  // host CLOCK_MONOTONIC read just before and after, for clock-drift fits. Backends
+  // without a device clock return {-1, ...}.
+  struct TimerReading {
+    std::int64_t device_ns = -1;
+    std::int64_t host_before_ns = 0, host_after_ns = 0;
+  };
+  virtual TimerReading read_device_timer(int device) { (void)device; return {}; }
+
+  // Keeps the device busy with compute for about `seconds` (thermal warm-up).
+  // No-op where there is nothing to heat.
+  virtual void busy_compute(int device, double seconds) { (void)device; (void)seconds; }
 };
 
 // Names of the backends built into this binary ("host" always).
