@@ -20,7 +20,9 @@ class FsRoot {
   const std::filesystem::path& root() const { return root_; }
   bool is_live() const { return root_ == "/"; }
 
-  // `abs` is an absolute path as on the machine ("/sys/class/net").
+  // `abs` is an absolute path as on the machine ("/sys/class/net"). Reads follow links
+  // as the OS does: sysfs's links are relative, so they stay inside a captured tree;
+  // an absolute link would leave it, so pass such paths through resolve() first.
   std::filesystem::path host_path(std::string_view abs) const;
 
   std::optional<std::string> read(std::string_view abs) const;
