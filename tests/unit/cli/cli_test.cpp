@@ -1,0 +1,59 @@
+// End-to-end checks of the binary's command line: exit codes and messages.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace {
+struct Result {
+  int code = -1;
+  std::string out;
+};
+
+Result run(const std::string& args) {
+  Result r;
+  const std::string cmd = std::string(P2PSCOPE_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), p)) r.out += buf.data();
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+}  // namespace
+
+TEST(Cli, VersionNamesToolAndCuda) {
+  const auto r = run("--version");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("p2pscope "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("CUDA:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("NCCL:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GPUs:"), std::string::npos) << r.out;
+}
+
+TEST(Cli, UnknownSubcommandIsUsageError) {
+  const auto r = run("frobnicate");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("frobnicate"), std::string::npos) << r.out;
+}
+
+TEST(Cli, UnknownOptionIsUsageError) {
+  const auto r = run("topo --no-such-option");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--no-such-option"), std::string::npos) << r.out;
+}
+
+TEST(Cli, NoSubcommandSaysOneIsRequired) {
+  const auto r = run("");
+  EXPECT_EQ(r.code, 2) << r.out;
+}
+
+TEST(Cli, HelpListsSubcommands) {
+  const auto r = run("--help");
+  EXPECT_EQ(r.code, 0) << r.out;
+  for (const char* sub : {"topo", "run", "bench"}) EXPECT_NE(r.out.find(sub), std::string::npos) << sub;
+}
