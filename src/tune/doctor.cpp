@@ -1,0 +1,278 @@
+// Doctor findings from NCCL logs, the topology (RDMA ports, GIDs, interfaces,
+// GPU-NIC paths) and IRQ placement.
+#include <algorithm>
+#include <set>
+
+#include "p2pscope/bindings.hpp"
+#include "p2pscope/error.hpp"
+#include "p2pscope/tune.hpp"
+#include "p2pscope/units.hpp"
+
+namespace p2pscope::tune {
+namespace {
+
+Finding make(std::string id, std::string sev, std::string title, std::vector<std::string> ev, std::string fix) {
+  return Finding{std::move(id), std::move(sev), std::move(title), std::move(ev), std::move(fix)};
+}
+
+std::vector<std::string> lines_with(const NcclLog& l, const std::string& needle, std::size_t max = 4) {
+  std::vector<std::string> out;
+  for (const auto& e : l.evidence)
+    if (e.find(needle) != std::string::npos && out.size() < max) out.push_back(e);
+  return out;
+}
+
+bool virtual_name(const std::string& n) {
+  for (const char* p : {"lo", "docker", "veth", "virbr", "br-", "cni", "flannel", "cali", "vxlan", "tun", "tap",
+                        "ifb", "dummy", "kube", "weave"})
+    if (n == p || (std::string(p) != "lo" && n.rfind(p, 0) == 0)) return true;
+  return false;
+}
+
+int rank_of(const std::string& s) {
+  static const char* order[] = {"error", "warning", "info"};
+  for (int i = 0; i < 3; ++i)
+    if (s == order[i]) return i;
+  return 3;
+}
+
+}  // namespace
+
+std::vector<Finding> log_findings(const NcclLog& l) {
+  std::vector<Finding> out;
+  const std::string t = l.primary_transport();
+  std::string used;
+  for (const auto& u : l.used_transports()) used += (used.empty() ? "" : ", ") + u + " x" + std::to_string(l.transports.at(u));
+  out.push_back(make("log.transport", "info",
+                     l.file + ": NCCL " + (l.nccl_version.empty() ? "?" : l.nccl_version) + ", " +
+                         (l.nranks > 0 ? std::to_string(l.nranks) : std::string("?")) + " ranks, transport " + t +
+                         (used.empty() ? "" : " (" + used + ")") +
+                         (l.coll_channels > 0 ? ", " + std::to_string(l.coll_channels) + " coll channels" : ""),
+                     lines_with(l, " via ", 3), ""));
+  const auto has = [&](const std::string& x) {
+    auto it = l.transports.find(x);
+    return it != l.transports.end() && it->second > 0;
+  };
+  const auto env_set = [&](const std::string& kv) {
+    return std::find(l.env_lines.begin(), l.env_lines.end(), kv) != l.env_lines.end();
+  };
+  if (has("NET/Socket")) {
+    auto ev = lines_with(l, "via NET/Socket", 2);
+    for (const auto& e : lines_with(l, "Using", 3)) ev.push_back(e);
+    const bool single_node_forced = env_set("NCCL_P2P_DISABLE=1") && env_set("NCCL_SHM_DISABLE=1");
+    out.push_back(make("log.socket_fallback", single_node_forced ? "warning" : "error",
+                       "NCCL moves data over TCP sockets (NET/Socket)" +
+                           std::string(single_node_forced ? " because NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1 forbid the faster intra-node paths"
+                                                          : ": no usable RDMA device; expect a small fraction of the RDMA/NVLink bandwidth"),
+                       ev,
+                       single_node_forced ? "unset NCCL_P2P_DISABLE NCCL_SHM_DISABLE"
+                                          : "ibv_devinfo   # check for an ACTIVE port\nexport NCCL_IB_HCA=<active device, e.g. mlx5_0:1>\n"
+                                            "export NCCL_IB_GID_INDEX=<RoCE v2 IPv4 GID, see 'p2pscope doctor'>\nunset NCCL_IB_DISABLE"));
+  }
+  if (has("SHM")) {
+    const bool forced = env_set("NCCL_P2P_DISABLE=1");
+    out.push_back(make("log.shm_path", "warning",
+                       std::string("GPUs exchange data through host shared memory (SHM)") +
+                           (forced ? " because NCCL_P2P_DISABLE=1" : ": P2P between these GPUs is unavailable"),
+                       lines_with(l, "via SHM", 2),
+                       forced ? "unset NCCL_P2P_DISABLE" : "nvidia-smi topo -m   # check NVLink / PCIe P2P; ACS and IOMMU settings"));
+  }
+  if (has("NET/IB")) {
+    bool any_gdr = false;
+    for (const auto& c : l.channels) any_gdr = any_gdr || (c.transport == "NET/IB" && c.gdr);
+    if (!any_gdr)
+      out.push_back(make("log.ib_without_gdr", "warning",
+                         "NET/IB channels run without GPUDirect RDMA: data is staged through host memory",
+                         lines_with(l, "GPU Direct RDMA", 3),
+                         "sudo modprobe nvidia-peermem   # or a kernel with DMA-BUF\nexport NCCL_NET_GDR_LEVEL=PHB   # if the NIC is behind the CPU"));
+    else
+      out.push_back(make("log.ib_gdr", "info", "NET/IB channels use GPUDirect RDMA (GDRDMA)", lines_with(l, "GDRDMA", 2), ""));
+  }
+  for (const auto& w : l.warnings)
+    out.push_back(make("log.partial", "warning", l.file + ": " + w, {}, "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and keep the whole log"));
+  if (!l.warn_lines.empty()) {
+    std::vector<std::string> ev(l.warn_lines.begin(), l.warn_lines.begin() + std::min<std::size_t>(5, l.warn_lines.size()));
+    out.push_back(make("log.nccl_warn", "warning", l.file + ": NCCL printed " + std::to_string(l.warn_lines.size()) + " WARN line(s)", ev, ""));
+  }
+  return out;
+}
+
+int roce_v2_ipv4_gid_index(const topo::RdmaPort& port) {
+  for (const auto& g : port.gids)
+    if (g.type == "RoCE v2" && g.ipv4_mapped) return g.index;
+  return -1;
+}
+
+std::vector<std::string> socket_interfaces(const topo::Topology& t) {
+  std::vector<std::string> out;
+  for (const auto& n : t.nics)
+    if (!virtual_name(n.name) && !n.is_virtual() && (n.state == "up" || n.state == "unknown")) out.push_back(n.name);
+  return out;
+}
+
+std::vector<Finding> topology_findings(const topo::Topology& t, const std::map<std::string, std::string>& env) {
+  std::vector<Finding> out;
+  auto get = [&](const char* n) -> std::string {
+    auto it = env.find(n);
+    return it == env.end() ? "" : it->second;
+  };
+  // Interfaces for NCCL_SOCKET_IFNAME.
+  const auto ifs = socket_interfaces(t);
+  std::string ifl;
+  for (const auto& i : ifs) ifl += (ifl.empty() ? "" : ",") + i;
+  const std::string cur_if = get("NCCL_SOCKET_IFNAME");
+  if (ifs.empty()) {
+    out.push_back(make("net.no_interface", "warning", "no physical network interface is up", {}, "ip link   # bring the data NIC up"));
+  } else if (cur_if.empty()) {
+    out.push_back(make("net.socket_ifname", "info", "NCCL_SOCKET_IFNAME is unset; the physical interfaces that are up: " + ifl,
+                       {"interfaces: " + ifl}, "export NCCL_SOCKET_IFNAME=" + ifl));
+  } else if (cur_if[0] != '^') {
+    std::string want = cur_if[0] == '=' ? cur_if.substr(1) : cur_if;
+    bool match = false;
+    for (const auto& n : t.nics)
+      for (std::size_t b = 0, e; b <= want.size(); b = e + 1) {
+        e = want.find(',', b);
+        if (e == std::string::npos) e = want.size();
+        const std::string p = want.substr(b, e - b);
+        if (!p.empty() && (cur_if[0] == '=' ? n.name == p : n.name.rfind(p, 0) == 0)) match = true;
+      }
+    if (!match)
+      out.push_back(make("net.socket_ifname_missing", "error", "NCCL_SOCKET_IFNAME=" + cur_if + " matches no interface on this host",
+                         {"NCCL_SOCKET_IFNAME=" + cur_if, "interfaces: " + ifl}, "export NCCL_SOCKET_IFNAME=" + ifl));
+  }
+
+  // RDMA devices, ports, GIDs.
+  std::vector<std::string> active;
+  for (const auto& d : t.rdma)
+    for (const auto& p : d.ports) {
+      const bool up = p.state.find("ACTIVE") != std::string::npos;
+      std::vector<std::string> ev{d.name + " port " + std::to_string(p.port) + ": " + p.state + ", " + p.link_layer + ", " + p.rate};
+      if (!up) {
+        out.push_back(make("rdma.port_down", "warning", d.name + ":" + std::to_string(p.port) + " is not ACTIVE", ev,
+                           "ibv_devinfo -d " + d.name + "   # check cable, switch port and subnet manager"));
+        continue;
+      }
+      active.push_back(d.name + ":" + std::to_string(p.port));
+      if (p.link_layer == "Ethernet") {
+        const int gid = roce_v2_ipv4_gid_index(p);
+        for (const auto& g : p.gids) ev.push_back("GID[" + std::to_string(g.index) + "] " + g.gid + " " + g.type + " " + g.netdev);
+        const std::string cur = get("NCCL_IB_GID_INDEX");
+        if (gid < 0)
+          out.push_back(make("rdma.no_roce_v2_gid", "warning",
+                             d.name + ":" + std::to_string(p.port) + " has no RoCE v2 GID with an IPv4 address", ev,
+                             "ip addr add <IPv4>/<len> dev " + (d.netdevs.empty() ? std::string("<netdev>") : d.netdevs[0])));
+        else if (cur != std::to_string(gid))
+          out.push_back(make("rdma.gid_index", cur.empty() ? "info" : "warning",
+                             d.name + ":" + std::to_string(p.port) + ": the RoCE v2 IPv4-mapped GID is index " + std::to_string(gid) +
+                                 (cur.empty() ? "" : ", but NCCL_IB_GID_INDEX=" + cur),
+                             ev, "export NCCL_IB_GID_INDEX=" + std::to_string(gid)));
+        const std::string nd = d.netdevs.empty() ? "<netdev>" : d.netdevs[0];
+        out.push_back(make("rdma.roce_qos", "info",
+                           d.name + " is RoCE: use a lossless traffic class (PFC) with ECN so that drops do not stall RDMA",
+                           {"link layer Ethernet on " + d.name},
+                           "export NCCL_IB_TC=106   # DSCP 26 (<<2) | ECT: the class your switches map to the lossless priority\n"
+                           "mlnx_qos -i " + nd + " --trust dscp --pfc 0,0,0,1,0,0,0,0   # PFC on priority 3\n"
+                           "echo 1 | sudo tee /sys/class/net/" + nd + "/ecn/roce_np/enable/3 /sys/class/net/" + nd + "/ecn/roce_rp/enable/3"));
+      }
+    }
+  if (!active.empty()) {
+    std::string hca;
+    for (const auto& a : active) hca += (hca.empty() ? "" : ",") + a;
+    const std::string cur = get("NCCL_IB_HCA");
+    if (cur.empty())
+      out.push_back(make("rdma.ib_hca", "info", "active RDMA ports: " + hca, {hca}, "export NCCL_IB_HCA=" + hca));
+    if (get("NCCL_IB_DISABLE") == "1")
+      out.push_back(make("rdma.disabled_but_present", "error", "NCCL_IB_DISABLE=1 while RDMA ports are ACTIVE: NCCL will use TCP sockets",
+                         {"NCCL_IB_DISABLE=1", "active: " + hca}, "unset NCCL_IB_DISABLE"));
+  } else if (!t.rdma.empty()) {
+    out.push_back(make("rdma.none_active", "warning", "RDMA devices exist but no port is ACTIVE: NCCL will fall back to sockets", {}, "ibv_devinfo"));
+  }
+
+  // GPU to nearest RDMA NIC path class and NCCL_NET_GDR_LEVEL.
+  static const std::vector<std::string> order = {"PIX", "PXB", "PHB", "NODE", "SYS"};
+  for (const auto& g : t.gpus) {
+    std::string best, best_dev;
+    for (const auto& d : t.rdma) {
+      if (d.pci.empty() || g.pci.empty()) continue;
+      const std::string c = topo::path_class(t, g.pci, d.pci);
+      auto rank = [&](const std::string& x) { return std::find(order.begin(), order.end(), x) - order.begin(); };
+      if (best.empty() || rank(c) < rank(best)) best = c, best_dev = d.name;
+    }
+    if (best.empty()) continue;
+    const bool gdr_default = best == "PIX" || best == "PXB";
+    std::string meaning = gdr_default ? "GPUDirect RDMA is on with the default NCCL_NET_GDR_LEVEL (PXB)"
+                          : best == "PHB" ? "the path crosses the CPU root complex: NCCL turns GPUDirect RDMA off by default; NCCL_NET_GDR_LEVEL=PHB turns it on (measure both)"
+                                          : "the NIC hangs off another NUMA node/socket: GPUDirect RDMA is off and traffic crosses the inter-socket link; use a NIC on the GPU's node";
+    out.push_back(make("path.gpu_nic", gdr_default ? "info" : "warning",
+                       "GPU " + std::to_string(g.index) + " (" + g.pci + ") to " + best_dev + ": " + best + ": " + meaning,
+                       {"path class " + best}, best == "PHB" ? "export NCCL_NET_GDR_LEVEL=PHB" : ""));
+  }
+
+  // Thread bindings of the TCPX plugin: NICs exist, CPUs on the NIC's node, TX/RX apart.
+  for (const char* var : {"NCCL_GPUDIRECTTCPX_TX_BINDINGS", "NCCL_GPUDIRECTTCPX_RX_BINDINGS"}) {
+    const std::string v = get(var);
+    if (v.empty()) continue;
+    try {
+      for (const auto& b : parse_bindings(v)) {
+        const topo::Nic* nic = nullptr;
+        for (const auto& n : t.nics)
+          if (n.name == b.nic) nic = &n;
+        if (!nic) {
+          out.push_back(make("bind.unknown_nic", "error", std::string(var) + " names " + b.nic + ", which this host does not have",
+                             {std::string(var) + "=" + v}, "p2pscope irq plan   # prints bindings for this host"));
+          continue;
+        }
+        std::vector<int> remote;
+        for (int cpu : b.cpus)
+          for (const auto& c : t.cpus)
+            if (c.id == cpu && nic->numa >= 0 && c.numa >= 0 && c.numa != nic->numa) remote.push_back(cpu);
+        if (!remote.empty())
+          out.push_back(make("bind.remote_cpus", "warning",
+                             std::string(var) + ": " + b.nic + " (NUMA " + std::to_string(nic->numa) + ") is bound to CPUs " +
+                                 format_cpulist(remote) + " of another node",
+                             {std::string(var) + "=" + v}, "p2pscope irq plan --nics " + b.nic));
+      }
+    } catch (const UsageError& e) {
+      out.push_back(make("bind.malformed", "error", std::string(var) + " is malformed: " + e.what(), {std::string(var) + "=" + v}, ""));
+    }
+  }
+  return out;
+}
+
+std::vector<Finding> irq_findings(const IrqSnapshot& s) {
+  std::vector<Finding> out;
+  const IrqDiff d = diff(IrqSnapshot{}, s);  // since boot
+  for (const auto& m : d.mismatches) {
+    std::string serving;
+    for (int n : m.serving_numa) serving += (serving.empty() ? "" : ",") + std::to_string(n);
+    std::string irqs;
+    for (int i : m.irqs) irqs += (irqs.empty() ? "" : ",") + std::to_string(i);
+    out.push_back(make("irq.numa_mismatch", "warning",
+                       m.nic + " sits on NUMA node " + std::to_string(m.nic_numa) + " but its interrupts are served on node(s) " +
+                           (serving.empty() ? "?" : serving) + ": " + m.reason,
+                       {"IRQs " + irqs}, "p2pscope irq plan --nics " + m.nic + " --format json > plan.json\n"
+                                         "sudo p2pscope irq apply plan.json --yes --backup irq-backup.json"));
+  }
+  if (d.imbalance > 4 && d.cpus.size() > 2)
+    out.push_back(make("irq.imbalance", "info",
+                       "interrupt load is uneven: the busiest CPU took " + std::to_string(d.imbalance).substr(0, 4) +
+                           "x the mean since boot",
+                       {"busiest CPU " + std::to_string(d.cpus.front().cpu)}, "p2pscope irq diff --interval 10s   # measure under load"));
+  return out;
+}
+
+void sort_findings(std::vector<Finding>& f) {
+  std::stable_sort(f.begin(), f.end(), [](const Finding& a, const Finding& b) { return rank_of(a.severity) < rank_of(b.severity); });
+}
+
+nlohmann::json to_json(const DoctorReport& r) {
+  nlohmann::json logs = nlohmann::json::array();
+  for (const auto& l : r.logs) logs.push_back(to_json(l));
+  nlohmann::json f = nlohmann::json::array();
+  for (const auto& x : r.findings) f.push_back(to_json(x));
+  nlohmann::json env = nlohmann::json::object();
+  for (const auto& [k, v] : r.env) env[k] = v;
+  return {{"logs", logs}, {"findings", f}, {"env", env}};
+}
+
+}  // namespace p2pscope::tune

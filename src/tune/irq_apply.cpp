@@ -1,0 +1,268 @@
+// Applying an IRQ plan and undoing it, through the FsRoot so that tests work on a
+// copied tree. Every write is read back; the kernel may refuse managed IRQs (EIO).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "p2pscope/clock.hpp"
+#include "p2pscope/error.hpp"
+#include "p2pscope/tune.hpp"
+#include "p2pscope/units.hpp"
+
+namespace p2pscope::tune {
+namespace {
+
+std::string irq_dir(int irq) { return "/proc/irq/" + std::to_string(irq); }
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  std::size_t b = 0;
+  while (b < s.size() && s[b] == ' ') ++b;
+  return s.substr(b);
+}
+
+std::string machine_hostname(const FsRoot& fs) {
+  auto h = fs.read_line("/proc/sys/kernel/hostname");
+  if (!h || h->empty()) h = fs.read_line("/etc/hostname");
+  return h ? *h : "";
+}
+
+// IRQ number -> action names from /proc/interrupts ("" when unreadable).
+std::map<int, std::string> irq_names(const FsRoot& fs) {
+  std::map<int, std::string> out;
+  const auto text = fs.read("/proc/interrupts");
+  if (!text) return out;
+  for (const auto& irq : topo::parse_interrupts(*text).irqs) out[irq.irq] = irq.name;
+  return out;
+}
+
+void require_root_for_live(const FsRoot& fs, const char* what) {
+  if (fs.is_live() && ::geteuid() != 0)
+    throw Error(std::string(what) + " writes /proc/irq/*/smp_affinity and needs root: run it with sudo "
+                                    "(or leave out --yes for a dry run)");
+}
+
+std::vector<int> mask_cpus(const std::string& raw, int irq) {
+  try {
+    return parse_cpumask(trim(raw));
+  } catch (const UsageError& e) {
+    throw Error("IRQ " + std::to_string(irq) + ": cannot read its smp_affinity '" + trim(raw) + "': " + e.what());
+  }
+}
+
+// Writes one IRQ's affinity and reads it back; returns "" or the refusal reason.
+std::string write_affinity(const FsRoot& fs, int irq, const std::string& mask, const std::string& list,
+                           const std::vector<int>& want) {
+  try {
+    fs.write(irq_dir(irq) + "/smp_affinity", mask);
+    // On a captured tree no kernel keeps the list file in step: keep it ourselves.
+    if (!fs.is_live() && fs.exists(irq_dir(irq) + "/smp_affinity_list"))
+      fs.write(irq_dir(irq) + "/smp_affinity_list", list);
+  } catch (const Error& e) {
+    std::string why = std::string("write failed: ") + e.what();
+    if (why.find("Input/output error") != std::string::npos)
+      why += " (a managed IRQ: the kernel places it itself)";
+    return why;
+  }
+  const auto back = fs.read(irq_dir(irq) + "/smp_affinity");
+  if (!back) return "read back failed: smp_affinity vanished";
+  std::vector<int> got;
+  try {
+    got = parse_cpumask(trim(*back));
+  } catch (const UsageError&) {
+    return "read back an unparsable mask '" + trim(*back) + "'";
+  }
+  if (got != want) return "read back " + format_cpulist(got) + " instead of " + format_cpulist(want);
+  return "";
+}
+
+}  // namespace
+
+IrqBackup read_backup(const FsRoot& fs, const std::vector<int>& irqs) {
+  IrqBackup b;
+  b.hostname = machine_hostname(fs);
+  b.time_ns = realtime_ns();
+  const auto names = irq_names(fs);
+  std::string missing;
+  for (int irq : irqs) {
+    const auto mask = fs.read(irq_dir(irq) + "/smp_affinity");
+    if (!mask) {
+      missing += (missing.empty() ? "" : ", ") + std::to_string(irq);
+      continue;
+    }
+    IrqBackup::Entry e;
+    e.irq = irq;
+    if (auto it = names.find(irq); it != names.end()) e.name = it->second;
+    e.smp_affinity = *mask;
+    e.smp_affinity_list = fs.read(irq_dir(irq) + "/smp_affinity_list").value_or("");
+    b.entries.push_back(std::move(e));
+  }
+  if (!missing.empty())
+    throw UsageError("IRQ(s) " + missing + " do not exist on this machine (no /proc/irq/N/smp_affinity under " +
+                     fs.root().string() + "); make the plan again with 'p2pscope irq plan'");
+  return b;
+}
+
+nlohmann::json to_json(const IrqBackup& b) {
+  nlohmann::json j{{"kind", "p2pscope irq backup"}, {"hostname", b.hostname}, {"time_ns", b.time_ns}};
+  auto& e = j["irqs"] = nlohmann::json::array();
+  for (const auto& x : b.entries)
+    e.push_back({{"irq", x.irq}, {"name", x.name}, {"smp_affinity", x.smp_affinity},
+                 {"smp_affinity_list", x.smp_affinity_list}});
+  return j;
+}
+
+IrqBackup backup_from_json(const nlohmann::json& j) {
+  try {
+    if (j.value("kind", "") != "p2pscope irq backup")
+      throw UsageError("not a p2pscope IRQ backup (no \"kind\": \"p2pscope irq backup\")");
+    IrqBackup b;
+    b.hostname = j.value("hostname", "");
+    b.time_ns = j.value("time_ns", std::int64_t{0});
+    for (const auto& x : j.at("irqs")) {
+      IrqBackup::Entry e;
+      e.irq = x.at("irq").get<int>();
+      e.name = x.value("name", "");
+      e.smp_affinity = x.at("smp_affinity").get<std::string>();
+      e.smp_affinity_list = x.value("smp_affinity_list", "");
+      mask_cpus(e.smp_affinity, e.irq);  // validates
+      b.entries.push_back(std::move(e));
+    }
+    return b;
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(std::string("malformed IRQ backup: ") + e.what());
+  } catch (const Error& e) {
+    throw UsageError(std::string("malformed IRQ backup: ") + e.what());
+  }
+}
+
+void write_backup_file(const std::string& path, const IrqBackup& b) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::string tmpl = (dir / (target.filename().string() + ".tmp.XXXXXX")).string();
+  const int fd = ::mkstemp(tmpl.data());
+  if (fd < 0) throw_errno("create a temporary file next to backup " + path);
+  const std::string text = to_json(b).dump(2) + "\n";
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      ::unlink(tmpl.c_str());
+      throw Error("write backup " + tmpl + ": " + errno_text(err));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmpl.c_str());
+    throw Error("flush backup " + tmpl + ": " + errno_text(err));
+  }
+  if (std::rename(tmpl.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmpl.c_str());
+    throw Error("rename " + tmpl + " to " + path + ": " + errno_text(err));
+  }
+}
+
+IrqBackup read_backup_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("cannot open backup '" + path + "': " + errno_text(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (j.is_discarded()) throw UsageError("backup '" + path + "' is not valid JSON");
+  return backup_from_json(j);
+}
+
+ApplyResult apply_plan(const FsRoot& fs, const IrqPlan& plan, bool dry_run, const std::string& backup_path) {
+  const std::string host = machine_hostname(fs);
+  if (!plan.hostname.empty() && !host.empty() && plan.hostname != host)
+    throw UsageError("the plan was made on host '" + plan.hostname + "' but this is '" + host +
+                     "'; make a plan here with 'p2pscope irq plan'");
+  std::map<int, const IrqTarget*> targets;
+  for (const auto& n : plan.nics)
+    for (const auto& t : n.irqs) {
+      auto [it, fresh] = targets.emplace(t.irq, &t);
+      if (!fresh && it->second->cpus != t.cpus)
+        throw UsageError("the plan gives IRQ " + std::to_string(t.irq) + " two different CPU sets");
+    }
+  std::vector<int> irqs;
+  for (const auto& [irq, t] : targets) irqs.push_back(irq);
+  const IrqBackup before = read_backup(fs, irqs);  // throws for IRQs that do not exist
+  for (const auto& e : before.entries) {
+    const auto& want = targets.at(e.irq)->name;
+    if (!want.empty() && !e.name.empty() && want != e.name)
+      throw UsageError("IRQ " + std::to_string(e.irq) + " is '" + e.name + "' on this machine, not '" + want +
+                       "' as in the plan (IRQs renumbered after a reboot or driver reload?); make the plan again");
+  }
+
+  ApplyResult r;
+  r.dry_run = dry_run;
+  for (const auto& e : before.entries) {
+    const IrqTarget& t = *targets.at(e.irq);
+    IrqChange c{e.irq, e.name.empty() ? t.name : e.name, trim(e.smp_affinity), format_cpumask(t.cpus),
+                mask_cpus(e.smp_affinity, e.irq), t.cpus};
+    r.changes.push_back(std::move(c));
+  }
+  if (dry_run) return r;
+  require_root_for_live(fs, "irq apply --yes");
+  if (backup_path.empty()) throw UsageError("a real 'irq apply' needs --backup FILE to restore from later");
+  write_backup_file(backup_path, before);  // before touching anything
+  for (const auto& c : r.changes) {
+    if (!c.changed()) continue;
+    const std::string why = write_affinity(fs, c.irq, c.to_mask + "\n", format_cpulist(c.to_cpus) + "\n", c.to_cpus);
+    if (why.empty())
+      r.applied.push_back(c.irq);
+    else
+      r.refused.push_back({c.irq, why});
+  }
+  return r;
+}
+
+ApplyResult reset_from_backup(const FsRoot& fs, const IrqBackup& b, bool dry_run) {
+  const std::string host = machine_hostname(fs);
+  if (!b.hostname.empty() && !host.empty() && b.hostname != host)
+    throw UsageError("the backup was taken on host '" + b.hostname + "' but this is '" + host + "'; refusing");
+  const auto names = irq_names(fs);
+  ApplyResult r;
+  r.dry_run = dry_run;
+  for (const auto& e : b.entries) {
+    const auto now = fs.read(irq_dir(e.irq) + "/smp_affinity");
+    if (!now)
+      throw UsageError("the backup names IRQ " + std::to_string(e.irq) + " (" + e.name +
+                       ") which does not exist on this machine; refusing to reset");
+    auto it = names.find(e.irq);
+    if (!e.name.empty() && it != names.end() && it->second != e.name)
+      throw UsageError("IRQ " + std::to_string(e.irq) + " is now '" + it->second + "', the backup has '" + e.name +
+                       "': the backup does not match this machine; refusing to reset");
+    r.changes.push_back({e.irq, e.name, trim(*now), trim(e.smp_affinity), mask_cpus(*now, e.irq),
+                         mask_cpus(e.smp_affinity, e.irq)});
+  }
+  if (dry_run) return r;
+  require_root_for_live(fs, "irq reset --yes");
+  for (std::size_t i = 0; i < b.entries.size(); ++i) {
+    const auto& e = b.entries[i];
+    const auto& c = r.changes[i];
+    // Rewrite even unchanged IRQs on a tree so the list file is restored byte for byte.
+    if (!c.changed() && fs.is_live()) continue;
+    const std::string list = e.smp_affinity_list.empty() ? format_cpulist(c.to_cpus) + "\n" : e.smp_affinity_list;
+    const std::string why = write_affinity(fs, e.irq, e.smp_affinity, list, c.to_cpus);
+    if (why.empty())
+      r.applied.push_back(e.irq);
+    else
+      r.refused.push_back({e.irq, why});
+  }
+  return r;
+}
+
+}  // namespace p2pscope::tune

@@ -1,0 +1,211 @@
+// The IRQ / thread plan: per NIC, TX and RX sets of whole cores on its NUMA node,
+// and for each of its IRQs one core of the matching set.
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "p2pscope/bindings.hpp"
+#include "p2pscope/error.hpp"
+#include "p2pscope/tune.hpp"
+#include "p2pscope/units.hpp"
+
+namespace p2pscope::tune {
+namespace {
+
+using Core = std::vector<int>;  // thread siblings, sorted
+
+bool has(const std::string& s, const char* needle) { return s.find(needle) != std::string::npos; }
+
+// Queue role from the IRQ's action name, as drivers name them: "eth1-TxRx-3",
+// "mlx5_comp5@pci:...", "gve-ntfy-blk2@pci:...", "virtio2-input.0", "eth0-tx-1".
+std::string irq_role(const std::string& name) {
+  std::string n;
+  for (char c : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (has(n, "txrx") || has(n, "tx-rx") || has(n, "rxtx") || has(n, "comp") || has(n, "ntfy") ||
+      has(n, "combined"))
+    return "combined";
+  if (has(n, "-tx") || has(n, "tx-") || has(n, "_tx") || has(n, "output")) return "tx";
+  if (has(n, "-rx") || has(n, "rx-") || has(n, "_rx") || has(n, "input")) return "rx";
+  if (has(n, "async") || has(n, "config") || has(n, "mgmnt") || has(n, "ctrl") || has(n, "admin") ||
+      has(n, "event"))
+    return "other";
+  return "combined";
+}
+
+// Whole cores of a node, each all-free of reserved CPUs, ordered by first CPU.
+std::vector<Core> free_cores(const topo::Topology& t, int node, bool single_node, const std::set<int>& reserved) {
+  std::set<Core> cores;
+  for (const auto& c : t.cpus) {
+    const bool on_node = c.numa == node || (single_node && c.numa < 0);
+    if (!on_node) continue;
+    Core core = c.siblings.empty() ? Core{c.id} : c.siblings;
+    std::sort(core.begin(), core.end());
+    if (std::find(core.begin(), core.end(), c.id) == core.end()) core = {c.id};  // inconsistent tree
+    cores.insert(core);
+  }
+  std::vector<Core> out;
+  for (const auto& core : cores) {
+    bool ok = true;
+    for (int cpu : core) ok = ok && !reserved.count(cpu);
+    if (ok) out.push_back(core);
+  }
+  std::sort(out.begin(), out.end(), [](const Core& a, const Core& b) { return a.front() < b.front(); });
+  return out;
+}
+
+std::vector<int> flatten(const std::vector<Core>& cores, std::size_t begin, std::size_t end) {
+  std::vector<int> out;
+  for (std::size_t i = begin; i < end && i < cores.size(); ++i) out.insert(out.end(), cores[i].begin(), cores[i].end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+IrqPlan make_plan(const topo::Topology& t, const PlanOptions& opts) {
+  IrqPlan plan;
+  plan.hostname = t.hostname;
+  const std::set<int> reserved(opts.reserve.begin(), opts.reserve.end());
+  std::set<int> nodes;
+  for (const auto& c : t.cpus) nodes.insert(c.numa);
+  const bool single_node = nodes.size() <= 1 || (nodes.size() == 2 && nodes.count(-1));
+
+  std::vector<const topo::Nic*> chosen;
+  if (opts.nics.empty()) {
+    for (const auto& n : t.nics)
+      if (!n.is_virtual() && !n.irqs.empty()) chosen.push_back(&n);
+    if (chosen.empty())
+      throw UsageError("no physical NIC with IRQs found; name the NICs with --nics (see 'p2pscope topo')");
+  } else {
+    for (const auto& name : opts.nics) {
+      const topo::Nic* found = nullptr;
+      for (const auto& n : t.nics)
+        if (n.name == name) found = &n;
+      if (!found) {
+        std::string known;
+        for (const auto& n : t.nics) known += (known.empty() ? "" : ", ") + n.name;
+        throw UsageError("--nics: no NIC named '" + name + "' on this machine (NICs: " + known + ")");
+      }
+      if (std::find(chosen.begin(), chosen.end(), found) == chosen.end()) chosen.push_back(found);
+    }
+  }
+
+  // Group NICs by node; a NIC of unknown node on a one-node machine lives on node 0.
+  std::map<int, std::vector<const topo::Nic*>> by_node;
+  for (const auto* n : chosen) {
+    int node = n->numa;
+    if (node < 0 && single_node) node = nodes.empty() || *nodes.rbegin() < 0 ? 0 : *nodes.rbegin();
+    if (node < 0) {
+      plan.warnings.push_back(n->name + ": NUMA node unknown on a multi-node machine; left out of the plan");
+      continue;
+    }
+    by_node[node].push_back(n);
+  }
+
+  for (const auto& [node, nics] : by_node) {
+    const auto cores = free_cores(t, node, single_node, reserved);
+    const std::size_t k = nics.size();
+    if (cores.size() < 2)
+      throw UsageError("NUMA node " + std::to_string(node) + " has " + std::to_string(cores.size()) +
+                       " whole core(s) free after --reserve; TX and RX need one core each: reserve fewer CPUs");
+    const bool shared = cores.size() < 2 * k;
+    if (shared)
+      plan.warnings.push_back("NUMA node " + std::to_string(node) + " has " + std::to_string(cores.size()) +
+                              " free cores for " + std::to_string(k) +
+                              " NICs: its NICs share one TX set and one RX set");
+    const std::size_t share = shared ? cores.size() : cores.size() / k;
+    for (std::size_t i = 0; i < k; ++i) {
+      const std::size_t begin = shared ? 0 : i * share;
+      const std::size_t tx_n = share / 2;
+      const std::vector<Core> tx_cores(cores.begin() + begin, cores.begin() + begin + tx_n);
+      const std::vector<Core> rx_cores(cores.begin() + begin + tx_n, cores.begin() + begin + share);
+      NicPlan np;
+      np.name = nics[i]->name;
+      np.numa = node;
+      np.tx_cpus = flatten(tx_cores, 0, tx_cores.size());
+      np.rx_cpus = flatten(rx_cores, 0, rx_cores.size());
+      std::map<std::string, std::size_t> next;  // round-robin position per set
+      for (const auto& irq : nics[i]->irqs) {
+        IrqTarget tgt;
+        tgt.irq = irq.irq;
+        tgt.name = irq.name;
+        tgt.role = irq_role(irq.name);
+        const bool to_tx = tgt.role == "tx";
+        const auto& set = to_tx ? tx_cores : rx_cores;
+        auto& pos = next[to_tx ? "tx" : "rx"];
+        tgt.cpus = set[pos++ % set.size()];
+        tgt.mask = format_cpumask(tgt.cpus);
+        np.irqs.push_back(std::move(tgt));
+      }
+      if (np.irqs.empty()) plan.warnings.push_back(np.name + " has no IRQs (virtual NIC?); only thread bindings planned");
+      plan.nics.push_back(std::move(np));
+    }
+  }
+  std::vector<NicBinding> tx, rx;
+  for (const auto& n : plan.nics) {
+    tx.push_back({n.name, n.tx_cpus});
+    rx.push_back({n.name, n.rx_cpus});
+  }
+  if (!plan.nics.empty()) {
+    plan.tx_bindings = format_bindings(tx);
+    plan.rx_bindings = format_bindings(rx);
+  }
+  return plan;
+}
+
+nlohmann::json to_json(const IrqPlan& p) {
+  nlohmann::json j;
+  j["hostname"] = p.hostname;
+  auto& nics = j["nics"] = nlohmann::json::array();
+  for (const auto& n : p.nics) {
+    nlohmann::json irqs = nlohmann::json::array();
+    for (const auto& i : n.irqs)
+      irqs.push_back({{"irq", i.irq}, {"name", i.name}, {"role", i.role}, {"cpus", format_cpulist(i.cpus)},
+                      {"mask", i.mask}});
+    nics.push_back({{"name", n.name},
+                    {"numa", n.numa},
+                    {"tx_cpus", format_cpulist(n.tx_cpus)},
+                    {"rx_cpus", format_cpulist(n.rx_cpus)},
+                    {"irqs", irqs}});
+  }
+  j["env"] = {{"NCCL_GPUDIRECTTCPX_TX_BINDINGS", p.tx_bindings}, {"NCCL_GPUDIRECTTCPX_RX_BINDINGS", p.rx_bindings}};
+  j["warnings"] = p.warnings;
+  return j;
+}
+
+IrqPlan plan_from_json(const nlohmann::json& j) {
+  try {
+    IrqPlan p;
+    p.hostname = j.value("hostname", "");
+    for (const auto& n : j.at("nics")) {
+      NicPlan np;
+      np.name = n.at("name").get<std::string>();
+      np.numa = n.value("numa", -1);
+      np.tx_cpus = parse_cpulist(n.value("tx_cpus", ""));
+      np.rx_cpus = parse_cpulist(n.value("rx_cpus", ""));
+      for (const auto& i : n.at("irqs")) {
+        IrqTarget t;
+        t.irq = i.at("irq").get<int>();
+        t.name = i.value("name", "");
+        t.role = i.value("role", "");
+        t.cpus = parse_cpulist(i.at("cpus").get<std::string>());
+        t.mask = i.value("mask", "");
+        if (t.cpus.empty()) throw UsageError("plan: IRQ " + std::to_string(t.irq) + " has an empty CPU set");
+        if (!t.mask.empty() && parse_cpumask(t.mask) != t.cpus)
+          throw UsageError("plan: IRQ " + std::to_string(t.irq) + " mask '" + t.mask + "' does not match cpus '" +
+                           format_cpulist(t.cpus) + "'");
+        np.irqs.push_back(std::move(t));
+      }
+      p.nics.push_back(std::move(np));
+    }
+    if (j.contains("env")) {
+      p.tx_bindings = j["env"].value("NCCL_GPUDIRECTTCPX_TX_BINDINGS", "");
+      p.rx_bindings = j["env"].value("NCCL_GPUDIRECTTCPX_RX_BINDINGS", "");
+    }
+    return p;
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(std::string("not an 'irq plan' JSON document: ") + e.what());
+  }
+}
+
+}  // namespace p2pscope::tune
