@@ -1,6 +1,208 @@
-// PLACEHOLDER: replaced by the issue that builds this command; registers nothing yet.
+// `p2pscope irq snapshot|diff|plan|apply|reset`: where interrupts run, a NUMA-aware
+// TX/RX CPU plan, and applying/undoing it safely (dry run unless --yes, backup first).
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
 #include "commands.hpp"
+#include "p2pscope/clock.hpp"
+#include "p2pscope/error.hpp"
+#include "p2pscope/metadata.hpp"
+#include "p2pscope/table.hpp"
+#include "p2pscope/tune.hpp"
+#include "p2pscope/units.hpp"
 
 namespace p2pscope::app {
-void add_irq_commands(CLI::App& app, Context&) { (void)app; }
+namespace {
+
+struct IrqOptions {
+  std::string root = "/";
+  std::string out, format = "text", interval = "5s";
+  std::string a, b, plan_file, backup;
+  std::vector<std::string> nics;
+  std::string reserve;
+  bool yes = false, dry_run = false;
+  int top = 10;
+};
+
+nlohmann::json read_json_file(const std::string& path, const char* what) {
+  std::ifstream in(path);
+  if (!in) throw UsageError(std::string("cannot open ") + what + " '" + path + "': " + errno_text(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (j.is_discarded()) throw UsageError(std::string(what) + " '" + path + "' is not valid JSON");
+  return j;
+}
+
+void emit(const std::string& text, const std::string& out) {
+  if (out.empty() || out == "-") {
+    std::cout << text;
+    return;
+  }
+  std::ofstream f(out);
+  if (!f) throw Error("cannot write '" + out + "': " + errno_text(errno));
+  f << text;
+  if (!f) throw Error("write '" + out + "' failed");
+  std::cerr << "wrote " << out << "\n";
+}
+
+std::string diff_text(const tune::IrqDiff& d, int top) {
+  std::ostringstream o;
+  o << "interval " << fixed(d.interval_s, 2) << " s, imbalance (max/mean per CPU) " << fixed(d.imbalance, 2) << "\n\n";
+  Table irqs({"irq", "name", "device", "numa", "count", "per_s", "remote"});
+  for (std::size_t i = 0; i < d.irqs.size() && static_cast<int>(i) < top; ++i) {
+    const auto& x = d.irqs[i];
+    irqs.add_row({std::to_string(x.irq), x.name, x.device, std::to_string(x.numa), std::to_string(x.count),
+                  fixed(x.per_s, 1), std::to_string(x.remote_count)});
+  }
+  o << "busiest IRQs\n" << irqs.to_text() << "\n";
+  Table cpus({"cpu", "numa", "count", "per_s"});
+  for (std::size_t i = 0; i < d.cpus.size() && static_cast<int>(i) < top; ++i)
+    cpus.add_row({std::to_string(d.cpus[i].cpu), std::to_string(d.cpus[i].numa), std::to_string(d.cpus[i].count),
+                  fixed(d.cpus[i].per_s, 1)});
+  o << "busiest CPUs\n" << cpus.to_text() << "\n";
+  Table nics({"nic", "numa", "count", "per_s", "remote", "serving_cpus"});
+  for (const auto& n : d.nics)
+    nics.add_row({n.nic, std::to_string(n.numa), std::to_string(n.count), fixed(n.per_s, 1),
+                  std::to_string(n.remote_count), format_cpulist(n.serving_cpus)});
+  o << "per NIC\n" << nics.to_text() << "\n";
+  if (d.mismatches.empty()) o << "NUMA mismatches: none\n";
+  for (const auto& m : d.mismatches) o << "NUMA MISMATCH " << m.nic << ": " << m.reason << "\n";
+  for (const auto& w : d.warnings) o << "warning: " << w << "\n";
+  return o.str();
+}
+
+std::string plan_text(const tune::IrqPlan& p) {
+  std::ostringstream o;
+  for (const auto& n : p.nics) {
+    o << n.name << " (NUMA " << n.numa << "): TX " << format_cpulist(n.tx_cpus) << "   RX " << format_cpulist(n.rx_cpus)
+      << "\n";
+    Table t({"irq", "name", "role", "cpus", "smp_affinity"});
+    for (const auto& i : n.irqs) t.add_row({std::to_string(i.irq), i.name, i.role, format_cpulist(i.cpus), i.mask});
+    if (!n.irqs.empty()) o << t.to_text();
+    o << "\n";
+  }
+  o << "export NCCL_GPUDIRECTTCPX_TX_BINDINGS=\"" << p.tx_bindings << "\"\n";
+  o << "export NCCL_GPUDIRECTTCPX_RX_BINDINGS=\"" << p.rx_bindings << "\"\n";
+  o << "p2pscope bench tcp ... --tx-bind \"" << p.tx_bindings << "\" --rx-bind \"" << p.rx_bindings << "\"\n";
+  for (const auto& w : p.warnings) o << "warning: " << w << "\n";
+  return o.str();
+}
+
+void print_apply(const tune::ApplyResult& r, const char* verb) {
+  Table t({"irq", "name", "from", "to", "from_mask", "to_mask", "change"});
+  int changes = 0;
+  for (const auto& c : r.changes) {
+    changes += c.changed() ? 1 : 0;
+    t.add_row({std::to_string(c.irq), c.name, format_cpulist(c.from_cpus), format_cpulist(c.to_cpus), c.from_mask,
+               c.to_mask, c.changed() ? "yes" : "-"});
+  }
+  std::cout << t.to_text();
+  if (r.dry_run) {
+    std::cout << "dry run: " << changes << " of " << r.changes.size() << " IRQs would change; add --yes to " << verb
+              << "\n";
+    return;
+  }
+  std::cout << verb << ": " << r.applied.size() << " IRQ(s) written and read back\n";
+  for (const auto& x : r.refused) std::cout << "REFUSED irq " << x.irq << ": " << x.reason << "\n";
+}
+
+}  // namespace
+
+void add_irq_commands(CLI::App& app, Context& ctx) {
+  auto opt = std::make_shared<IrqOptions>();
+  auto* irq = app.add_subcommand("irq", "IRQ snapshots, NUMA-aware TX/RX CPU plans, apply and reset");
+  irq->require_subcommand(1);
+
+  auto* snap = irq->add_subcommand("snapshot", "IRQs with owners, affinity and per-CPU counts, as JSON");
+  snap->add_option("--root", opt->root, "Root of a captured tree instead of /");
+  snap->add_option("--out", opt->out, "Write the JSON here instead of stdout");
+  snap->callback([opt, &ctx] {
+    const FsRoot fs(opt->root);
+    auto j = tune::to_json(tune::take_snapshot(fs));
+    j["metadata"] = run_metadata(ctx.argv);
+    emit(j.dump(2) + "\n", opt->out);
+  });
+
+  auto* d = irq->add_subcommand("diff", "Interrupt rates between two snapshots, or over --interval on this machine");
+  d->add_option("a", opt->a, "Earlier snapshot JSON (omit both to sample the live system)");
+  d->add_option("b", opt->b, "Later snapshot JSON (omit to compare A with the machine now)");
+  d->add_option("--interval", opt->interval, "Sampling time when B is not given (default 5s)");
+  d->add_option("--root", opt->root, "Root for live sampling");
+  d->add_option("--format", opt->format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  d->add_option("--top", opt->top, "Rows of busiest IRQs/CPUs in text output");
+  d->callback([opt] {
+    const FsRoot fs(opt->root);
+    tune::IrqSnapshot a, b;
+    if (!opt->a.empty() && !opt->b.empty()) {
+      a = tune::snapshot_from_json(read_json_file(opt->a, "snapshot"));
+      b = tune::snapshot_from_json(read_json_file(opt->b, "snapshot"));
+    } else {
+      const double secs = parse_duration_s(opt->interval);
+      if (secs <= 0 || secs > 3600) throw UsageError("--interval must be between 0 and 1h, got '" + opt->interval + "'");
+      if (opt->a.empty()) {  // sample the machine twice, --interval apart
+        a = tune::take_snapshot(fs);
+        std::this_thread::sleep_for(std::chrono::duration<double>(secs));
+      } else {  // A against the machine now
+        a = tune::snapshot_from_json(read_json_file(opt->a, "snapshot"));
+      }
+      b = tune::take_snapshot(fs);
+    }
+    const auto r = tune::diff(a, b);
+    if (opt->format == "json")
+      std::cout << tune::to_json(r).dump(2) << "\n";
+    else
+      std::cout << diff_text(r, opt->top);
+  });
+
+  auto* plan = irq->add_subcommand("plan", "Per-NIC TX/RX CPU sets and IRQ targets on the NIC's NUMA node");
+  plan->add_option("--nics", opt->nics, "NICs to plan (default: every physical NIC with IRQs)")->delimiter(',');
+  plan->add_option("--reserve", opt->reserve, "CPUs to keep free, e.g. 0-7");
+  plan->add_option("--root", opt->root, "Root of a captured tree instead of /");
+  plan->add_option("--format", opt->format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  plan->add_option("--out", opt->out, "Write the plan here instead of stdout");
+  plan->callback([opt] {
+    const FsRoot fs(opt->root);
+    topo::DiscoverOptions dopts;
+    dopts.use_nvml = false;
+    const auto t = topo::discover(fs, dopts);
+    tune::PlanOptions po{opt->nics, parse_cpulist(opt->reserve)};
+    const auto p = tune::make_plan(t, po);
+    emit(opt->format == "json" ? tune::to_json(p).dump(2) + "\n" : plan_text(p), opt->out);
+  });
+
+  auto* apply = irq->add_subcommand("apply", "Apply a plan's IRQ affinities (dry run unless --yes)");
+  apply->add_option("plan", opt->plan_file, "Plan JSON from 'irq plan --format json'")->required();
+  apply->add_flag("--yes", opt->yes, "Really write (needs root on the live system)");
+  apply->add_flag("--dry-run", opt->dry_run, "Show the changes only (the default)");
+  apply->add_option("--backup", opt->backup, "Backup file written before any change (default irq-backup-<time>.json)");
+  apply->add_option("--root", opt->root, "Root of a captured tree instead of /");
+  apply->callback([opt, &ctx] {
+    const FsRoot fs(opt->root);
+    const auto plan = tune::plan_from_json(read_json_file(opt->plan_file, "plan"));
+    const bool dry = !opt->yes || opt->dry_run;
+    std::string backup = opt->backup;
+    if (!dry && backup.empty()) backup = "irq-backup-" + compact_timestamp(realtime_ns()) + ".json";
+    const auto r = tune::apply_plan(fs, plan, dry, backup);
+    print_apply(r, "apply");
+    if (!dry) std::cout << "backup: " << backup << "   (undo: p2pscope irq reset --backup " << backup << " --yes)\n";
+    if (!r.refused.empty()) ctx.exit_code = 3;
+  });
+
+  auto* reset = irq->add_subcommand("reset", "Restore the IRQ affinities saved by 'irq apply' (dry run unless --yes)");
+  reset->add_option("--backup", opt->backup, "Backup file from 'irq apply'")->required();
+  reset->add_flag("--yes", opt->yes, "Really write (needs root on the live system)");
+  reset->add_option("--root", opt->root, "Root of a captured tree instead of /");
+  reset->callback([opt, &ctx] {
+    const FsRoot fs(opt->root);
+    const auto r = tune::reset_from_backup(fs, tune::read_backup_file(opt->backup), !opt->yes);
+    print_apply(r, "reset");
+    if (!r.refused.empty()) ctx.exit_code = 3;
+  });
+}
+
 }  // namespace p2pscope::app
