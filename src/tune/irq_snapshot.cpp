@@ -90,7 +90,8 @@ IrqSnapshot snapshot_from_json(const nlohmann::json& j) {
     s.hostname = j.value("hostname", "");
     s.time_ns = j.at("time_ns").get<std::int64_t>();
     s.cpu_columns = j.at("cpu_columns").get<std::vector<int>>();
-    for (const auto& [cpu, node] : j.value("cpu_numa", nlohmann::json::object()).items())
+    const nlohmann::json numa = j.value("cpu_numa", nlohmann::json::object());  // keep alive for items()
+    for (const auto& [cpu, node] : numa.items())
       s.cpu_numa[static_cast<int>(parse_int(cpu, "cpu_numa key"))] = node.get<int>();
     for (const auto& r : j.at("irqs")) {
       IrqRecord rec;
