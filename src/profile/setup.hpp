@@ -1,0 +1,54 @@
+#pragma once
+// Campaign set-up pieces, kept apart from the measurement loop: resolving options
+// against defaults or a resumed campaign, the output directory, GPU facts for
+// metadata.json, and the per-size summary.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "p2pscope/nvml.hpp"
+#include "p2pscope/profile.hpp"
+#include "profile/execution_log.hpp"
+
+namespace p2pscope::profile {
+
+inline constexpr const char* kLogFile = "execution_log.csv";
+inline constexpr const char* kMetadataFile = "metadata.json";
+inline constexpr const char* kTemperatureFile = "temperatures.csv";
+inline constexpr const char* kDriftFile = "clock_drift.json";
+inline constexpr const char* kTraceFile = "trace.json";
+
+// The plan's choices after defaults / the resumed campaign's plan are applied.
+struct ResolvedOptions {
+  std::vector<std::string> backends;
+  std::optional<std::vector<int>> devices;  // nullopt: every device of the backend
+  std::vector<std::uint64_t> sizes;
+  std::uint64_t seed = 42;
+  int warmup = 5, reps = 10;
+  nlohmann::json resumed_metadata;  // null for a new campaign
+};
+// Throws UsageError when resume_dir is not a campaign or a set option differs from it.
+ResolvedOptions resolve_options(const Params& p, bool have_gpu);
+
+nlohmann::json read_json_file(const std::string& path);  // throws Error
+void write_json_file(const std::string& path, const nlohmann::json& j);  // atomic rename
+
+// Creates the directory and proves it is writable; UsageError otherwise, or when it
+// already holds a campaign.
+void prepare_new_out_dir(const std::string& dir);
+std::string default_out_dir(const std::string& root, const std::string& backend, const nvml::Nvml* nvml);
+
+// Campaign device -> NVML index, by PCI bus id through the topology (CUDA numbering
+// need not be NVML's), identity where unknown. `topology` receives the GPU-GPU facts.
+std::map<int, int> map_devices_to_nvml(const nvml::Nvml& nvml, const std::vector<int>& devices,
+                                       nlohmann::json* topology);
+// Per-GPU facts for metadata.json: name, uuid, pci, clocks, temperature, power, throttle.
+nlohmann::json gpu_facts(const nvml::Nvml& nvml, const std::map<int, int>& to_nvml);
+
+std::vector<SizeSummary> summarize(const Plan& plan, const std::vector<LogRow>& rows);
+nlohmann::json to_json(const SizeSummary& s);
+
+}  // namespace p2pscope::profile

@@ -1,0 +1,66 @@
+#include "profile/trace.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+
+#include "p2pscope/error.hpp"
+
+namespace p2pscope::profile {
+namespace {
+constexpr int kPid = 1;
+constexpr int kHostTid = 0;
+int gpu_tid(int device) { return 1 + device; }
+
+nlohmann::json thread_name(int tid, const std::string& name) {
+  return {{"ph", "M"}, {"pid", kPid}, {"tid", tid}, {"name", "thread_name"}, {"args", {{"name", name}}}};
+}
+}  // namespace
+
+nlohmann::json make_trace(const Plan& plan, const std::vector<LogRow>& rows,
+                          const std::map<int, DriftFit>& device_to_host) {
+  nlohmann::json events = nlohmann::json::array();
+  events.push_back({{"ph", "M"}, {"pid", kPid}, {"name", "process_name"}, {"args", {{"name", "p2pscope profile"}}}});
+  events.push_back(thread_name(kHostTid, "host (CLOCK_MONOTONIC)"));
+  for (const auto& [dev, fit] : device_to_host)
+    if (fit.ok) events.push_back(thread_name(gpu_tid(dev), "GPU " + std::to_string(dev) + " (global timer, copies it sends)"));
+
+  std::int64_t origin = 0;
+  if (!rows.empty())
+    origin = std::min_element(rows.begin(), rows.end(), [](const LogRow& a, const LogRow& b) {
+               return a.ts_start_ns < b.ts_start_ns;
+             })->ts_start_ns;
+  for (const auto& r : rows) {
+    if (r.config_id < 0 || static_cast<std::size_t>(r.config_id) >= plan.configs.size()) continue;
+    const Config& c = plan.configs[static_cast<std::size_t>(r.config_id)];
+    const std::string name = event_name(c, r.repetition);
+    nlohmann::json args = {{"config_id", c.id}, {"src", c.src}, {"dst", c.dst}, {"size_bytes", c.size_bytes},
+                           {"repetition", r.repetition}, {"backend", c.backend}};
+    if (!std::isnan(r.gpu_duration_ns)) args["gpu_duration_ns"] = r.gpu_duration_ns;
+    events.push_back({{"name", name}, {"cat", "p2p"}, {"ph", "X"}, {"pid", kPid}, {"tid", kHostTid},
+                      {"ts", static_cast<double>(r.ts_start_ns - origin) / 1e3},
+                      {"dur", static_cast<double>(r.ts_end_ns - r.ts_start_ns) / 1e3}, {"args", args}});
+    const auto fit = device_to_host.find(r.src);
+    if (r.gpu_ts_start_ns >= 0 && r.gpu_ts_end_ns >= r.gpu_ts_start_ns && fit != device_to_host.end() && fit->second.ok) {
+      const double start = fit->second.host_of_device(r.gpu_ts_start_ns) - static_cast<double>(origin);
+      const double end = fit->second.host_of_device(r.gpu_ts_end_ns) - static_cast<double>(origin);
+      events.push_back({{"name", name}, {"cat", "p2p_gpu"}, {"ph", "X"}, {"pid", kPid}, {"tid", gpu_tid(r.src)},
+                        {"ts", start / 1e3}, {"dur", (end - start) / 1e3}, {"args", args}});
+    }
+  }
+  nlohmann::json fits = nlohmann::json::object();
+  for (const auto& [dev, f] : device_to_host)
+    if (f.ok) fits[std::to_string(dev)] = {{"ppm", f.ppm()}, {"offset_ns", f.offset_ns()}, {"points", f.points}};
+  return {{"traceEvents", events},
+          {"displayTimeUnit", "ns"},
+          {"otherData", {{"host_origin_ns", origin}, {"clock", "CLOCK_MONOTONIC"}, {"device_to_host_fits", fits}}}};
+}
+
+void write_trace(const std::string& path, const nlohmann::json& trace) {
+  std::ofstream out(path);
+  if (!out) throw Error("cannot write " + path + ": " + errno_text(errno));
+  out << trace.dump() << "\n";
+  if (!out) throw Error("writing " + path + " failed: " + errno_text(errno));
+}
+
+}  // namespace p2pscope::profile

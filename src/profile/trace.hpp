@@ -1,0 +1,22 @@
+#pragma once
+// trace.json in Chrome trace event format (Perfetto, chrome://tracing): one complete
+// ("X") event per op on the host track, and on the source GPU's track where the op
+// carries GPU global-timer stamps, mapped to host time through the drift fit.
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "p2pscope/profile.hpp"
+#include "profile/drift.hpp"
+#include "profile/execution_log.hpp"
+
+namespace p2pscope::profile {
+
+// ts/dur in microseconds relative to the first op's host start (kept in otherData).
+nlohmann::json make_trace(const Plan& plan, const std::vector<LogRow>& rows,
+                          const std::map<int, DriftFit>& device_to_host);
+void write_trace(const std::string& path, const nlohmann::json& trace);
+
+}  // namespace p2pscope::profile
