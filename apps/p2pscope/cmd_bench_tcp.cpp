@@ -1,6 +1,98 @@
-// PLACEHOLDER: replaced by the issue that builds this command; registers nothing yet.
+// `p2pscope bench tcp`: the multi-channel, multi-NIC TCP engine, as server, client,
+// or both in this process over 127.0.0.1 (--loopback).
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
 #include "commands.hpp"
+#include "p2pscope/metadata.hpp"
+#include "p2pscope/tcp.hpp"
+#include "p2pscope/units.hpp"
+#include "tcp_options.hpp"
 
 namespace p2pscope::app {
-void add_bench_tcp_command(CLI::App& app, Context&) { (void)app; }
+namespace {
+
+struct BenchTcpOptions {
+  TcpCliOptions engine;
+  bool server = false, loopback = false;
+  std::vector<std::string> bind{"0.0.0.0"}, client;
+  int port = 18515;
+  int sessions = 1;
+  double accept_timeout_s = 0;
+  std::string format = "text";
+};
+
+void print(const tcp::Results& r, const std::string& format, const Context& ctx) {
+  if (format == "json") {
+    nlohmann::json j = tcp::to_json(r);
+    j["run_metadata"] = run_metadata(ctx.argv);
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << tcp::format_text(r);
+  }
+  std::cout.flush();
+}
+
+void run(const BenchTcpOptions& o, Context& ctx) {
+  const int roles = (o.server ? 1 : 0) + (o.client.empty() ? 0 : 1) + (o.loopback ? 1 : 0);
+  if (roles != 1) throw UsageError("bench tcp: give exactly one of --server, --client HOST[,HOST...] or --loopback");
+  if (o.port < 0 || o.port > 65535) throw UsageError("--port must be in 0-65535");
+  if (o.format != "text" && o.format != "json") throw UsageError("--format must be text or json");
+  const tcp::LocalOptions local = o.engine.local();
+  if (o.server) {
+    tcp::ServerOptions so;
+    so.bind_addrs = o.bind;
+    so.port = static_cast<std::uint16_t>(o.port);
+    so.local = local;
+    so.accept_timeout_s = o.accept_timeout_s;
+    tcp::Server server(so);
+    std::fprintf(stderr, "p2pscope bench tcp: listening on port %u (%d session%s)\n", server.port(),
+                 o.sessions, o.sessions == 1 ? "" : "s; 0 = until stopped");
+    for (int n = 0; o.sessions == 0 || n < o.sessions; ++n) {
+      if (o.sessions == 1) {
+        print(server.serve_one(), o.format, ctx);
+        continue;
+      }
+      try {  // a server that serves many clients (a sweep) survives one failed session
+        print(server.serve_one(), o.format, ctx);
+      } catch (const Error& e) {
+        std::fprintf(stderr, "p2pscope: session failed: %s\n", e.what());
+        ctx.exit_code = 1;
+      }
+    }
+    return;
+  }
+  const tcp::Params p = o.engine.params();
+  if (o.loopback) return print(tcp::run_loopback(p, local, local), o.format, ctx);
+  tcp::ClientOptions co;
+  co.hosts = o.client;
+  co.port = static_cast<std::uint16_t>(o.port);
+  co.local = local;
+  print(tcp::run_client(co, p), o.format, ctx);
+}
+
+}  // namespace
+
+void add_bench_tcp_command(CLI::App& bench, Context& ctx) {
+  auto o = std::make_shared<BenchTcpOptions>();
+  auto* c = bench.add_subcommand("tcp", "TCP transfer engine: channels over NICs, windows, pinned TX/RX workers");
+  c->add_flag("--server", o->server, "serve: wait for a client, take its parameters");
+  c->add_option("--bind", o->bind, "server: local addresses to listen on (one per NIC)")->delimiter(',')->capture_default_str();
+  c->add_option("--client", o->client, "client: server addresses; channel c goes to HOST[c % n]")->delimiter(',');
+  c->add_flag("--loopback", o->loopback, "server and client in this process over 127.0.0.1");
+  c->add_option("--port", o->port, "TCP port (server: 0 = any free one)")->capture_default_str();
+  c->add_option("--sessions", o->sessions, "server: sessions to serve (0 = until killed)")->capture_default_str();
+  c->add_option("--accept-timeout", o->accept_timeout_s, "server: seconds to wait for a client (0 = forever)");
+  c->add_option("--format", o->format, "text or json")->capture_default_str();
+  o->engine.add_engine_options(*c);
+  c->footer(
+      "Examples:\n"
+      "  p2pscope bench tcp --server --bind 10.0.1.1,10.0.2.1\n"
+      "  p2pscope bench tcp --client 10.0.1.1,10.0.2.1 --nics eth1,eth2 --channels 8 --window 16 --chunk 512K\n"
+      "  p2pscope bench tcp --loopback --mode bidir --channels 2 --verify\n"
+      "Bindings default to $NCCL_GPUDIRECTTCPX_TX_BINDINGS / _RX_BINDINGS when set.");
+  c->callback([o, &ctx] { run(*o, ctx); });
+}
+
 }  // namespace p2pscope::app

@@ -1,0 +1,152 @@
+#pragma once
+// The multi-channel, multi-NIC TCP transfer engine (p2pscope bench tcp).
+//
+// A client and a server agree on Params in a handshake, then move --size bytes per
+// GPU pair, cut into chunks dealt round-robin to channels; each channel has
+// sockets_per_channel TCP connections and at most `window` unacknowledged chunks.
+// Every socket has a TX worker thread on the sending side (and an ack reader) and an
+// RX worker on the receiving side, pinned by per-NIC binding strings.
+//
+// Threads: run_client / Server::serve_one block the caller and start their own
+// worker threads; all are joined before they return. Errors: UsageError for bad
+// parameters, Error for run-time failures (peer gone, timeout, verify mismatch).
+// Units: bytes, nanoseconds, bytes per second (GB/s = 1e9 B/s in reports).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "p2pscope/bindings.hpp"
+
+namespace p2pscope::tcp {
+
+inline constexpr std::uint32_t kProtocolMagic = 0x50325453;  // "P2TS"
+inline constexpr std::uint32_t kProtocolVersion = 1;
+
+enum class Mode { bw, bidir, latency, fullmesh };
+enum class MemKind { host, gpu };
+
+std::string to_string(Mode m);
+Mode parse_mode(const std::string& text);  // UsageError for unknown text
+
+// What both sides agree on (the client proposes, the server checks and accepts).
+struct Params {
+  Mode mode = Mode::bw;
+  MemKind mem = MemKind::host;
+  std::uint32_t channels = 1;             // per GPU pair
+  std::uint32_t sockets_per_channel = 1;
+  std::uint32_t window = 4;               // chunks in flight per channel
+  std::uint64_t size_bytes = 64ull << 20;  // per GPU pair per round
+  std::uint64_t chunk_bytes = 1ull << 20;
+  std::uint32_t iters = 5;                 // timed rounds (bandwidth) or pings (latency)
+  std::uint32_t warmup = 1;                // untimed rounds before them
+  std::vector<int> gpus{0};                // fullmesh: local GPU i pairs with peer GPU i
+  bool verify = false;
+  bool reverse = false;                    // bw/fullmesh: server sends, client receives
+  bool nodelay = true;                     // TCP_NODELAY
+  std::uint32_t sockbuf_bytes = 8u << 20;  // SO_SNDBUF / SO_RCVBUF request (0 = kernel default)
+  double timeout_s = 10;                   // any blocking step longer than this fails the run
+};
+
+// Throws UsageError naming the bad parameter (channels 0, window 0, chunk > size...).
+void validate(const Params& p);
+nlohmann::json to_json(const Params& p);
+Params params_from_json(const nlohmann::json& j);  // UsageError on bad fields
+
+// Local settings that are not negotiated.
+struct LocalOptions {
+  std::vector<std::string> nics;          // names or IPv4 addresses; channels round-robin
+  std::vector<NicBinding> tx_bind, rx_bind;
+  std::string fsroot = "/";               // for NIC NUMA nodes
+};
+
+struct ServerOptions {
+  std::vector<std::string> bind_addrs{"0.0.0.0"};  // one listener per address
+  std::uint16_t port = 18515;                       // 0 = ephemeral (see Server::port())
+  LocalOptions local;
+  double accept_timeout_s = 0;                      // 0 = wait forever for a client
+};
+
+struct ClientOptions {
+  std::vector<std::string> hosts{"127.0.0.1"};  // channel c connects to hosts[c % n]
+  std::uint16_t port = 18515;
+  LocalOptions local;
+};
+
+struct WorkerReport {
+  std::string role;  // "tx" (sends data), "rx" (receives data), "ack" (reads acks)
+  std::string dir;   // "c2s" / "s2c"
+  int gpu = 0, channel = 0, socket = 0;
+  std::string nic;
+  std::vector<int> expected_cpus, actual_cpus;  // expected empty = not bound
+  bool mismatch = false;
+  double cpu_time_s = 0;
+};
+
+struct ChannelReport {
+  std::string dir;  // data direction "c2s" / "s2c"
+  bool sent = false;  // this side sent (true) or received (false) the data
+  int gpu = 0, channel = 0;
+  std::string nic, local_addr, peer_addr;
+  std::uint64_t bytes = 0;        // timed rounds only
+  double elapsed_s = 0;           // sum over timed rounds of this channel's active time
+  double bytes_per_s = 0;
+  double chunk_lat_p50_ns = 0, chunk_lat_p99_ns = 0;  // sender: send start -> ack
+  double window_mean = 0;         // sender: chunks in flight when each chunk was sent
+  std::uint32_t window_max = 0;
+  std::uint64_t retransmits = 0;  // TCP_INFO tcpi_total_retrans over the channel's sockets
+};
+
+struct SideReport {
+  std::string side;  // "client" / "server"
+  std::string hostname;
+  std::vector<ChannelReport> channels;
+  std::vector<WorkerReport> workers;
+  std::vector<double> round_tx_bytes_per_s, round_rx_bytes_per_s;  // per timed round
+  double tx_bytes_per_s = 0, rx_bytes_per_s = 0;  // median over rounds
+  std::vector<double> latency_ns;                  // latency mode: round-trip samples / 2
+  std::uint64_t verified_bytes = 0;
+  std::vector<std::string> warnings;
+  std::vector<std::string> buffer_numa;            // "gpu0 src: numa 0" notes
+};
+
+struct Results {
+  Params params;
+  SideReport client, server;
+};
+
+nlohmann::json to_json(const SideReport& s);
+nlohmann::json to_json(const Results& r);
+SideReport side_from_json(const nlohmann::json& j);
+// Text tables: per channel, per NIC, per GPU, totals, latency, workers, warnings.
+std::string format_text(const Results& r);
+
+// Runs the client side against a server; returns both sides' figures.
+Results run_client(const ClientOptions& opts, const Params& params);
+
+// A server: listens in the constructor (so port() is known), serves sessions.
+class Server {
+ public:
+  explicit Server(const ServerOptions& opts);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+  std::uint16_t port() const;
+  // Accepts one client, runs its session, returns what both sides measured.
+  // A peer speaking another protocol is refused (told why) and this throws Error.
+  Results serve_one();
+  // Closes the listeners so a serve_one blocked in accept returns; thread-safe.
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Server and client in this process over 127.0.0.1 (the profile job's entry point).
+Results run_loopback(const Params& params, const LocalOptions& client_local = {},
+                     const LocalOptions& server_local = {});
+
+}  // namespace p2pscope::tcp

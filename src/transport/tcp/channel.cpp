@@ -1,0 +1,205 @@
+#include "transport/tcp/channel.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <thread>
+
+#include "p2pscope/error.hpp"
+#include "p2pscope/stats.hpp"
+#include "p2pscope/units.hpp"
+#include "transport/tcp/worker.hpp"
+
+namespace p2pscope::tcp {
+
+void ChannelState::mark(std::int64_t first, std::int64_t last) {
+  std::lock_guard lk(mu);
+  if (round_first_ns == 0 || first < round_first_ns) round_first_ns = first;
+  round_last_ns = std::max(round_last_ns, last);
+}
+
+bool Session::dir_used(bool c2s) const {
+  switch (p.mode) {
+    case Mode::bidir: return true;
+    case Mode::latency: return c2s;
+    default: return c2s != p.reverse;
+  }
+}
+
+std::uint64_t Session::seed(bool c2s, std::uint32_t g, std::uint32_t round) const {
+  // Rounds differ only when verifying, so stale data from an earlier round is caught.
+  const std::uint64_t r = p.verify ? round : 0;
+  return 0x5eedull ^ (static_cast<std::uint64_t>(c2s) << 40) ^ (static_cast<std::uint64_t>(p.gpus[g]) << 20) ^ (r << 1);
+}
+
+void prepare_session(Session& s) {
+  const Params& p = s.p;
+  s.allowed_cpus = current_affinity();
+  s.report.side = s.is_client ? "client" : "server";
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  s.report.hostname = host;
+
+  // Binding warnings, once per NIC and role: CPUs outside the allowed set are skipped.
+  std::map<std::string, const NicAddr*> nics;
+  for (const auto& c : s.conns) nics.emplace(c->nic.name, &c->nic);
+  for (const auto& [name, nic] : nics)
+    for (const auto* b : {&s.local.tx_bind, &s.local.rx_bind}) {
+      std::vector<int> missing;
+      for (int cpu : cpus_for(*b, *nic))
+        if (std::find(s.allowed_cpus.begin(), s.allowed_cpus.end(), cpu) == s.allowed_cpus.end()) missing.push_back(cpu);
+      if (missing.empty()) continue;
+      const bool none = missing.size() == cpus_for(*b, *nic).size();
+      s.warnings.push_back(std::string(b == &s.local.tx_bind ? "TX" : "RX") + " binding for " + name + ": CPUs " +
+                           format_cpulist(missing) + " are not in this process's allowed set (" +
+                           format_cpulist(s.allowed_cpus) + "); " +
+                           (none ? "its workers stay unpinned" : "pinned to the allowed rest"));
+    }
+
+  for (std::uint32_t g = 0; g < p.gpus.size(); ++g) {
+    std::string nic;
+    for (const auto& c : s.conns)
+      if (c->gpu_slot == g) {
+        nic = c->nic.name;
+        break;
+      }
+    if (p.mem == MemKind::gpu) {
+      s.src.push_back(Buffer::device(p.size_bytes, p.gpus[g]));
+      s.dst.push_back(Buffer::device(p.size_bytes, p.gpus[g]));
+    } else {
+      const int numa = nic_numa(s.local.fsroot, nic);
+      s.src.push_back(Buffer::host(p.size_bytes, numa));
+      s.dst.push_back(Buffer::host(p.size_bytes, numa));
+    }
+    s.report.buffer_numa.push_back("gpu " + std::to_string(p.gpus[g]) + ": " + s.src.back().placement + " (NIC " +
+                                   nic + ")");
+  }
+  for (int dir = 0; dir < 2; ++dir)
+    for (std::uint32_t g = 0; g < p.gpus.size(); ++g)
+      for (std::uint32_t c = 0; c < p.channels; ++c) s.chans.push_back(std::make_unique<ChannelState>(p.window));
+
+  for (std::size_t i = 0; i < s.conns.size(); ++i) {
+    Conn& c = *s.conns[i];
+    auto add = [&](const char* role) {
+      WorkerReport w;
+      w.role = role;
+      w.dir = c.c2s ? "c2s" : "s2c";
+      w.gpu = p.gpus[c.gpu_slot];
+      w.channel = static_cast<int>(c.channel);
+      w.socket = static_cast<int>(c.socket);
+      w.nic = c.nic.name;
+      s.workers.push_back(w);
+      s.worker_conn.push_back(i);
+    };
+    if (p.mode == Mode::latency) {
+      if (c.socket == 0) add(s.is_client ? "tx" : "rx");
+      continue;
+    }
+    const auto n = chunks_of(p, c.channel, c.socket).size();
+    c.send_ns = std::make_unique<std::atomic<std::int64_t>[]>(std::max<std::size_t>(n, 1));
+    if (s.sends(c.c2s)) {
+      add("tx");
+      add("ack");
+    } else {
+      add("rx");
+    }
+  }
+  fill_sources(s, 0);
+}
+
+void fill_sources(Session& s, std::uint32_t round) {
+  if (round > 0 && !s.p.verify) return;
+  const bool c2s = s.is_client;  // the direction this side sends in
+  for (std::uint32_t g = 0; g < s.src.size(); ++g) fill_pattern(s.src[g], s.seed(c2s, g, round));
+}
+
+void run_round(Session& s, std::uint32_t round, bool timed) {
+  RoundCtl ctl;
+  for (auto& c : s.conns) ctl.socks.push_back(&c->sock);
+  for (auto& ch : s.chans) ch->round_first_ns = ch->round_last_ns = 0;
+  {
+    std::vector<std::jthread> threads;
+    threads.reserve(s.workers.size());
+    for (std::size_t w = 0; w < s.workers.size(); ++w) {
+      Conn& c = *s.conns[s.worker_conn[w]];
+      ChannelState& ch = *s.chans[s.chan_index(c.c2s, c.gpu_slot, c.channel)];
+      const std::string& role = s.workers[w].role;
+      WorkerArgs a{s, c, ch, round, timed, ctl, s.workers[w],
+                   cpus_for(role == "rx" ? s.local.rx_bind : s.local.tx_bind, c.nic)};
+      void (*fn)(WorkerArgs) = role == "ack" ? ack_worker : role == "tx" ? tx_worker : rx_worker;
+      if (s.p.mode == Mode::latency) fn = role == "tx" ? ping_worker : pong_worker;
+      threads.emplace_back(fn, a);
+    }
+  }  // jthreads join here
+  if (ctl.failed) throw Error(ctl.error);
+  if (!timed || s.p.mode == Mode::latency) return;
+
+  const Params& p = s.p;
+  for (bool tx : {true, false}) {
+    std::uint64_t bytes = 0;
+    std::int64_t first = 0, last = 0;
+    for (bool c2s : {true, false}) {
+      if (!s.dir_used(c2s) || s.sends(c2s) != tx) continue;
+      for (std::uint32_t g = 0; g < p.gpus.size(); ++g)
+        for (std::uint32_t c = 0; c < p.channels; ++c) {
+          ChannelState& ch = *s.chans[s.chan_index(c2s, g, c)];
+          std::uint64_t b = 0;
+          for (std::uint32_t k = 0; k < p.sockets_per_channel; ++k)
+            for (std::uint64_t i : chunks_of(p, c, k)) b += std::min(p.chunk_bytes, p.size_bytes - i * p.chunk_bytes);
+          if (b == 0) continue;
+          ch.bytes += b;
+          ch.elapsed_s += static_cast<double>(ch.round_last_ns - ch.round_first_ns) * 1e-9;
+          bytes += b;
+          if (first == 0 || ch.round_first_ns < first) first = ch.round_first_ns;
+          last = std::max(last, ch.round_last_ns);
+        }
+    }
+    if (bytes == 0) continue;
+    const double rate = last > first ? static_cast<double>(bytes) / (static_cast<double>(last - first) * 1e-9) : 0;
+    (tx ? s.report.round_tx_bytes_per_s : s.report.round_rx_bytes_per_s).push_back(rate);
+  }
+}
+
+void finish_report(Session& s) {
+  const Params& p = s.p;
+  SideReport& r = s.report;
+  auto median = [](const std::vector<double>& v) { return compute_stats(v).median; };
+  r.tx_bytes_per_s = median(r.round_tx_bytes_per_s);
+  r.rx_bytes_per_s = median(r.round_rx_bytes_per_s);
+  for (bool c2s : {true, false}) {
+    if (!s.dir_used(c2s)) continue;
+    for (std::uint32_t g = 0; g < p.gpus.size(); ++g)
+      for (std::uint32_t c = 0; c < p.channels; ++c) {
+        ChannelState& ch = *s.chans[s.chan_index(c2s, g, c)];
+        ChannelReport cr;
+        cr.dir = c2s ? "c2s" : "s2c";
+        cr.sent = s.sends(c2s);
+        cr.gpu = p.gpus[g];
+        cr.channel = static_cast<int>(c);
+        for (const auto& conn : s.conns) {
+          if (conn->c2s != c2s || conn->gpu_slot != g || conn->channel != c) continue;
+          if (conn->socket == 0) {
+            cr.nic = conn->nic.name;
+            cr.local_addr = conn->sock.local_addr();
+            cr.peer_addr = conn->sock.peer_addr();
+          }
+          cr.retransmits += conn->sock.retransmits();
+        }
+        cr.bytes = ch.bytes;
+        cr.elapsed_s = ch.elapsed_s;
+        cr.bytes_per_s = ch.elapsed_s > 0 ? static_cast<double>(ch.bytes) / ch.elapsed_s : 0;
+        const Stats st = compute_stats(ch.lat_ns);
+        cr.chunk_lat_p50_ns = st.median;
+        cr.chunk_lat_p99_ns = st.p99;
+        cr.window_mean = ch.occ_n ? ch.occ_sum / static_cast<double>(ch.occ_n) : 0;
+        cr.window_max = ch.occ_max;
+        if (p.mode == Mode::latency) r.latency_ns.insert(r.latency_ns.end(), ch.lat_ns.begin(), ch.lat_ns.end());
+        r.channels.push_back(cr);
+      }
+  }
+  r.workers = s.workers;
+  r.warnings = s.warnings;
+}
+
+}  // namespace p2pscope::tcp

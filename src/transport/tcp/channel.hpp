@@ -1,0 +1,78 @@
+#pragma once
+// A session's data plane: connections grouped into channels, per-channel windows
+// and accumulators, and run_round(), which starts the TX / RX / ack worker threads
+// of one round and joins them.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <semaphore>
+#include <string>
+#include <vector>
+
+#include "p2pscope/tcp.hpp"
+#include "transport/tcp/memory.hpp"
+#include "transport/tcp/nic.hpp"
+#include "transport/tcp/socket.hpp"
+
+namespace p2pscope::tcp {
+
+// One TCP connection: data flows in direction c2s (client to server) or s2c.
+struct Conn {
+  Socket sock;
+  bool c2s = true;
+  std::uint32_t gpu_slot = 0, channel = 0, socket = 0;
+  NicAddr nic;
+  // Send time of each chunk of this socket in the current round (sender side).
+  std::unique_ptr<std::atomic<std::int64_t>[]> send_ns;
+};
+
+// Figures of one direction of one channel, summed over timed rounds.
+struct ChannelState {
+  explicit ChannelState(std::uint32_t window) : permits(window) {}
+  std::counting_semaphore<1 << 30> permits;  // free window slots (sender side)
+  std::atomic<std::uint32_t> in_flight{0};
+  std::mutex mu;  // guards the fields below (workers of several sockets add to them)
+  std::int64_t round_first_ns = 0, round_last_ns = 0;  // this round
+  std::uint64_t bytes = 0;
+  double elapsed_s = 0;
+  std::vector<double> lat_ns;
+  double occ_sum = 0;
+  std::uint64_t occ_n = 0;
+  std::uint32_t occ_max = 0;
+  void mark(std::int64_t first, std::int64_t last);
+};
+
+struct Session {
+  Params p;
+  bool is_client = true;
+  LocalOptions local;
+  std::vector<std::unique_ptr<Conn>> conns;
+  std::vector<Buffer> src, dst;                       // per GPU slot
+  std::vector<std::unique_ptr<ChannelState>> chans;   // index chan_index()
+  std::vector<WorkerReport> workers;                  // one per worker thread of a round
+  std::vector<std::size_t> worker_conn;               // its connection (index into conns)
+  std::vector<std::string> warnings;
+  std::vector<int> allowed_cpus;                      // the process's affinity at start
+  SideReport report;                                  // per-round figures as they come
+
+  // This side sends data in direction c2s / s2c?
+  bool sends(bool c2s) const { return c2s == is_client; }
+  std::size_t chan_index(bool c2s, std::uint32_t g, std::uint32_t c) const {
+    return ((c2s ? 0u : 1u) * p.gpus.size() + g) * p.channels + c;
+  }
+  bool dir_used(bool c2s) const;  // by the mode
+  std::uint64_t seed(bool c2s, std::uint32_t g, std::uint32_t round) const;
+};
+
+// Allocates buffers and channel states, fills patterns (after conns are set up).
+void prepare_session(Session& s);
+// Fills this side's source buffers for `round` (when verifying, each round differs).
+void fill_sources(Session& s, std::uint32_t round);
+// One round: every worker started, joined; figures added when `timed`. Throws Error
+// with the first worker's failure (after shutting every socket down so all stop).
+void run_round(Session& s, std::uint32_t round, bool timed);
+// Builds s.report (channels, workers, totals) after the last round.
+void finish_report(Session& s);
+
+}  // namespace p2pscope::tcp

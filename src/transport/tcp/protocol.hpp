@@ -1,0 +1,71 @@
+#pragma once
+// Wire format. Control frames (handshake, rounds, results) are a fixed header
+// {magic, version, type, length} followed by `length` bytes of JSON; length is
+// checked against kMaxControlBytes before anything is allocated. Data sockets carry
+// ChunkHeader + payload one way and Ack the other way.
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "p2pscope/error.hpp"
+#include "p2pscope/tcp.hpp"
+#include "transport/tcp/socket.hpp"
+
+namespace p2pscope::tcp {
+
+inline constexpr std::uint32_t kMaxControlBytes = 4u << 20;
+inline constexpr std::uint64_t kMaxSizeBytes = 64ull << 30;  // per GPU pair
+inline constexpr std::uint32_t kMaxConnections = 4096;
+
+enum class FrameType : std::uint32_t {
+  hello = 1,       // client -> server: {params, session}
+  accept = 2,      // server -> client: {}
+  reject = 3,      // either way: {reason}
+  data_hello = 4,  // first frame of a data socket: {session, dir, gpu, channel, socket}
+  go = 5,          // client -> server: {round}
+  done = 6,        // server -> client: {round} when its side of the round finished
+  result = 7,      // server -> client: the server's SideReport
+  error = 8,       // either way: {reason} (the sender's side failed)
+};
+
+struct FrameHeader {
+  std::uint32_t magic = kProtocolMagic;
+  std::uint32_t version = kProtocolVersion;
+  std::uint32_t type = 0;
+  std::uint32_t length = 0;
+};
+static_assert(sizeof(FrameHeader) == 16);
+
+struct ChunkHeader {
+  std::uint64_t offset = 0;  // in the destination buffer
+  std::uint32_t length = 0;
+  std::uint32_t round = 0;
+};
+static_assert(sizeof(ChunkHeader) == 16);
+
+struct Ack {
+  std::uint32_t round = 0;
+  std::uint32_t status = 0;  // 0 ok, 1 verify mismatch
+};
+static_assert(sizeof(Ack) == 8);
+
+void send_frame(Socket& s, FrameType type, const nlohmann::json& body);
+
+struct Frame {
+  FrameType type{};
+  nlohmann::json body;
+};
+// Reads one frame. A header with another magic or version throws ProtocolMismatch
+// (after telling the peer why, when `refuse` is set); other faults throw Error.
+Frame recv_frame(Socket& s, bool refuse);
+// Reads a frame and checks its type; a reject/error frame from the peer becomes an
+// Error carrying the peer's reason.
+nlohmann::json expect_frame(Socket& s, FrameType type, const std::string& context);
+
+class ProtocolMismatch : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace p2pscope::tcp

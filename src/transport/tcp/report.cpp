@@ -1,0 +1,169 @@
+// Results as JSON (also the wire form of the server's figures) and as text tables.
+#include <map>
+#include <sstream>
+
+#include "p2pscope/error.hpp"
+#include "p2pscope/stats.hpp"
+#include "p2pscope/table.hpp"
+#include "p2pscope/tcp.hpp"
+#include "p2pscope/units.hpp"
+
+namespace p2pscope::tcp {
+namespace {
+
+std::string gbps(double bytes_per_s) { return fixed(bytes_per_s / 1e9, 3); }
+std::string us(double ns) { return fixed(ns / 1e3, 1); }
+
+nlohmann::json stats_json(const std::vector<double>& v) {
+  const Stats s = compute_stats(v);
+  return {{"n", s.n}, {"min", s.min}, {"median", s.median}, {"mean", s.mean}, {"p99", s.p99}, {"max", s.max}};
+}
+
+}  // namespace
+
+nlohmann::json to_json(const SideReport& s) {
+  nlohmann::json ch = nlohmann::json::array(), wk = nlohmann::json::array();
+  for (const auto& c : s.channels)
+    ch.push_back({{"dir", c.dir}, {"sent", c.sent}, {"gpu", c.gpu}, {"channel", c.channel}, {"nic", c.nic},
+                  {"local_addr", c.local_addr}, {"peer_addr", c.peer_addr}, {"bytes", c.bytes},
+                  {"elapsed_s", c.elapsed_s}, {"bytes_per_s", c.bytes_per_s}, {"chunk_lat_p50_ns", c.chunk_lat_p50_ns},
+                  {"chunk_lat_p99_ns", c.chunk_lat_p99_ns}, {"window_mean", c.window_mean},
+                  {"window_max", c.window_max}, {"retransmits", c.retransmits}});
+  for (const auto& w : s.workers)
+    wk.push_back({{"role", w.role}, {"dir", w.dir}, {"gpu", w.gpu}, {"channel", w.channel}, {"socket", w.socket},
+                  {"nic", w.nic}, {"expected_cpus", w.expected_cpus}, {"actual_cpus", w.actual_cpus},
+                  {"mismatch", w.mismatch}, {"cpu_time_s", w.cpu_time_s}});
+  nlohmann::json j = {{"side", s.side},
+                      {"hostname", s.hostname},
+                      {"tx_bytes_per_s", s.tx_bytes_per_s},
+                      {"rx_bytes_per_s", s.rx_bytes_per_s},
+                      {"round_tx_bytes_per_s", s.round_tx_bytes_per_s},
+                      {"round_rx_bytes_per_s", s.round_rx_bytes_per_s},
+                      {"verified_bytes", s.verified_bytes},
+                      {"channels", ch},
+                      {"workers", wk},
+                      {"warnings", s.warnings},
+                      {"buffers", s.buffer_numa}};
+  if (!s.latency_ns.empty()) j["latency_ns"] = stats_json(s.latency_ns);
+  return j;
+}
+
+SideReport side_from_json(const nlohmann::json& j) {
+  SideReport s;
+  try {
+    s.side = j.at("side").get<std::string>();
+    s.hostname = j.at("hostname").get<std::string>();
+    s.tx_bytes_per_s = j.at("tx_bytes_per_s").get<double>();
+    s.rx_bytes_per_s = j.at("rx_bytes_per_s").get<double>();
+    s.round_tx_bytes_per_s = j.at("round_tx_bytes_per_s").get<std::vector<double>>();
+    s.round_rx_bytes_per_s = j.at("round_rx_bytes_per_s").get<std::vector<double>>();
+    s.verified_bytes = j.at("verified_bytes").get<std::uint64_t>();
+    s.warnings = j.at("warnings").get<std::vector<std::string>>();
+    s.buffer_numa = j.at("buffers").get<std::vector<std::string>>();
+    for (const auto& c : j.at("channels")) {
+      ChannelReport r;
+      r.dir = c.at("dir");
+      r.sent = c.at("sent");
+      r.gpu = c.at("gpu");
+      r.channel = c.at("channel");
+      r.nic = c.at("nic");
+      r.local_addr = c.at("local_addr");
+      r.peer_addr = c.at("peer_addr");
+      r.bytes = c.at("bytes");
+      r.elapsed_s = c.at("elapsed_s");
+      r.bytes_per_s = c.at("bytes_per_s");
+      r.chunk_lat_p50_ns = c.at("chunk_lat_p50_ns");
+      r.chunk_lat_p99_ns = c.at("chunk_lat_p99_ns");
+      r.window_mean = c.at("window_mean");
+      r.window_max = c.at("window_max");
+      r.retransmits = c.at("retransmits");
+      s.channels.push_back(r);
+    }
+    for (const auto& w : j.at("workers")) {
+      WorkerReport r;
+      r.role = w.at("role");
+      r.dir = w.at("dir");
+      r.gpu = w.at("gpu");
+      r.channel = w.at("channel");
+      r.socket = w.at("socket");
+      r.nic = w.at("nic");
+      r.expected_cpus = w.at("expected_cpus").get<std::vector<int>>();
+      r.actual_cpus = w.at("actual_cpus").get<std::vector<int>>();
+      r.mismatch = w.at("mismatch");
+      r.cpu_time_s = w.at("cpu_time_s");
+      s.workers.push_back(r);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("malformed results from the server: ") + e.what());
+  }
+  return s;
+}
+
+nlohmann::json to_json(const Results& r) {
+  return {{"params", to_json(r.params)}, {"client", to_json(r.client)}, {"server", to_json(r.server)}};
+}
+
+std::string format_text(const Results& r) {
+  std::ostringstream out;
+  const Params& p = r.params;
+  out << "mode " << to_string(p.mode) << ", mem " << (p.mem == MemKind::gpu ? "gpu" : "host") << ", " << p.gpus.size()
+      << " GPU pair(s) x " << p.channels << " channel(s) x " << p.sockets_per_channel << " socket(s), size "
+      << format_size(p.size_bytes) << ", chunk " << format_size(p.chunk_bytes) << ", window " << p.window << ", "
+      << p.iters << (p.mode == Mode::latency ? " pings" : " timed rounds") << (p.verify ? ", verified" : "")
+      << "  (GB/s = 1e9 B/s; sizes in KiB/MiB)\n\n";
+  if (p.mode == Mode::latency) {
+    Table t({"side", "channel", "nic", "n", "p50_us", "p99_us"});
+    for (const auto* s : {&r.client}) {
+      const Stats st = compute_stats(s->latency_ns);
+      t.add_row({s->side, "all", "", std::to_string(st.n), us(st.median), us(st.p99)});
+      for (const auto& c : s->channels)
+        t.add_row({s->side, std::to_string(c.channel), c.nic, "", us(c.chunk_lat_p50_ns), us(c.chunk_lat_p99_ns)});
+    }
+    out << "Latency (half round trip of a " << format_size(p.size_bytes) << " message)\n" << t.to_text() << "\n";
+  } else {
+    Table t({"side", "dir", "role", "gpu", "ch", "nic", "local", "peer", "GB/s", "lat_p50_us", "lat_p99_us",
+             "win_mean", "win_max", "retrans"});
+    std::map<std::string, std::pair<std::uint64_t, double>> per_nic;  // side/role/nic -> bytes, max elapsed
+    for (const auto* s : {&r.client, &r.server})
+      for (const auto& c : s->channels) {
+        t.add_row({s->side, c.dir, c.sent ? "send" : "recv", std::to_string(c.gpu), std::to_string(c.channel), c.nic,
+                   c.local_addr, c.peer_addr, gbps(c.bytes_per_s), c.sent ? us(c.chunk_lat_p50_ns) : "-",
+                   c.sent ? us(c.chunk_lat_p99_ns) : "-", c.sent ? fixed(c.window_mean, 2) : "-",
+                   c.sent ? std::to_string(c.window_max) : "-", std::to_string(c.retransmits)});
+        auto& e = per_nic[s->side + "\t" + (c.sent ? "send" : "recv") + "\t" + c.nic];
+        e.first += c.bytes;
+        e.second = std::max(e.second, c.elapsed_s);
+      }
+    out << "Per channel\n" << t.to_text() << "\n";
+    Table n({"side", "role", "nic", "GB/s"});
+    for (const auto& [key, v] : per_nic) {
+      std::vector<std::string> cells;
+      std::istringstream ks(key);
+      for (std::string part; std::getline(ks, part, '\t');) cells.push_back(part);
+      cells.push_back(v.second > 0 ? gbps(static_cast<double>(v.first) / v.second) : "-");
+      n.add_row(cells);
+    }
+    out << "Per NIC (bytes over the slowest channel's active time)\n" << n.to_text() << "\n";
+    Table tot({"side", "send_GB/s", "recv_GB/s", "rounds", "verified"});
+    for (const auto* s : {&r.client, &r.server})
+      tot.add_row({s->side, s->round_tx_bytes_per_s.empty() ? "-" : gbps(s->tx_bytes_per_s),
+                   s->round_rx_bytes_per_s.empty() ? "-" : gbps(s->rx_bytes_per_s),
+                   std::to_string(std::max(s->round_tx_bytes_per_s.size(), s->round_rx_bytes_per_s.size())),
+                   p.verify ? format_size(s->verified_bytes) : "off"});
+    out << "Total (median over rounds)\n" << tot.to_text() << "\n";
+  }
+  Table w({"side", "role", "dir", "gpu", "ch", "sock", "nic", "expected_cpus", "actual_cpus", "", "cpu_s"});
+  for (const auto* s : {&r.client, &r.server})
+    for (const auto& x : s->workers)
+      w.add_row({s->side, x.role, x.dir, std::to_string(x.gpu), std::to_string(x.channel), std::to_string(x.socket),
+                 x.nic, x.expected_cpus.empty() ? "(unbound)" : format_cpulist(x.expected_cpus),
+                 format_cpulist(x.actual_cpus), x.mismatch ? "MISMATCH" : "", fixed(x.cpu_time_s, 3)});
+  out << "Workers (binding and CPU time)\n" << w.to_text();
+  for (const auto* s : {&r.client, &r.server}) {
+    for (const auto& b : s->buffer_numa) out << s->side << " buffer: " << b << "\n";
+    for (const auto& x : s->warnings) out << "warning (" << s->side << "): " << x << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace p2pscope::tcp

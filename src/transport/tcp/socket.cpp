@@ -1,0 +1,195 @@
+#include "transport/tcp/socket.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+
+#include "p2pscope/error.hpp"
+
+namespace p2pscope::tcp {
+namespace {
+
+std::string sockaddr_text(const sockaddr_in& a) {
+  char buf[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &a.sin_addr, buf, sizeof buf);
+  return std::string(buf) + ":" + std::to_string(ntohs(a.sin_port));
+}
+
+sockaddr_in make_addr(const std::string& ip, std::uint16_t port, const std::string& what) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = parse_ipv4(ip, what);
+  return a;
+}
+
+std::string io_error(const std::string& label, const char* op, int err) {
+  if (err == EAGAIN || err == EWOULDBLOCK)
+    return label + ": " + op + " timed out (peer silent past --timeout; link down or peer stalled?)";
+  return label + ": " + op + " failed: " + errno_text(err);
+}
+
+}  // namespace
+
+std::uint32_t parse_ipv4(const std::string& text, const std::string& what) {
+  in_addr a{};
+  if (inet_pton(AF_INET, text.c_str(), &a) != 1)
+    throw UsageError(what + ": '" + text + "' is not an IPv4 address (expected a.b.c.d)");
+  return a.s_addr;
+}
+
+Socket::~Socket() { close(); }
+
+Socket& Socket::operator=(Socket&& o) noexcept {
+  if (this != &o) {
+    close();
+    fd_ = o.fd_;
+    label_ = std::move(o.label_);
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+void Socket::close() noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+void Socket::shutdown() noexcept {
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+}
+
+Socket Socket::connect_to(const std::string& addr, std::uint16_t port, const std::string& src_addr,
+                          double timeout_s) {
+  const sockaddr_in dst = make_addr(addr, port, "peer address");
+  Socket s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!s.valid()) throw_errno("socket()");
+  const std::string what = "connect to " + addr + ":" + std::to_string(port) +
+                           (src_addr.empty() ? "" : " from " + src_addr);
+  if (!src_addr.empty()) {
+    const sockaddr_in src = make_addr(src_addr, 0, "local NIC address");
+    if (::bind(s.fd(), reinterpret_cast<const sockaddr*>(&src), sizeof src) != 0)
+      throw Error(what + ": bind to local address failed: " + errno_text(errno));
+  }
+  // Non-blocking connect so the wait is bounded by timeout_s.
+  const int flags = fcntl(s.fd(), F_GETFL);
+  fcntl(s.fd(), F_SETFL, flags | O_NONBLOCK);
+  int rc = ::connect(s.fd(), reinterpret_cast<const sockaddr*>(&dst), sizeof dst);
+  if (rc != 0 && errno != EINPROGRESS) throw Error(what + " failed: " + errno_text(errno));
+  if (rc != 0) {
+    pollfd p{s.fd(), POLLOUT, 0};
+    const int ms = static_cast<int>(std::ceil(timeout_s * 1000));
+    rc = ::poll(&p, 1, ms);
+    if (rc == 0) throw Error(what + " timed out after " + std::to_string(timeout_s) + " s");
+    if (rc < 0) throw Error(what + ": poll failed: " + errno_text(errno));
+    int err = 0;
+    socklen_t len = sizeof err;
+    getsockopt(s.fd(), SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0)
+      throw Error(what + " failed: " + errno_text(err) +
+                  (err == ECONNREFUSED ? " (is `p2pscope bench tcp --server` running there?)" : ""));
+  }
+  fcntl(s.fd(), F_SETFL, flags);
+  s.set_label(addr + ":" + std::to_string(port));
+  return s;
+}
+
+void Socket::set_timeout(double seconds) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(seconds);
+  tv.tv_usec = static_cast<suseconds_t>((seconds - static_cast<double>(tv.tv_sec)) * 1e6);
+  setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  // Unacknowledged data older than this kills the connection (link down).
+  const unsigned ms = static_cast<unsigned>(seconds * 1000);
+  setsockopt(fd_, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms);
+}
+
+void Socket::set_nodelay(bool on) {
+  const int v = on ? 1 : 0;
+  setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v);
+}
+
+void Socket::set_buffers(std::uint32_t bytes) {
+  if (bytes == 0) return;
+  const int v = static_cast<int>(bytes);
+  setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+  setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+}
+
+void Socket::send_all(const void* data, std::size_t n) { send_two(data, n, nullptr, 0); }
+
+void Socket::send_two(const void* a, std::size_t an, const void* b, std::size_t bn) {
+  iovec iov[2] = {{const_cast<void*>(a), an}, {const_cast<void*>(b), bn}};
+  int cnt = bn ? 2 : 1;
+  iovec* v = iov;
+  while (cnt > 0) {
+    msghdr m{};
+    m.msg_iov = v;
+    m.msg_iovlen = static_cast<std::size_t>(cnt);
+    const ssize_t r = ::sendmsg(fd_, &m, MSG_NOSIGNAL);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw Error(io_error(label_, "send", errno));
+    }
+    std::size_t done = static_cast<std::size_t>(r);
+    while (cnt > 0 && done >= v->iov_len) {
+      done -= v->iov_len;
+      ++v;
+      --cnt;
+    }
+    if (cnt > 0) {
+      v->iov_base = static_cast<char*>(v->iov_base) + done;
+      v->iov_len -= done;
+    }
+  }
+}
+
+void Socket::recv_all(void* data, std::size_t n) {
+  auto* p = static_cast<char*>(data);
+  while (n > 0) {
+    const ssize_t r = ::recv(fd_, p, n, MSG_WAITALL);
+    if (r == 0) throw Error(label_ + ": peer closed the connection (peer process gone or stopped)");
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw Error(io_error(label_, "recv", errno));
+    }
+    p += r;
+    n -= static_cast<std::size_t>(r);
+  }
+}
+
+std::string Socket::local_addr() const {
+  sockaddr_in a{};
+  socklen_t len = sizeof a;
+  if (getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) return "?";
+  return sockaddr_text(a);
+}
+
+std::string Socket::peer_addr() const {
+  sockaddr_in a{};
+  socklen_t len = sizeof a;
+  if (getpeername(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) return "?";
+  return sockaddr_text(a);
+}
+
+std::string Socket::local_ip() const {
+  const std::string s = local_addr();
+  return s.substr(0, s.rfind(':'));
+}
+
+std::uint64_t Socket::retransmits() const {
+  tcp_info info{};
+  socklen_t len = sizeof info;
+  if (getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return 0;
+  return info.tcpi_total_retrans;
+}
+
+}  // namespace p2pscope::tcp

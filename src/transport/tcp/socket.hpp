@@ -1,0 +1,59 @@
+#pragma once
+// An owned TCP socket with bounded blocking I/O. Every send/recv waits at most the
+// socket's timeout (SO_SNDTIMEO / SO_RCVTIMEO), so a silent or vanished peer turns
+// into an Error naming the socket instead of a hang. shutdown() from another thread
+// wakes a blocked call (used to stop a whole session when one worker fails).
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace p2pscope::tcp {
+
+class Socket {
+ public:
+  Socket() = default;
+  explicit Socket(int fd) : fd_(fd) {}
+  ~Socket();
+  Socket(Socket&& o) noexcept : fd_(o.fd_), label_(std::move(o.label_)) { o.fd_ = -1; }
+  Socket& operator=(Socket&& o) noexcept;
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+
+  int fd() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  // Text used in error messages ("channel 3 socket 0 (c2s) 10.0.0.1:5000").
+  void set_label(std::string label) { label_ = std::move(label); }
+  const std::string& label() const { return label_; }
+
+  // Connects to addr:port (IPv4 dotted), from src_addr when not empty; waits at most
+  // timeout_s. Throws Error naming both ends.
+  static Socket connect_to(const std::string& addr, std::uint16_t port, const std::string& src_addr,
+                           double timeout_s);
+
+  void set_timeout(double seconds);      // SO_RCVTIMEO, SO_SNDTIMEO and TCP_USER_TIMEOUT
+  void set_nodelay(bool on);
+  void set_buffers(std::uint32_t bytes);  // SO_SNDBUF/SO_RCVBUF; kernel caps at wmem_max
+
+  void send_all(const void* data, std::size_t n);
+  // header then payload in one sendmsg where possible.
+  void send_two(const void* a, std::size_t an, const void* b, std::size_t bn);
+  void recv_all(void* data, std::size_t n);
+  void shutdown() noexcept;  // SHUT_RDWR; safe from any thread
+  void close() noexcept;
+
+  std::string local_addr() const;  // "127.0.0.1:40000"
+  std::string peer_addr() const;
+  std::string local_ip() const;    // "127.0.0.1"
+  std::uint64_t retransmits() const;  // TCP_INFO tcpi_total_retrans; 0 if unknown
+
+ private:
+  int fd_ = -1;
+  std::string label_;
+};
+
+// "a.b.c.d" or throws UsageError naming `what`.
+std::uint32_t parse_ipv4(const std::string& text, const std::string& what);
+
+}  // namespace p2pscope::tcp
