@@ -1,6 +1,173 @@
-// PLACEHOLDER: replaced by the issue that builds this command; registers nothing yet.
+// `p2pscope profile`: the profiling campaign for simulator validation.
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <sstream>
+
+#include <fmt/format.h>
+
 #include "commands.hpp"
+#include "p2pscope/error.hpp"
+#include "p2pscope/profile.hpp"
+#include "p2pscope/units.hpp"
 
 namespace p2pscope::app {
-void add_profile_command(CLI::App& app, Context&) { (void)app; }
+namespace {
+
+struct ProfileOptions {
+  std::string gpus, sizes, backend, out, resume;
+  std::string out_root = "p2pscope-out";
+  std::uint64_t seed = 42;
+  int warmup = 5, reps = 10;
+  std::string temp_interval = "1s", drift = "30s";
+  std::string thermal_warmup = "50C:60s";
+  std::string rewarm_below = "off";
+  int rewarm_every = 20;
+};
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  if (out.empty()) throw UsageError("--backend: empty list; give e.g. ce or ce,sm");
+  return out;
+}
+
+std::string clock_text(double s) {
+  if (s < 0) return "?";
+  const long long t = static_cast<long long>(s + 0.5);
+  return t >= 3600 ? fmt::format("{}h{:02d}m", t / 3600, (t / 60) % 60) : fmt::format("{}m{:02d}s", t / 60, t % 60);
+}
+
+// One rewritten line on a terminal; a plain line every 5 s otherwise (logs, CI).
+class ProgressPrinter {
+ public:
+  ProgressPrinter() : tty_(isatty(STDERR_FILENO) == 1) {}
+  ~ProgressPrinter() { finish(); }
+  void operator()(const profile::Progress& p) {
+    std::string line;
+    if (p.total == 0)
+      line = fmt::format("[{}] up to {}", p.phase, clock_text(p.eta_s));
+    else
+      line = fmt::format("[{}] {}/{} ({:.0f}%)  {:.0f} ops/s  ETA {}  {}", p.phase, p.done, p.total,
+                         100.0 * static_cast<double>(p.done) / static_cast<double>(p.total), p.ops_per_s,
+                         clock_text(p.eta_s), p.current);
+    if (tty_) {
+      std::fprintf(stderr, "\r\033[K%s", line.c_str());
+      open_ = true;
+    } else {
+      const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
+      if (p.phase != last_phase_ || now - last_ >= 5 || (p.total > 0 && p.done == p.total)) {
+        std::fprintf(stderr, "%s\n", line.c_str());
+        last_ = now;
+        last_phase_ = p.phase;
+      }
+    }
+    std::fflush(stderr);
+  }
+  void finish() {
+    if (open_) std::fprintf(stderr, "\n");
+    open_ = false;
+  }
+
+ private:
+  bool tty_;
+  bool open_ = false;
+  std::int64_t last_ = 0;
+  std::string last_phase_;
+};
+
+void print_result(const profile::Result& r) {
+  std::printf("campaign: %s\n", r.out_dir.c_str());
+  std::printf("ops logged: %zu of %zu (%zu this session)%s\n", r.ops_logged, r.ops_planned, r.ops_this_session,
+              r.resumed ? ", resumed" : "");
+  std::printf("measurement phase: %.2f s (warmup pass %.2f s + repetitions %.2f s)\n", r.warmup_s + r.measure_s,
+              r.warmup_s, r.measure_s);
+  if (!r.sizes.empty()) {
+    std::printf("\n%-8s %10s %12s %14s %9s %6s %s\n", "backend", "size", "median", "bandwidth", "worst CV", "pairs", "timed on");
+    for (const auto& s : r.sizes)
+      std::printf("%-8s %10s %12s %14s %8.2f%% %6zu %s\n", s.backend.c_str(), format_size(s.size_bytes).c_str(),
+                  format_duration_ns(s.median_ns).c_str(), format_rate(s.bytes_per_s).c_str(), 100 * s.worst_cv,
+                  s.pairs, s.device_timed ? "device" : "host");
+  }
+  if (!r.temperatures.empty()) {
+    std::printf("\nGPU temperatures during the campaign:\n");
+    for (const auto& t : r.temperatures)
+      std::printf("  GPU %d: %.1f C +- %.1f (range %.0f-%.0f C), power %.1f W +- %.1f, SM clock %.0f MHz (range %.0f-%.0f), %zu samples\n",
+                  t.device, t.temperature_c.mean, t.temperature_c.stddev, t.temperature_c.min, t.temperature_c.max,
+                  t.power_w.mean, t.power_w.stddev, t.sm_clock_mhz.mean, t.sm_clock_mhz.min, t.sm_clock_mhz.max, t.samples);
+  } else if (!r.temperatures_note.empty()) {
+    std::printf("\n%s\n", r.temperatures_note.c_str());
+  }
+  if (!r.lock_clocks_hint.empty())
+    std::printf("\np2pscope does not change GPU clocks. To lock them for steadier numbers, you could run:\n  %s\n",
+                r.lock_clocks_hint.c_str());
+  for (const auto& w : r.warnings) std::printf("warning: %s\n", w.c_str());
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<ProfileOptions>();
+  auto* cmd = app.add_subcommand(
+      "profile",
+      "Profiling campaign for simulator validation: every directed device pair x sizes, shuffled order, "
+      "warmup + repetitions, execution log, metadata, temperatures, clock drift, Chrome trace");
+  auto* gpus = cmd->add_option("--gpus", o->gpus, "Devices to pair, e.g. 0-3 or 0,2 (default: all)");
+  auto* sizes = cmd->add_option("--sizes", o->sizes, "Message sizes, e.g. 1:1G (default, 31 powers of two) or 4K,1M");
+  auto* backend = cmd->add_option("--backend", o->backend, "Backend(s), comma-separated: ce, sm, nccl, staged, host (default ce with GPUs, else host)");
+  auto* seed = cmd->add_option("--seed", o->seed, "Seed of the shuffled order (default 42)");
+  auto* warmup = cmd->add_option("--warmup", o->warmup, "Warmup ops per config, not logged (default 5)");
+  auto* reps = cmd->add_option("--reps", o->reps, "Measured repetitions over all configs (default 10)");
+  cmd->add_option("--out", o->out, "Campaign directory (default p2pscope-out/profile-<gpu>-<driver>-<cuda>-<time>)");
+  cmd->add_option("--out-root", o->out_root, "Parent of the default campaign directory")->capture_default_str();
+  cmd->add_option("--resume", o->resume, "Continue the interrupted campaign in DIR (same plan; no op repeated)");
+  cmd->add_option("--temp-interval", o->temp_interval, "NVML sampling period, 0 = off")->capture_default_str();
+  cmd->add_option("--drift", o->drift, "Clock-drift window at start and end, 0 = quick offsets only")->capture_default_str();
+  cmd->add_option("--thermal-warmup", o->thermal_warmup, "Heat GPUs to TEMP or for TIME first: 50C:60s, or off")->capture_default_str();
+  cmd->add_option("--rewarm-below", o->rewarm_below, "Re-warm a GPU that cooled below this, e.g. 45C (default off)");
+  cmd->add_option("--rewarm-every", o->rewarm_every, "Check for re-warming every N measured ops")->capture_default_str();
+
+  cmd->callback([o, &ctx, gpus, sizes, backend, seed, warmup, reps] {
+    profile::Params p;
+    p.argv = ctx.argv;
+    if (gpus->count()) p.devices = parse_cpulist(o->gpus);
+    if (sizes->count()) p.sizes = parse_size_list(o->sizes);
+    if (backend->count()) p.backends = split_commas(o->backend);
+    if (seed->count()) p.seed = o->seed;
+    if (warmup->count()) p.warmup = o->warmup;
+    if (reps->count()) p.reps = o->reps;
+    p.out_dir = o->out;
+    p.out_root = o->out_root;
+    p.resume_dir = o->resume;
+    if (!o->resume.empty() && !o->out.empty()) throw UsageError("--resume continues in its own directory; drop --out");
+    p.temp_interval_s = parse_duration_s(o->temp_interval);
+    p.drift_s = parse_duration_s(o->drift);
+    if (o->thermal_warmup != "off" && o->thermal_warmup != "0") p.thermal_warmup = profile::parse_thermal_target(o->thermal_warmup);
+    if (o->rewarm_below != "off") p.rewarm_below_c = profile::parse_celsius(o->rewarm_below);
+    if (o->rewarm_every < 1) throw UsageError("--rewarm-every must be 1 or more");
+    p.rewarm_every = o->rewarm_every;
+
+    ProgressPrinter progress;
+    p.on_progress = [&progress](const profile::Progress& pr) { progress(pr); };
+    p.on_note = [&progress](const std::string& s) {
+      progress.finish();
+      std::fprintf(stderr, "%s\n", s.c_str());
+    };
+    profile::InterruptFlag interrupt;
+    p.stop = interrupt.flag();
+    const profile::Result r = profile::run_campaign(p);
+    progress.finish();
+    print_result(r);
+    if (r.interrupted) {
+      std::printf("\ninterrupted: %zu of %zu ops are in the log; continue with:\n  p2pscope profile --resume %s\n",
+                  r.ops_logged, r.ops_planned, r.out_dir.c_str());
+      ctx.exit_code = 130;
+    }
+  });
+}
+
 }  // namespace p2pscope::app

@@ -1,0 +1,231 @@
+// The whole campaign on the host backend: files, exactly-once logging, resume,
+// interruption, and refusals before any measurement.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+#include "p2pscope/error.hpp"
+#include "p2pscope/profile.hpp"
+#include "profile/execution_log.hpp"
+
+using namespace p2pscope;
+using namespace p2pscope::profile;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path temp_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("p2pscope-campaign-" + name + "-" + std::to_string(getpid()));
+  fs::remove_all(d);
+  return d;
+}
+
+Params small_params(const fs::path& out) {
+  Params p;
+  p.argv = {"p2pscope", "profile", "(test)"};
+  p.backends = std::vector<std::string>{"host"};
+  p.devices = std::vector<int>{0, 1};
+  p.sizes = std::vector<std::uint64_t>{1, 4096, 1 << 20};
+  p.warmup = 1;
+  p.reps = 3;
+  p.drift_s = 0;
+  p.temp_interval_s = 0;
+  p.out_dir = out.string();
+  return p;
+}
+
+nlohmann::json load(const fs::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+
+// (config, rep) -> how many times it is in the log.
+std::map<std::pair<int, int>, int> counts(const fs::path& dir) {
+  std::map<std::pair<int, int>, int> c;
+  for (const auto& r : read_log((dir / "execution_log.csv").string()).rows) ++c[{r.config_id, r.repetition}];
+  return c;
+}
+
+void expect_exactly_once(const fs::path& dir, std::size_t configs, int reps) {
+  const auto c = counts(dir);
+  EXPECT_EQ(c.size(), configs * static_cast<std::size_t>(reps));
+  for (const auto& [key, n] : c) EXPECT_EQ(n, 1) << "config " << key.first << " rep " << key.second;
+}
+
+}  // namespace
+
+TEST(ProfileCampaign, WritesEveryFileAndLogsEachOpOnce) {
+  const auto dir = temp_dir("files");
+  const Result r = run_campaign(small_params(dir));
+  EXPECT_TRUE(r.complete);
+  EXPECT_FALSE(r.interrupted);
+  EXPECT_EQ(r.ops_planned, 2u * 3u * 3u);
+  EXPECT_EQ(r.ops_logged, r.ops_planned);
+  for (const char* f : {"execution_log.csv", "metadata.json", "temperatures.csv", "clock_drift.json", "trace.json"})
+    EXPECT_TRUE(fs::exists(dir / f)) << f;
+  expect_exactly_once(dir, 6, 3);
+
+  const auto meta = load(dir / "metadata.json");
+  EXPECT_EQ(meta["kind"], "profile_campaign");
+  EXPECT_EQ(meta["status"], "complete");
+  EXPECT_EQ(meta["plan"]["seed"], 42);
+  EXPECT_EQ(meta["plan"]["order"], nlohmann::json(shuffled_order(6, 42)));
+  EXPECT_EQ(meta["schema_version"], 1);
+
+  // Each repetition runs the configs in the plan's shuffled order.
+  const auto rows = read_log((dir / "execution_log.csv").string()).rows;
+  const auto order = shuffled_order(6, 42);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].config_id, order[i % 6]);
+    EXPECT_EQ(rows[i].repetition, static_cast<int>(i / 6));
+    EXPECT_GT(rows[i].ts_end_ns, rows[i].ts_start_ns);
+    if (i > 0) {
+      EXPECT_GE(rows[i].ts_start_ns, rows[i - 1].ts_end_ns);  // blocking: no overlap
+    }
+  }
+
+  // trace.json parses and names one host event per op as the seed does.
+  const auto trace = load(dir / "trace.json");
+  const std::regex name_re(R"(p2p_cfg(\d{4})_s(\d+)d(\d+)_sz(\d+)_r(\d+))");
+  std::size_t host_events = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    std::smatch m;
+    const std::string name = e["name"];
+    ASSERT_TRUE(std::regex_match(name, m, name_re)) << name;
+    const int id = std::stoi(m[1]);
+    const std::vector<std::uint64_t> sizes = {1, 4096, 1 << 20};
+    EXPECT_EQ(std::stoull(m[4].str()), sizes[static_cast<std::size_t>(id % 3)]);
+    if (e["tid"] == 0) ++host_events;
+  }
+  EXPECT_EQ(host_events, rows.size());
+
+  std::ifstream temps(dir / "temperatures.csv");
+  std::string header, note;
+  std::getline(temps, header);
+  std::getline(temps, note);
+  EXPECT_EQ(header.rfind("time_ns,gpu,temperature_c", 0), 0u);
+  EXPECT_EQ(note.rfind("# ", 0), 0u);
+  fs::remove_all(dir);
+}
+
+TEST(ProfileCampaign, ResumeAfterATornLogRunsOnlyTheMissingOps) {
+  const auto dir = temp_dir("resume");
+  run_campaign(small_params(dir));
+  const auto log_path = dir / "execution_log.csv";
+  const auto full = read_log(log_path.string()).rows;
+  // Keep the header and 7 rows, then half a line: what a SIGKILL can leave.
+  std::ifstream in(log_path);
+  std::string line, kept;
+  for (int i = 0; i < 8 && std::getline(in, line); ++i) kept += line + "\n";
+  in.close();
+  std::ofstream(log_path, std::ios::trunc) << kept << "4,1,0,40";
+
+  Params p;
+  p.resume_dir = dir.string();
+  p.drift_s = 0;
+  p.temp_interval_s = 0;
+  const Result r = run_campaign(p);
+  EXPECT_TRUE(r.resumed);
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.ops_this_session, full.size() - 7);
+  expect_exactly_once(dir, 6, 3);
+  const auto rows = read_log(log_path.string()).rows;
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(rows[static_cast<std::size_t>(i)].ts_start_ns, full[static_cast<std::size_t>(i)].ts_start_ns);
+  EXPECT_EQ(load(dir / "metadata.json")["sessions"].size(), 2u);
+
+  // A complete campaign resumed does nothing more.
+  const Result again = run_campaign(p);
+  EXPECT_EQ(again.ops_this_session, 0u);
+  expect_exactly_once(dir, 6, 3);
+  fs::remove_all(dir);
+}
+
+TEST(ProfileCampaign, StopFlagEndsAfterTheCurrentOpAndSaves) {
+  const auto dir = temp_dir("stop");
+  std::atomic<bool> stop{false};
+  Params p = small_params(dir);
+  p.stop = &stop;
+  p.on_progress = [&stop](const Progress& pr) {
+    if (pr.phase == "measure" && pr.done >= 1) stop = true;
+  };
+  const Result r = run_campaign(p);
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_FALSE(r.complete);
+  EXPECT_EQ(r.ops_logged, 1u);
+  EXPECT_EQ(load(dir / "metadata.json")["status"], "interrupted");
+  EXPECT_TRUE(fs::exists(dir / "trace.json"));
+
+  Params resume;
+  resume.resume_dir = dir.string();
+  resume.drift_s = 0;
+  resume.temp_interval_s = 0;
+  EXPECT_TRUE(run_campaign(resume).complete);
+  expect_exactly_once(dir, 6, 3);
+  fs::remove_all(dir);
+}
+
+TEST(ProfileCampaign, ResumeRefusesAnotherPlanOrADirectoryThatIsNoCampaign) {
+  const auto dir = temp_dir("refuse");
+  run_campaign(small_params(dir));
+  const auto before = fs::file_size(dir / "execution_log.csv");
+  Params p;
+  p.resume_dir = dir.string();
+  p.drift_s = 0;
+  p.temp_interval_s = 0;
+  p.seed = 7;
+  EXPECT_THROW(run_campaign(p), UsageError);
+  p.seed.reset();
+  p.sizes = std::vector<std::uint64_t>{1, 8};
+  EXPECT_THROW(run_campaign(p), UsageError);
+  p.sizes.reset();
+  p.devices = std::vector<int>{1, 0, 2};
+  EXPECT_THROW(run_campaign(p), UsageError);
+  p.devices.reset();
+  p.backends = std::vector<std::string>{"ce"};
+  EXPECT_THROW(run_campaign(p), UsageError);
+  p.backends.reset();
+  p.reps = 4;
+  EXPECT_THROW(run_campaign(p), UsageError);
+  EXPECT_EQ(fs::file_size(dir / "execution_log.csv"), before);  // nothing measured
+
+  p.reps.reset();
+  p.resume_dir = (dir / "nope").string();
+  EXPECT_THROW(run_campaign(p), UsageError);
+  fs::create_directories(dir / "empty");
+  p.resume_dir = (dir / "empty").string();
+  EXPECT_THROW(run_campaign(p), UsageError);
+  fs::remove_all(dir);
+}
+
+TEST(ProfileCampaign, BadInputFailsBeforeMeasuring) {
+  const auto dir = temp_dir("bad");
+  Params p = small_params(dir);
+  p.devices = std::vector<int>{0, 99};
+  try {
+    run_campaign(p);
+    ADD_FAILURE() << "device 99 accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("99"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir / "execution_log.csv"));
+  p = small_params(dir);
+  p.sizes = std::vector<std::uint64_t>{0, 8};
+  EXPECT_THROW(run_campaign(p), UsageError);
+  p = small_params("/proc/p2pscope-cannot-write-here/out");
+  EXPECT_THROW(run_campaign(p), UsageError);
+  p = small_params(dir);
+  p.backends = std::vector<std::string>{"no-such-backend"};
+  EXPECT_THROW(run_campaign(p), UsageError);
+  // An --out that already holds a campaign is not overwritten.
+  run_campaign(small_params(dir));
+  EXPECT_THROW(run_campaign(small_params(dir)), UsageError);
+  fs::remove_all(dir);
+}
