@@ -1,6 +1,166 @@
-// PLACEHOLDER: replaced by the issue that builds this command; registers nothing yet.
+// `p2pscope sweep tcp`: the engine over a grid of channels x chunk x window
+// (x sockets per channel), each point repeated; writes sweep.csv, heatmap.svg and
+// best.json (the best configuration with its figures and the command that runs it).
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <tuple>
+
 #include "commands.hpp"
+#include "p2pscope/metadata.hpp"
+#include "p2pscope/stats.hpp"
+#include "p2pscope/table.hpp"
+#include "p2pscope/tcp.hpp"
+#include "p2pscope/units.hpp"
+#include "tcp_options.hpp"
 
 namespace p2pscope::app {
-void add_sweep_commands(CLI::App& app, Context&) { (void)app; }
+namespace {
+
+struct SweepTcpOptions {
+  TcpCliOptions engine;
+  std::string channels_list = "1,2,4,8", chunk_list = "256K,1M,4M", window_list = "1,4,16", sockets_list = "1";
+  std::vector<std::string> client;
+  int port = 18515;
+  int reps = 3;
+  std::string out;
+};
+
+std::vector<std::uint32_t> int_list(const std::string& text, const char* what) {
+  std::vector<std::uint32_t> out;
+  for (std::uint64_t v : parse_size_list(text)) {
+    if (v == 0 || v > 4096) throw UsageError(std::string(what) + ": " + std::to_string(v) + " is out of range 1-4096");
+    out.push_back(static_cast<std::uint32_t>(v));
+  }
+  return out;
+}
+
+// Receivers' figures: what arrived, per second (both directions summed for bidir).
+double delivered(const tcp::Results& r) { return r.client.rx_bytes_per_s + r.server.rx_bytes_per_s; }
+
+void write_file(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream f(p);
+  f << text;
+  if (!f) throw Error("cannot write " + p.string());
+}
+
+void run(const SweepTcpOptions& o, Context& ctx) {
+  if (o.out.empty()) throw UsageError("sweep tcp: --out DIR is required");
+  if (o.reps < 1 || o.reps > 1000) throw UsageError("--reps must be in 1-1000");
+  if (o.engine.mode == "latency") throw UsageError("sweep tcp sweeps bandwidth; use --mode bw, bidir or fullmesh");
+  const auto channels = int_list(o.channels_list, "--channels-list");
+  const auto windows = int_list(o.window_list, "--window-list");
+  const auto sockets = int_list(o.sockets_list, "--sockets-list");
+  const auto chunks = parse_size_list(o.chunk_list);
+  const tcp::LocalOptions local = o.engine.local();
+  tcp::Params base = o.engine.params();
+  std::filesystem::create_directories(o.out);
+
+  using Key = std::tuple<std::uint32_t, std::uint64_t, std::uint32_t, std::uint32_t>;  // ch, chunk, win, sock
+  std::map<Key, std::vector<double>> samples;
+  Table csv({"channels", "chunk_bytes", "window", "sockets_per_channel", "rep", "GBps", "client_tx_GBps",
+             "server_rx_GBps", "client_rx_GBps", "server_tx_GBps"});
+  for (std::uint32_t c : channels)
+    for (std::uint64_t chunk : chunks)
+      for (std::uint32_t w : windows)
+        for (std::uint32_t k : sockets)
+          for (int rep = 0; rep < o.reps; ++rep) {
+            tcp::Params p = base;
+            p.channels = c;
+            p.chunk_bytes = chunk;
+            p.window = w;
+            p.sockets_per_channel = k;
+            tcp::validate(p);
+            tcp::Results r;
+            if (o.client.empty()) {
+              r = tcp::run_loopback(p, local, local);
+            } else {
+              tcp::ClientOptions co;
+              co.hosts = o.client;
+              co.port = static_cast<std::uint16_t>(o.port);
+              co.local = local;
+              r = tcp::run_client(co, p);
+            }
+            const double v = delivered(r);
+            samples[{c, chunk, w, k}].push_back(v);
+            csv.add_row({std::to_string(c), std::to_string(chunk), std::to_string(w), std::to_string(k),
+                         std::to_string(rep), fixed(v / 1e9, 4), fixed(r.client.tx_bytes_per_s / 1e9, 4),
+                         fixed(r.server.rx_bytes_per_s / 1e9, 4), fixed(r.client.rx_bytes_per_s / 1e9, 4),
+                         fixed(r.server.tx_bytes_per_s / 1e9, 4)});
+            std::cerr << "sweep: channels " << c << " chunk " << format_size_compact(chunk) << " window " << w
+                      << " sockets " << k << " rep " << rep << ": " << fixed(v / 1e9, 3) << " GB/s\n";
+          }
+  write_file(std::filesystem::path(o.out) / "sweep.csv", csv.to_csv());
+
+  Key best{};
+  double best_v = -1;
+  for (const auto& [key, v] : samples) {
+    const double m = compute_stats(v).median;
+    if (m > best_v) {
+      best_v = m;
+      best = key;
+    }
+  }
+  const auto [bc, bchunk, bw, bk] = best;
+  std::vector<std::string> rows, cols;
+  for (auto c : channels) rows.push_back(std::to_string(c));
+  for (auto ch : chunks) cols.push_back(format_size_compact(ch));
+  std::vector<std::vector<double>> grid(channels.size(), std::vector<double>(chunks.size(), NAN));
+  for (std::size_t i = 0; i < channels.size(); ++i)
+    for (std::size_t j = 0; j < chunks.size(); ++j) {
+      auto it = samples.find({channels[i], chunks[j], bw, bk});
+      if (it != samples.end()) grid[i][j] = compute_stats(it->second).median / 1e9;
+    }
+  write_file(std::filesystem::path(o.out) / "heatmap.svg",
+             tcp::heatmap_svg("p2pscope sweep tcp: median GB/s at window " + std::to_string(bw) + ", " +
+                                  std::to_string(bk) + " socket(s)/channel (" + o.engine.mode + ", " + o.engine.mem + ")",
+                              "channels", rows, "chunk", cols, grid, "GB/s (1e9 B/s), median of " +
+                                  std::to_string(o.reps) + " reps"));
+
+  const Stats st = compute_stats(samples[best]);
+  nlohmann::json j;
+  j["best"] = {{"channels", bc}, {"chunk_bytes", bchunk}, {"window", bw}, {"sockets_per_channel", bk},
+               {"GBps_median", st.median / 1e9}, {"GBps_min", st.min / 1e9}, {"GBps_max", st.max / 1e9},
+               {"cv", st.cv}, {"reps", st.n}};
+  j["command"] = "p2pscope bench tcp --mode " + o.engine.mode + " --mem " + o.engine.mem + " --channels " +
+                 std::to_string(bc) + " --sockets-per-channel " + std::to_string(bk) + " --window " +
+                 std::to_string(bw) + " --chunk " + format_size_compact(bchunk) + " --size " +
+                 format_size_compact(base.size_bytes);
+  j["params"] = tcp::to_json(base);
+  j["points"] = samples.size();
+  j["run_metadata"] = run_metadata(ctx.argv);
+  write_file(std::filesystem::path(o.out) / "best.json", j.dump(2) + "\n");
+
+  Table t({"channels", "chunk", "window", "sockets", "median_GB/s", "cv"});
+  for (const auto& [key, v] : samples) {
+    const Stats s = compute_stats(v);
+    t.add_row({std::to_string(std::get<0>(key)), format_size_compact(std::get<1>(key)), std::to_string(std::get<2>(key)),
+               std::to_string(std::get<3>(key)), fixed(s.median / 1e9, 3), fixed(s.cv, 3)});
+  }
+  std::cout << t.to_text() << "\nbest: " << j["command"].get<std::string>() << "  -> " << fixed(best_v / 1e9, 3)
+            << " GB/s\nwrote " << o.out << "/{sweep.csv,heatmap.svg,best.json}\n";
+}
+
+}  // namespace
+
+void add_sweep_commands(CLI::App& app, Context& ctx) {
+  auto* sweep = app.add_subcommand("sweep", "Parameter sweeps");
+  sweep->require_subcommand(1);
+  auto o = std::make_shared<SweepTcpOptions>();
+  auto* c = sweep->add_subcommand("tcp", "TCP engine over channels x chunk x window (x sockets), repeated");
+  c->add_option("--channels-list", o->channels_list, "channel counts, e.g. 1,2,4,8 or 1:16")->capture_default_str();
+  c->add_option("--chunk-list", o->chunk_list, "chunk sizes, e.g. 256K,1M,4M or 64K:4M")->capture_default_str();
+  c->add_option("--window-list", o->window_list, "windows, e.g. 1,4,16")->capture_default_str();
+  c->add_option("--sockets-list", o->sockets_list, "sockets per channel, e.g. 1,2")->capture_default_str();
+  c->add_option("--reps", o->reps, "runs per point")->capture_default_str();
+  c->add_option("--out", o->out, "directory for sweep.csv, heatmap.svg, best.json")->required();
+  c->add_option("--client", o->client, "servers to run against (default: loopback in this process)")->delimiter(',');
+  c->add_option("--port", o->port, "server port with --client")->capture_default_str();
+  o->engine.add_engine_options(*c, false);
+  c->callback([o, &ctx] { run(*o, ctx); });
+}
+
 }  // namespace p2pscope::app

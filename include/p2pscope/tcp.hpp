@@ -149,4 +149,10 @@ class Server {
 Results run_loopback(const Params& params, const LocalOptions& client_local = {},
                      const LocalOptions& server_local = {});
 
+// A heatmap as a self-contained SVG: rows x columns of values (NaN = no data), cells
+// coloured from white (lowest) to dark blue (highest) and labelled with the value.
+std::string heatmap_svg(const std::string& title, const std::string& row_name, const std::vector<std::string>& rows,
+                        const std::string& col_name, const std::vector<std::string>& cols,
+                        const std::vector<std::vector<double>>& values, const std::string& unit);
+
 }  // namespace p2pscope::tcp

@@ -1,0 +1,171 @@
+// Bad input and foreign peers: clear errors, no crash, no hang.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+#include <thread>
+
+#include "p2pscope/bindings.hpp"
+#include "p2pscope/error.hpp"
+#include "p2pscope/tcp.hpp"
+
+using namespace p2pscope;
+using namespace p2pscope::tcp;
+
+namespace {
+
+std::string usage_error_of(const Params& p) {
+  try {
+    validate(p);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A raw TCP connection to 127.0.0.1:port that sends `header` (16 bytes) and reads
+// whatever comes back.
+std::string raw_exchange(std::uint16_t port, std::uint32_t magic, std::uint32_t version) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(fd);
+    return "connect failed";
+  }
+  // Header only: unread bytes at the server would turn its close into a reset.
+  const std::uint32_t h[4] = {magic, version, 1, 0};
+  [[maybe_unused]] auto w = send(fd, h, sizeof h, 0);
+  std::string got;
+  char buf[512];
+  for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, static_cast<std::size_t>(n));
+  close(fd);
+  return got;
+}
+
+std::string refused(std::uint32_t magic, std::uint32_t version, std::string* server_error) {
+  ServerOptions so;
+  so.bind_addrs = {"127.0.0.1"};
+  so.port = 0;
+  so.accept_timeout_s = 5;
+  Server srv(so);
+  std::thread t([&] {
+    try {
+      srv.serve_one();
+    } catch (const Error& e) {
+      *server_error = e.what();
+    }
+  });
+  const std::string reply = raw_exchange(srv.port(), magic, version);
+  t.join();
+  return reply;
+}
+
+}  // namespace
+
+TEST(TcpErrors, BadParametersAreUsageErrorsNamingTheOption) {
+  Params p;
+  p.channels = 0;
+  EXPECT_NE(usage_error_of(p).find("--channels"), std::string::npos);
+  p = {};
+  p.window = 0;
+  EXPECT_NE(usage_error_of(p).find("--window"), std::string::npos);
+  p = {};
+  p.size_bytes = 1000;
+  p.chunk_bytes = 4096;
+  EXPECT_NE(usage_error_of(p).find("larger than --size"), std::string::npos);
+  p = {};
+  p.sockets_per_channel = 0;
+  EXPECT_NE(usage_error_of(p).find("--sockets-per-channel"), std::string::npos);
+  p = {};
+  EXPECT_EQ(usage_error_of(p), "");
+  EXPECT_THROW(parse_mode("sideways"), UsageError);
+}
+
+TEST(TcpErrors, UnknownNicListsTheNicsThereAre) {
+  Params p;
+  p.size_bytes = 1 << 20;
+  p.timeout_s = 2;
+  LocalOptions l;
+  l.nics = {"nosuchnic9"};
+  try {
+    run_loopback(p, l);
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("nosuchnic9"), std::string::npos) << m;
+    EXPECT_NE(m.find("lo (127.0.0.1)"), std::string::npos) << m;
+  }
+}
+
+TEST(TcpErrors, MalformedBindingPointsAtTheBadPart) {
+  try {
+    parse_bindings("lo:0-1;eth1 8-21");
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'eth1 8-21'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_bindings("eth1:8-x"), UsageError);
+}
+
+TEST(TcpErrors, WrongVersionIsRefusedWithAMessage) {
+  std::string server_error;
+  const std::string reply = refused(kProtocolMagic, kProtocolVersion + 98, &server_error);
+  EXPECT_NE(reply.find("protocol version 99"), std::string::npos) << reply;
+  EXPECT_NE(server_error.find("version 99"), std::string::npos) << server_error;
+}
+
+TEST(TcpErrors, WrongMagicIsRefusedWithAMessage) {
+  std::string server_error;
+  const std::string reply = refused(0x48545450 /* "PTTH" */, kProtocolVersion, &server_error);
+  EXPECT_NE(reply.find("not speaking the p2pscope tcp protocol"), std::string::npos) << reply;
+  EXPECT_NE(server_error.find("magic"), std::string::npos) << server_error;
+}
+
+TEST(TcpErrors, BindingToCpusOutsideTheAllowedSetWarnsAndRuns) {
+  Params p;
+  p.size_bytes = 1 << 20;
+  p.chunk_bytes = 256 << 10;
+  p.iters = 1;
+  LocalOptions l;
+  l.tx_bind = parse_bindings("lo:4000-4001");  // no machine here has these
+  l.rx_bind = parse_bindings("lo:0");
+  const Results r = run_loopback(p, l, l);
+  ASSERT_FALSE(r.client.warnings.empty());
+  EXPECT_NE(r.client.warnings[0].find("4000-4001"), std::string::npos) << r.client.warnings[0];
+  bool saw_tx = false, saw_rx = false;
+  for (const auto& w : r.client.workers)
+    if (w.role == "tx") {
+      saw_tx = true;
+      EXPECT_TRUE(w.mismatch);
+      EXPECT_EQ(w.expected_cpus, (std::vector<int>{4000, 4001}));
+    }
+  for (const auto& w : r.server.workers)
+    if (w.role == "rx") {
+      saw_rx = true;
+      EXPECT_EQ(w.actual_cpus, std::vector<int>{0});  // pinned where asked
+      EXPECT_FALSE(w.mismatch);
+    }
+  EXPECT_TRUE(saw_tx && saw_rx);
+}
+
+TEST(TcpErrors, NoServerIsAClearErrorNotAHang) {
+  Params p;
+  p.timeout_s = 2;
+  ClientOptions co;
+  co.hosts = {"127.0.0.1"};
+  co.port = 1;  // nothing listens on port 1
+  try {
+    run_client(co, p);
+    FAIL() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Connection refused"), std::string::npos) << e.what();
+  }
+}
