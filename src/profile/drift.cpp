@@ -48,9 +48,8 @@ DriftFit fit_timer_points(const std::vector<TimerPoint>& all, bool offset_only) 
   const double intercept = my - f.slope * mx;  // device offset at host_ref
   f.device_ref_ns += static_cast<std::int64_t>(std::llround(intercept));
   for (const auto& p : pts) {
-    const double pred = static_cast<double>(f.device_ref_ns) +
-                        f.slope * static_cast<double>(p.host_ns - f.host_ref_ns);
-    f.residual_max_ns = std::max(f.residual_max_ns, std::fabs(pred - static_cast<double>(p.device_ns)));
+    const double pred = f.slope * static_cast<double>(p.host_ns - f.host_ref_ns);  // relative to device_ref
+    f.residual_max_ns = std::max(f.residual_max_ns, std::fabs(pred - static_cast<double>(p.device_ns - f.device_ref_ns)));
   }
   f.ok = true;
   return f;
