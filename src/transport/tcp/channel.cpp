@@ -111,6 +111,8 @@ void prepare_session(Session& s) {
 void fill_sources(Session& s, std::uint32_t round) {
   if (round > 0 && !s.p.verify) return;
   const bool c2s = s.is_client;  // the direction this side sends in
+  // A receive-only side must not fill: the peer is already sending while it would.
+  if (!s.dir_used(c2s)) return;
   for (std::uint32_t g = 0; g < s.src.size(); ++g) fill_pattern(s.src[g], s.seed(c2s, g, round));
 }
 

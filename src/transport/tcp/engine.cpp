@@ -62,6 +62,12 @@ void probe_gpus(const Params& p) {
 
 void run_rounds(Session& s, Socket& ctrl) {
   const std::string side = s.is_client ? "server" : "client";
+  // The server says when its buffers are ready, so no timed round includes its setup;
+  // it fills the next round's sources before reporting a round done, for the same reason.
+  if (s.is_client)
+    expect_frame(ctrl, FrameType::done, "waiting for the server to set up");
+  else
+    send_frame(ctrl, FrameType::done, {{"round", -1}});
   for (std::uint32_t r = 0; r < rounds_of(s.p); ++r) {
     if (s.is_client) {
       if (r > 0) fill_sources(s, r);
@@ -69,7 +75,6 @@ void run_rounds(Session& s, Socket& ctrl) {
     } else {
       const auto body = expect_frame(ctrl, FrameType::go, "waiting for round " + std::to_string(r));
       if (body.value("round", -1) != static_cast<int>(r)) throw Error("client is out of step: round mismatch");
-      if (r > 0) fill_sources(s, r);
     }
     try {
       run_round(s, r, timed_round(s.p, r));
@@ -77,10 +82,12 @@ void run_rounds(Session& s, Socket& ctrl) {
     } catch (const Error& e) {
       fail_round(ctrl, s.report.side + " round " + std::to_string(r) + ": " + e.what(), side);
     }
-    if (s.is_client)
+    if (s.is_client) {
       expect_frame(ctrl, FrameType::done, "round " + std::to_string(r));
-    else
+    } else {
+      if (r + 1 < rounds_of(s.p)) fill_sources(s, r + 1);
       send_frame(ctrl, FrameType::done, {{"round", r}});
+    }
   }
   finish_report(s);
 }

@@ -126,6 +126,7 @@ TEST(TcpFaults, StalledPeerTimesOut) {
       send_frame(ctrl, FrameType::accept, nlohmann::json::object());
       Socket data = l.accept(5);
       recv_frame(data, true);
+      send_frame(ctrl, FrameType::done, {{"round", -1}});  // "ready", then silence
       held.push_back(std::move(ctrl));
       held.push_back(std::move(data));
     } catch (...) {
@@ -144,4 +145,5 @@ TEST(TcpFaults, StalledPeerTimesOut) {
   fake.join();
   EXPECT_LT(seconds_since(t0), 1 + 3);
   EXPECT_NE(err.find("timed out"), std::string::npos) << err;
+  EXPECT_NE(err.find("channel 0"), std::string::npos) << err;  // the data path stalled, not the handshake
 }
