@@ -267,7 +267,7 @@ Result run_campaign(const Params& p) {
       write_temperature_note(path(kTemperatureFile), res.temperatures_note, resuming);
     }
     for (const auto& [name, b] : backends) b->prepare(plan.devices, plan.sizes.back());
-    if (p.on_progress && p.drift_s > 0) p.on_progress({"drift-start", 0, 0, 0, p.drift_s, ""});
+    if (p.on_progress && p.drift_s > 0 && gpu_backend) p.on_progress({"drift-start", 0, 0, 0, p.drift_s, ""});
     drift_start = measure_drift(primary, plan.devices, stopped() ? 0 : p.drift_s, p.stop);
 
     const auto run_op = [&](const Config& c, const std::string& name) {
