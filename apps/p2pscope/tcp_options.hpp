@@ -15,7 +15,7 @@
 namespace p2pscope::app {
 
 struct TcpCliOptions {
-  std::string mode = "bw", mem = "host", size, chunk = "1M", gpus = "0", tx_bind, rx_bind, sockbuf = "8M";
+  std::string mode = "bw", mem = "host", size, chunk = "1M", gpus = "0", tx_bind, rx_bind, sockbuf = "0";
   std::vector<std::string> nics;
   std::uint32_t channels = 1, sockets = 1, window = 4, iters = 5, warmup = 1;
   double timeout_s = 10;
@@ -41,7 +41,7 @@ struct TcpCliOptions {
                                        "(default: $NCCL_GPUDIRECTTCPX_TX_BINDINGS)");
     c.add_option("--rx-bind", rx_bind, "RX worker CPUs per NIC (default: $NCCL_GPUDIRECTTCPX_RX_BINDINGS)");
     c.add_option("--timeout", timeout_s, "seconds any step may block before the run fails")->capture_default_str();
-    c.add_option("--sockbuf", sockbuf, "SO_SNDBUF/SO_RCVBUF request (0: kernel default)")->capture_default_str();
+    c.add_option("--sockbuf", sockbuf, "SO_SNDBUF/SO_RCVBUF request (0: kernel autotuning, the default)")->capture_default_str();
     c.add_flag("--verify", verify, "check every received byte against the sender's pattern");
     c.add_flag("--reverse", reverse, "bw/fullmesh: the server sends, the client receives");
     c.add_flag("--no-nodelay", no_nodelay, "leave Nagle's algorithm on (TCP_NODELAY off)");

@@ -46,7 +46,7 @@ struct Params {
   bool verify = false;
   bool reverse = false;                    // bw/fullmesh: server sends, client receives
   bool nodelay = true;                     // TCP_NODELAY
-  std::uint32_t sockbuf_bytes = 8u << 20;  // SO_SNDBUF / SO_RCVBUF request (0 = kernel default)
+  std::uint32_t sockbuf_bytes = 0;  // SO_SNDBUF/SO_RCVBUF; 0 = kernel autotuning (setting it turns autotuning off)
   double timeout_s = 10;                   // any blocking step longer than this fails the run
 };
 
