@@ -182,8 +182,16 @@ Result run_campaign(const Params& p) {
 
   std::vector<LogRow> rows;
   std::uint64_t keep_bytes = 0;
-  if (resuming) {
-    auto log = read_log(path(kLogFile));
+  // metadata.json is written before the log exists: a campaign killed in between resumes with no rows.
+  if (resuming && fs::exists(path(kLogFile))) {
+    LogContents log;
+    try {
+      log = read_log(path(kLogFile));
+    } catch (const UsageError&) {
+      throw;
+    } catch (const Error& e) {
+      throw UsageError(std::string("--resume ") + dir + ": " + e.what());
+    }
     for (const auto& r : log.rows) {
       const bool fits = r.config_id >= 0 && static_cast<std::size_t>(r.config_id) < plan.configs.size() &&
                         plan.configs[static_cast<std::size_t>(r.config_id)].src == r.src &&
@@ -200,7 +208,6 @@ Result run_campaign(const Params& p) {
   }
   std::set<std::pair<int, int>> done;
   for (const auto& r : rows) done.insert({r.config_id, r.repetition});
-  LogWriter log(path(kLogFile), keep_bytes);
 
   // ---- metadata before measuring: a killed campaign can still be resumed --------
   Result res;
@@ -232,6 +239,7 @@ Result run_campaign(const Params& p) {
   meta["status"] = "running";
   meta["sessions"].push_back(session);
   write_json_file(path(kMetadataFile), meta);
+  LogWriter log(path(kLogFile), keep_bytes);
 
   // Other users of the GPUs skew every number: say so before starting.
   if (nvml)

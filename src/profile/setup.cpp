@@ -75,9 +75,8 @@ ResolvedOptions resolve_options(const Params& p, bool have_gpu) {
   const fs::path meta = fs::path(dir) / kMetadataFile;
   if (!fs::is_directory(dir))
     throw UsageError("--resume " + dir + ": no such directory");
-  if (!fs::exists(meta) || !fs::exists(fs::path(dir) / kLogFile))
-    throw UsageError("--resume " + dir + ": not a p2pscope profile campaign (needs " + kMetadataFile +
-                     " and " + kLogFile + ")");
+  if (!fs::exists(meta))
+    throw UsageError("--resume " + dir + ": not a p2pscope profile campaign (no " + kMetadataFile + ")");
   nlohmann::json m;
   try {
     m = read_json_file(meta.string());
@@ -122,7 +121,7 @@ void prepare_new_out_dir(const std::string& dir) {
     throw UsageError("--out " + dir + ": cannot create the directory (" +
                      (ec ? ec.message() : std::string("exists and is not a directory")) +
                      "); choose a writable place");
-  if (fs::exists(fs::path(dir) / kLogFile))
+  if (fs::exists(fs::path(dir) / kLogFile) || fs::exists(fs::path(dir) / kMetadataFile))
     throw UsageError("--out " + dir + " already holds a campaign; continue it with --resume " + dir +
                      " or choose another --out");
   if (access(dir.c_str(), W_OK) != 0)
