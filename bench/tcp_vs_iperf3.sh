@@ -28,7 +28,7 @@ p2p_gbps() {  # channels (= TCP streams: one socket per channel)
     > "$tmp/server.json" 2>"$tmp/server.err" &
   local spid=$!; sleep 0.3
   timeout 60 "$P2PSCOPE" bench tcp --client 127.0.0.1 --port "$PORT" --channels "$1" --sockets-per-channel 1 \
-    --size "$SIZE" --chunk 1M --window 4 --iters "$ITERS" --warmup 2 --format json > "$tmp/client.json"
+    --size "$SIZE" --chunk "${CHUNK:-1M}" --window "${WINDOW:-4}" --iters "$ITERS" --warmup 2 --format json > "$tmp/client.json"
   wait $spid || true
   python3 -c 'import json,sys; print("%.3f" % (json.load(open(sys.argv[1]))["server"]["rx_bytes_per_s"]/1e9))' "$tmp/client.json"
 }

@@ -34,7 +34,8 @@ std::string heatmap_svg(const std::string& title, const std::string& row_name, c
         hi = std::max(hi, v);
       }
   const int cw = 80, ch = 34, left = 110, top = 70;
-  const int w = left + cw * static_cast<int>(cols.size()) + 20, h = top + ch * static_cast<int>(rows.size()) + 40;
+  const int w = std::max(560, left + cw * static_cast<int>(cols.size()) + 20);
+  const int h = top + ch * static_cast<int>(rows.size()) + 40;
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h
     << "\" font-family=\"sans-serif\" font-size=\"12\">\n";

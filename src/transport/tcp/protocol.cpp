@@ -39,6 +39,8 @@ void validate(const Params& p) {
   if (p.mode == Mode::latency) {
     if (p.size_bytes > (64u << 20)) bad("latency mode: --size (message size) must be at most 64 MiB");
     if (p.iters > 10'000'000) bad("latency mode: --iters over 10M");
+    if (p.mem == MemKind::gpu)
+      bad("latency mode ping-pongs host buffers; --mem gpu is supported in bw, bidir and fullmesh modes");
   } else {
     if (p.chunk_bytes == 0) bad("--chunk must be at least 1 byte");
     if (p.chunk_bytes > p.size_bytes)

@@ -85,6 +85,11 @@ TEST(TcpErrors, BadParametersAreUsageErrorsNamingTheOption) {
   p.sockets_per_channel = 0;
   EXPECT_NE(usage_error_of(p).find("--sockets-per-channel"), std::string::npos);
   p = {};
+  p.mode = Mode::latency;
+  p.size_bytes = 8;
+  p.mem = MemKind::gpu;
+  EXPECT_NE(usage_error_of(p).find("--mem gpu"), std::string::npos);
+  p = {};
   EXPECT_EQ(usage_error_of(p), "");
   EXPECT_THROW(parse_mode("sideways"), UsageError);
 }
