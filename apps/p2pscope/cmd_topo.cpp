@@ -1,6 +1,57 @@
-// PLACEHOLDER: replaced by the issue that builds this command; registers nothing yet.
+// p2pscope topo [--root DIR] [--format text|json] [--out FILE]
+#include <cerrno>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
 #include "commands.hpp"
+#include "p2pscope/error.hpp"
+#include "p2pscope/fsroot.hpp"
+#include "p2pscope/gpu_runtime.hpp"
+#include "p2pscope/metadata.hpp"
+#include "p2pscope/topo.hpp"
 
 namespace p2pscope::app {
-void add_topo_command(CLI::App& app, Context&) { (void)app; }
+namespace {
+struct TopoOptions {
+  std::string root = "/";
+  std::string format = "text";
+  std::string out;
+};
+}  // namespace
+
+void add_topo_command(CLI::App& app, Context& ctx) {
+  auto opt = std::make_shared<TopoOptions>();
+  auto* cmd = app.add_subcommand("topo", "CPUs, NUMA nodes, GPUs, NICs with their IRQs, RDMA, and GPU/NIC path classes");
+  cmd->add_option("--root", opt->root, "Root of a captured tree (tools/capture-fsroot.sh) instead of /");
+  cmd->add_option("--format", opt->format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--out", opt->out, "Write here instead of stdout");
+  cmd->callback([opt, &ctx] {
+    const FsRoot fs(opt->root);
+    topo::Topology t = topo::discover(fs);
+    // CUDA facts describe this machine, not a captured tree.
+    if (fs.is_live()) gpu::enrich_with_cuda(t);
+    std::string text;
+    if (opt->format == "json") {
+      nlohmann::json j = topo::to_json(t);
+      nlohmann::json meta = run_metadata(ctx.argv);
+      meta["versions"] = gpu::to_json(gpu::runtime_info());
+      meta["root"] = fs.root().string();
+      j["metadata"] = std::move(meta);
+      text = j.dump(2) + "\n";
+    } else {
+      text = topo::to_text(t);
+    }
+    if (opt->out.empty() || opt->out == "-") {
+      std::cout << text;
+      return;
+    }
+    std::ofstream f(opt->out);
+    if (!f) throw Error("cannot write '" + opt->out + "': " + errno_text(errno));
+    f << text;
+    if (!f.flush()) throw Error("write '" + opt->out + "' failed: " + errno_text(errno));
+    std::cerr << "wrote " << opt->out << "\n";
+  });
+}
+
 }  // namespace p2pscope::app

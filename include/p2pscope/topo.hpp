@@ -149,5 +149,8 @@ Topology discover(const FsRoot& fs, const DiscoverOptions& opts = {});
 
 // The `--format json` document of `p2pscope topo` (without metadata).
 nlohmann::json to_json(const Topology& t);
+// The readable form of `p2pscope topo`: CPU/NUMA summary, GPU/NIC matrix (as
+// `nvidia-smi topo -m`), NIC table with where each NIC's IRQs are served, RDMA, warnings.
+std::string to_text(const Topology& t);
 
 }  // namespace p2pscope::topo
