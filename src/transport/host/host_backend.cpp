@@ -1,0 +1,233 @@
+// The host backend: memcpy between NUMA-placed host buffers. No GPU at all, so the
+// whole engine (patterns, timing, stats, verification, output) runs in CI.
+// Device d is a pair of buffers (send, recv) on NUMA node d % nodes; there are at
+// least 2 devices so a one-node machine still has a pair (two buffers on node 0).
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <cstring>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "bench/pattern.hpp"
+#include "p2pscope/backend.hpp"
+#include "p2pscope/clock.hpp"
+#include "p2pscope/error.hpp"
+#include "p2pscope/units.hpp"
+#include "transport/host/numa.hpp"
+
+namespace p2pscope::bench {
+namespace {
+
+constexpr int kRoundTripsPerSample = 200;
+
+void fill_pattern(unsigned char* p, std::size_t bytes, int device) {
+  const std::size_t words = bytes / 8;
+  auto* w = reinterpret_cast<std::uint64_t*>(p);  // mmap'd: page aligned
+  for (std::size_t k = 0; k < words; ++k) w[k] = pattern_word(device, k);
+  for (std::size_t i = words * 8; i < bytes; ++i) p[i] = pattern_byte(device, i);
+}
+
+// Spins on an atomic, yielding after a while so two spinners on a busy 2-core box
+// still make progress.
+void wait_for(const std::atomic<std::uint64_t>& flag, std::uint64_t value) {
+  int spins = 0;
+  while (flag.load(std::memory_order_acquire) != value)
+    if (++spins > 2000) std::this_thread::yield();
+}
+
+class HostBackend final : public Backend {
+ public:
+  explicit HostBackend(const BackendOptions& opts) : opts_(opts), nodes_(host::numa_nodes()) {}
+
+  std::string name() const override { return "host"; }
+  int device_count() const override { return std::max<int>(2, static_cast<int>(nodes_.size())); }
+  std::string device_name(int d) const override {
+    check_device(d);
+    return fmt::format("host buffer on NUMA node {}", node_of(d).id);
+  }
+  PairSupport support(int src, int dst) const override {
+    check_device(src);
+    check_device(dst);
+    if (src == dst) return {false, "source and destination are the same device"};
+    return {};
+  }
+
+  void prepare(const std::vector<int>& devices, std::uint64_t max_bytes) override {
+    for (int d : devices) check_device(d);
+    const std::size_t need = 2 * static_cast<std::size_t>(max_bytes) * devices.size();
+    const std::size_t avail = host::mem_available_bytes();
+    if (avail && need > avail / 10 * 9)
+      throw UsageError(fmt::format("host backend needs {} ({} per buffer, 2 per device) but only {} is available; "
+                                   "choose smaller --sizes", format_size(need), format_size(max_bytes), format_size(avail)));
+    bufs_.clear();
+    bufs_.resize(static_cast<std::size_t>(device_count()));
+    for (int d : devices) {
+      Buffers b;
+      const auto& node = node_of(d);
+      b.send = host::NodeBuffer(max_bytes, node.id);
+      b.recv = host::NodeBuffer(max_bytes, node.id);
+      // First touch from the node's CPUs places the pages even where mbind was refused.
+      std::thread t([&] {
+        host::pin_thread(node.cpus);
+        fill_pattern(b.send.data(), max_bytes, d);
+        if (max_bytes) std::memset(b.recv.data(), 0xA5, max_bytes);  // poison: not the pattern
+      });
+      t.join();
+      bufs_[static_cast<std::size_t>(d)] = std::move(b);
+    }
+    max_bytes_ = max_bytes;
+  }
+
+  BatchResult run_batch(const BatchSpec& s) override {
+    BatchResult r;
+    r.support = support(s.src, s.dst);
+    if (!r.support.ok) return r;
+    check_prepared(s.src, s.dst, s.bytes);
+    const std::size_t n = s.bytes;
+    unsigned char* a_send = buf(s.src).send.data();
+    unsigned char* b_recv = buf(s.dst).recv.data();
+    if (s.pattern == Pattern::unidirectional) {
+      std::thread t([&] {
+        host::pin_thread(node_of(s.src).cpus);
+        for (int i = 0; i < s.warmup + s.iters; ++i) {
+          const auto t0 = monotonic_ns();
+          std::memcpy(b_recv, a_send, n);
+          const auto t1 = monotonic_ns();
+          if (i >= s.warmup) r.elapsed_ns.push_back(static_cast<double>(t1 - t0));
+        }
+      });
+      t.join();
+      r.note = "memcpy, thread on the source node";
+    } else if (s.pattern == Pattern::bidirectional) {
+      const int total = s.warmup + s.iters;
+      std::vector<std::int64_t> start[2], end[2];
+      for (auto* v : {&start[0], &start[1], &end[0], &end[1]}) v->resize(static_cast<std::size_t>(total));
+      std::barrier sync(2);
+      auto side = [&](int k, int from, int to) {
+        host::pin_thread(node_of(from).cpus);
+        unsigned char* src = buf(from).send.data();
+        unsigned char* dst = buf(to).recv.data();
+        for (int i = 0; i < total; ++i) {
+          sync.arrive_and_wait();
+          start[k][static_cast<std::size_t>(i)] = monotonic_ns();
+          std::memcpy(dst, src, n);
+          end[k][static_cast<std::size_t>(i)] = monotonic_ns();
+        }
+      };
+      std::thread t0(side, 0, s.src, s.dst), t1(side, 1, s.dst, s.src);
+      t0.join();
+      t1.join();
+      for (int i = s.warmup; i < total; ++i) {
+        const auto u = static_cast<std::size_t>(i);
+        r.elapsed_ns.push_back(static_cast<double>(end[0][u] - start[0][u]));
+        r.reverse_elapsed_ns.push_back(static_cast<double>(end[1][u] - start[1][u]));
+        r.total_elapsed_ns.push_back(static_cast<double>(std::max(end[0][u], end[1][u]) - std::min(start[0][u], start[1][u])));
+      }
+      r.note = "two memcpy threads, one per source node";
+    } else {
+      run_latency(s, r);
+    }
+    return r;
+  }
+
+  OpTiming run_blocking(int src, int dst, std::uint64_t bytes) override {
+    const auto sup = support(src, dst);
+    if (!sup.ok) throw UsageError(fmt::format("host backend cannot copy {} -> {}: {}", src, dst, sup.reason));
+    check_prepared(src, dst, bytes);
+    OpTiming t;
+    t.host_start_ns = monotonic_ns();
+    std::memcpy(buf(dst).recv.data(), buf(src).send.data(), bytes);
+    t.host_end_ns = monotonic_ns();
+    return t;
+  }
+
+  std::int64_t verify(int src, int dst, std::uint64_t bytes) override {
+    check_prepared(src, dst, bytes);
+    const unsigned char* p = buf(dst).recv.data();
+    const std::size_t words = bytes / 8;
+    const auto* w = reinterpret_cast<const std::uint64_t*>(p);
+    for (std::size_t k = 0; k < words; ++k)
+      if (w[k] != pattern_word(src, k))
+        for (std::size_t i = k * 8; i < k * 8 + 8; ++i)
+          if (p[i] != pattern_byte(src, i)) return static_cast<std::int64_t>(i);
+    for (std::size_t i = words * 8; i < bytes; ++i)
+      if (p[i] != pattern_byte(src, i)) return static_cast<std::int64_t>(i);
+    return -1;
+  }
+
+ private:
+  struct Buffers {
+    host::NodeBuffer send, recv;
+  };
+
+  // Ping-pong: the source thread copies the message into the destination's buffer
+  // and raises a flag; the destination thread waits, copies its answer back and
+  // raises the other flag. One sample = kRoundTripsPerSample round trips / 2.
+  void run_latency(const BatchSpec& s, BatchResult& r) {
+    alignas(64) std::atomic<std::uint64_t> ping{0};
+    alignas(64) std::atomic<std::uint64_t> pong{0};
+    const std::size_t n = s.bytes;
+    const int total = s.warmup + s.iters;
+    std::thread responder([&] {
+      host::pin_thread(node_of(s.dst).cpus);
+      unsigned char* from = buf(s.dst).send.data();
+      unsigned char* to = buf(s.src).recv.data();
+      for (std::uint64_t k = 1; k <= static_cast<std::uint64_t>(total) * kRoundTripsPerSample; ++k) {
+        wait_for(ping, k);
+        std::memcpy(to, from, n);
+        pong.store(k, std::memory_order_release);
+      }
+    });
+    std::thread initiator([&] {
+      host::pin_thread(node_of(s.src).cpus);
+      unsigned char* from = buf(s.src).send.data();
+      unsigned char* to = buf(s.dst).recv.data();
+      std::uint64_t k = 0;
+      for (int i = 0; i < total; ++i) {
+        const auto t0 = monotonic_ns();
+        for (int j = 0; j < kRoundTripsPerSample; ++j) {
+          ++k;
+          std::memcpy(to, from, n);
+          ping.store(k, std::memory_order_release);
+          wait_for(pong, k);
+        }
+        const auto t1 = monotonic_ns();
+        if (i >= s.warmup) r.elapsed_ns.push_back(static_cast<double>(t1 - t0) / kRoundTripsPerSample / 2.0);
+      }
+    });
+    initiator.join();
+    responder.join();
+    r.note = fmt::format("ping-pong of two threads on atomic flags, {} round trips per sample, one-way = rtt/2",
+                         kRoundTripsPerSample);
+  }
+
+  void check_device(int d) const {
+    if (d < 0 || d >= device_count())
+      throw UsageError(fmt::format("host device {} does not exist: there are {} (0-{}), one per NUMA node, at least 2",
+                                   d, device_count(), device_count() - 1));
+  }
+  const host::NumaNode& node_of(int d) const { return nodes_[static_cast<std::size_t>(d) % nodes_.size()]; }
+  Buffers& buf(int d) { return bufs_[static_cast<std::size_t>(d)]; }
+  void check_prepared(int src, int dst, std::uint64_t bytes) {
+    check_device(src);
+    check_device(dst);
+    for (int d : {src, dst})
+      if (static_cast<std::size_t>(d) >= bufs_.size() || (!buf(d).send.data() && max_bytes_ > 0))
+        throw UsageError(fmt::format("host device {} was not prepared: call prepare() with it first", d));
+    if (bytes > max_bytes_)
+      throw UsageError(fmt::format("{} is more than the {} prepared", format_size(bytes), format_size(max_bytes_)));
+  }
+
+  BackendOptions opts_;
+  std::vector<host::NumaNode> nodes_;
+  std::vector<Buffers> bufs_;
+  std::uint64_t max_bytes_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_host_backend(const BackendOptions& opts) { return std::make_unique<HostBackend>(opts); }
+
+}  // namespace p2pscope::bench
