@@ -25,10 +25,17 @@ int sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c
 class TcpNetns : public ::testing::Test {
  protected:
   std::string ns, c0, c1, s0, s1;
-  std::string a0 = "10.231.1.1", b0 = "10.231.1.2", a1 = "10.231.2.1", b1 = "10.231.2.2";
+  std::string a0, b0, a1, b1;
 
   void SetUp() override {
     const std::string id = std::to_string(getpid() % 100000);
+    // Subnets per process: ctest may run both tests at once, each in its own process.
+    const int net = 2 * (getpid() % 120) + 1;
+    const std::string n0 = "10.231." + std::to_string(net) + ".", n1 = "10.231." + std::to_string(net + 1) + ".";
+    a0 = n0 + "1";
+    b0 = n0 + "2";
+    a1 = n1 + "1";
+    b1 = n1 + "2";
     ns = "p2pt" + id;
     c0 = "p2c0x" + id;  // this side (client) ends
     c1 = "p2c1x" + id;
