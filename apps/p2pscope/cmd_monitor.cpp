@@ -1,6 +1,217 @@
-// PLACEHOLDER: replaced by the issue that builds this command; registers nothing yet.
+// p2pscope monitor [--interval 1s] [--out DIR] [--duration 30s | -- COMMAND ...]
+// The run-time sampler on its own, around any command (nccl-tests, a training job):
+// fork/exec, SIGINT/SIGTERM sent with kill() forwarded to the child, the command's
+// exit status returned (127 when it cannot be found, 128+N when killed by signal N).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
 #include "commands.hpp"
+#include "p2pscope/clock.hpp"
+#include "p2pscope/error.hpp"
+#include "p2pscope/metadata.hpp"
+#include "p2pscope/monitor.hpp"
+#include "p2pscope/units.hpp"
 
 namespace p2pscope::app {
-void add_monitor_command(CLI::App& app, Context&) { (void)app; }
+namespace {
+// Signal handlers can only reach file-scope state: the child to forward to and the
+// signal that arrived. Set before the handlers are installed, read after.
+volatile sig_atomic_t g_child = 0;
+volatile sig_atomic_t g_signal = 0;
+
+void on_signal(int sig, siginfo_t* info, void*) {
+  g_signal = sig;
+  // A terminal's Ctrl-C already reaches the child (same process group, si_code
+  // SI_KERNEL); forward only signals sent with kill() to p2pscope itself.
+  if (g_child > 0 && info && info->si_code != SI_KERNEL) ::kill(static_cast<pid_t>(g_child), sig);
+}
+
+void install_handlers() {
+  struct sigaction sa {};
+  sa.sa_sigaction = on_signal;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+void restore_handlers() {
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+}
+
+// fork + execvp; a CLOEXEC pipe carries execvp's errno back so "not found" is told
+// apart from a command that ran and failed. Returns the pid, or -errno.
+pid_t spawn(const std::vector<std::string>& command) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe");
+  std::vector<char*> argv;
+  for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::fflush(nullptr);  // no buffered output duplicated into the child
+  const pid_t pid = fork();
+  if (pid < 0) throw_errno("fork");
+  if (pid == 0) {
+    ::close(fds[0]);
+    execvp(argv[0], argv.data());
+    const int err = errno;
+    if (::write(fds[1], &err, sizeof err) < 0) _exit(127);
+    _exit(127);
+  }
+  ::close(fds[1]);
+  int err = 0;
+  ssize_t got;
+  do got = ::read(fds[0], &err, sizeof err);
+  while (got < 0 && errno == EINTR);
+  ::close(fds[0]);
+  if (got == static_cast<ssize_t>(sizeof err)) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return -err;
+  }
+  return pid;
+}
+
+std::string live_line(const monitor::Interval& iv, double elapsed_s) {
+  std::string s = fmt::format("{:6.0f}s", elapsed_s);
+  std::vector<monitor::CpuShare> cpus = iv.cpus;
+  double busy = 0, soft = 0;
+  for (const auto& c : cpus) busy += c.busy_pct, soft += c.softirq_pct;
+  if (!cpus.empty()) {
+    const double n = static_cast<double>(cpus.size());
+    s += fmt::format("  cpu {:.0f}% (softirq {:.0f}%) top", busy / n, soft / n);
+    std::partial_sort(cpus.begin(), cpus.begin() + std::min<std::size_t>(3, cpus.size()), cpus.end(),
+                      [](const auto& a, const auto& b) { return a.busy_pct > b.busy_pct; });
+    for (std::size_t i = 0; i < cpus.size() && i < 3; ++i) s += fmt::format(" {}:{:.0f}%", cpus[i].cpu, cpus[i].busy_pct);
+  }
+  for (const auto& n : iv.nics) {
+    auto get = [&](const char* k) { return n.per_s.count(k) ? n.per_s.at(k) : 0.0; };
+    const double rx = get("rx_bytes"), tx = get("tx_bytes");
+    const double drops = get("rx_dropped") + get("tx_dropped");
+    if (rx + tx < 1000 && drops == 0) continue;  // idle NICs stay out of the compact line
+    s += fmt::format("  {} rx {} tx {}", n.name, format_rate(rx), format_rate(tx));
+    if (drops > 0) s += fmt::format(" drop {}/s", monitor::format_count(drops));
+  }
+  for (const auto& g : iv.gpus)
+    s += fmt::format("  gpu{} {}C {:.0f}W {}MHz{}", g.index, g.temperature_c, g.power_w, g.sm_clock_mhz,
+                     (g.throttle_reasons & 0xEC) ? " throttled" : "");
+  return s;
+}
+
+struct MonitorArgs {
+  std::string interval = "1s", out, duration, root = "/", nics;
+  std::vector<std::string> command;
+};
+
+void run_monitor(const MonitorArgs& a, Context& ctx) {
+  const double interval_s = parse_duration_s(a.interval);
+  if (interval_s < 0.01) throw UsageError("--interval " + a.interval + " is too short; use 10ms or more");
+  const bool have_cmd = !a.command.empty();
+  if (have_cmd == !a.duration.empty())
+    throw UsageError("give either --duration (e.g. --duration 30s) or a command after '--' (e.g. -- sleep 5)");
+  const double duration_s = have_cmd ? 0 : parse_duration_s(a.duration);
+  if (!have_cmd && duration_s <= 0) throw UsageError("--duration must be positive");
+
+  namespace fs = std::filesystem;
+  const std::string out = a.out.empty() ? "p2pscope-out/monitor-" + compact_timestamp(realtime_ns()) : a.out;
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec) throw Error("cannot create --out " + out + ": " + ec.message());
+
+  monitor::Options opts;
+  opts.interval_s = interval_s;
+  opts.out_csv = (fs::path(out) / "monitor.csv").string();
+  if (!a.nics.empty()) {
+    std::string item;
+    for (char ch : a.nics + ",")
+      if (ch == ',') {
+        if (!item.empty()) opts.nics.push_back(item);
+        item.clear();
+      } else {
+        item += ch;
+      }
+  }
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  const std::int64_t t0 = monotonic_ns();
+  opts.on_interval = [tty, t0](const monitor::Interval& iv) {
+    const std::string line = live_line(iv, static_cast<double>(monotonic_ns() - t0) / 1e9);
+    if (tty) std::fprintf(stderr, "\r\033[K%s", line.c_str());
+    else std::fprintf(stderr, "%s\n", line.c_str());
+  };
+
+  monitor::Sampler sampler(FsRoot(a.root), opts);
+  sampler.start();
+  g_signal = 0;
+  int exit_code = 0;
+  install_handlers();
+  if (have_cmd) {
+    const pid_t pid = spawn(a.command);
+    if (pid < 0) {
+      restore_handlers();
+      sampler.stop();
+      std::fprintf(stderr, "p2pscope monitor: cannot run '%s': %s\n", a.command[0].c_str(), errno_text(-pid).c_str());
+      ctx.exit_code = -pid == ENOENT ? 127 : 126;
+      return;
+    }
+    g_child = pid;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    g_child = 0;
+    exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+  } else {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(duration_s);
+    while (g_signal == 0 && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (g_signal != 0) exit_code = 128 + g_signal;
+  }
+  restore_handlers();
+  const monitor::Summary summary = sampler.stop();
+  if (tty) std::fprintf(stderr, "\n");
+
+  nlohmann::json doc;
+  doc["metadata"] = run_metadata(ctx.argv);
+  doc["command"] = a.command;
+  doc["exit_code"] = exit_code;
+  doc["monitor"] = monitor::summary_to_json(summary);
+  const std::string json_path = (fs::path(out) / "summary.json").string();
+  std::ofstream f(json_path);
+  f << doc.dump(2) << "\n";
+  if (!f) throw Error("cannot write " + json_path);
+
+  for (const auto& v : monitor::verdict_lines(summary)) std::printf("verdict: %s\n", v.c_str());
+  for (const auto& n : summary.notes) std::printf("note: %s\n", n.c_str());
+  std::printf("monitor: %d samples over %.1f s, %.0f us CPU per sample; wrote %s and %s\n", summary.samples,
+              summary.duration_s, summary.monitor_cpu_ns_per_sample / 1e3, opts.out_csv.c_str(), json_path.c_str());
+  ctx.exit_code = exit_code;
+}
+}  // namespace
+
+void add_monitor_command(CLI::App& app, Context& ctx) {
+  auto args = std::make_shared<MonitorArgs>();
+  auto* sub = app.add_subcommand(
+      "monitor", "Sample CPUs, IRQs, NICs, threads and GPUs around a command or for a duration (monitor.csv, summary.json)");
+  sub->add_option("--interval", args->interval, "Sampling interval (1s, 500ms)")->capture_default_str();
+  sub->add_option("--out", args->out, "Output directory (default p2pscope-out/monitor-<time>/)");
+  sub->add_option("--duration", args->duration, "Sample for this long (30s, 2m) when no command is given");
+  sub->add_option("--root", args->root, "Read /proc and /sys from this captured tree instead of /");
+  sub->add_option("--nics", args->nics, "Only these NICs, comma-separated (default all)");
+  sub->add_option("command", args->command, "The command to run under the monitor, after '--'");
+  sub->callback([args, &ctx] { run_monitor(*args, ctx); });
+}
+
 }  // namespace p2pscope::app

@@ -1,0 +1,219 @@
+// Rates, grouping and bad-input handling on hand-built successive snapshot trees
+// (tests/fixtures/monitor/basic/{t0,t1}; its README lists what changed).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "monitor/collect.hpp"
+
+using namespace p2pscope;
+using namespace p2pscope::monitor;
+
+namespace {
+const std::string kBasic = std::string(P2PSCOPE_FIXTURES_DIR) + "/monitor/basic/";
+
+bool has_note(const std::vector<std::string>& notes, const std::string& part) {
+  return std::any_of(notes.begin(), notes.end(), [&](const auto& n) { return n.find(part) != std::string::npos; });
+}
+
+struct Basic {
+  FsRoot t0{kBasic + "t0"}, t1{kBasic + "t1"};
+  Options opts = [] {
+    Options o;
+    o.gpus = false;
+    o.ethtool = false;
+    return o;
+  }();
+  Collector c{t0, opts};
+  Snapshot a = c.collect(t0, 0, 1'000'000'000);
+  Snapshot b = c.collect(t1, 1'000'000'000, 2'000'000'000);  // one second later
+  Interval iv = diff(a, b, c, 100);
+};
+
+const CpuShare& cpu(const Interval& iv, int id) {
+  for (const auto& c : iv.cpus)
+    if (c.cpu == id) return c;
+  throw std::runtime_error("no cpu " + std::to_string(id));
+}
+const NicRate* nic(const Interval& iv, const std::string& name) {
+  for (const auto& n : iv.nics)
+    if (n.name == name) return &n;
+  return nullptr;
+}
+}  // namespace
+
+TEST(MonitorParse, ProcStatSkipsAggregateAndMalformedLines) {
+  const auto cpus = parse_proc_stat("cpu  1 2 3 4 5 6 7 8 0 0\ncpu0 10 1 20 300 4 5 60 7 0 0\ncpu1 garbage\ncpu7 1 2 3 4 5 6 7\n");
+  ASSERT_EQ(cpus.size(), 2u);
+  EXPECT_EQ(cpus[0].cpu, 0);
+  EXPECT_EQ(cpus[0].softirq, 60u);
+  EXPECT_EQ(cpus[0].total(), 10u + 1 + 20 + 300 + 4 + 5 + 60 + 7);
+  EXPECT_EQ(cpus[1].cpu, 7);  // an old kernel's 7-field line
+  EXPECT_EQ(cpus[1].steal, 0u);
+}
+
+TEST(MonitorParse, TaskStatNameWithSpacesAndParens) {
+  // comm "a) b" (spaces and ')' are legal in thread names); utime 14, stime 15, processor 39.
+  std::string line = "4242 (a) b) S 1 2 3 4 5 6 7 8 9 10 170 30 0 0 20 0 1 0 100 200 300";
+  for (int f = 25; f <= 38; ++f) line += " 0";
+  line += " 9 0 0\n";
+  const auto t = parse_task_stat(line);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->tid, 4242);
+  EXPECT_EQ(t->name, "a) b");
+  EXPECT_EQ(t->utime, 170u);
+  EXPECT_EQ(t->stime, 30u);
+  EXPECT_EQ(t->last_cpu, 9);
+  EXPECT_FALSE(parse_task_stat("garbage"));
+}
+
+TEST(MonitorFixture, CpuSharesFromTwoSnapshots) {
+  Basic f;
+  EXPECT_DOUBLE_EQ(cpu(f.iv, 2).softirq_pct, 70);
+  EXPECT_DOUBLE_EQ(cpu(f.iv, 2).system_pct, 20);
+  EXPECT_DOUBLE_EQ(cpu(f.iv, 2).busy_pct, 100);
+  EXPECT_DOUBLE_EQ(cpu(f.iv, 3).softirq_pct, 72);
+  EXPECT_DOUBLE_EQ(cpu(f.iv, 0).user_pct, 5);
+  EXPECT_DOUBLE_EQ(cpu(f.iv, 0).busy_pct, 5);
+  EXPECT_DOUBLE_EQ(cpu(f.iv, 1).busy_pct, 0);
+  // Interrupts served per CPU: IRQ 30 +2000 and the new IRQ 32 +500 on CPU 2.
+  EXPECT_DOUBLE_EQ(cpu(f.iv, 2).interrupts_per_s, 2500);
+  EXPECT_DOUBLE_EQ(cpu(f.iv, 0).interrupts_per_s, 10);
+}
+
+TEST(MonitorFixture, IrqRatesGroupedByNic) {
+  Basic f;
+  std::map<int, IrqRate> by;
+  for (const auto& r : f.iv.irqs) by[r.irq] = r;
+  ASSERT_TRUE(by.count(30) && by.count(31) && by.count(40));
+  EXPECT_FALSE(by.count(0));  // did not fire
+  EXPECT_EQ(by[30].nic, "eth2");
+  EXPECT_EQ(by[31].nic, "eth2");
+  EXPECT_EQ(by[40].nic, "");  // nvme
+  EXPECT_DOUBLE_EQ(by[31].per_s, 3000);
+  ASSERT_EQ(by[31].per_cpu_per_s.size(), 1u);
+  EXPECT_EQ(by[31].per_cpu_per_s[0].first, 3);
+  // IRQ 32 appeared mid-run: matched to eth2 by name, counted from zero, noted.
+  ASSERT_TRUE(by.count(32));
+  EXPECT_EQ(by[32].nic, "eth2");
+  EXPECT_DOUBLE_EQ(by[32].per_s, 500);
+  EXPECT_TRUE(has_note(f.iv.notes, "IRQ 32 (eth2-rx-2) appeared"));
+  const NicRate* eth2 = nic(f.iv, "eth2");
+  ASSERT_TRUE(eth2);
+  EXPECT_DOUBLE_EQ(eth2->irq_per_s, 5500);
+}
+
+TEST(MonitorFixture, NicRatesResetsAndDisappearance) {
+  Basic f;
+  const NicRate* eth2 = nic(f.iv, "eth2");
+  ASSERT_TRUE(eth2);
+  EXPECT_DOUBLE_EQ(eth2->per_s.at("rx_bytes"), 125e6);
+  EXPECT_DOUBLE_EQ(eth2->per_s.at("tx_bytes"), 5000);
+  EXPECT_EQ(eth2->delta.at("rx_dropped"), 1200u);
+  // lo's rx_bytes went 5000 -> 100: a reset, counted as 100 and noted.
+  const NicRate* lo = nic(f.iv, "lo");
+  ASSERT_TRUE(lo);
+  EXPECT_EQ(lo->delta.at("rx_bytes"), 100u);
+  EXPECT_EQ(lo->delta.at("tx_bytes"), 100u);
+  EXPECT_TRUE(has_note(f.iv.notes, "NIC lo statistics went backwards"));
+  // eth3 vanished between the snapshots.
+  EXPECT_EQ(nic(f.iv, "eth3"), nullptr);
+  EXPECT_TRUE(has_note(f.iv.notes, "NIC eth3 disappeared"));
+}
+
+TEST(MonitorFixture, NicFilterKeepsOnlyNamedNics) {
+  FsRoot t0(kBasic + "t0");
+  Options o;
+  o.gpus = o.ethtool = false;
+  o.nics = {"eth2", "eth9"};
+  Collector c(t0, o);
+  EXPECT_TRUE(has_note(c.setup_notes(), "NIC eth9 not found"));
+  const auto s = c.collect(t0, 0, 0);
+  ASSERT_EQ(s.nics.size(), 1u);
+  EXPECT_EQ(s.nics[0].name, "eth2");
+}
+
+TEST(MonitorFixture, SummaryAndVerdicts) {
+  Basic f;
+  SummaryBuilder sb;
+  sb.add(f.iv);
+  // A GPU held at its power cap in 2 of 3 samples (0x4), one idle sample (0x1, harmless).
+  nvml::GpuSample g;
+  g.index = 3;
+  g.temperature_c = 70;
+  g.sm_clock_mhz = 1500;
+  g.throttle_reasons = 0x4;
+  Interval gpu_iv;
+  gpu_iv.seconds = 0;
+  gpu_iv.gpus = {g, g};
+  gpu_iv.gpus[1].throttle_reasons = 0x1;
+  sb.add_gpus({g});
+  sb.add_gpus(gpu_iv.gpus);
+  const Summary s = sb.finish(1.0, 0);
+  const auto v = verdict_lines(s);
+  auto has = [&](const std::string& line) { return std::find(v.begin(), v.end(), line) != v.end(); };
+  EXPECT_TRUE(has("CPU-bound on CPUs 2-3 (softirq 71%, system 22%)")) << ::testing::PrintToString(v);
+  EXPECT_TRUE(has("NIC eth2 dropped 1.2k packets (rx 1.2k, tx 0)")) << ::testing::PrintToString(v);
+  EXPECT_TRUE(has("GPU 3 throttled: power cap (2 of 3 samples)")) << ::testing::PrintToString(v);
+  // CPU 0 at 5% and lo are not worth a verdict.
+  EXPECT_EQ(v.size(), 3u) << ::testing::PrintToString(v);
+
+  const auto j = summary_to_json(s, 2);
+  ASSERT_EQ(j["busiest_cpus"].size(), 2u);
+  EXPECT_EQ(j["busiest_cpus"][0]["busy_pct"].get<double>(), 100);
+  EXPECT_NEAR(j["softirq_pct_all_cpus"].get<double>(), (70 + 72) / 4.0, 1e-9);
+  bool saw_eth2 = false;
+  for (const auto& n : j["nics"])
+    if (n["name"] == "eth2") {
+      saw_eth2 = true;
+      EXPECT_DOUBLE_EQ(n["irq_per_s"].get<double>(), 5500);
+      EXPECT_DOUBLE_EQ(n["irq_per_s_by_cpu"]["2"].get<double>(), 2500);
+      EXPECT_EQ(n["totals"]["rx_dropped"].get<int>(), 1200);
+    }
+  EXPECT_TRUE(saw_eth2);
+  EXPECT_EQ(j["gpus"][0]["throttled_samples"]["power cap"].get<int>(), 2);
+  EXPECT_EQ(j["verdicts"].size(), 3u);
+  EXPECT_FALSE(j["notes"].empty());
+}
+
+TEST(MonitorFixture, CsvRowsAreLongFormat) {
+  Basic f;
+  std::string rows;
+  append_csv_rows(f.iv, rows);
+  EXPECT_NE(rows.find("2000000000,cpu2,softirq_pct,70.00\n"), std::string::npos);
+  EXPECT_NE(rows.find("2000000000,irq31,cpu3_per_s,3000.0\n"), std::string::npos);
+  EXPECT_NE(rows.find("2000000000,nic:eth2,rx_bytes_per_s,125000000.0\n"), std::string::npos);
+  EXPECT_NE(rows.find("2000000000,nic:eth2,rx_dropped,1200\n"), std::string::npos);
+  EXPECT_NE(rows.find("2000000000,nic:eth2,irq_per_s,5500.0\n"), std::string::npos);
+  EXPECT_EQ(rows.find("irq0,"), std::string::npos);  // silent lines are left out
+  // Every row has exactly four fields.
+  std::size_t start = 0;
+  while (start < rows.size()) {
+    const auto end = rows.find('\n', start);
+    ASSERT_NE(end, std::string::npos);
+    EXPECT_EQ(std::count(rows.begin() + static_cast<long>(start), rows.begin() + static_cast<long>(end), ','), 3)
+        << rows.substr(start, end - start);
+    start = end + 1;
+  }
+}
+
+TEST(MonitorFixture, EmptyRootGivesNotesNotCrashes) {
+  const auto dir = std::filesystem::temp_directory_path() / ("p2ps-mon-empty-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  FsRoot empty(dir);
+  Options o;
+  o.gpus = o.ethtool = false;
+  Collector c(empty, o);
+  const auto a = c.collect(empty, 0, 0);
+  const auto b = c.collect(empty, 1'000'000'000, 1);
+  const Interval iv = diff(a, b, c, 100);
+  EXPECT_TRUE(iv.cpus.empty());
+  EXPECT_TRUE(has_note(iv.notes, "/proc/stat unreadable"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(MonitorFormat, Counts) {
+  EXPECT_EQ(format_count(999), "999");
+  EXPECT_EQ(format_count(1200), "1.2k");
+  EXPECT_EQ(format_count(5.6e6), "5.6M");
+}
