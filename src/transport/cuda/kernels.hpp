@@ -1,0 +1,30 @@
+#pragma once
+// Host-side launchers for the engine's kernels (kernels.cu). Each launches on the
+// current device and `stream` and checks the launch.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace p2pscope::bench::cuda {
+
+void launch_fill(void* dst, std::uint64_t bytes, int pattern_device, cudaStream_t s, int dev);
+// *first_bad (device memory) must hold INT64_MAX; gets the lowest mismatching offset.
+void launch_verify(const void* buf, std::uint64_t bytes, int pattern_device, long long* first_bad, cudaStream_t s, int dev);
+// Holds `s` until *flag (host-mapped) == value: the blocking start.
+void launch_spin_until(const volatile int* flag, int value, cudaStream_t s, int dev);
+// 16-byte vector copy over `blocks` x `threads`; used for push and pull.
+void launch_copy(void* dst, const void* src, std::uint64_t bytes, int blocks, int threads, cudaStream_t s, int dev);
+// Writes %globaltimer to *out (host-mapped or device memory).
+void launch_globaltimer(unsigned long long* out, cudaStream_t s, int dev);
+// Runs FMA loops for about `iters` x 4096 FMAs per thread on every SM.
+void launch_fma(float* sink, int blocks, long long iters, cudaStream_t s, int dev);
+// Ping-pong: the initiator writes `msg` bytes + a flag into the responder's memory and
+// waits for the answer in its own; rounds_per_sample round trips per sample, samples
+// durations (ns, from %globaltimer) in out_ns[samples]. Responder mirrors it.
+void launch_ping(volatile unsigned long long* my_flag, volatile unsigned long long* peer_flag, unsigned char* peer_msg,
+                 const unsigned char* my_msg, int msg, int samples, int rounds_per_sample, unsigned long long* out_ns,
+                 cudaStream_t s, int dev);
+void launch_pong(volatile unsigned long long* my_flag, volatile unsigned long long* peer_flag, unsigned char* peer_msg,
+                 const unsigned char* my_msg, int msg, long long total_rounds, cudaStream_t s, int dev);
+
+}  // namespace p2pscope::bench::cuda
