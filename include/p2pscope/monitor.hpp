@@ -171,4 +171,50 @@ std::vector<std::string> verdict_lines(const Summary& s);
 // 1234 -> "1.2k", 5600000 -> "5.6M"; below 1000 the integer.
 std::string format_count(double n);
 
+// ---- `--monitor` for any command ----------------------------------------------------
+// What a MonitorSession hands back at stop().
+struct SessionResult {
+  bool ok = false;           // the sampler ran; false: `json` holds {"error": why}
+  nlohmann::json json;       // summary_to_json() plus "csv" (the file's path)
+  std::vector<std::string> verdicts;  // verdict_lines(), empty when nothing stands out
+  std::vector<std::string> notes;     // counter resets, NICs gone, no driver counters...
+  std::string csv_path;               // "" when no CSV was written
+  // Lines for a command's printed output: "monitor: <verdict>" each, then one line
+  // "monitor: N samples over T s, wrote <csv>" (or why the monitor did not run).
+  std::vector<std::string> lines() const;
+};
+
+// RAII sampler for one run: construction starts it (one sample at once, one per
+// interval), stop() or the destructor ends it (one sample at the end). Writes
+// <out_dir>/monitor.csv (out_dir is created). Never throws and never disturbs the
+// run it watches: a monitor that cannot start (unwritable directory, bad interval)
+// records why in the result. Samples the calling process's threads; not copyable;
+// construct and stop() on the same thread.
+//
+//   monitor::MonitorSession mon(out_dir, 1.0);   // before the measured work
+//   ... run ...
+//   const auto res = mon.stop();
+//   doc["monitor"] = res.json;
+//   for (const auto& l : res.lines()) std::fprintf(stderr, "%s\n", l.c_str());
+class MonitorSession {
+ public:
+  explicit MonitorSession(const std::string& out_dir, double interval_s = 1.0, Options opts = {}) noexcept;
+  ~MonitorSession();
+  MonitorSession(const MonitorSession&) = delete;
+  MonitorSession& operator=(const MonitorSession&) = delete;
+  // Idempotent; later calls return the same result.
+  SessionResult stop() noexcept;
+  const std::string& csv_path() const { return csv_path_; }
+
+ private:
+  std::unique_ptr<Sampler> sampler_;
+  std::string csv_path_, error_;
+  bool stopped_ = false;
+  SessionResult result_;
+};
+
+// "--monitor-interval" text ("1s", "500ms", "0.2") in seconds; UsageError naming the
+// option when it does not parse or is below 10 ms (the monitor would cost too much).
+double parse_monitor_interval(const std::string& text, const char* option = "--monitor-interval");
+
 }  // namespace p2pscope::monitor

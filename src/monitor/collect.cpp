@@ -130,13 +130,21 @@ const std::vector<std::string>& Collector::driver_names(const std::string& nic) 
 }
 
 std::string Collector::nic_of_irq(const topo::Irq& irq) {
-  if (const auto it = irq_nic_.find(irq.irq); it != irq_nic_.end()) return it->second;
-  // A line that appeared after start (driver reload, channels added): match by name
-  // as discovery does, and remember the answer.
-  for (const auto& [nic, pci] : nic_pci_)
-    if (names_nic(irq, nic, pci)) return irq_nic_[irq.irq] = nic;
-  irq_nic_[irq.irq] = "";
-  return "";
+  auto it = irq_nic_.find(irq.irq);
+  if (it == irq_nic_.end()) {
+    // A line that appeared after start (driver reload, channels added): match by name
+    // as discovery does, and remember the answer.
+    std::string owner;
+    for (const auto& [nic, pci] : nic_pci_)
+      if (names_nic(irq, nic, pci)) {
+        owner = nic;
+        break;
+      }
+    it = irq_nic_.emplace(irq.irq, owner).first;
+  }
+  // With a NIC filter, IRQs of other NICs stay ungrouped: otherwise a busy NIC that was
+  // not asked for would enter the summary through its interrupts alone.
+  return wanted(it->second) ? it->second : std::string();
 }
 
 Snapshot Collector::collect(const FsRoot& fs, std::int64_t mono_ns, std::int64_t real_ns) {

@@ -61,7 +61,8 @@ class Collector {
   Collector(const FsRoot& fs, const Options& opts);
   ~Collector();
   Snapshot collect(const FsRoot& fs, std::int64_t mono_ns, std::int64_t real_ns);
-  // NIC owning an IRQ ("" none); IRQs first seen later are matched by name.
+  // NIC owning an IRQ ("" none, or a NIC left out by Options::nics); IRQs first seen
+  // later are matched by name.
   std::string nic_of_irq(const topo::Irq& irq);
   const std::vector<std::string>& setup_notes() const { return setup_notes_; }
   const std::vector<std::string>& driver_names(const std::string& nic) const;

@@ -94,6 +94,8 @@ struct Sampler::Impl {
     std::unique_lock<std::mutex> lock(mu);
     for (;;) {
       next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(period);
+      // A sample slower than the interval (a loaded machine): skip ahead, don't burst.
+      if (const auto now = std::chrono::steady_clock::now(); next < now) next = now;
       if (cv.wait_until(lock, next, [this] { return stopping; })) break;
       lock.unlock();
       sample(false);

@@ -133,6 +133,32 @@ TEST(MonitorFixture, NicFilterKeepsOnlyNamedNics) {
   EXPECT_EQ(s.nics[0].name, "eth2");
 }
 
+// The CI failure of MonitorLive.LoopbackBytesShowInLoCounters: with --nics lo, a NIC
+// whose IRQs fired during the run (the CI machine's eth0) entered the summary through
+// its interrupts. IRQ lines stay (per-CPU load), but only wanted NICs are grouped.
+TEST(MonitorFixture, NicFilterAlsoAppliesToIrqGrouping) {
+  FsRoot t0(kBasic + "t0"), t1(kBasic + "t1");
+  Options o;
+  o.gpus = o.ethtool = false;
+  o.nics = {"lo"};
+  Collector c(t0, o);
+  const Snapshot a = c.collect(t0, 0, 1'000'000'000);
+  const Snapshot b = c.collect(t1, 1'000'000'000, 2'000'000'000);
+  const Interval iv = diff(a, b, c, 100);
+  std::map<int, IrqRate> by;
+  for (const auto& r : iv.irqs) by[r.irq] = r;
+  ASSERT_TRUE(by.count(30) && by.count(32));
+  EXPECT_DOUBLE_EQ(by[30].per_s, 2000);
+  EXPECT_EQ(by[30].nic, "");
+  EXPECT_EQ(by[32].nic, "");  // appeared mid-run, still not grouped to eth2
+  EXPECT_DOUBLE_EQ(cpu(iv, 2).interrupts_per_s, 2500);
+  SummaryBuilder sb;
+  sb.add(iv);
+  const Summary s = sb.finish(1.0, 0);
+  ASSERT_EQ(s.nics.size(), 1u);
+  EXPECT_EQ(s.nics[0].name, "lo");
+}
+
 TEST(MonitorFixture, SummaryAndVerdicts) {
   Basic f;
   SummaryBuilder sb;
