@@ -68,6 +68,9 @@ class Collector {
   const std::vector<std::string>& driver_names(const std::string& nic) const;
   // Sets the GPUs to sample (tests give none; the Sampler loads NVML).
   void set_nvml(std::unique_ptr<nvml::Nvml> n);
+  // Driver counter names of a NIC, as the ethtool ioctl would give them: for tests,
+  // whose captured trees have no driver to ask.
+  void set_driver_names(const std::string& nic, std::vector<std::string> names) { driver_names_[nic] = std::move(names); }
 
  private:
   bool wanted(const std::string& nic) const;

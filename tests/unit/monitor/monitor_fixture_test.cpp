@@ -243,3 +243,76 @@ TEST(MonitorFormat, Counts) {
   EXPECT_EQ(format_count(1200), "1.2k");
   EXPECT_EQ(format_count(5.6e6), "5.6M");
 }
+
+// Driver (ethtool -S) counters between two hand-made snapshots: deltas by name, a
+// reset noted, a changed counter count or a driver that stopped answering skipped.
+TEST(MonitorDriverCounters, DeltasResetsAndChangedCounts) {
+  FsRoot t0(kBasic + "t0");
+  Options o;
+  o.gpus = o.ethtool = false;
+  Collector c(t0, o);
+  c.set_driver_names("eth2", {"rx_queue_0_packets", "tx_queue_0_packets", "rx_discards_phy"});
+  auto snap = [](std::int64_t t, std::vector<std::uint64_t> driver, bool ok) {
+    Snapshot s;
+    s.mono_ns = s.real_ns = t;
+    NicCounters n;
+    n.name = "eth2";
+    n.stats["rx_bytes"] = 1000;
+    n.driver = std::move(driver);
+    n.driver_ok = ok;
+    s.nics.push_back(n);
+    return s;
+  };
+  const Snapshot a = snap(0, {100, 5, 7}, true);
+  const Snapshot b = snap(1'000'000'000, {300, 5, 9}, true);
+  Interval iv = diff(a, b, c, 100);
+  ASSERT_EQ(iv.nics.size(), 1u);
+  EXPECT_EQ(iv.nics[0].driver_delta.at("rx_queue_0_packets"), 200u);
+  EXPECT_EQ(iv.nics[0].driver_delta.count("tx_queue_0_packets"), 0u);  // did not move: left out
+  EXPECT_EQ(iv.nics[0].driver_delta.at("rx_discards_phy"), 2u);
+  EXPECT_TRUE(iv.notes.empty()) << ::testing::PrintToString(iv.notes);
+
+  SummaryBuilder sb;
+  sb.add(iv);
+  // The driver reset its counters (module reload): new value taken as the increase, noted.
+  const Snapshot reset = snap(2'000'000'000, {50, 1, 4}, true);
+  iv = diff(b, reset, c, 100);
+  EXPECT_EQ(iv.nics[0].driver_delta.at("rx_queue_0_packets"), 50u);
+  EXPECT_TRUE(has_note(iv.notes, "NIC eth2 driver counters went backwards"));
+  sb.add(iv);
+  // Channels changed (4 counters now) and then the driver stopped answering: skipped.
+  iv = diff(reset, snap(3'000'000'000, {1, 2, 3, 4}, true), c, 100);
+  EXPECT_TRUE(iv.nics[0].driver_delta.empty());
+  iv = diff(reset, snap(3'000'000'000, {}, false), c, 100);
+  EXPECT_TRUE(iv.nics[0].driver_delta.empty());
+  EXPECT_EQ(iv.nics[0].delta.at("rx_bytes"), 0u);  // the statistics counters still count
+  sb.add(iv);
+  const Summary s = sb.finish(1.0, 0);
+  ASSERT_EQ(s.nics.size(), 1u);
+  EXPECT_EQ(s.nics[0].driver_totals.at("rx_discards_phy"), 2u + 4u);
+  const auto v = verdict_lines(s);
+  EXPECT_NE(std::find(v.begin(), v.end(), "NIC eth2 driver counters moved: rx_discards_phy +6"), v.end())
+      << ::testing::PrintToString(v);
+}
+
+// A NIC that disappears and comes back (driver reload): the interval without it is
+// noted, the one it returns in is noted too, and counting resumes after that.
+TEST(MonitorDriverCounters, NicGoneAndBack) {
+  FsRoot t0(kBasic + "t0");
+  Options o;
+  o.gpus = o.ethtool = false;
+  Collector c(t0, o);
+  Snapshot with, without;
+  NicCounters n;
+  n.name = "eth9";
+  n.stats["rx_bytes"] = 10;
+  with.nics.push_back(n);
+  without.mono_ns = 1'000'000'000;
+  Interval iv = diff(with, without, c, 100);
+  EXPECT_TRUE(iv.nics.empty());
+  EXPECT_TRUE(has_note(iv.notes, "NIC eth9 disappeared"));
+  with.mono_ns = 2'000'000'000;
+  iv = diff(without, with, c, 100);
+  EXPECT_TRUE(iv.nics.empty());
+  EXPECT_TRUE(has_note(iv.notes, "NIC eth9 appeared"));
+}
