@@ -1,6 +1,59 @@
-// PLACEHOLDER: replaced by the issue that builds this command; registers nothing yet.
+// `p2pscope analyze DIR`: per-config stats, link models, findings, predictions
+// comparison and report.html, written into the campaign directory.
+#include <cstdio>
+
+#include <fmt/format.h>
+
 #include "commands.hpp"
+#include "p2pscope/analyze.hpp"
 
 namespace p2pscope::app {
-void add_analyze_command(CLI::App& app, Context&) { (void)app; }
+namespace {
+
+struct AnalyzeOptions {
+  std::string dir, predictions, outliers = "tukey";
+  bool no_report = false;
+};
+
+}  // namespace
+
+void add_analyze_command(CLI::App& app, Context& ctx) {
+  auto opt = std::make_shared<AnalyzeOptions>();
+  auto* cmd = app.add_subcommand(
+      "analyze",
+      "Analyze a campaign directory (from `p2pscope profile`): summary.csv/json, links.json (link models, "
+      "see docs/link-model.md), findings.json, comparison.csv with --predictions, and report.html");
+  cmd->add_option("dir", opt->dir, "campaign directory holding execution_log.csv")->required();
+  cmd->add_option("--predictions", opt->predictions,
+                  "simulator predictions CSV: src,dst,size_bytes,predicted_ns (or config_id,predicted_ns)");
+  cmd->add_option("--outliers", opt->outliers, "outlier rule per config: tukey (1.5 IQR), mad, none")
+      ->capture_default_str();
+  cmd->add_flag("--no-report", opt->no_report, "skip report.html");
+  cmd->callback([opt, &ctx] {
+    analyze::Options o;
+    o.predictions_path = opt->predictions;
+    o.outliers = analyze::parse_outlier_rule(opt->outliers);
+    o.write_report = !opt->no_report;
+    const auto r = analyze::analyze(opt->dir, o);
+    for (const auto& n : r.notes) std::fprintf(stderr, "note: %s\n", n.c_str());
+    std::printf("%s", fmt::format("analyzed {} ops ({} garbled rows skipped): {} configs, {} links, {} findings\n",
+                                  r.rows_read, r.rows_skipped, r.configs, r.links, r.findings)
+                          .c_str());
+    if (!opt->predictions.empty())
+      std::printf("%s", fmt::format("predictions: {} configs compared, {} rows matched no config\n",
+                                    r.predictions_matched, r.predictions_unmatched)
+                            .c_str());
+    for (const auto& [regime, mape] : r.mape_pct)
+      std::printf("%s", fmt::format("  MAPE {:<10} {:.2f}%\n", regime, mape).c_str());
+    for (const auto& w : r.written) std::printf("wrote %s\n", w.c_str());
+    if (!r.report_path.empty()) std::printf("report: %s\n", r.report_path.c_str());
+    // The comparison was asked for and could not be made: say so in the exit status
+    // too, after everything else has been written.
+    if (r.predictions_failed) {
+      std::fprintf(stderr, "error: the predictions comparison produced nothing (see the notes above)\n");
+      ctx.exit_code = 1;
+    }
+  });
+}
+
 }  // namespace p2pscope::app

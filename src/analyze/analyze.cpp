@@ -1,0 +1,138 @@
+// `analyze` end to end: read the campaign, compute, write every output file.
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "analyze/campaign.hpp"
+#include "p2pscope/error.hpp"
+#include "p2pscope/metadata.hpp"
+
+namespace p2pscope::analyze {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+void write_file(const fs::path& p, const std::string& text, Result* r) {
+  {
+    std::ofstream out(p, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error("cannot write " + p.string() + " (is the campaign directory writable?)");
+    out << text;
+    if (!out.flush()) throw Error("write failed: " + p.string());
+  }
+  r->written.push_back(p.string());
+}
+
+std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : ""; }
+
+std::string summary_csv(const std::vector<ConfigSummary>& s, OutlierRule rule) {
+  std::string o =
+      "config_id,backend,src,dst,size_bytes,time_source,n,n_raw,outliers_removed,outlier_rule,median_ns,mean_ns,p5_ns,"
+      "p95_ns,min_ns,max_ns,stddev_ns,cv,bytes_per_s_at_median\n";
+  const char* rule_name = rule == OutlierRule::tukey ? "tukey_1.5iqr" : rule == OutlierRule::mad ? "mad_3.5" : "none";
+  for (const auto& c : s)
+    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", c.config_id, c.backend, c.src, c.dst,
+                     c.size_bytes, c.device_timed ? "gpu" : "host", c.stats.n, c.n_raw, c.outliers, rule_name,
+                     num(c.stats.median), num(c.stats.mean), num(c.stats.p5), num(c.stats.p95), num(c.stats.min),
+                     num(c.stats.max), num(c.stats.stddev), num(c.stats.cv), num(c.bytes_per_s));
+  return o;
+}
+
+nlohmann::json summary_json(const std::vector<ConfigSummary>& s, OutlierRule rule, const Campaign& c) {
+  nlohmann::json configs = nlohmann::json::array();
+  for (const auto& x : s)
+    configs.push_back({{"config_id", x.config_id}, {"backend", x.backend}, {"src", x.src}, {"dst", x.dst},
+                       {"size_bytes", x.size_bytes}, {"time_source", x.device_timed ? "gpu" : "host"},
+                       {"n", x.stats.n}, {"n_raw", x.n_raw}, {"outliers_removed", x.outliers},
+                       {"median_ns", x.stats.median}, {"mean_ns", x.stats.mean}, {"p5_ns", x.stats.p5},
+                       {"p95_ns", x.stats.p95}, {"min_ns", x.stats.min}, {"max_ns", x.stats.max},
+                       {"stddev_ns", x.stats.stddev}, {"cv", x.stats.cv}, {"bytes_per_s_at_median", x.bytes_per_s}});
+  return {{"schema_version", kSchemaVersion}, {"kind", "p2pscope_analyze_summary"},
+          {"outlier_rule", outlier_rule_text(rule)}, {"rows_read", c.ops.size()}, {"rows_skipped", c.rows_skipped},
+          {"configs", configs}};
+}
+
+std::string comparison_csv(const Comparison& cmp) {
+  std::string o = "config_id,backend,src,dst,size_bytes,regime,measured_ns,predicted_ns,error_pct\n";
+  for (const auto& r : cmp.rows)
+    o += fmt::format("{},{},{},{},{},{},{},{},{}\n", r.config_id, r.backend, r.src, r.dst, r.size_bytes,
+                     regime_name(regime_of(r.size_bytes)), num(r.measured_ns), num(r.predicted_ns), num(r.error_pct));
+  // MAPE per regime as trailing comment lines: the table above stays one CSV table.
+  for (const auto& [k, v] : cmp.mape) o += fmt::format("# mape_pct,{},{:.4f},configs,{}\n", k, v, cmp.count.at(k));
+  return o;
+}
+
+}  // namespace
+
+OutlierRule parse_outlier_rule(const std::string& text) {
+  if (text == "tukey" || text == "iqr") return OutlierRule::tukey;
+  if (text == "mad") return OutlierRule::mad;
+  if (text == "none") return OutlierRule::none;
+  throw UsageError("--outliers '" + text + "': expected tukey (1.5 IQR fences), mad (3.5 scaled MAD) or none");
+}
+
+std::string outlier_rule_text(OutlierRule r) {
+  switch (r) {
+    case OutlierRule::tukey: return "Tukey fences: outside [Q1 - 1.5 IQR, Q3 + 1.5 IQR] (never more than half the samples)";
+    case OutlierRule::mad: return "MAD: |x - median| > 3.5 * 1.4826 * MAD (never more than half the samples)";
+    case OutlierRule::none: return "none: every sample kept";
+  }
+  return "?";
+}
+
+Result analyze(const std::string& dir, const Options& options) {
+  Result r;
+  r.dir = dir;
+  const Campaign c = read_campaign(dir);
+  r.rows_read = c.ops.size();
+  r.rows_skipped = c.rows_skipped;
+  r.notes = c.notes;
+  const auto summaries = summarize_configs(c, options.outliers);
+  const auto links = build_link_models(c, summaries);
+  const auto findings = find_issues(c, summaries, links);
+  r.configs = summaries.size();
+  r.links = links.size();
+  r.findings = findings.size();
+
+  const fs::path d(dir);
+  write_file(d / "summary.csv", summary_csv(summaries, options.outliers), &r);
+  write_file(d / "summary.json", summary_json(summaries, options.outliers, c).dump(1) + "\n", &r);
+  nlohmann::json lj = {{"schema_version", kSchemaVersion}, {"kind", "p2pscope_link_models"},
+                       {"doc", "docs/link-model.md"},
+                       {"model", "t(n) = alpha_ns + n / beta_bytes_per_s * 1e9 (ns); n in bytes"},
+                       {"time_source", summaries.empty() || !summaries.front().device_timed ? "host" : "gpu"},
+                       {"links", nlohmann::json::array()}};
+  for (const auto& m : links) lj["links"].push_back(link_model_json(m));
+  write_file(d / "links.json", lj.dump(1) + "\n", &r);
+  nlohmann::json fj = {{"schema_version", kSchemaVersion}, {"kind", "p2pscope_findings"}, {"findings", nlohmann::json::array()}};
+  for (const auto& f : findings)
+    fj["findings"].push_back({{"kind", f.kind}, {"severity", f.severity}, {"subject", f.subject}, {"message", f.message},
+                              {"value", std::isfinite(f.value) ? nlohmann::json(f.value) : nlohmann::json(nullptr)}});
+  write_file(d / "findings.json", fj.dump(1) + "\n", &r);
+
+  std::optional<Comparison> cmp;
+  if (!options.predictions_path.empty()) {
+    try {
+      cmp = compare_predictions(options.predictions_path, summaries);
+    } catch (const Error& e) {  // a bad predictions file must not cost the rest
+      cmp = Comparison{};
+      cmp->notes.push_back(e.what());
+    }
+    r.predictions_matched = cmp->rows.size();
+    r.predictions_unmatched = cmp->unmatched;
+    r.predictions_failed = cmp->rows.empty();
+    for (const char* k : {"latency", "transition", "bandwidth", "all"})
+      if (const auto it = cmp->mape.find(k); it != cmp->mape.end()) r.mape_pct.emplace_back(k, it->second);
+    for (const auto& n : cmp->notes) r.notes.push_back(n);
+    if (!cmp->rows.empty()) write_file(d / "comparison.csv", comparison_csv(*cmp), &r);
+  }
+  if (options.write_report) {
+    r.report_path = (d / "report.html").string();
+    write_file(r.report_path, render_report(c, summaries, links, findings, cmp ? &*cmp : nullptr, options.outliers), &r);
+  }
+  return r;
+}
+
+}  // namespace p2pscope::analyze

@@ -1,0 +1,162 @@
+#pragma once
+// Internal model of a campaign directory as read by `analyze`, and of what the
+// analysis derives from it. Units in names; times in ns, rates in bytes/s.
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "p2pscope/analyze.hpp"
+#include "p2pscope/stats.hpp"
+
+namespace p2pscope::analyze {
+
+struct Op {
+  int config_id = -1;
+  int src = 0, dst = 0;
+  std::uint64_t size_bytes = 0;
+  int repetition = 0;
+  std::string backend;
+  std::int64_t ts_start_ns = 0;
+  double duration_ns = 0;      // the time used: gpu_duration_ns when present, else host
+  bool device_timed = false;
+  std::int64_t gpu_ts_start_ns = -1;  // src GPU's global timer at start; -1 when none
+};
+
+struct TempSample {
+  std::int64_t time_ns = 0;
+  int gpu = 0;
+  double temperature_c = NAN, power_w = NAN, sm_clock_mhz = NAN, mem_clock_mhz = NAN;
+  std::string throttle;  // "none", "power_cap|sw_thermal", a number, or ""
+};
+
+struct MonitorSample {
+  double time_s = 0;
+  std::string source, key;
+  double value = 0;
+};
+
+struct Campaign {
+  std::string dir;
+  std::vector<Op> ops;
+  std::size_t rows_skipped = 0;
+  std::vector<std::string> skipped_examples;  // first few garbled lines, with line numbers
+  nlohmann::json metadata;                    // {} when absent
+  nlohmann::json drift;                       // {} when absent
+  std::vector<TempSample> temperatures;
+  std::vector<MonitorSample> monitor;
+  std::vector<std::string> notes;
+  // device -> row of the gpu_gpu matrix; empty when metadata has no topology
+  std::map<int, int> topo_row;
+  std::vector<std::vector<std::string>> gpu_gpu;
+};
+
+// Reads DIR/execution_log.csv (required) and the optional files. Throws UsageError
+// for no log or missing required columns; garbled rows are skipped and counted.
+Campaign read_campaign(const std::string& dir);
+// Parses a log from text (for tests); `where` names it in messages.
+void parse_execution_log(const std::string& text, const std::string& where, Campaign* c);
+
+// Link class of a pair from metadata ("NV18", "SYS", ...), "host" for the host
+// backend, "unknown" without topology.
+std::string link_class(const Campaign& c, const std::string& backend, int src, int dst);
+
+enum class Regime { latency, transition, bandwidth };
+Regime regime_of(std::uint64_t size_bytes);  // < 4 KiB, between, >= 1 MiB
+const char* regime_name(Regime r);
+
+struct ConfigSummary {
+  int config_id = -1;
+  std::string backend;
+  int src = 0, dst = 0;
+  std::uint64_t size_bytes = 0;
+  bool device_timed = false;
+  Stats stats;                 // after outlier removal
+  std::size_t n_raw = 0;       // before
+  std::size_t outliers = 0;
+  double bytes_per_s = 0;      // size / median
+  std::vector<double> kept;    // samples kept (ns)
+};
+
+std::vector<ConfigSummary> summarize_configs(const Campaign& c, OutlierRule rule);
+// Indices of outliers in `samples` under `rule`; never removes more than half.
+std::vector<bool> outlier_mask(const std::vector<double>& samples, OutlierRule rule);
+
+// t(n) = alpha_ns + n / beta_bytes_per_s
+struct AlphaBeta {
+  bool ok = false;
+  double alpha_ns = 0;
+  double beta_bytes_per_s = 0;
+  double r2_log = 0;             // R^2 of log(t) against log(model)
+  double worst_rel_error = 0;    // max |model - t| / t over the fitted points
+  double predict_ns(double n) const { return alpha_ns + n / beta_bytes_per_s * 1e9; }
+};
+// Robust fit: least squares on relative residuals (each size weighs the same,
+// whatever its time), then Tukey-bisquare reweighting. Points: (size, median ns).
+AlphaBeta fit_alpha_beta(const std::vector<double>& sizes, const std::vector<double>& times_ns);
+
+struct TwoRegime {
+  bool ok = false;
+  double breakpoint_bytes = 0;  // the first size of the upper regime
+  AlphaBeta below, above;
+  double worst_rel_error = 0;
+};
+TwoRegime fit_two_regime(const std::vector<double>& sizes, const std::vector<double>& times_ns);
+
+struct LinkModel {
+  std::string backend, link_class;
+  int src = 0, dst = 0;
+  std::vector<double> sizes, median_ns, bytes_per_s;  // per size, ascending
+  double latency_floor_ns = 0;       // median at the smallest size
+  double smallest_size = 0;
+  double asymptotic_bytes_per_s = 0; // median bandwidth over the three largest sizes
+  double n_half_bytes = NAN;         // measured: size where bandwidth reaches half of it
+  AlphaBeta fit;
+  TwoRegime two;
+  bool use_two_regime = false;       // two-regime at most half the worst error and 5%+ better
+};
+std::vector<LinkModel> build_link_models(const Campaign& c, const std::vector<ConfigSummary>& s);
+
+struct Finding {
+  std::string kind;      // high_cv, asymmetry, class_outlier, temperature, drift, throttling, data
+  std::string severity;  // warning, info
+  std::string subject;   // "0->1 @ 4 KiB", "GPU 2", ...
+  std::string message;
+  double value = NAN;
+};
+std::vector<Finding> find_issues(const Campaign& c, const std::vector<ConfigSummary>& s,
+                                 const std::vector<LinkModel>& links);
+
+struct Comparison {
+  struct Row {
+    int config_id;
+    std::string backend;
+    int src, dst;
+    std::uint64_t size_bytes;
+    double measured_ns, predicted_ns, error_pct;  // (predicted - measured) / measured
+  };
+  std::vector<Row> rows;                 // matched configs, by config
+  std::map<std::string, double> mape;    // regime name -> MAPE %, plus "all"
+  std::map<std::string, std::size_t> count;
+  std::size_t unmatched = 0, garbled = 0;
+  std::vector<std::string> notes;
+};
+// Throws UsageError when the file cannot be read or has neither column set.
+Comparison compare_predictions(const std::string& path, const std::vector<ConfigSummary>& s);
+Comparison compare_predictions_text(const std::string& text, const std::string& where,
+                                    const std::vector<ConfigSummary>& s);
+
+// report.html contents (self-contained).
+std::string render_report(const Campaign& c, const std::vector<ConfigSummary>& s,
+                          const std::vector<LinkModel>& links, const std::vector<Finding>& findings,
+                          const Comparison* cmp, OutlierRule rule);
+
+// The monitor.csv section of report.html (monitor_report.cpp).
+std::string monitor_timelines(const Campaign& c);
+
+nlohmann::json link_model_json(const LinkModel& m);
+
+}  // namespace p2pscope::analyze

@@ -1,0 +1,321 @@
+// Reads a campaign directory tolerantly: the execution log is required, every other
+// file is optional (its charts and findings are dropped, with a note). Garbled log
+// rows are skipped and counted rather than failing the whole analysis.
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "analyze/campaign.hpp"
+#include "p2pscope/error.hpp"
+
+namespace p2pscope::analyze {
+namespace fs = std::filesystem;
+namespace {
+
+std::vector<std::string_view> split(std::string_view line, char sep) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  for (;;) {
+    const auto pos = line.find(sep, start);
+    if (pos == std::string_view::npos) {
+      out.push_back(line.substr(start));
+      return out;
+    }
+    out.push_back(line.substr(start, pos - start));
+    start = pos + 1;
+  }
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+template <class T>
+bool parse_num(std::string_view s, T* out) {
+  s = trim(s);
+  if (s.empty()) return false;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+bool parse_double(std::string_view s, double* out) {
+  s = trim(s);
+  if (s == "nan" || s == "NaN" || s == "NAN") {
+    *out = NAN;
+    return true;
+  }
+  return parse_num(s, out);
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw Error("cannot read " + p.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Column name -> index; aliases accept the seed's own log layout.
+int column(const std::vector<std::string_view>& header, std::initializer_list<const char*> names) {
+  for (std::size_t i = 0; i < header.size(); ++i)
+    for (const char* n : names)
+      if (trim(header[i]) == n) return static_cast<int>(i);
+  return -1;
+}
+
+nlohmann::json read_json_optional(const fs::path& p, Campaign* c) {
+  if (!fs::exists(p)) {
+    c->notes.push_back(p.filename().string() + " absent: its charts and findings are left out");
+    return nlohmann::json::object();
+  }
+  try {
+    return nlohmann::json::parse(read_text(p));
+  } catch (const nlohmann::json::exception& e) {
+    c->notes.push_back(fmt::format("{} is not valid JSON ({}): ignored", p.filename().string(), e.what()));
+    return nlohmann::json::object();
+  }
+}
+
+void read_temperatures(const fs::path& p, Campaign* c) {
+  if (!fs::exists(p)) {
+    c->notes.push_back("temperatures.csv absent: no temperature timeline or correlation");
+    return;
+  }
+  const std::string text = read_text(p);
+  std::istringstream in(text);
+  std::string line;
+  std::vector<std::string_view> header;
+  std::string header_line;
+  std::size_t bad = 0;
+  int it = -1, ig = -1, itc = -1, ip = -1, isc = -1, imc = -1, ith = -1;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (header.empty()) {
+      header_line = line;
+      header = split(header_line, ',');
+      it = column(header, {"time_ns"});
+      ig = column(header, {"gpu"});
+      itc = column(header, {"temperature_c"});
+      ip = column(header, {"power_w"});
+      isc = column(header, {"sm_clock_mhz"});
+      imc = column(header, {"mem_clock_mhz"});
+      ith = column(header, {"throttle_reasons"});
+      if (it < 0 || ig < 0) {
+        c->notes.push_back("temperatures.csv lacks time_ns or gpu columns: ignored");
+        return;
+      }
+      continue;
+    }
+    const auto f = split(line, ',');
+    TempSample s;
+    auto get = [&](int i, double* v) { if (i >= 0 && static_cast<std::size_t>(i) < f.size()) parse_double(f[static_cast<std::size_t>(i)], v); };
+    if (f.size() != header.size() || !parse_num(f[static_cast<std::size_t>(it)], &s.time_ns) ||
+        !parse_num(f[static_cast<std::size_t>(ig)], &s.gpu)) {
+      ++bad;
+      continue;
+    }
+    get(itc, &s.temperature_c);
+    get(ip, &s.power_w);
+    get(isc, &s.sm_clock_mhz);
+    get(imc, &s.mem_clock_mhz);
+    if (ith >= 0) s.throttle = std::string(trim(f[static_cast<std::size_t>(ith)]));
+    c->temperatures.push_back(std::move(s));
+  }
+  if (bad) c->notes.push_back(fmt::format("temperatures.csv: {} garbled rows skipped", bad));
+}
+
+void read_monitor(const fs::path& p, Campaign* c) {
+  if (!fs::exists(p)) return;  // optional, and usually absent: no note
+  const std::string text = read_text(p);
+  std::istringstream in(text);
+  std::string line, header_line;
+  std::vector<std::string_view> header;
+  int it = -1, it_ns = -1, is = -1, ik = -1, iv = -1;
+  std::size_t bad = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (header.empty()) {
+      header_line = line;
+      header = split(header_line, ',');
+      // src/monitor writes time_ns (CLOCK_REALTIME); older or hand-made files time / time_s.
+      it_ns = column(header, {"time_ns"});
+      it = it_ns >= 0 ? it_ns : column(header, {"time", "time_s"});
+      is = column(header, {"source"});
+      ik = column(header, {"key"});
+      iv = column(header, {"value"});
+      if (it < 0 || is < 0 || ik < 0 || iv < 0) {
+        c->notes.push_back("monitor.csv lacks time_ns,source,key,value columns: ignored");
+        return;
+      }
+      continue;
+    }
+    const auto f = split(line, ',');
+    MonitorSample m;
+    if (f.size() != header.size() || !parse_double(f[static_cast<std::size_t>(it)], &m.time_s) ||
+        !parse_double(f[static_cast<std::size_t>(iv)], &m.value) || std::isnan(m.value)) {
+      ++bad;
+      continue;
+    }
+    if (it_ns >= 0) m.time_s /= 1e9;
+    m.source = std::string(trim(f[static_cast<std::size_t>(is)]));
+    m.key = std::string(trim(f[static_cast<std::size_t>(ik)]));
+    c->monitor.push_back(std::move(m));
+  }
+  if (bad) c->notes.push_back(fmt::format("monitor.csv: {} rows skipped (garbled or non-numeric)", bad));
+}
+
+// metadata.topology.gpu_gpu is indexed by topology order; gpus[i].cuda_index maps
+// the campaign's device numbers onto it. A top-level gpu_gpu is accepted too.
+void read_topology(Campaign* c) {
+  const auto& m = c->metadata;
+  const nlohmann::json* topo = m.contains("topology") && m["topology"].is_object() ? &m["topology"] : &m;
+  if (!topo->contains("gpu_gpu") || !(*topo)["gpu_gpu"].is_array()) return;
+  try {
+    c->gpu_gpu = (*topo)["gpu_gpu"].get<std::vector<std::vector<std::string>>>();
+  } catch (const nlohmann::json::exception&) {
+    c->notes.push_back("metadata.json gpu_gpu is not a matrix of strings: link classes unknown");
+    return;
+  }
+  for (std::size_t i = 0; i < c->gpu_gpu.size(); ++i) c->topo_row[static_cast<int>(i)] = static_cast<int>(i);
+  if (topo->contains("gpus") && (*topo)["gpus"].is_array()) {
+    const auto& g = (*topo)["gpus"];
+    std::map<int, int> rows;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const int cuda = g[i].value("cuda_index", -1);
+      if (cuda >= 0) rows[cuda] = static_cast<int>(i);
+    }
+    if (!rows.empty()) c->topo_row = rows;
+  }
+}
+
+}  // namespace
+
+void parse_execution_log(const std::string& text, const std::string& where, Campaign* c) {
+  std::size_t pos = 0, line_no = 0;
+  std::vector<std::string_view> header;
+  int icfg = -1, isrc = -1, idst = -1, isize = -1, irep = -1, ib = -1, its = -1, idur = -1, igpu = -1, igts = -1;
+  auto skip = [&](std::size_t n, std::string_view line, const char* why) {
+    ++c->rows_skipped;
+    if (c->skipped_examples.size() < 5)
+      c->skipped_examples.push_back(fmt::format("{} line {}: {} ({})", where, n,
+                                                std::string(line.substr(0, 80)), why));
+  };
+  while (pos < text.size()) {
+    auto end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (trim(line).empty() || line[0] == '#') continue;
+    if (header.empty()) {
+      header = split(line, ',');
+      icfg = column(header, {"config_id"});
+      isrc = column(header, {"src"});
+      idst = column(header, {"dst"});
+      isize = column(header, {"size_bytes", "size"});
+      irep = column(header, {"repetition"});
+      ib = column(header, {"backend"});
+      its = column(header, {"ts_start_ns", "timestamp_start_ns"});
+      idur = column(header, {"duration_ns"});
+      igpu = column(header, {"gpu_duration_ns"});
+      igts = column(header, {"gpu_ts_start_ns"});
+      std::vector<std::string> missing;
+      if (isrc < 0) missing.push_back("src");
+      if (idst < 0) missing.push_back("dst");
+      if (isize < 0) missing.push_back("size_bytes");
+      if (idur < 0) missing.push_back("duration_ns");
+      if (!missing.empty()) {
+        std::string list;
+        for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+        throw UsageError(fmt::format(
+            "{}: missing required column(s) {} in header \"{}\"; an execution log (p2pscope profile) "
+            "has config_id,src,dst,size_bytes,repetition,backend,ts_start_ns,ts_end_ns,duration_ns,gpu_duration_ns",
+            where, list, std::string(line.substr(0, 200))));
+      }
+      continue;
+    }
+    const auto f = split(line, ',');
+    if (f.size() != header.size()) {
+      skip(line_no, line, "wrong number of fields");
+      continue;
+    }
+    auto at = [&](int i) { return f[static_cast<std::size_t>(i)]; };
+    Op op;
+    double host = 0;
+    if (!parse_num(at(isrc), &op.src) || !parse_num(at(idst), &op.dst) || !parse_num(at(isize), &op.size_bytes) ||
+        !parse_double(at(idur), &host) || (icfg >= 0 && !parse_num(at(icfg), &op.config_id)) ||
+        (irep >= 0 && !parse_num(at(irep), &op.repetition)) || (its >= 0 && !parse_num(at(its), &op.ts_start_ns))) {
+      skip(line_no, line, "non-numeric field");
+      continue;
+    }
+    double dev = NAN;
+    if (igpu >= 0 && !trim(at(igpu)).empty() && !parse_double(at(igpu), &dev)) {
+      skip(line_no, line, "non-numeric gpu_duration_ns");
+      continue;
+    }
+    // Optional: only the clock timeline uses it, so a bad value drops it, not the row.
+    if (igts >= 0 && !parse_num(at(igts), &op.gpu_ts_start_ns)) op.gpu_ts_start_ns = -1;
+    op.device_timed = std::isfinite(dev) && dev > 0;
+    op.duration_ns = op.device_timed ? dev : host;
+    if (!std::isfinite(op.duration_ns) || op.duration_ns <= 0 || op.size_bytes == 0 || op.src < 0 || op.dst < 0) {
+      skip(line_no, line, "duration or size not positive");
+      continue;
+    }
+    op.backend = ib >= 0 ? std::string(trim(at(ib))) : "unknown";
+    c->ops.push_back(std::move(op));
+  }
+  if (header.empty()) throw UsageError(where + ": empty execution log (no header line)");
+}
+
+Campaign read_campaign(const std::string& dir) {
+  Campaign c;
+  c.dir = dir;
+  const fs::path d(dir);
+  if (!fs::is_directory(d)) throw UsageError(dir + ": not a directory; give a campaign directory made by `p2pscope profile`");
+  const fs::path log = d / "execution_log.csv";
+  if (!fs::exists(log))
+    throw UsageError(dir + ": no execution_log.csv here, so this is not a campaign directory; run `p2pscope profile --out DIR` first");
+  parse_execution_log(read_text(log), "execution_log.csv", &c);
+  if (c.rows_skipped) c.notes.push_back(fmt::format("execution_log.csv: {} garbled rows skipped", c.rows_skipped));
+  for (const auto& e : c.skipped_examples) c.notes.push_back("  skipped " + e);
+  if (c.ops.empty()) c.notes.push_back("execution_log.csv holds no valid rows: nothing to analyze");
+  c.metadata = read_json_optional(d / "metadata.json", &c);
+  c.drift = read_json_optional(d / "clock_drift.json", &c);
+  read_temperatures(d / "temperatures.csv", &c);
+  read_monitor(d / "monitor.csv", &c);
+  read_topology(&c);
+  return c;
+}
+
+std::string link_class(const Campaign& c, const std::string& backend, int src, int dst) {
+  if (backend == "host") return "host";
+  const auto a = c.topo_row.find(src), b = c.topo_row.find(dst);
+  if (a == c.topo_row.end() || b == c.topo_row.end()) return "unknown";
+  const auto ra = static_cast<std::size_t>(a->second), rb = static_cast<std::size_t>(b->second);
+  if (ra >= c.gpu_gpu.size() || rb >= c.gpu_gpu[ra].size()) return "unknown";
+  const std::string& s = c.gpu_gpu[ra][rb];
+  return s.empty() ? "unknown" : s;
+}
+
+Regime regime_of(std::uint64_t size_bytes) {
+  if (size_bytes < 4096) return Regime::latency;
+  if (size_bytes >= (1u << 20)) return Regime::bandwidth;
+  return Regime::transition;
+}
+
+const char* regime_name(Regime r) {
+  switch (r) {
+    case Regime::latency: return "latency";
+    case Regime::transition: return "transition";
+    case Regime::bandwidth: return "bandwidth";
+  }
+  return "?";
+}
+
+}  // namespace p2pscope::analyze

@@ -1,0 +1,341 @@
+// report.html: one self-contained page (inline SVG, inline CSS, no scripts) with the
+// curves, matrices, timelines, fitted models and the findings and link-model tables.
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "analyze/campaign.hpp"
+#include "p2pscope/charts.hpp"
+#include "p2pscope/units.hpp"
+
+namespace p2pscope::analyze {
+namespace {
+using charts::Format;
+using charts::xml_escape;
+
+std::string pair_name(const LinkModel& m, bool with_backend) {
+  return (with_backend ? m.backend + " " : "") + fmt::format("{}->{} {}", m.src, m.dst, m.link_class);
+}
+
+// One color per link class, so topology groups read at a glance.
+std::map<std::string, std::string> class_colors(const std::vector<LinkModel>& links) {
+  std::map<std::string, std::string> out;
+  for (const auto& m : links)
+    if (!out.count(m.link_class)) out[m.link_class] = charts::palette(out.size());
+  return out;
+}
+
+std::string section(const std::string& title, const std::string& body) {
+  return "<h2>" + xml_escape(title) + "</h2>\n" + body;
+}
+
+std::string curves(const std::vector<LinkModel>& links, bool multi_backend) {
+  const auto colors = class_colors(links);
+  charts::LineChart bw{"Bandwidth vs message size (median)", {"message size", true, Format::size_bytes},
+                       {"bandwidth", true, Format::bytes_per_s}, {}, 680, 440, true};
+  charts::LineChart lat{"Latency vs message size (median time per op)", {"message size", true, Format::size_bytes},
+                        {"time", true, Format::duration_ns}, {}, 680, 440, true};
+  for (const auto& m : links) {
+    const std::string color = colors.at(m.link_class);
+    bw.series.push_back({pair_name(m, multi_backend), color, m.sizes, m.bytes_per_s, true, true, false});
+    lat.series.push_back({pair_name(m, multi_backend), color, m.sizes, m.median_ns, true, true, false});
+  }
+  std::string legend = "<p class=\"note\">Colors by link class: ";
+  for (const auto& [cls, col] : colors) legend += fmt::format("<span style=\"color:{}\">&#9632; {}</span> ", col, xml_escape(cls));
+  return legend + "</p>\n<div class=\"charts\">" + charts::render_line_chart(bw) + charts::render_line_chart(lat) + "</div>\n";
+}
+
+std::string fitted_models(const std::vector<LinkModel>& links, bool multi_backend) {
+  std::string o = "<p class=\"note\">Markers: measured medians. Solid line: alpha-beta fit t(n) = alpha + n/beta. "
+                  "Dashed: two-regime model, drawn where it is recommended.</p>\n<div class=\"charts\">";
+  for (const auto& m : links) {
+    charts::LineChart c{"Model " + pair_name(m, multi_backend), {"message size", true, Format::size_bytes},
+                        {"time", true, Format::duration_ns}, {}, 440, 300, true};
+    c.series.push_back({"measured", charts::palette(0), m.sizes, m.median_ns, false, true, false});
+    if (m.fit.ok) {
+      std::vector<double> y;
+      for (double n : m.sizes) y.push_back(m.fit.predict_ns(n));
+      c.series.push_back({"alpha-beta", charts::palette(3), m.sizes, y, true, false, false});
+    }
+    if (m.use_two_regime) {
+      std::vector<double> y;
+      for (double n : m.sizes) y.push_back((n < m.two.breakpoint_bytes ? m.two.below : m.two.above).predict_ns(n));
+      c.series.push_back({"two-regime", charts::palette(2), m.sizes, y, true, false, true});
+    }
+    o += charts::render_line_chart(c);
+  }
+  return o + "</div>\n";
+}
+
+std::string matrices(const std::vector<LinkModel>& links) {
+  std::map<std::string, std::vector<const LinkModel*>> by_backend;
+  for (const auto& m : links) by_backend[m.backend].push_back(&m);
+  std::string o = "<div class=\"charts\">";
+  for (const auto& [backend, ms] : by_backend) {
+    std::set<int> devs;
+    for (const auto* m : ms) devs.insert(m->src), devs.insert(m->dst);
+    std::vector<int> d(devs.begin(), devs.end());
+    std::vector<std::string> labels;
+    for (int x : d) labels.push_back(std::to_string(x));
+    const std::size_t n = d.size();
+    std::vector<std::vector<double>> bw(n, std::vector<double>(n, NAN)), lat = bw;
+    double largest = 0, smallest = INFINITY;
+    for (const auto* m : ms) {
+      const auto i = static_cast<std::size_t>(std::find(d.begin(), d.end(), m->src) - d.begin());
+      const auto j = static_cast<std::size_t>(std::find(d.begin(), d.end(), m->dst) - d.begin());
+      bw[i][j] = m->bytes_per_s.back();
+      lat[i][j] = m->latency_floor_ns;
+      largest = std::max(largest, m->sizes.back());
+      smallest = std::min(smallest, m->sizes.front());
+    }
+    o += charts::render_heatmap({fmt::format("{}: bandwidth at {}", backend, format_size(static_cast<std::uint64_t>(largest))),
+                                 "src", "dst", labels, labels, bw, Format::bytes_per_s, true, 80});
+    o += charts::render_heatmap({fmt::format("{}: latency at {}", backend, format_size(static_cast<std::uint64_t>(smallest))),
+                                 "src", "dst", labels, labels, lat, Format::duration_ns, false, 80});
+  }
+  return o + "</div>\n";
+}
+
+std::string cv_chart(const std::vector<ConfigSummary>& s, const std::vector<LinkModel>& links, bool multi_backend) {
+  const auto colors = class_colors(links);
+  charts::LineChart c{"Coefficient of variation by size (after outlier removal; 5% line dashed)",
+                      {"message size", true, Format::size_bytes}, {"CV", false, Format::percent}, {}, 680, 400, true};
+  std::map<std::tuple<std::string, int, int>, std::size_t> idx;
+  double lo = INFINITY, hi = 0;
+  for (const auto& cs : s) {
+    const auto k = std::make_tuple(cs.backend, cs.src, cs.dst);
+    if (!idx.count(k)) {
+      idx[k] = c.series.size();
+      const auto it = std::find_if(links.begin(), links.end(), [&](const LinkModel& m) {
+        return m.backend == cs.backend && m.src == cs.src && m.dst == cs.dst;
+      });
+      const std::string name = it != links.end() ? pair_name(*it, multi_backend) : fmt::format("{}->{}", cs.src, cs.dst);
+      c.series.push_back({name, it != links.end() ? colors.at(it->link_class) : "", {}, {}, true, true, false});
+    }
+    auto& ser = c.series[idx[k]];
+    ser.x.push_back(static_cast<double>(cs.size_bytes));
+    ser.y.push_back(cs.stats.cv * 100);
+    lo = std::min(lo, static_cast<double>(cs.size_bytes));
+    hi = std::max(hi, static_cast<double>(cs.size_bytes));
+  }
+  if (std::isfinite(lo)) c.series.push_back({"5% limit", "#c00", {lo, hi}, {5, 5}, true, false, true});
+  return "<div class=\"charts\">" + charts::render_line_chart(c) + "</div>\n";
+}
+
+std::string temperature_timelines(const Campaign& c) {
+  if (c.temperatures.empty()) return "<p class=\"note\">No temperature samples (temperatures.csv absent or empty).</p>\n";
+  std::int64_t t0 = c.temperatures.front().time_ns;
+  for (const auto& t : c.temperatures) t0 = std::min(t0, t.time_ns);
+  struct Metric { const char* title; const char* unit; double TempSample::*field; Format f; };
+  const Metric metrics[] = {{"GPU temperature", "temperature (C)", &TempSample::temperature_c, Format::number},
+                            {"GPU power", "power (W)", &TempSample::power_w, Format::number},
+                            {"SM clock", "SM clock (MHz)", &TempSample::sm_clock_mhz, Format::number},
+                            {"Memory clock", "memory clock (MHz)", &TempSample::mem_clock_mhz, Format::number}};
+  std::string o = "<div class=\"charts\">";
+  for (const auto& mt : metrics) {
+    charts::LineChart ch{mt.title, {"time since first sample", false, Format::seconds}, {mt.unit, false, mt.f}, {}, 680, 320, true};
+    std::map<int, std::size_t> idx;
+    bool any = false;
+    for (const auto& t : c.temperatures) {
+      const double v = t.*(mt.field);
+      if (!std::isfinite(v)) continue;
+      if (!idx.count(t.gpu)) {
+        idx[t.gpu] = ch.series.size();
+        ch.series.push_back({fmt::format("GPU {}", t.gpu), "", {}, {}, true, false, false});
+      }
+      auto& s = ch.series[idx[t.gpu]];
+      s.x.push_back(static_cast<double>(t.time_ns - t0) / 1e9);
+      s.y.push_back(v);
+      any = true;
+    }
+    if (any) o += charts::render_line_chart(ch);
+  }
+  return o + "</div>\n";
+}
+
+// GPU timer against the host clock over the campaign, from each op's (gpu_ts_start_ns,
+// ts_start_ns): the smallest offset per time bin (the op launched with the least delay),
+// relative to the first bin. A steady slope is drift; a bend is drift that changed.
+std::string clock_timeline(const Campaign& c) {
+  std::map<int, std::vector<std::pair<std::int64_t, double>>> by_gpu;  // host ts, offset
+  std::int64_t t0 = std::numeric_limits<std::int64_t>::max(), t1 = std::numeric_limits<std::int64_t>::min();
+  for (const auto& op : c.ops) {
+    if (op.gpu_ts_start_ns < 0 || op.ts_start_ns <= 0) continue;
+    by_gpu[op.src].push_back({op.ts_start_ns, static_cast<double>(op.gpu_ts_start_ns - op.ts_start_ns)});
+    t0 = std::min(t0, op.ts_start_ns);
+    t1 = std::max(t1, op.ts_start_ns);
+  }
+  if (by_gpu.empty() || t1 <= t0) return "";
+  constexpr int kBins = 60;
+  const double bin_ns = static_cast<double>(t1 - t0) / kBins;
+  charts::LineChart ch{"GPU clock against host clock (offset change; min per bin)", {"time since first op", false, Format::seconds},
+                       {"offset change (ns)", false, Format::number}, {}, 680, 340, true};
+  for (const auto& [gpu, pts] : by_gpu) {
+    std::vector<double> lo(kBins + 1, INFINITY);
+    for (const auto& [ts, off] : pts) {
+      auto& b = lo[static_cast<std::size_t>(static_cast<double>(ts - t0) / bin_ns)];
+      b = std::min(b, off);
+    }
+    charts::Series ser{fmt::format("GPU {}", gpu), "", {}, {}, true, true, false};
+    double first = NAN;
+    for (int i = 0; i <= kBins; ++i) {
+      if (!std::isfinite(lo[static_cast<std::size_t>(i)])) continue;
+      if (std::isnan(first)) first = lo[static_cast<std::size_t>(i)];
+      ser.x.push_back((i + 0.5) * bin_ns / 1e9);
+      ser.y.push_back(lo[static_cast<std::size_t>(i)] - first);
+    }
+    ch.series.push_back(std::move(ser));
+  }
+  return charts::render_line_chart(ch);
+}
+
+std::string drift_table(const Campaign& c) {
+  if (!c.drift.contains("devices") || !c.drift["devices"].is_array() || c.drift["devices"].empty()) return "";
+  auto ppm = [](const nlohmann::json& d, const char* k) -> std::string {
+    if (!d.contains(k) || !d[k].is_object() || !d[k].contains("ppm") || !d[k]["ppm"].is_number()) return "-";
+    return fmt::format("{:+.3f}", d[k]["ppm"].get<double>());
+  };
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& d : c.drift["devices"]) {
+    if (!d.is_object()) continue;
+    const auto change = d.value("ppm_change", NAN);
+    rows.push_back({std::to_string(d.value("device", -1)), ppm(d, "start"), ppm(d, "end"),
+                    std::isfinite(change) ? fmt::format("{:.3f}", change) : "-", ppm(d, "campaign_fit"),
+                    d.value("warning", std::string("-"))});
+  }
+  return "<p>Clock drift (clock_drift.json; ppm = (device rate / host rate - 1) x 1e6):</p>\n" +
+         charts::html::table({"GPU", "start ppm", "end ppm", "change", "campaign ppm", "warning"}, rows);
+}
+
+std::string findings_table(const std::vector<Finding>& f) {
+  if (f.empty()) return "<p>No findings: every check passed.</p>\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& x : f) rows.push_back({x.severity, x.kind, x.subject, x.message});
+  std::string t = charts::html::table({"severity", "kind", "subject", "finding"}, rows, "findings");
+  // Warning rows get a tint; the table helper escapes cells, so mark rows after.
+  std::string::size_type pos = 0;
+  while ((pos = t.find("<tr><td>warning</td>", pos)) != std::string::npos) {
+    t.replace(pos, 4, "<tr class=\"warning\">");
+    pos += 20;
+  }
+  return t;
+}
+
+std::string links_table(const std::vector<LinkModel>& links) {
+  std::vector<std::vector<std::string>> rows;
+  auto pct = [](double v) { return fmt::format("{:.1f}%", v * 100); };
+  for (const auto& m : links) {
+    std::string two = "-";
+    if (m.two.ok)
+      two = fmt::format("{} at {}: worst {}", m.use_two_regime ? "recommended" : "not needed",
+                        format_size(static_cast<std::uint64_t>(m.two.breakpoint_bytes)), pct(m.two.worst_rel_error));
+    rows.push_back({m.backend, fmt::format("{}->{}", m.src, m.dst), m.link_class, format_duration_ns(m.latency_floor_ns),
+                    format_rate(m.asymptotic_bytes_per_s),
+                    std::isnan(m.n_half_bytes) ? "-" : format_size(static_cast<std::uint64_t>(m.n_half_bytes)),
+                    m.fit.ok ? format_duration_ns(m.fit.alpha_ns) : "-", m.fit.ok ? format_rate(m.fit.beta_bytes_per_s) : "-",
+                    m.fit.ok ? fmt::format("{:.4f}", m.fit.r2_log) : "-", m.fit.ok ? pct(m.fit.worst_rel_error) : "-", two});
+  }
+  return charts::html::table({"backend", "pair", "class", "latency floor", "asymptotic bw", "n-half", "alpha", "beta",
+                              "R^2 (log)", "worst rel. error", "two-regime"},
+                             rows);
+}
+
+std::string comparison_section(const Comparison& cmp) {
+  std::string o;
+  for (const auto& n : cmp.notes) o += "<p class=\"note\">" + xml_escape(n) + "</p>\n";
+  if (cmp.rows.empty()) return o;
+  std::vector<std::vector<std::string>> mape;
+  for (const char* r : {"latency", "transition", "bandwidth", "all"}) {
+    const auto it = cmp.mape.find(r);
+    mape.push_back({r, it == cmp.mape.end() ? "-" : fmt::format("{:.2f}%", it->second),
+                    std::to_string(cmp.count.count(r) ? cmp.count.at(r) : 0)});
+  }
+  o += charts::html::table({"regime", "MAPE", "configs"}, mape);
+  charts::LineChart ch{"Prediction error by size ((predicted - measured) / measured)", {"message size", true, Format::size_bytes},
+                       {"error", false, Format::percent}, {}, 680, 380, true};
+  std::map<std::pair<int, int>, std::size_t> idx;
+  for (const auto& r : cmp.rows) {
+    if (!idx.count({r.src, r.dst})) {
+      idx[{r.src, r.dst}] = ch.series.size();
+      ch.series.push_back({fmt::format("{}->{}", r.src, r.dst), "", {}, {}, true, true, false});
+    }
+    auto& s = ch.series[idx[{r.src, r.dst}]];
+    s.x.push_back(static_cast<double>(r.size_bytes));
+    s.y.push_back(r.error_pct);
+  }
+  o += "<div class=\"charts\">" + charts::render_line_chart(ch) + "</div>\n";
+  auto worst = cmp.rows;
+  std::sort(worst.begin(), worst.end(), [](const auto& a, const auto& b) { return std::fabs(a.error_pct) > std::fabs(b.error_pct); });
+  if (worst.size() > 10) worst.resize(10);
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : worst)
+    rows.push_back({std::to_string(r.config_id), fmt::format("{}->{}", r.src, r.dst), format_size(r.size_bytes),
+                    format_duration_ns(r.measured_ns), format_duration_ns(r.predicted_ns), fmt::format("{:+.1f}%", r.error_pct)});
+  return o + "<p>Worst configs:</p>\n" +
+         charts::html::table({"config", "pair", "size", "measured", "predicted", "error"}, rows);
+}
+
+std::string summary_table(const std::vector<ConfigSummary>& s) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& c : s)
+    rows.push_back({std::to_string(c.config_id), c.backend, fmt::format("{}->{}", c.src, c.dst), format_size(c.size_bytes),
+                    std::to_string(c.stats.n), std::to_string(c.outliers), format_duration_ns(c.stats.median),
+                    format_duration_ns(c.stats.p5), format_duration_ns(c.stats.p95), fmt::format("{:.2f}%", c.stats.cv * 100),
+                    format_rate(c.bytes_per_s)});
+  return "<details><summary>All configs (" + std::to_string(s.size()) + ")</summary>\n" +
+         charts::html::table({"config", "backend", "pair", "size", "n", "outliers", "median", "p5", "p95", "CV", "bw at median"},
+                             rows) +
+         "</details>\n";
+}
+
+}  // namespace
+
+std::string render_report(const Campaign& c, const std::vector<ConfigSummary>& s, const std::vector<LinkModel>& links,
+                          const std::vector<Finding>& findings, const Comparison* cmp, OutlierRule rule) {
+  std::set<std::string> backends;
+  bool device_timed = !s.empty();
+  for (const auto& cs : s) backends.insert(cs.backend), device_timed = device_timed && cs.device_timed;
+  const bool multi = backends.size() > 1;
+  std::string gpus;
+  if (c.metadata.contains("devices") && c.metadata["devices"].is_array())
+    for (const auto& d : c.metadata["devices"])
+      gpus += fmt::format("{}{}: {}", gpus.empty() ? "" : "; ", d.value("device", -1), d.value("name", std::string("?")));
+  std::string backend_list;
+  for (const auto& b : backends) backend_list += (backend_list.empty() ? "" : ", ") + b;
+  std::size_t warnings = 0;
+  for (const auto& f : findings) warnings += f.severity == "warning";
+  std::string body = "<h1>p2pscope campaign report</h1>\n";
+  std::vector<std::vector<std::string>> facts = {
+      {"directory", c.dir},
+      {"devices", gpus.empty() ? "-" : gpus},
+      {"backends", backend_list.empty() ? "-" : backend_list},
+      {"ops analyzed", fmt::format("{} ({} garbled rows skipped)", c.ops.size(), c.rows_skipped)},
+      {"configs / links", fmt::format("{} / {}", s.size(), links.size())},
+      {"timing", device_timed ? "GPU-measured durations" : "host CLOCK_MONOTONIC durations (or mixed)"},
+      {"outlier rule", outlier_rule_text(rule)},
+      {"findings", fmt::format("{} ({} warnings)", findings.size(), warnings)},
+      {"campaign status", c.metadata.value("status", std::string("-"))}};
+  body += charts::html::table({"", ""}, facts);
+  for (const auto& n : c.notes) body += "<p class=\"note\">" + xml_escape(n) + "</p>\n";
+  if (links.empty()) {
+    body += "<p>No valid measurements: nothing to chart.</p>\n";
+    return charts::html::page("p2pscope report", body);
+  }
+  body += section("Bandwidth and latency curves", curves(links, multi));
+  body += section("Matrices", matrices(links));
+  body += section("Variance", cv_chart(s, links, multi));
+  body += section("Findings", findings_table(findings));
+  body += section("Link models (links.json)", links_table(links));
+  body += section("Fitted models over the measurements", fitted_models(links, multi));
+  body += section("Temperature, power and clocks", temperature_timelines(c) + "<div class=\"charts\">" +
+                                                        clock_timeline(c) + "</div>\n" + drift_table(c));
+  if (!c.monitor.empty()) body += section("Monitor timelines (monitor.csv)", monitor_timelines(c));
+  if (cmp) body += section("Simulator predictions", comparison_section(*cmp));
+  body += section("Per-config statistics (summary.csv)", summary_table(s));
+  return charts::html::page("p2pscope report", body);
+}
+
+}  // namespace p2pscope::analyze
