@@ -1,0 +1,219 @@
+// /proc/interrupts parsing, the captured trees (this VM and the H200 pair), files that
+// are missing or malformed, and `p2pscope topo` end to end.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "p2pscope/error.hpp"
+#include "p2pscope/topo.hpp"
+
+namespace fs = std::filesystem;
+
+namespace p2pscope::topo {
+namespace {
+std::string fixture(const std::string& name) { return std::string(P2PSCOPE_FIXTURES_DIR) + "/fsroot/" + name; }
+
+TEST(ParseInterrupts, NewAndOldChipFormatsAndNamedLines) {
+  const auto t = parse_interrupts(
+      "           CPU0       CPU2\n"
+      "  0:         50          1   IO-APIC   2-edge      timer\n"
+      " 37:          0          7   PCI-MSIX-0000:00:03.0   1-edge      virtio2-input.0\n"
+      " 88:          3          4   PCI-MSI-edge      eth0-TxRx-0\n"
+      " 90:          1          2   IR-PCI-MSI 1048576-edge      ehci_hcd:usb1, uhci_hcd:usb2\n"
+      "NMI:          0          0   Non-maskable interrupts\n"
+      "ERR:          5\n");
+  EXPECT_EQ(t.cpu_columns, (std::vector<int>{0, 2}));
+  EXPECT_EQ(t.malformed_lines, 0);
+  ASSERT_EQ(t.irqs.size(), 4u);
+  EXPECT_EQ(t.irqs[1].irq, 37);
+  EXPECT_EQ(t.irqs[1].chip, "PCI-MSIX-0000:00:03.0");
+  EXPECT_EQ(t.irqs[1].name, "virtio2-input.0");
+  EXPECT_EQ(t.irqs[1].per_cpu, (std::vector<std::uint64_t>{0, 7}));
+  EXPECT_EQ(t.irqs[1].cpu_columns, (std::vector<int>{0, 2}));
+  EXPECT_EQ(t.irqs[2].chip, "PCI-MSI-edge");  // old kernels: no hwirq column
+  EXPECT_EQ(t.irqs[2].name, "eth0-TxRx-0");
+  EXPECT_EQ(t.irqs[3].name, "ehci_hcd:usb1, uhci_hcd:usb2");
+  EXPECT_EQ(t.irqs[3].total(), 3u);
+  EXPECT_EQ(t.named.at("ERR"), (std::vector<std::uint64_t>{5}));
+  EXPECT_EQ(t.named.at("NMI").size(), 2u);
+}
+
+TEST(ParseInterrupts, MalformedLinesSkippedAndCounted) {
+  const auto t = parse_interrupts(
+      "           CPU0       CPU1\n"
+      " 10:          1          2   IO-APIC   2-edge  ok\n"
+      " 11:          1\n"                                   // torn
+      " 1x:          1          2   IO-APIC   2-edge  bad\n"  // not a number
+      "no colon here\n"
+      " 12:          1   abc   IO-APIC\n"                     // junk in a count column
+      " 13:  99999999999999999999999  1  IO-APIC 1-edge big\n"  // count overflows
+      "\n");
+  EXPECT_EQ(t.irqs.size(), 1u);
+  EXPECT_EQ(t.malformed_lines, 5);
+  EXPECT_EQ(parse_interrupts("").irqs.size(), 0u);
+  EXPECT_EQ(parse_interrupts("garbage header\n 1: 2 3\n").malformed_lines, 2);
+}
+
+TEST(CpuVm, CapturedVirtioMachine) {
+  const Topology t = discover(FsRoot(fixture("cpu-vm")));
+  ASSERT_EQ(t.cpus.size(), 2u);
+  EXPECT_EQ(t.cpus[1].numa, 0);
+  ASSERT_EQ(t.numa_nodes.size(), 1u);
+  const Nic* eth0 = t.find_nic("eth0");
+  ASSERT_NE(eth0, nullptr);
+  EXPECT_EQ(eth0->pci, "0000:00:03.0");  // virtio2/net/eth0: nearest PCI ancestor
+  EXPECT_EQ(eth0->numa, 0);              // numa_node -1 on a one-node machine means node 0
+  EXPECT_EQ(eth0->mtu, 1400);
+  std::vector<int> irqs;
+  for (const auto& i : eth0->irqs) irqs.push_back(i.irq);
+  EXPECT_EQ(irqs, (std::vector<int>{37, 38, 39}));
+  EXPECT_EQ(eth0->irqs[1].name, "virtio2-input.0");
+  EXPECT_EQ(eth0->irqs[1].affinity.empty(), false);
+  EXPECT_TRUE(t.find_nic("lo")->is_virtual());
+  EXPECT_TRUE(t.find_nic("ifb0")->is_virtual());
+  EXPECT_TRUE(t.gpus.empty());
+  EXPECT_TRUE(t.rdma.empty());
+  EXPECT_TRUE(gpu_nic_matrix(t).empty());
+}
+
+TEST(H200x2, TwoGpusOnTheRootBus) {
+  const Topology t = discover(FsRoot(fixture("h200x2")));
+  ASSERT_EQ(t.gpus.size(), 2u);
+  EXPECT_EQ(t.gpus[0].pci, "0000:00:06.0");
+  EXPECT_EQ(t.gpus[1].pci, "0000:00:07.0");
+  EXPECT_EQ(t.gpus[0].numa, 0);
+  EXPECT_EQ(t.cpus.size(), 32u);
+  // Without NVML (a captured tree) the PCIe path: both on pci0000:00, no bridges.
+  EXPECT_EQ(gpu_gpu_matrix(t)[0][1], "PHB");
+  Topology nv = t;
+  nv.nvlinks = {{0, 18}, {18, 0}};
+  EXPECT_EQ(gpu_gpu_matrix(nv)[0][1], "NV18");
+  const Nic* eth0 = t.find_nic("eth0");
+  ASSERT_NE(eth0, nullptr);
+  EXPECT_EQ(eth0->pci, "0000:00:03.0");
+  EXPECT_EQ(eth0->irqs.size(), 3u);  // 34-36: PCI-MSIX-0000:00:03.0
+}
+
+// A scratch tree for files that are missing or malformed.
+class ScratchTree : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("p2pscope-topo-" + std::to_string(::getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  void put(const std::string& rel, const std::string& text) {
+    const fs::path p = root_ / rel;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+  }
+  fs::path root_;
+};
+
+TEST_F(ScratchTree, EmptyRootIsAllUnknownNotACrash) {
+  const Topology t = discover(FsRoot(root_));
+  EXPECT_TRUE(t.cpus.empty());
+  EXPECT_TRUE(t.nics.empty());
+  EXPECT_TRUE(t.gpus.empty());
+  EXPECT_EQ(t.hostname, "");
+  EXPECT_GE(t.warnings.size(), 2u);  // no CPUs; /proc/interrupts unreadable
+  EXPECT_NO_THROW(to_json(t));
+  EXPECT_NO_THROW(to_text(t));
+}
+
+TEST_F(ScratchTree, MalformedFilesBecomeUnknown) {
+  put("sys/devices/system/cpu/online", "0-1\n");
+  put("sys/devices/system/cpu/cpu0/topology/core_id", "zero\n");
+  put("sys/devices/system/cpu/cpu0/topology/thread_siblings_list", "3-1\n");
+  put("sys/devices/system/cpu/cpu1/topology/core_id", "1\n");
+  put("sys/devices/virtual/net/dummy0/mtu", "\n");
+  put("sys/devices/virtual/net/dummy0/speed", "-1\n");
+  fs::create_directories(root_ / "sys/class/net");
+  fs::create_symlink("../../devices/virtual/net/dummy0", root_ / "sys/class/net/dummy0");
+  fs::create_symlink("../../devices/virtual/net/gone", root_ / "sys/class/net/dangling");
+  put("proc/interrupts", "CPU0 CPU1\n 5: 1\n");
+  const Topology t = discover(FsRoot(root_));
+  ASSERT_EQ(t.cpus.size(), 2u);
+  EXPECT_EQ(t.cpus[0].core, -1);
+  EXPECT_TRUE(t.cpus[0].siblings.empty());
+  EXPECT_EQ(t.cpus[1].core, 1);
+  EXPECT_EQ(t.cpus[0].numa, -1);  // no node directory
+  ASSERT_EQ(t.nics.size(), 1u);   // the dangling link is not a directory
+  EXPECT_EQ(t.nics[0].mtu, -1);
+  EXPECT_EQ(t.nics[0].speed_mbps, -1);
+  EXPECT_EQ(t.interrupts.malformed_lines, 1);
+}
+
+TEST(FsRootArg, NotADirectoryIsUsageError) {
+  EXPECT_THROW(FsRoot("/nonexistent/p2pscope-root"), UsageError);
+}
+
+// End to end through the built binary.
+struct CmdResult {
+  int code = -1;
+  std::string out;
+};
+CmdResult run(const std::string& args) {
+  CmdResult r;
+  const std::string cmd = std::string(P2PSCOPE_BINARY) + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int st = ::pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+TEST(TopoCommand, JsonOnTwoSocketFixture) {
+  const CmdResult r = run("topo --root " + fixture("two-socket") + " --format json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["nics"].size(), 6u);
+  EXPECT_EQ(j["gpus"].size(), 4u);
+  EXPECT_EQ(j["gpu_nic"][2][3], "PIX");
+  EXPECT_EQ(j["metadata"]["schema_version"], 1);
+  EXPECT_TRUE(j["metadata"]["argv"].is_array());
+  EXPECT_TRUE(j["metadata"].contains("versions"));
+  EXPECT_EQ(j["cpus"].size(), 16u);
+}
+
+TEST(TopoCommand, TextAndOutFile) {
+  const CmdResult r = run("topo --root " + fixture("two-socket"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("GPU0  X     PXB   SYS   SYS   PHB   PIX"), std::string::npos) << r.out;
+  const fs::path out = fs::temp_directory_path() / ("p2pscope-topo-out-" + std::to_string(::getpid()) + ".json");
+  const CmdResult w = run("topo --root " + fixture("cpu-vm") + " --format json --out " + out.string());
+  ASSERT_EQ(w.code, 0) << w.out;
+  std::ifstream in(out);
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["nics"][0]["name"], "eth0");
+  fs::remove(out);
+}
+
+TEST(TopoCommand, BadInputExitsTwo) {
+  const CmdResult a = run("topo --root /nonexistent/p2pscope-root");
+  EXPECT_EQ(a.code, 2);
+  EXPECT_NE(a.out.find("is not a directory"), std::string::npos) << a.out;
+  const CmdResult b = run("topo --root " + fixture("two-socket/proc/interrupts"));  // a file
+  EXPECT_EQ(b.code, 2) << b.out;
+  const CmdResult c = run("topo --format xml");
+  EXPECT_EQ(c.code, 2);
+  EXPECT_NE(c.out.find("--format"), std::string::npos) << c.out;
+  const CmdResult d = run("topo --bogus");
+  EXPECT_EQ(d.code, 2);
+  const CmdResult e = run("topo --out /nonexistent-dir/x.json --root " + fixture("cpu-vm"));
+  EXPECT_EQ(e.code, 1);
+  EXPECT_NE(e.out.find("cannot write"), std::string::npos) << e.out;
+}
+
+}  // namespace
+}  // namespace p2pscope::topo
