@@ -1,6 +1,157 @@
-// PLACEHOLDER: replaced by the issue that builds this command; registers nothing yet.
+// `p2pscope run [--out DIR]`: the main job (the README's `make run`). Topology, a short
+// profiling campaign, the bench matrix, the NCCL all-reduce reference, the TCP loopback
+// benchmark, then analyze, each as a child p2pscope process: one step failing or
+// hanging (killed at --step-timeout) loses nothing the others measured, and each
+// step's own output and log stay in DIR for anyone to rerun by hand.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "commands.hpp"
+#include "p2pscope/clock.hpp"
+#include "p2pscope/error.hpp"
+#include "p2pscope/gpu_runtime.hpp"
+#include "p2pscope/metadata.hpp"
+#include "p2pscope/profile.hpp"
+#include "run_steps.hpp"
 
 namespace p2pscope::app {
-void add_run_command(CLI::App& app, Context&) { (void)app; }
+namespace {
+namespace fs = std::filesystem;
+
+struct RunOptions {
+  std::string out = "p2pscope-out";
+  std::string sizes;    // campaign sizes; default depends on GPU or host
+  int reps = 3;
+  std::string backend;  // campaign backend; default ce with 2+ GPUs, else host
+  std::vector<std::string> skip;
+  double step_timeout_s = 600;
+};
+
+const std::vector<std::string> kStepNames{"topo",          "topo-text",      "profile",      "bench-gpu",
+                                          "bench-latency", "nccl-allreduce", "tcp-loopback", "analyze"};
+
+// A previous run's campaign is kept (renamed), never overwritten.
+void set_aside(const fs::path& dir) {
+  if (!fs::exists(dir)) return;
+  const fs::path old = dir.string() + ".prev-" + compact_timestamp(realtime_ns());
+  std::error_code ec;
+  fs::rename(dir, old, ec);
+  if (ec) throw Error("cannot set the previous campaign " + dir.string() + " aside: " + ec.message());
+  std::cerr << "run: kept the previous campaign as " << old.string() << "\n";
+}
+
+std::vector<Step> plan_steps(const RunOptions& o, const gpu::RuntimeInfo& rt, const fs::path& out) {
+  const bool gpus = rt.cuda_built && rt.device_count >= 1;
+  const bool pairs = rt.cuda_built && rt.device_count >= 2;
+  const std::string backend = !o.backend.empty() ? o.backend : (pairs ? "ce" : "host");
+  const bool gpu_campaign = backend != "host";
+  const std::string sizes = !o.sizes.empty() ? o.sizes
+                            : gpu_campaign   ? "1:1G"
+                                             : "1:64M";
+  const std::string campaign = (out / "campaign").string();
+  const std::string bench_backend = pairs ? "ce" : "host";
+  const std::string why_host =
+      pairs ? "" : "host backend: " + (gpus ? std::string("one GPU, no pair") : rt.why_no_gpu);
+  std::vector<Step> s;
+  s.push_back({"topo", {"topo", "--format", "json", "--out", (out / "topology.json").string()}, "", ""});
+  s.push_back({"topo-text", {"topo"}, "topology.txt", ""});
+  s.push_back({"profile",
+               {"profile", "--out", campaign, "--backend", backend, "--sizes", sizes, "--reps", std::to_string(o.reps),
+                "--warmup", "2", "--drift", gpu_campaign ? "2s" : "0", "--thermal-warmup", "off"},
+               "profile.txt", gpu_campaign ? "" : why_host});
+  s.push_back({"bench-gpu",
+               {"bench", "gpu", "--backend", bench_backend, "--pattern", "unidirectional", "--sizes",
+                pairs ? "256M" : "64M"},
+               "bench-gpu.txt", why_host});
+  s.push_back({"bench-latency", {"bench", "gpu", "--backend", bench_backend, "--pattern", "latency", "--sizes", "8"},
+               "bench-latency.txt", why_host});
+  if (rt.nccl_built && gpus)
+    s.push_back({"nccl-allreduce", {"bench", "nccl", "--op", "allreduce", "--sizes", "1M,64M,1G"},
+                 "nccl-allreduce.txt", ""});
+  else
+    s.push_back({"nccl-allreduce", {}, "", "", rt.nccl_built ? "no GPU" : "NCCL not built in"});
+  s.push_back({"tcp-loopback", {"bench", "tcp", "--loopback", "--channels", "2", "--size", "64M", "--iters", "10"},
+               "tcp-loopback.txt", ""});
+  s.push_back({"analyze", {"analyze", campaign}, "analyze.txt", ""});
+  return s;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand(
+      "run",
+      "The main job: topology, a short profiling campaign, bench matrix, NCCL all-reduce, TCP loopback, "
+      "then analyze; prints where report.html is");
+  cmd->add_option("--out", o->out, "Output directory (a previous campaign in it is kept, renamed)")
+      ->capture_default_str();
+  cmd->add_option("--sizes", o->sizes,
+                  "Campaign sizes (default 1:1G, powers of two, with GPUs; 1:64M on the host)");
+  cmd->add_option("--reps", o->reps, "Campaign repetitions")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--backend", o->backend, "Campaign backend (default ce with 2+ GPUs, else host)");
+  cmd->add_option("--skip", o->skip, "Steps to skip, comma-separated")
+      ->delimiter(',')
+      ->check(CLI::IsMember(kStepNames));
+  cmd->add_option("--step-timeout", o->step_timeout_s, "Seconds a step may run before it is stopped")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->callback([o, &ctx] {
+    const fs::path out = o->out;
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    if (ec) throw UsageError("cannot create --out " + out.string() + ": " + ec.message());
+    set_aside(out / "campaign");
+    const auto rt = gpu::runtime_info();
+    std::cerr << "run: " << (rt.device_count > 0 ? fmt::format("{} GPU(s)", rt.device_count)
+                                                 : "no GPU (" + rt.why_no_gpu + "): host backend")
+              << ", output in " << out.string() << "\n";
+    auto steps = plan_steps(*o, rt, out);
+    for (auto& s : steps)
+      for (const auto& k : o->skip)
+        if (s.name == k) s.args.clear(), s.skipped_because = "--skip";
+
+    const profile::InterruptFlag interrupt;
+    const StepRunner runner(out, o->step_timeout_s, interrupt.flag());
+    nlohmann::json record = run_metadata(ctx.argv);
+    record["versions"] = gpu::to_json(rt);
+    record["steps"] = nlohmann::json::array();
+    const auto write_record = [&] {
+      std::ofstream f(out / "run.json");
+      f << record.dump(2) << "\n";
+    };
+    int failed = 0, ok = 0, skipped = 0;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const auto r = runner.run(steps[i], i + 1, steps.size());
+      if (r.status == "failed" || r.status == "timed out") ++failed;
+      ok += r.status == "ok";
+      skipped += r.status == "skipped";
+      if (r.status == "interrupted") {
+        record["steps"].push_back(to_json(r));
+        write_record();
+        ctx.exit_code = 130;
+        std::cerr << "run: interrupted; what was measured is in " << out.string() << "\n";
+        return;
+      }
+      record["steps"].push_back(to_json(r));
+      write_record();  // after every step: a kill loses nothing already done
+    }
+    const fs::path report = out / "campaign" / "report.html";
+    std::cout << fmt::format("\n{} step(s) ok, {} failed, {} skipped; details in {}\n", ok, failed, skipped,
+                             (out / "run.json").string());
+    if (fs::exists(report)) {
+      std::cout << "report: " << fs::absolute(report).lexically_normal().string() << "\n";
+    } else {
+      std::cout << "no report.html was written: see " << (out / "analyze.log").string() << "\n";
+      ctx.exit_code = 1;
+    }
+    if (failed > 0) ctx.exit_code = 1;
+  });
+}
+
 }  // namespace p2pscope::app

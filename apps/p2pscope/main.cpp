@@ -1,6 +1,7 @@
 // p2pscope: measure, diagnose and tune communication between GPUs.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "commands.hpp"
 #include "p2pscope/error.hpp"
@@ -35,6 +36,19 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return root.exit(e);
   } catch (const CLI::ParseError& e) {
+    // CLI11 says only "A subcommand is required" for a misspelt one: name it.
+    if (argc > 1 && argv[1][0] != '-') {
+      std::string names;
+      bool known = false;
+      for (const auto* sub : root.get_subcommands([](CLI::App*) { return true; })) {
+        known = known || sub->get_name() == argv[1];
+        names += (names.empty() ? "" : ", ") + sub->get_name();
+      }
+      if (!known) {
+        std::fprintf(stderr, "p2pscope: unknown subcommand '%s'; the subcommands are: %s\n", argv[1], names.c_str());
+        return 2;
+      }
+    }
     std::fprintf(stderr, "p2pscope: %s\nRun 'p2pscope --help' (or '<subcommand> --help') for usage.\n", e.what());
     return 2;
   } catch (const UsageError& e) {

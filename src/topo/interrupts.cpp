@@ -120,7 +120,10 @@ InterruptTable parse_interrupts(const std::string& text) {
       t.irqs.push_back(std::move(irq));
     } else {
       // Named lines (LOC, NMI, ERR...) may carry a single total instead of columns.
-      if (bad || counts.empty() || !std::all_of(key.begin(), key.end(), [](unsigned char c) { return std::isalnum(c) != 0; })) {
+      // Their labels are words ("LOC", "PIN"); "1x:" is a damaged IRQ number.
+      const bool word = std::isalpha(static_cast<unsigned char>(key[0])) &&
+                        std::all_of(key.begin(), key.end(), [](unsigned char c) { return std::isalnum(c) != 0; });
+      if (bad || counts.empty() || !word) {
         ++t.malformed_lines;
         continue;
       }

@@ -1,0 +1,43 @@
+#pragma once
+// The steps of `p2pscope run`, each a child p2pscope process with its stdout in a
+// file, its stderr both shown and kept in <step>.log, and a time limit.
+#include <atomic>
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace p2pscope::app {
+
+struct Step {
+  std::string name;
+  std::vector<std::string> args;  // p2pscope arguments; empty: not run
+  std::string stdout_name;        // file in the output directory; "" = discard
+  std::string note;               // shown beside the step, e.g. why the host backend
+  std::string skipped_because;    // set when args is empty
+};
+
+struct StepResult {
+  std::string name, status;  // ok, failed, timed out, skipped, interrupted
+  int exit_code = -1;
+  double seconds = 0;
+  std::string command, stdout_path, log_path, note;
+};
+nlohmann::json to_json(const StepResult& r);
+
+class StepRunner {
+ public:
+  // `stop` is raised by Ctrl-C: the step gets the same SIGINT from the terminal and
+  // stops itself (a campaign saves what it has); the result is "interrupted".
+  StepRunner(std::filesystem::path out_dir, double timeout_s, const std::atomic<bool>* stop);
+  StepResult run(const Step& step, std::size_t index, std::size_t total) const;
+
+ private:
+  std::filesystem::path out_, self_;
+  double timeout_s_;
+  const std::atomic<bool>* stop_;
+};
+
+}  // namespace p2pscope::app

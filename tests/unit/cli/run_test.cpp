@@ -1,0 +1,116 @@
+// `p2pscope run` end to end on this machine (host backend where there is no GPU):
+// every step recorded in run.json, the report written, and one failing or slow step
+// not stopping the others.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+struct Result {
+  int code = -1;
+  std::string out;
+};
+
+Result run(const std::string& args) {
+  Result r;
+  const std::string cmd = std::string(P2PSCOPE_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), p)) r.out += buf.data();
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("p2pscope-run-test-" + name + "-" + std::to_string(getpid()));
+  fs::remove_all(d);
+  return d;
+}
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream f(p);
+  return nlohmann::json::parse(f);
+}
+
+const nlohmann::json& step(const nlohmann::json& run, const std::string& name) {
+  for (const auto& s : run.at("steps"))
+    if (s.at("name") == name) return s;
+  throw std::runtime_error("no step " + name);
+}
+}  // namespace
+
+TEST(Run, ShortJobWritesReportAndRecordsEveryStep) {
+  const auto dir = fresh_dir("ok");
+  const auto r = run("run --out " + dir.string() + " --reps 2 --sizes 1K,64K,1M --backend host --skip tcp-loopback");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto pos = r.out.find("report: ");
+  ASSERT_NE(pos, std::string::npos) << r.out;
+  const std::string report = r.out.substr(pos + 8, r.out.find('\n', pos) - pos - 8);
+  ASSERT_TRUE(fs::exists(report)) << report;
+  std::ifstream f(report);
+  const std::string html((std::istreambuf_iterator<char>(f)), {});
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+
+  const auto j = read_json(dir / "run.json");
+  EXPECT_EQ(j.at("steps").size(), 8u);
+  EXPECT_EQ(step(j, "topo").at("status"), "ok");
+  EXPECT_EQ(step(j, "profile").at("status"), "ok");
+  EXPECT_EQ(step(j, "analyze").at("status"), "ok");
+  EXPECT_EQ(step(j, "tcp-loopback").at("status"), "skipped");
+  EXPECT_TRUE(read_json(dir / "topology.json").contains("cpus"));
+  EXPECT_TRUE(fs::exists(dir / "campaign" / "execution_log.csv"));
+
+  // A second run keeps the first campaign instead of overwriting it.
+  const auto r2 = run("run --out " + dir.string() + " --reps 1 --sizes 1K --backend host --skip "
+                      "topo,topo-text,bench-gpu,bench-latency,tcp-loopback,analyze");
+  EXPECT_EQ(r2.code, 1) << r2.out;  // no report without analyze: said, and exit 1
+  int kept = 0;
+  for (const auto& e : fs::directory_iterator(dir))
+    kept += e.path().filename().string().rfind("campaign.prev-", 0) == 0;
+  EXPECT_EQ(kept, 1);
+  fs::remove_all(dir);
+}
+
+TEST(Run, FailingStepDoesNotStopTheOthers) {
+  const auto dir = fresh_dir("fail");
+  const auto r = run("run --out " + dir.string() + " --backend no-such-backend --skip tcp-loopback,bench-latency");
+  EXPECT_EQ(r.code, 1) << r.out;
+  const auto j = read_json(dir / "run.json");
+  EXPECT_EQ(step(j, "profile").at("status"), "failed");
+  EXPECT_EQ(step(j, "profile").at("exit_code"), 2);  // bad backend is a usage error
+  EXPECT_EQ(step(j, "topo").at("status"), "ok");
+  EXPECT_EQ(step(j, "bench-gpu").at("status"), "ok");  // ran after the failure
+  std::ifstream log(dir / "profile.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), {});
+  EXPECT_NE(text.find("no-such-backend"), std::string::npos) << text;
+  fs::remove_all(dir);
+}
+
+TEST(Run, StepOverItsTimeLimitIsStopped) {
+  const auto dir = fresh_dir("timeout");
+  const auto r = run("run --out " + dir.string() +
+                     " --step-timeout 0.3 --backend host --sizes 1K --reps 1000000 --skip "
+                     "topo,topo-text,bench-gpu,bench-latency,tcp-loopback,analyze");
+  EXPECT_EQ(r.code, 1) << r.out;
+  const auto j = read_json(dir / "run.json");
+  EXPECT_EQ(step(j, "profile").at("status"), "timed out");
+  EXPECT_LT(step(j, "profile").at("seconds").get<double>(), 15.0);
+  fs::remove_all(dir);
+}
+
+TEST(Run, UnknownStepInSkipIsUsageError) {
+  const auto r = run("run --skip bogus");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("bogus"), std::string::npos) << r.out;
+}
