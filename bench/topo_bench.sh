@@ -12,7 +12,8 @@ TREE=$(mktemp -d)
 trap 'rm -rf "$TREE"' EXIT
 python3 tests/fixtures/make-two-socket.py "$TREE/big" --cores 52 --gpus 8 --queues 16 >/dev/null
 cpus=$("$BIN" topo --root "$TREE/big" --format json | python3 -c 'import json,sys; j=json.load(sys.stdin); print(len(j["cpus"]), len(j["nics"]), len(j["gpus"]))')
-echo "tree: $TREE/big (cpus nics gpus: $cpus)"
+read -r ncpu nnic ngpu <<<"$cpus"
+echo "tree: $TREE/big: $ncpu CPUs, $nnic NICs (with lo and the management NIC), $ngpu GPUs"
 
 time_it() {  # label, then the command; prints median and max wall seconds
   local label=$1; shift
@@ -27,7 +28,7 @@ time_it() {  # label, then the command; prints median and max wall seconds
 }
 echo "| case | median s | max s | runs |"
 echo "|---|---:|---:|---:|"
-time_it "208 CPUs, 5 NICs, 8 GPUs: text" "$BIN" topo --root "$TREE/big"
-time_it "208 CPUs, 5 NICs, 8 GPUs: json" "$BIN" topo --root "$TREE/big" --format json
+time_it "$ncpu CPUs, $nnic NICs, $ngpu GPUs: text" "$BIN" topo --root "$TREE/big"
+time_it "$ncpu CPUs, $nnic NICs, $ngpu GPUs: json" "$BIN" topo --root "$TREE/big" --format json
 time_it "this machine (live): text" "$BIN" topo
 time_it "this machine (live): json" "$BIN" topo --format json
