@@ -1,8 +1,11 @@
 // Pattern names, nccl-tests formulas and the backend registry. The CUDA and NCCL
 // factories exist only when built with them (P2PSCOPE_HAVE_CUDA / _NCCL).
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "bench/formulas.hpp"
+#include "bench/sweep.hpp"
 #include "p2pscope/backend.hpp"
 #include "p2pscope/error.hpp"
 
@@ -15,6 +18,16 @@ std::unique_ptr<Backend> make_cuda_backend(const std::string& name, const Backen
 #if P2PSCOPE_HAVE_NCCL
 std::unique_ptr<Backend> make_nccl_backend(const BackendOptions& opts);
 #endif
+
+// Ranks of an MPI launch seen in the environment mpirun/srun set; 0 when none.
+int mpi_world_size() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MV2_COMM_WORLD_SIZE"})
+    if (const char* s = std::getenv(v)) {
+      const int n = std::atoi(s);
+      if (n > 0) return n;
+    }
+  return 0;
+}
 
 std::string to_string(Pattern p) {
   switch (p) {
@@ -35,7 +48,7 @@ Pattern parse_pattern(const std::string& text) {
 std::vector<std::string> backend_names() {
   std::vector<std::string> n{"host"};
 #if P2PSCOPE_HAVE_CUDA
-  n.insert(n.end(), {"ce", "sm", "staged"});
+  n.insert(n.end(), {"ce", "sm", "sm-pull", "staged"});  // sm = sm-push
 #endif
 #if P2PSCOPE_HAVE_NCCL
   n.push_back("nccl");
@@ -43,7 +56,16 @@ std::vector<std::string> backend_names() {
   return n;
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& opts) {
+std::unique_ptr<Backend> make_backend(const std::string& name_in, const BackendOptions& opts_in) {
+  // "sm-pull" / "sm:push" name the sm backend with its variant.
+  std::string name = name_in;
+  BackendOptions opts = opts_in;
+  if (name.rfind("sm-", 0) == 0 || name.rfind("sm:", 0) == 0) {
+    if (!opts.variant.empty() && opts.variant != name.substr(3))
+      throw UsageError("backend '" + name + "' and variant '" + opts.variant + "' disagree");
+    opts.variant = name.substr(3);
+    name = "sm";
+  }
   if (name == "host") return make_host_backend(opts);
   const bool cuda_name = name == "ce" || name == "sm" || name == "staged";
   if (cuda_name) {
@@ -55,6 +77,11 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOpti
 #endif
   }
   if (name == "nccl") {
+    if (const int ranks = mpi_world_size(); ranks > 1)
+      throw UsageError("backend 'nccl' was launched by MPI (" + std::to_string(ranks) +
+                       " ranks) but this binary has no MPI bootstrap (built with P2PSCOPE_WITH_MPI=OFF; the "
+                       "one-rank-per-GPU launch is not built in yet). Run one process instead: "
+                       "'p2pscope bench gpu --backend nccl' drives every GPU of this machine itself");
 #if P2PSCOPE_HAVE_NCCL
     return make_nccl_backend(opts);
 #else

@@ -1,13 +1,18 @@
 // The CUDA backends: ce (copy engine, cudaMemcpyPeerAsync), sm (16-byte copy kernels,
 // push = source SMs write remote memory, pull = destination SMs read it) and staged
 // (through pinned host memory; device N, one past the GPUs, is host pinned memory, so
-// N:0 is host->GPU 0). Timing: a spin kernel holds every stream until all timed work
-// is queued, then a host-mapped flag releases it; CUDA events around each iteration.
+// N:0 is host->GPU 0). ce and sm also accept src == dst: a device-local copy.
+// Timing: a spin kernel holds the first lane's stream until all timed work is queued,
+// then a host-mapped flag releases it; CUDA events around each iteration. In a
+// bidirectional run the reverse lane runs on the other device, chained to the first
+// lane by events, so each direction is timed on its own device and the total on one.
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstring>
 #include <functional>
-#include <thread>
+#include <map>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -22,11 +27,31 @@ namespace p2pscope::bench {
 namespace {
 using namespace cuda;
 
-constexpr std::uint64_t kStageChunk = 256ull << 20;
+constexpr std::uint64_t kStageChunk = 64ull << 20;  // 2 slots per direction in pinned memory
+constexpr std::size_t kScratchBytes = 1 << 16;      // flags, verify result, latency samples
+constexpr int kMaxLatencySamples = static_cast<int>(kScratchBytes / 8) - 16;
 
-struct Lane {  // one stream's share of an iteration; all lanes' streams on one device
+struct Lane {  // one direction of an iteration, issued and timed on `dev`
+  int dev;
   cudaStream_t stream;
   std::function<void()> issue;
+};
+
+// Sets the release flag when it goes out of scope, so an exception between the spin
+// kernel's launch and the release never leaves a stream held.
+class Release {
+ public:
+  Release(volatile int* flag, int gen) : flag_(flag), gen_(gen) {}
+  ~Release() { now(); }
+  Release(const Release&) = delete;
+  Release& operator=(const Release&) = delete;
+  void now() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    *flag_ = gen_;
+  }
+ private:
+  volatile int* flag_;
+  int gen_;
 };
 
 class CudaBackend final : public Backend {
@@ -37,11 +62,15 @@ class CudaBackend final : public Backend {
       cudaGetLastError();
       throw Error(fmt::format("backend {}: no usable GPU ({})", kind_, e == cudaSuccess ? "the driver sees none" : cudaGetErrorString(e)));
     }
-    pull_ = o.variant.rfind("pull", 0) == 0 || o.variant.rfind("read", 0) == 0;
-    if (!o.variant.empty() && !pull_ && o.variant.rfind("push", 0) != 0 && o.variant.rfind("write", 0) != 0)
+    const std::string v = o.variant.substr(0, o.variant.find('@'));
+    pull_ = v == "pull" || v == "read";
+    if (!v.empty() && !pull_ && v != "push" && v != "write")
       throw UsageError("backend " + kind_ + ": unknown variant '" + o.variant + "': use push or pull (push@N: N blocks per SM)");
-    if (auto at = o.variant.find('@'); at != std::string::npos)
+    if (!v.empty() && kind_ != "sm") throw UsageError("backend " + kind_ + " has no variants (push/pull are for sm)");
+    if (auto at = o.variant.find('@'); at != std::string::npos) {
       blocks_per_sm_ = static_cast<int>(parse_int(o.variant.substr(at + 1), "blocks per SM"));
+      if (blocks_per_sm_ < 1 || blocks_per_sm_ > 32) throw UsageError("sm variant: blocks per SM must be 1-32");
+    }
     dev_.resize(static_cast<std::size_t>(gpus_));
     for (int d = 0; d < gpus_; ++d) {
       cudaDeviceProp p{};
@@ -54,7 +83,7 @@ class CudaBackend final : public Backend {
     *release_ = 0;
   }
 
-  std::string name() const override { return kind_; }
+  std::string name() const override { return kind_ == "sm" ? (pull_ ? "sm-pull" : "sm-push") : kind_; }
   int device_count() const override { return kind_ == "staged" ? gpus_ + 1 : gpus_; }
   std::string device_name(int d) const override {
     check_device(d);
@@ -63,8 +92,11 @@ class CudaBackend final : public Backend {
   PairSupport support(int src, int dst) const override {
     check_device(src);
     check_device(dst);
-    if (src == dst) return {false, "source and destination are the same device"};
-    if (kind_ == "staged") return {};
+    if (kind_ == "staged") {
+      if (src == dst) return {false, "source and destination are the same device"};
+      return {};
+    }
+    if (src == dst) return {};  // device-local copy
     int a = 0, b = 0;
     P2P_CUDA(cudaDeviceCanAccessPeer(&a, src, dst), src);
     P2P_CUDA(cudaDeviceCanAccessPeer(&b, dst, src), dst);
@@ -73,6 +105,7 @@ class CudaBackend final : public Backend {
   }
 
   void prepare(const std::vector<int>& devices, std::uint64_t max_bytes) override {
+    // Every check before the first allocation.
     for (int d : devices) {
       check_device(d);
       if (is_host(d)) continue;
@@ -85,17 +118,19 @@ class CudaBackend final : public Backend {
                                      "choose smaller --sizes", format_size(max_bytes), format_size(need), d,
                                      format_size(free_b), format_size(total_b)));
     }
-    for (int a : devices)
-      for (int b : devices)
-        if (a != b && !is_host(a) && !is_host(b)) {
-          int ok = 0;
-          P2P_CUDA(cudaDeviceCanAccessPeer(&ok, a, b), a);
-          if (!ok) continue;
-          DeviceGuard g(a);
-          const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
-          if (e == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
-          else P2P_CUDA(e, a);
-        }
+    if (kind_ != "staged")
+      for (int a : devices)
+        for (int b : devices)
+          if (a != b) {
+            int ok = 0;
+            P2P_CUDA(cudaDeviceCanAccessPeer(&ok, a, b), a);
+            if (!ok) continue;  // support() reports the pair n/a
+            DeviceGuard g(a);
+            const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
+            if (e == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
+            else P2P_CUDA(e, a);
+          }
+    stage_.clear();
     for (int d : devices) {
       if (is_host(d)) {
         host_send_ = pinned_alloc(max_bytes);
@@ -106,19 +141,13 @@ class CudaBackend final : public Backend {
         std::memset(host_recv_.get(), 0xA5, max_bytes);
         continue;
       }
-      auto& x = dev_[static_cast<std::size_t>(d)];
+      auto& x = ensure_basics(d);
       DeviceGuard g(d);
       x.send = device_alloc(d, max_bytes);
       x.recv = device_alloc(d, max_bytes);
-      x.scratch = device_alloc(d, 1 << 16);
-      x.s0 = make_stream(d);
-      x.s1 = make_stream(d);
       launch_fill(x.send.get(), max_bytes, d, x.s0.get(), d);
-      P2P_CUDA(cudaMemsetAsync(x.recv.get(), 0xA5, max_bytes, x.s0.get()), d);
+      P2P_CUDA(cudaMemsetAsync(x.recv.get(), 0xA5, max_bytes, x.s0.get()), d);  // poison: not the pattern
       P2P_CUDA(cudaStreamSynchronize(x.s0.get()), d);
-    }
-    if (kind_ == "staged") {
-      bounce_ = pinned_alloc(2 * std::min(max_bytes, kStageChunk));
     }
     max_bytes_ = max_bytes;
   }
@@ -128,23 +157,28 @@ class CudaBackend final : public Backend {
     r.support = support(s.src, s.dst);
     if (!r.support.ok) return r;
     check_prepared(s.src, s.dst, s.bytes);
+    if (s.iters < 1 || s.warmup < 0) throw UsageError("iterations must be >= 1 and warmup >= 0");
     if (s.pattern == Pattern::latency) {
       if (kind_ == "staged") {
         r.support = {false, "latency ping-pong needs peer access (use ce or sm)"};
         return r;
       }
+      if (s.src == s.dst) {
+        r.support = {false, "latency ping-pong needs two GPUs"};
+        return r;
+      }
       run_latency(s, r);
       return r;
     }
-    const int ev_dev = initiator(s.src, s.dst);
-    std::vector<Lane> lanes{{stream0(ev_dev), [this, &s] { issue(s.src, s.dst, s.bytes, stream0(initiator(s.src, s.dst))); }}};
+    const int d0 = initiator(s.src, s.dst);
+    std::vector<Lane> lanes{{d0, stream0(d0), nullptr}};
+    lanes[0].issue = [this, &s, st = lanes[0].stream] { issue(s.src, s.dst, s.bytes, st); };
     if (s.pattern == Pattern::bidirectional) {
-      // The reverse direction runs on a second stream of the same device, so all
-      // events share one clock and the total is exact.
-      cudaStream_t rs = stream1(ev_dev);
-      lanes.push_back({rs, [this, &s, rs] { issue(s.dst, s.src, s.bytes, rs, /*force_pull_side=*/true); }});
+      const int d1 = initiator(s.dst, s.src);
+      cudaStream_t st1 = d1 == d0 ? stream1(d1) : stream0(d1);
+      lanes.push_back({d1, st1, [this, &s, st1] { issue(s.dst, s.src, s.bytes, st1); }});
     }
-    auto t = run_timed(ev_dev, lanes, s.warmup, s.iters);
+    auto t = run_timed(lanes, s.warmup, s.iters);
     r.elapsed_ns = std::move(t[0]);
     if (s.pattern == Pattern::bidirectional) {
       r.reverse_elapsed_ns = std::move(t[1]);
@@ -159,20 +193,24 @@ class CudaBackend final : public Backend {
     if (!sup.ok) throw UsageError(fmt::format("backend {} cannot copy {} -> {}: {}", kind_, src, dst, sup.reason));
     check_prepared(src, dst, bytes);
     const int d = initiator(src, dst);
+    auto& x = dev_[static_cast<std::size_t>(d)];
     DeviceGuard g(d);
-    cudaStream_t st = stream0(d);
+    cudaStream_t st = x.s0.get();
+    if (!x.blk_a.get()) {
+      x.blk_a = make_event(d);
+      x.blk_b = make_event(d);
+    }
     auto* ts = static_cast<unsigned long long*>(flag_.get()) + 2;
-    Event a = make_event(d), b = make_event(d);
     OpTiming t;
     t.host_start_ns = monotonic_ns();
     launch_globaltimer(ts, st, d);
-    P2P_CUDA(cudaEventRecord(a.get(), st), d);
+    P2P_CUDA(cudaEventRecord(x.blk_a.get(), st), d);
     issue(src, dst, bytes, st);
-    P2P_CUDA(cudaEventRecord(b.get(), st), d);
+    P2P_CUDA(cudaEventRecord(x.blk_b.get(), st), d);
     launch_globaltimer(ts + 1, st, d);
     P2P_CUDA(cudaStreamSynchronize(st), d);
     t.host_end_ns = monotonic_ns();
-    t.device_duration_ns = elapsed_ms(a, b) * 1e6;
+    t.device_duration_ns = elapsed_ms(x.blk_a, x.blk_b) * 1e6;
     t.device_start_ns = static_cast<std::int64_t>(ts[0]);
     t.device_end_ns = static_cast<std::int64_t>(ts[1]);
     return t;
@@ -182,7 +220,12 @@ class CudaBackend final : public Backend {
     check_prepared(src, dst, bytes);
     if (is_host(dst)) {
       const auto* p = static_cast<const unsigned char*>(host_recv_.get());
-      for (std::uint64_t i = 0; i < bytes; ++i)
+      const auto* w = reinterpret_cast<const std::uint64_t*>(p);  // pinned: page aligned
+      for (std::uint64_t k = 0; k < bytes / 8; ++k)
+        if (w[k] != pattern_word(src, k))
+          for (std::uint64_t i = k * 8; i < k * 8 + 8; ++i)
+            if (p[i] != pattern_byte(src, i)) return static_cast<std::int64_t>(i);
+      for (std::uint64_t i = bytes / 8 * 8; i < bytes; ++i)
         if (p[i] != pattern_byte(src, i)) return static_cast<std::int64_t>(i);
       return -1;
     }
@@ -200,42 +243,64 @@ class CudaBackend final : public Backend {
   TimerReading read_device_timer(int device) override {
     check_device(device);
     if (is_host(device)) return {};
+    auto& x = ensure_basics(device);
     DeviceGuard g(device);
     auto* ts = static_cast<unsigned long long*>(flag_.get()) + 4;
-    cudaStream_t st = stream0(device);
     TimerReading r;
     r.host_before_ns = monotonic_ns();
-    launch_globaltimer(ts, st, device);
-    P2P_CUDA(cudaStreamSynchronize(st), device);
+    launch_globaltimer(ts, x.s0.get(), device);
+    P2P_CUDA(cudaStreamSynchronize(x.s0.get()), device);
     r.host_after_ns = monotonic_ns();
     r.device_ns = static_cast<std::int64_t>(ts[0]);
     return r;
   }
 
+  // Called from one thread per device (profile's thermal warm-up), possibly before
+  // prepare(): each device's stream and scratch are created on first use.
   void busy_compute(int device, double seconds) override {
     check_device(device);
     if (is_host(device)) return;
+    auto& x = ensure_basics(device);
     DeviceGuard g(device);
-    cudaStream_t st = stream0(device);
-    float* sink = static_cast<float*>(dev_[static_cast<std::size_t>(device)].scratch.get());
+    float* sink = static_cast<float*>(x.scratch.get()) + 1024;
     const auto end = monotonic_ns() + static_cast<std::int64_t>(seconds * 1e9);
     while (monotonic_ns() < end) {
-      for (int i = 0; i < 20; ++i) launch_fma(sink, sms_[static_cast<std::size_t>(device)] * 8, 4, st, device);
-      P2P_CUDA(cudaStreamSynchronize(st), device);
+      for (int i = 0; i < 20; ++i) launch_fma(sink, sms_[static_cast<std::size_t>(device)] * 8, 4, x.s0.get(), device);
+      P2P_CUDA(cudaStreamSynchronize(x.s0.get()), device);
     }
   }
 
  private:
   struct Dev {
     DeviceBuffer send, recv, scratch;
-    Stream s0, s1;
+    Stream s0, s1, down, up;  // lanes; staged: device->host and host->device work streams
+    Event blk_a, blk_b;
+  };
+  struct Stage {  // one direction GPU -> GPU through pinned memory
+    PinnedBuffer bounce;
+    Event kick, down[2], up[2];  // kick: on the lane's device; down: on src; up: on dst
+    std::uint64_t chunk = 0;
   };
 
+  Dev& ensure_basics(int d) {
+    std::lock_guard<std::mutex> lock(basics_mu_);
+    auto& x = dev_[static_cast<std::size_t>(d)];
+    if (!x.s0.get()) {
+      x.scratch = device_alloc(d, kScratchBytes);
+      x.s0 = make_stream(d);
+      x.s1 = make_stream(d);
+      x.down = make_stream(d);
+      x.up = make_stream(d);
+    }
+    return x;
+  }
   bool is_host(int d) const { return d == gpus_; }
   void check_device(int d) const {
     if (d < 0 || d >= device_count()) {
       std::string list;
-      for (int i = 0; i < device_count(); ++i) list += (i ? ", " : "") + std::to_string(i) + (is_host(i) ? " (host)" : "");
+      for (int i = 0; i < device_count(); ++i)
+        list += (i ? ", " : "") + (is_host(i) ? std::to_string(i) + " (host pinned memory)"
+                                              : fmt::format("{} ({})", i, names_[static_cast<std::size_t>(i)]));
       throw UsageError(fmt::format("GPU {} does not exist: backend {} has devices {}", d, kind_, list));
     }
   }
@@ -250,8 +315,7 @@ class CudaBackend final : public Backend {
   int initiator(int src, int dst) const {
     if (is_host(src)) return dst;
     if (is_host(dst)) return src;
-    if (kind_ == "ce") return src;  // cudaMemcpyPeerAsync from the source's stream (write)
-    return pull_ ? dst : src;
+    return kind_ == "sm" && pull_ ? dst : src;  // ce and staged: the source's stream
   }
   cudaStream_t stream0(int d) const { return dev_[static_cast<std::size_t>(d)].s0.get(); }
   cudaStream_t stream1(int d) const { return dev_[static_cast<std::size_t>(d)].s1.get(); }
@@ -260,23 +324,22 @@ class CudaBackend final : public Backend {
   int sm_blocks(int d) const { return sms_[static_cast<std::size_t>(d)] * blocks_per_sm_; }
 
   std::string note(int src, int dst) const {
-    if (kind_ == "ce") return "cudaMemcpyPeerAsync on the source's stream";
+    if (kind_ == "ce") return src == dst ? "cudaMemcpyAsync device-local" : "cudaMemcpyPeerAsync on the source's stream";
     if (kind_ == "sm")
-      return fmt::format("{} kernel on GPU {}, {} blocks x 512 threads, 16-byte accesses", pull_ ? "pull" : "push",
+      return fmt::format("{} kernel on GPU {}, up to {} blocks x 512 threads, 16-byte accesses", pull_ ? "pull" : "push",
                          initiator(src, dst), sm_blocks(initiator(src, dst)));
-    return "staged through pinned host memory";
+    if (is_host(src) || is_host(dst)) return "cudaMemcpyAsync between pinned host memory and the GPU";
+    return fmt::format("staged through pinned host memory, {} chunks, 2 slots", format_size(std::min(kStageChunk, max_bytes_)));
   }
 
-  // Queues one transfer src->dst on `st` (a stream of the device that issues it).
-  // reverse: the second lane of a bidirectional run, issued from the same device.
-  void issue(int src, int dst, std::uint64_t n, cudaStream_t st, bool reverse = false) {
-    const int d = reverse ? initiator(dst, src) : initiator(src, dst);
+  // Queues one transfer src->dst on `st`, a stream of initiator(src, dst).
+  void issue(int src, int dst, std::uint64_t n, cudaStream_t st) {
+    const int d = initiator(src, dst);
     DeviceGuard g(d);
     if (kind_ == "ce") {
-      P2P_CUDA(cudaMemcpyPeerAsync(recv_ptr(dst), dst, send_ptr(src), src, n, st), d);
+      if (src == dst) P2P_CUDA(cudaMemcpyAsync(recv_ptr(dst), send_ptr(src), n, cudaMemcpyDeviceToDevice, st), d);
+      else P2P_CUDA(cudaMemcpyPeerAsync(recv_ptr(dst), dst, send_ptr(src), src, n, st), d);
     } else if (kind_ == "sm") {
-      // Forward lane: push from src (or pull by dst). Reverse lane from the same
-      // device: that device reads the peer (pull) or, for pull, writes it (push).
       launch_copy(recv_ptr(dst), send_ptr(src), n, sm_blocks(d), 512, st, d);
     } else if (is_host(src)) {
       P2P_CUDA(cudaMemcpyAsync(recv_ptr(dst), send_ptr(src), n, cudaMemcpyHostToDevice, st), d);
@@ -287,80 +350,109 @@ class CudaBackend final : public Backend {
     }
   }
 
-  // GPU -> pinned bounce (2 slots) -> GPU, chunked; the destination's stream does the
-  // upload and `st` (on the issuing device) waits for the last chunk.
-  void issue_staged_gpu(int src, int dst, std::uint64_t n, cudaStream_t st) {
-    const std::uint64_t chunk = std::min<std::uint64_t>(kStageChunk, std::max<std::uint64_t>(n, 1));
-    if (ev_down_[0].get() == nullptr || ev_down_[0].device() != src || ev_up_[0].device() != dst)
+  Stage& stage_for(int src, int dst) {
+    auto& sg = stage_[{src, dst}];
+    if (!sg.bounce.get()) {
+      sg.chunk = std::max<std::uint64_t>(1, std::min(kStageChunk, max_bytes_));
+      sg.bounce = pinned_alloc(2 * sg.chunk, src);
+      sg.kick = make_event(initiator(src, dst));
       for (int k = 0; k < 2; ++k) {
-        ev_down_[k] = make_event(src);
-        ev_up_[k] = make_event(dst);
+        sg.down[k] = make_event(src);
+        sg.up[k] = make_event(dst);
       }
-    const int ps = d_of(st, src, dst);
-    cudaStream_t up = stream1(dst);
-    for (std::uint64_t off = 0, k = 0; off < n; off += chunk, ++k) {
-      const std::uint64_t len = std::min(chunk, n - off);
-      auto* slot = static_cast<unsigned char*>(bounce_.get()) + (k % 2) * chunk;
-      { DeviceGuard g(src);
-        if (k >= 2) P2P_CUDA(cudaStreamWaitEvent(st, ev_up_[k % 2].get(), 0), src);
-        P2P_CUDA(cudaMemcpyAsync(slot, static_cast<unsigned char*>(send_ptr(src)) + off, len, cudaMemcpyDeviceToHost, st), src);
-        P2P_CUDA(cudaEventRecord(ev_down_[k % 2].get(), st), src); }
-      { DeviceGuard g(dst);
-        P2P_CUDA(cudaStreamWaitEvent(up, ev_down_[k % 2].get(), 0), dst);
-        P2P_CUDA(cudaMemcpyAsync(static_cast<unsigned char*>(recv_ptr(dst)) + off, slot, len, cudaMemcpyHostToDevice, up), dst);
-        P2P_CUDA(cudaEventRecord(ev_up_[k % 2].get(), up), dst); }
-      (void)ps;
-      if (off + len >= n) {
+    }
+    return sg;
+  }
+
+  // GPU -> pinned bounce (2 slots) -> GPU, chunked: src's `down` stream copies out,
+  // dst's `up` stream copies in; `st` starts the chain and waits for the last chunk.
+  void issue_staged_gpu(int src, int dst, std::uint64_t n, cudaStream_t st) {
+    Stage& sg = stage_for(src, dst);
+    const int lane_dev = initiator(src, dst);
+    cudaStream_t down = dev_[static_cast<std::size_t>(src)].down.get();
+    cudaStream_t up = dev_[static_cast<std::size_t>(dst)].up.get();
+    { DeviceGuard g(lane_dev); P2P_CUDA(cudaEventRecord(sg.kick.get(), st), lane_dev); }
+    { DeviceGuard g(src); P2P_CUDA(cudaStreamWaitEvent(down, sg.kick.get(), 0), src); }
+    const std::uint64_t chunks = std::max<std::uint64_t>(1, (n + sg.chunk - 1) / sg.chunk);
+    for (std::uint64_t k = 0; k < chunks; ++k) {
+      const std::uint64_t off = k * sg.chunk, len = std::min(sg.chunk, n - off);
+      auto* slot = static_cast<unsigned char*>(sg.bounce.get()) + (k % 2) * sg.chunk;
+      {
         DeviceGuard g(src);
-        P2P_CUDA(cudaStreamWaitEvent(st, ev_up_[k % 2].get(), 0), src);
+        if (k >= 2) P2P_CUDA(cudaStreamWaitEvent(down, sg.up[k % 2].get(), 0), src);  // slot free again
+        P2P_CUDA(cudaMemcpyAsync(slot, static_cast<unsigned char*>(send_ptr(src)) + off, len, cudaMemcpyDeviceToHost, down), src);
+        P2P_CUDA(cudaEventRecord(sg.down[k % 2].get(), down), src);
       }
+      {
+        DeviceGuard g(dst);
+        P2P_CUDA(cudaStreamWaitEvent(up, sg.down[k % 2].get(), 0), dst);
+        P2P_CUDA(cudaMemcpyAsync(static_cast<unsigned char*>(recv_ptr(dst)) + off, slot, len, cudaMemcpyHostToDevice, up), dst);
+        P2P_CUDA(cudaEventRecord(sg.up[k % 2].get(), up), dst);
+      }
+    }
+    DeviceGuard g(lane_dev);
+    P2P_CUDA(cudaStreamWaitEvent(st, sg.up[(chunks - 1) % 2].get(), 0), lane_dev);  // the last chunk is in
+  }
+
+  void sync_all_streams() {
+    for (int d = 0; d < gpus_; ++d) {
+      auto& x = dev_[static_cast<std::size_t>(d)];
+      if (!x.s0.get()) continue;
+      DeviceGuard g(d);
+      for (auto* s : {&x.s0, &x.s1, &x.down, &x.up}) P2P_CUDA(cudaStreamSynchronize(s->get()), d);
     }
   }
-  static int d_of(cudaStream_t, int src, int) { return src; }
 
-  // Returns per-lane samples (ns) and, with 2 lanes, the per-iteration total as [2].
-  std::vector<std::vector<double>> run_timed(int ev_dev, const std::vector<Lane>& lanes, int warmup, int iters) {
-    DeviceGuard g(ev_dev);
+  // Per-lane samples (ns) and, with 2 lanes, the per-iteration total as out[2].
+  std::vector<std::vector<double>> run_timed(const std::vector<Lane>& lanes, int warmup, int iters) {
     for (int i = 0; i < warmup; ++i)
       for (const auto& l : lanes) l.issue();
-    for (const auto& l : lanes) P2P_CUDA(cudaStreamSynchronize(l.stream), ev_dev);
-    if (kind_ == "staged")
-      for (int d = 0; d < gpus_; ++d)
-        if (dev_[static_cast<std::size_t>(d)].s1.get()) { DeviceGuard h(d); P2P_CUDA(cudaStreamSynchronize(stream1(d)), d); }
+    sync_all_streams();
     const std::size_t L = lanes.size(), N = static_cast<std::size_t>(iters);
-    std::vector<Event> start, end;
-    for (std::size_t i = 0; i < L * N; ++i) {
-      start.push_back(make_event(ev_dev));
-      end.push_back(make_event(ev_dev));
-    }
-    Event ref = make_event(ev_dev);
-    // The blocking start: never more queued work than the launch queue holds.
-    hold_ = N * L * (kind_ == "staged" ? 12 : 3) < 900;
-    const int gen = ++generation_;
-    P2P_CUDA(cudaEventRecord(ref.get(), lanes[0].stream), ev_dev);
-    if (hold_)
-      for (const auto& l : lanes) launch_spin_until(release_, gen, l.stream, ev_dev);
-    for (std::size_t i = 0; i < N; ++i)
-      for (std::size_t l = 0; l < L; ++l) {
-        P2P_CUDA(cudaEventRecord(start[l * N + i].get(), lanes[l].stream), ev_dev);
-        lanes[l].issue();
-        DeviceGuard h(ev_dev);
-        P2P_CUDA(cudaEventRecord(end[l * N + i].get(), lanes[l].stream), ev_dev);
+    std::vector<std::vector<Event>> start(L), end(L);
+    std::vector<Event> total_end;
+    for (std::size_t l = 0; l < L; ++l)
+      for (std::size_t i = 0; i < N; ++i) {
+        start[l].push_back(make_event(lanes[l].dev));
+        end[l].push_back(make_event(lanes[l].dev));
       }
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    *release_ = gen;
-    for (const auto& l : lanes) P2P_CUDA(cudaStreamSynchronize(l.stream), ev_dev);
+    if (L > 1)
+      for (std::size_t i = 0; i < N; ++i) total_end.push_back(make_event(lanes[0].dev));
+    // The blocking start holds at most what the launch queue takes without blocking us.
+    const std::size_t ops_per_iter = kind_ == "staged" ? 8 + 6 * (max_bytes_ / kStageChunk + 1) : 4;
+    hold_ = N * L * ops_per_iter < 900;
+    const int gen = ++generation_;
+    Release release(release_, gen);
+    const int d0 = lanes[0].dev;
+    cudaStream_t s0 = lanes[0].stream;
+    if (hold_) {
+      DeviceGuard g(d0);
+      launch_spin_until(release_, gen, s0, d0);
+    }
+    for (std::size_t i = 0; i < N; ++i) {
+      { DeviceGuard g(d0); P2P_CUDA(cudaEventRecord(start[0][i].get(), s0), d0); }
+      for (std::size_t l = 1; l < L; ++l) {  // the reverse lane starts with the first
+        DeviceGuard g(lanes[l].dev);
+        P2P_CUDA(cudaStreamWaitEvent(lanes[l].stream, start[0][i].get(), 0), lanes[l].dev);
+        P2P_CUDA(cudaEventRecord(start[l][i].get(), lanes[l].stream), lanes[l].dev);
+      }
+      for (std::size_t l = 0; l < L; ++l) {
+        lanes[l].issue();
+        DeviceGuard g(lanes[l].dev);
+        P2P_CUDA(cudaEventRecord(end[l][i].get(), lanes[l].stream), lanes[l].dev);
+      }
+      if (L > 1) {
+        DeviceGuard g(d0);
+        for (std::size_t l = 1; l < L; ++l) P2P_CUDA(cudaStreamWaitEvent(s0, end[l][i].get(), 0), d0);
+        P2P_CUDA(cudaEventRecord(total_end[i].get(), s0), d0);
+      }
+    }
+    release.now();
+    sync_all_streams();
     std::vector<std::vector<double>> out(L == 1 ? 1 : L + 1);
     for (std::size_t i = 0; i < N; ++i) {
-      double lo = 1e300, hi = -1e300;
-      for (std::size_t l = 0; l < L; ++l) {
-        out[l].push_back(elapsed_ms(start[l * N + i], end[l * N + i]) * 1e6);
-        if (L > 1) {
-          lo = std::min(lo, static_cast<double>(elapsed_ms(ref, start[l * N + i])));
-          hi = std::max(hi, static_cast<double>(elapsed_ms(ref, end[l * N + i])));
-        }
-      }
-      if (L > 1) out[L].push_back((hi - lo) * 1e6);
+      for (std::size_t l = 0; l < L; ++l) out[l].push_back(elapsed_ms(start[l][i], end[l][i]) * 1e6);
+      if (L > 1) out[L].push_back(elapsed_ms(start[0][i], total_end[i]) * 1e6);
     }
     return out;
   }
@@ -368,11 +460,13 @@ class CudaBackend final : public Backend {
   void run_latency(const BatchSpec& s, BatchResult& r) {
     const int rounds = s.bytes <= 4096 ? 1000 : 50;
     const int samples = s.warmup + s.iters;
+    if (samples > kMaxLatencySamples)
+      throw UsageError(fmt::format("latency: at most {} warmup + iterations", kMaxLatencySamples));
     const int msg = static_cast<int>(std::min<std::uint64_t>(s.bytes, 1u << 20));
     auto& a = dev_[static_cast<std::size_t>(s.src)];
     auto& b = dev_[static_cast<std::size_t>(s.dst)];
-    auto* fa = static_cast<unsigned long long*>(a.scratch.get());
-    auto* fb = static_cast<unsigned long long*>(b.scratch.get());
+    auto* fa = static_cast<unsigned long long*>(a.scratch.get()) + 8;  // [0]: verify's slot
+    auto* fb = static_cast<unsigned long long*>(b.scratch.get()) + 8;
     auto* out = fa + 8;
     { DeviceGuard g(s.src); P2P_CUDA(cudaMemset(fa, 0, 64), s.src); }
     { DeviceGuard g(s.dst); P2P_CUDA(cudaMemset(fb, 0, 64), s.dst); }
@@ -387,6 +481,9 @@ class CudaBackend final : public Backend {
       P2P_CUDA(cudaStreamSynchronize(a.s0.get()), s.src);
       P2P_CUDA(cudaMemcpy(ns.data(), out, ns.size() * sizeof(ns[0]), cudaMemcpyDeviceToHost), s.src); }
     { DeviceGuard g(s.dst); P2P_CUDA(cudaStreamSynchronize(b.s0.get()), s.dst); }
+    for (auto v : ns)
+      if (v == ~0ull)
+        throw Error(fmt::format("GPU ping-pong {} <-> {} timed out: the peer's flag writes never arrived", s.src, s.dst));
     for (int i = s.warmup; i < samples; ++i) r.elapsed_ns.push_back(static_cast<double>(ns[static_cast<std::size_t>(i)]) / rounds / 2.0);
     r.note = fmt::format("GPU ping-pong: a 1-warp kernel on each GPU writes {} B + a flag into the peer and spins on its own "
                          "flag; {} round trips per sample timed by %globaltimer; one-way = rtt/2", msg, rounds);
@@ -401,10 +498,11 @@ class CudaBackend final : public Backend {
   int generation_ = 0;
   std::vector<std::string> names_;
   std::vector<int> sms_;
+  std::mutex basics_mu_;
   std::vector<Dev> dev_;
-  PinnedBuffer flag_, host_send_, host_recv_, bounce_;
+  PinnedBuffer flag_, host_send_, host_recv_;
+  std::map<std::pair<int, int>, Stage> stage_;
   volatile int* release_ = nullptr;
-  Event ev_down_[2], ev_up_[2];
   std::uint64_t max_bytes_ = 0;
 };
 

@@ -36,8 +36,10 @@ __global__ void verify_kernel(const unsigned char* buf, std::uint64_t bytes, int
       if (buf[i] != pattern_byte(device, i)) { atomicMin(first_bad, (long long)i); break; }
 }
 
-__global__ void spin_kernel(const volatile int* flag, int value) {
-  while (*flag != value) __nanosleep(100);
+// Gives up after timeout_ns so a host that died before releasing cannot wedge the GPU.
+__global__ void spin_kernel(const volatile int* flag, int value, unsigned long long timeout_ns) {
+  const unsigned long long t0 = globaltimer();
+  while (*flag != value && globaltimer() - t0 < timeout_ns) __nanosleep(100);
 }
 
 // Four independent 16-byte loads in flight per thread before the stores.
@@ -66,28 +68,36 @@ __global__ void fma_kernel(float* sink, long long iters) {
 __device__ __forceinline__ void send_msg(volatile unsigned long long* peer_flag, unsigned char* peer_msg,
                                          const unsigned char* my_msg, int msg, unsigned long long value) {
   for (int i = threadIdx.x; i < msg; i += blockDim.x) peer_msg[i] = my_msg[i];
+  if (msg > 0) __threadfence_system();  // each lane's payload is visible before the flag
   __syncwarp();
-  if (threadIdx.x == 0) {
-    if (msg > 0) __threadfence_system();  // the payload lands before the flag
-    *peer_flag = value;
-  }
+  if (threadIdx.x == 0) *peer_flag = value;
 }
 
-__device__ __forceinline__ void wait_flag(volatile unsigned long long* my_flag, unsigned long long value) {
+// False when the flag did not arrive before `deadline` (%globaltimer ns).
+__device__ __forceinline__ bool wait_flag(volatile unsigned long long* my_flag, unsigned long long value,
+                                          unsigned long long deadline) {
+  int ok = 1;
   if (threadIdx.x == 0)
-    while (*my_flag < value) {}
-  __syncwarp();
+    while (*my_flag < value)
+      if (globaltimer() > deadline) { ok = 0; break; }
+  return __shfl_sync(0xffffffffu, ok, 0) != 0;
 }
 
+// A sample that timed out is written as ~0ull.
 __global__ void ping_kernel(volatile unsigned long long* my_flag, volatile unsigned long long* peer_flag, unsigned char* peer_msg,
-                            const unsigned char* my_msg, int msg, int samples, int rounds, unsigned long long* out_ns) {
+                            const unsigned char* my_msg, int msg, int samples, int rounds, unsigned long long* out_ns,
+                            unsigned long long timeout_ns) {
+  const unsigned long long deadline = globaltimer() + timeout_ns;
   unsigned long long k = 0;
   for (int s = 0; s < samples; ++s) {
     const unsigned long long t0 = globaltimer();
     for (int r = 0; r < rounds; ++r) {
       ++k;
       send_msg(peer_flag, peer_msg, my_msg, msg, k);
-      wait_flag(my_flag, k);
+      if (!wait_flag(my_flag, k, deadline)) {
+        if (threadIdx.x == 0) out_ns[s] = ~0ull;
+        return;
+      }
     }
     const unsigned long long t1 = globaltimer();
     if (threadIdx.x == 0) out_ns[s] = t1 - t0;
@@ -95,12 +105,15 @@ __global__ void ping_kernel(volatile unsigned long long* my_flag, volatile unsig
 }
 
 __global__ void pong_kernel(volatile unsigned long long* my_flag, volatile unsigned long long* peer_flag, unsigned char* peer_msg,
-                            const unsigned char* my_msg, int msg, long long total) {
+                            const unsigned char* my_msg, int msg, long long total, unsigned long long timeout_ns) {
+  const unsigned long long deadline = globaltimer() + timeout_ns;
   for (unsigned long long k = 1; k <= (unsigned long long)total; ++k) {
-    wait_flag(my_flag, k);
+    if (!wait_flag(my_flag, k, deadline)) return;
     send_msg(peer_flag, peer_msg, my_msg, msg, k);
   }
 }
+
+constexpr unsigned long long kPingTimeoutNs = 30ull * 1000000000ull;
 
 int grid_for(std::uint64_t work, int threads) {
   const std::uint64_t b = (work + threads - 1) / threads;
@@ -119,12 +132,15 @@ void launch_verify(const void* buf, std::uint64_t bytes, int pd, long long* firs
   after_launch("verify kernel launch", dev);
 }
 void launch_spin_until(const volatile int* flag, int value, cudaStream_t s, int dev) {
-  spin_kernel<<<1, 1, 0, s>>>(flag, value);
+  spin_kernel<<<1, 1, 0, s>>>(flag, value, 60ull * 1000000000ull);
   after_launch("spin kernel launch", dev);
 }
 void launch_copy(void* dst, const void* src, std::uint64_t bytes, int blocks, int threads, cudaStream_t s, int dev) {
   const std::uint64_t vecs = bytes / 16;
   const int tail = static_cast<int>(bytes % 16);
+  // Small copies: no more blocks than there are vectors to move.
+  const std::uint64_t useful = (vecs + threads - 1) / threads;
+  if (useful < static_cast<std::uint64_t>(blocks)) blocks = useful < 1 ? 1 : static_cast<int>(useful);
   copy_kernel<<<blocks, threads, 0, s>>>(static_cast<uint4*>(dst), static_cast<const uint4*>(src), vecs,
                                          static_cast<unsigned char*>(dst) + vecs * 16,
                                          static_cast<const unsigned char*>(src) + vecs * 16, tail);
@@ -140,12 +156,12 @@ void launch_fma(float* sink, int blocks, long long iters, cudaStream_t s, int de
 }
 void launch_ping(volatile unsigned long long* mf, volatile unsigned long long* pf, unsigned char* pm, const unsigned char* mm,
                  int msg, int samples, int rounds, unsigned long long* out, cudaStream_t s, int dev) {
-  ping_kernel<<<1, 32, 0, s>>>(mf, pf, pm, mm, msg, samples, rounds, out);
+  ping_kernel<<<1, 32, 0, s>>>(mf, pf, pm, mm, msg, samples, rounds, out, kPingTimeoutNs);
   after_launch("ping kernel launch", dev);
 }
 void launch_pong(volatile unsigned long long* mf, volatile unsigned long long* pf, unsigned char* pm, const unsigned char* mm,
                  int msg, long long total, cudaStream_t s, int dev) {
-  pong_kernel<<<1, 32, 0, s>>>(mf, pf, pm, mm, msg, total);
+  pong_kernel<<<1, 32, 0, s>>>(mf, pf, pm, mm, msg, total, kPingTimeoutNs);
   after_launch("pong kernel launch", dev);
 }
 

@@ -1,0 +1,172 @@
+// run_sweep: every (pair, size) of a `bench gpu` run through one backend, with data
+// checks after each batch. Pairs and sizes are checked before anything is allocated.
+#include "bench/sweep.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "p2pscope/error.hpp"
+#include "p2pscope/units.hpp"
+
+namespace p2pscope::bench {
+
+Mode parse_mode(const std::string& t) {
+  if (t == "blocking" || t == "block") return Mode::blocking;
+  try {
+    switch (parse_pattern(t)) {
+      case Pattern::unidirectional: return Mode::unidirectional;
+      case Pattern::bidirectional: return Mode::bidirectional;
+      case Pattern::latency: return Mode::latency;
+    }
+  } catch (const UsageError&) {
+  }
+  throw UsageError("unknown pattern '" + t + "': use uni, bidir, latency or blocking");
+}
+
+std::string to_string(Mode m) {
+  switch (m) {
+    case Mode::unidirectional: return "unidirectional";
+    case Mode::bidirectional: return "bidirectional";
+    case Mode::latency: return "latency";
+    case Mode::blocking: return "blocking";
+  }
+  return "?";
+}
+
+bool SweepResult::data_ok() const { return first_failure().empty(); }
+
+std::string SweepResult::first_failure() const {
+  for (const auto& r : rows) {
+    if (r.first_bad >= 0)
+      return fmt::format("data check failed for {} -> {} at {}: first bad byte at offset {}", r.src, r.dst,
+                         format_size(r.bytes), r.first_bad);
+    if (r.first_bad_reverse >= 0)
+      return fmt::format("data check failed for {} -> {} (reverse direction of {} <-> {}) at {}: first bad byte at offset {}",
+                         r.dst, r.src, r.src, r.dst, format_size(r.bytes), r.first_bad_reverse);
+  }
+  return "";
+}
+
+std::vector<std::pair<int, int>> parse_pairs(const std::string& text, int host_index) {
+  std::vector<std::pair<int, int>> out;
+  std::size_t pos = 0;
+  const auto device = [&](const std::string& item, const std::string& part) {
+    if ((part == "host" || part == "h") && host_index >= 0) return host_index;
+    if (part.empty()) throw UsageError("--pairs: '" + item + "' is not SRC:DST (e.g. 0:1,1:0)");
+    return static_cast<int>(parse_int(part, "--pairs device"));
+  };
+  while (pos <= text.size()) {
+    const std::size_t comma = text.find(',', pos);
+    const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    const std::size_t colon = item.find(':');
+    if (colon == std::string::npos || item.find(':', colon + 1) != std::string::npos)
+      throw UsageError("--pairs: '" + item + "' is not SRC:DST (e.g. 0:1,1:0)");
+    out.emplace_back(device(item, item.substr(0, colon)), device(item, item.substr(colon + 1)));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::vector<std::pair<int, int>> all_pairs(int n) {
+  std::vector<std::pair<int, int>> out;
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d)
+      if (s != d) out.emplace_back(s, d);
+  return out;
+}
+
+namespace {
+std::uint64_t checked_bytes(Mode m, std::uint64_t bytes) {
+  return m == Mode::latency ? std::min<std::uint64_t>(bytes, 1u << 20) : bytes;  // the ping-pong message
+}
+}  // namespace
+
+SweepResult run_sweep(Backend& b, const SweepSpec& spec) {
+  if (spec.sizes.empty()) throw UsageError("no sizes given");
+  if (spec.iters < 1) throw UsageError("--iters must be at least 1");
+  if (spec.warmup < 0) throw UsageError("--warmup must be 0 or more");
+  SweepResult res;
+  res.backend = b.name();
+  res.mode = spec.mode;
+  res.warmup = spec.warmup;
+  res.iters = spec.iters;
+  const int n = b.device_count();
+  for (int d = 0; d < n; ++d) res.device_names.push_back(b.device_name(d));
+  const auto pairs = spec.pairs.empty() ? all_pairs(n) : spec.pairs;
+  if (pairs.empty())
+    throw UsageError(fmt::format("backend {} has {} device(s), so there is no pair of two; give --pairs 0:0 for a "
+                                 "device-local copy (ce, sm) or use --backend staged for host <-> GPU",
+                                 res.backend, n));
+  std::set<int> devices;
+  for (const auto& [s, d] : pairs)
+    for (int x : {s, d}) {
+      if (x < 0 || x >= n) {
+        std::string list;
+        for (int i = 0; i < n; ++i) list += fmt::format("\n  {}: {}", i, res.device_names[static_cast<std::size_t>(i)]);
+        throw UsageError(fmt::format("--pairs names device {}, which does not exist; backend {} has:{}", x, res.backend, list));
+      }
+      devices.insert(x);
+    }
+  // Only devices of pairs that can run get buffers.
+  std::vector<PairSupport> support;
+  std::set<int> used;
+  for (const auto& [s, d] : pairs) {
+    support.push_back(b.support(s, d));
+    if (support.back().ok) used.insert(s), used.insert(d);
+  }
+  if (!used.empty()) b.prepare(std::vector<int>(used.begin(), used.end()), spec.sizes.back());
+  for (std::size_t p = 0; p < pairs.size(); ++p)
+    for (std::uint64_t bytes : spec.sizes) {
+      SweepRow row;
+      row.src = pairs[p].first;
+      row.dst = pairs[p].second;
+      row.bytes = bytes;
+      row.support = support[p];
+      if (row.support.ok) {
+        if (spec.mode == Mode::blocking) {
+          std::vector<double> host, dev;
+          for (int i = 0; i < spec.warmup + spec.iters; ++i) {
+            const OpTiming t = b.run_blocking(row.src, row.dst, bytes);
+            if (i < spec.warmup) continue;
+            host.push_back(static_cast<double>(t.host_end_ns - t.host_start_ns));
+            if (!std::isnan(t.device_duration_ns)) dev.push_back(t.device_duration_ns);
+          }
+          row.samples_ns = host;
+          row.time_ns = compute_stats(host);
+          row.total_time_ns = compute_stats(dev);
+          row.note = "one blocking operation after another, host CLOCK_MONOTONIC around issue + wait";
+        } else {
+          BatchSpec bs;
+          bs.src = row.src;
+          bs.dst = row.dst;
+          bs.bytes = bytes;
+          bs.pattern = spec.mode == Mode::bidirectional ? Pattern::bidirectional
+                       : spec.mode == Mode::latency     ? Pattern::latency
+                                                        : Pattern::unidirectional;
+          bs.warmup = spec.warmup;
+          bs.iters = spec.iters;
+          BatchResult br = b.run_batch(bs);
+          row.support = br.support;
+          row.note = br.note;
+          row.samples_ns = br.elapsed_ns;
+          row.time_ns = compute_stats(br.elapsed_ns);
+          row.reverse_time_ns = compute_stats(br.reverse_elapsed_ns);
+          row.total_time_ns = compute_stats(br.total_elapsed_ns);
+        }
+        if (row.support.ok && spec.verify) {
+          row.checked = true;
+          row.first_bad = b.verify(row.src, row.dst, checked_bytes(spec.mode, bytes));
+          if (spec.mode == Mode::bidirectional || (spec.mode == Mode::latency && row.src != row.dst))
+            row.first_bad_reverse = b.verify(row.dst, row.src, checked_bytes(spec.mode, bytes));
+        }
+      }
+      res.rows.push_back(std::move(row));
+    }
+  return res;
+}
+
+}  // namespace p2pscope::bench

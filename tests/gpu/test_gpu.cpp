@@ -1,0 +1,184 @@
+// The CUDA and NCCL backends on whatever GPUs are here: data arrives intact through
+// ce, sm (push, pull), staged and nccl, every pattern; bad input is refused before any
+// allocation; the profile campaign's hooks (timer, busy_compute, run_blocking) work.
+// Skips with the reason where there is no GPU, or only one for pair tests.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "bench/nccl_collective.hpp"
+#include "bench/sweep.hpp"
+#include "p2pscope/backend.hpp"
+#include "p2pscope/clock.hpp"
+#include "p2pscope/error.hpp"
+#include "p2pscope/gpu_runtime.hpp"
+
+using namespace p2pscope;
+using namespace p2pscope::bench;
+
+namespace {
+
+int gpus() { return gpu::runtime_info().device_count; }
+
+#define NEED_GPUS(n)                                                                                       \
+  do {                                                                                                     \
+    const auto rt = gpu::runtime_info();                                                                   \
+    if (!rt.cuda_built) GTEST_SKIP() << "built without CUDA";                                              \
+    if (rt.device_count < 1) GTEST_SKIP() << "no GPU: " << rt.why_no_gpu;                                  \
+    if (rt.device_count < (n)) GTEST_SKIP() << "needs " << (n) << " GPUs, this machine has " << rt.device_count; \
+  } while (0)
+
+void expect_batch_ok(Backend& b, int src, int dst, std::uint64_t n, Pattern p) {
+  SCOPED_TRACE(b.name() + " " + to_string(p) + " " + std::to_string(src) + "->" + std::to_string(dst) + " " + std::to_string(n));
+  const auto r = b.run_batch({src, dst, n, p, 2, 5});
+  ASSERT_TRUE(r.support.ok) << r.support.reason;
+  ASSERT_EQ(r.elapsed_ns.size(), 5u);
+  for (double v : r.elapsed_ns) EXPECT_GT(v, 0);
+  const std::uint64_t checked = p == Pattern::latency ? std::min<std::uint64_t>(n, 1 << 20) : n;
+  EXPECT_EQ(b.verify(src, dst, checked), -1);
+  if (p != Pattern::unidirectional) {
+    EXPECT_EQ(b.verify(dst, src, checked), -1);
+  }
+  if (p == Pattern::bidirectional) {
+    ASSERT_EQ(r.total_elapsed_ns.size(), 5u);
+    for (std::size_t i = 0; i < 5; ++i) EXPECT_GE(r.total_elapsed_ns[i] * 1.001, r.elapsed_ns[i]);
+  }
+}
+
+}  // namespace
+
+TEST(GpuCuda, DeviceLocalCopiesArriveIntactThroughCeAndSm) {
+  NEED_GPUS(1);
+  for (const std::string name : {"ce", "sm", "sm-pull"}) {
+    auto b = make_backend(name);
+    const std::uint64_t n = (8 << 20) + 3;  // odd: the tail is copied and checked
+    b->prepare({0}, n);
+    EXPECT_EQ(b->verify(0, 0, n), 0) << name << ": destination poisoned before any copy";
+    expect_batch_ok(*b, 0, 0, n, Pattern::unidirectional);
+  }
+}
+
+TEST(GpuCuda, VerifyNamesTheFirstBadOffsetOnTheGpu) {
+  NEED_GPUS(1);
+  auto b = make_backend("ce");
+  b->prepare({0}, 1 << 20);
+  b->run_blocking(0, 0, 1000);
+  EXPECT_EQ(b->verify(0, 0, 1000), -1);
+  EXPECT_EQ(b->verify(0, 0, 1 << 20), 1000);
+}
+
+TEST(GpuCuda, StagedMovesHostToGpuAndBackOnOneGpu) {
+  NEED_GPUS(1);
+  auto b = make_backend("staged");
+  const int host = b->device_count() - 1;
+  EXPECT_NE(b->device_name(host).find("host"), std::string::npos);
+  const std::uint64_t n = (32 << 20) + 7;
+  b->prepare({0, host}, n);
+  expect_batch_ok(*b, host, 0, n, Pattern::unidirectional);
+  expect_batch_ok(*b, 0, host, n, Pattern::unidirectional);
+  expect_batch_ok(*b, host, 0, n, Pattern::bidirectional);
+  EXPECT_FALSE(b->run_batch({0, host, 8, Pattern::latency, 0, 1}).support.ok);
+}
+
+TEST(GpuCuda, PairsThroughEveryCudaBackendAndPattern) {
+  NEED_GPUS(2);
+  for (const std::string name : {"ce", "sm", "sm-pull", "staged"}) {
+    auto b = make_backend(name);
+    if (!b->support(0, 1).ok) {
+      EXPECT_EQ(b->support(0, 1).reason, "no peer access");
+      continue;
+    }
+    const std::uint64_t n = (300ull << 20) + 5;  // > 4 staging chunks, odd tail
+    b->prepare({0, 1}, n);
+    expect_batch_ok(*b, 0, 1, n, Pattern::unidirectional);
+    expect_batch_ok(*b, 1, 0, 4096, Pattern::unidirectional);
+    expect_batch_ok(*b, 0, 1, n, Pattern::bidirectional);
+    if (name != "staged") {
+      expect_batch_ok(*b, 0, 1, 8, Pattern::latency);
+      const auto lat = b->run_batch({1, 0, 8, Pattern::latency, 2, 5});
+      for (double v : lat.elapsed_ns) EXPECT_LT(v, 100e3) << "one-way latency over 100 us on one machine";
+    }
+  }
+}
+
+TEST(GpuCuda, BadInputIsRefusedBeforeAllocating) {
+  NEED_GPUS(1);
+  auto b = make_backend("ce");
+  try {
+    b->support(0, 99);
+    FAIL() << "no throw";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("0 ("), std::string::npos) << "lists the GPUs: " << e.what();
+  }
+  try {
+    b->prepare({0}, 1ull << 48);
+    FAIL() << "no throw";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("free"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(make_backend("sm", {"sideways"}), UsageError);
+  EXPECT_THROW(make_backend("ce", {"pull"}), UsageError);
+}
+
+TEST(GpuCuda, ProfileHooksTimerBusyComputeAndBlocking) {
+  NEED_GPUS(1);
+  auto b = make_backend("ce");
+  // busy_compute before prepare: the profile campaign heats GPUs first.
+  const auto t0 = monotonic_ns();
+  b->busy_compute(0, 0.2);
+  EXPECT_GE(monotonic_ns() - t0, 190'000'000);
+  const auto a = b->read_device_timer(0);
+  const auto c = b->read_device_timer(0);
+  EXPECT_GT(a.device_ns, 0);
+  EXPECT_GT(c.device_ns, a.device_ns);
+  EXPECT_LE(a.host_before_ns, a.host_after_ns);
+  b->prepare({0}, 1 << 20);
+  const auto op = b->run_blocking(0, 0, 1 << 20);
+  EXPECT_GT(op.host_end_ns, op.host_start_ns);
+  EXPECT_GT(op.device_duration_ns, 0);
+  EXPECT_GT(op.device_end_ns, op.device_start_ns);
+  EXPECT_EQ(b->verify(0, 0, 1 << 20), -1);
+}
+
+TEST(GpuNccl, SendRecvBetweenTwoGpusInOneProcess) {
+  NEED_GPUS(2);
+  if (!gpu::runtime_info().nccl_built) GTEST_SKIP() << "built without NCCL";
+  auto b = make_backend("nccl");
+  const std::uint64_t n = (64 << 20) + 1;
+  b->prepare({0, 1}, n);
+  expect_batch_ok(*b, 0, 1, n, Pattern::unidirectional);
+  expect_batch_ok(*b, 1, 0, n, Pattern::bidirectional);
+  expect_batch_ok(*b, 0, 1, 8, Pattern::latency);
+}
+
+TEST(GpuNccl, CollectivesProduceTheRightData) {
+  NEED_GPUS(1);
+  if (!gpu::runtime_info().nccl_built) GTEST_SKIP() << "built without NCCL";
+  CollectiveSpec s;
+  for (int d = 0; d < gpus(); ++d) s.gpus.push_back(d);
+  s.bytes = (4 << 20) + 12;
+  s.warmup = 1;
+  s.iters = 3;
+  for (auto op : {NcclOp::allreduce, NcclOp::allgather, NcclOp::reducescatter, NcclOp::alltoall, NcclOp::sendrecv}) {
+    s.op = op;
+    const auto r = run_collective(s);
+    EXPECT_EQ(r.first_bad, -1) << to_string(op) << " rank " << r.bad_rank;
+    EXPECT_EQ(r.elapsed_ns.size(), 3u);
+    EXPECT_EQ(r.bytes % (4 * s.gpus.size()), 0u);
+  }
+}
+
+TEST(GpuCli, BenchGpuJsonOnTheGpu) {
+  NEED_GPUS(1);
+  if (!std::filesystem::exists(P2PSCOPE_BINARY)) GTEST_SKIP() << "p2pscope binary not built";
+  const std::string pairs = gpus() >= 2 ? "0:1,1:0" : "0:0";
+  const std::string cmd = std::string(P2PSCOPE_BINARY) + " bench gpu --backend ce --pairs " + pairs +
+                          " --sizes 1M --iters 3 --format json >/dev/null";
+  const int st = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << cmd;
+}

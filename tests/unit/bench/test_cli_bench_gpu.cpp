@@ -1,0 +1,264 @@
+// `p2pscope bench gpu` end to end with the host backend (no GPU needed): JSON with
+// metadata and topology, the matrix for one size, the rows of a sweep, every pattern
+// with data checks, --out DIR, and exit 2 with a reason on bad input. Plus the sweep
+// library pieces (pairs, modes, tables) directly.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/sweep.hpp"
+#include "p2pscope/error.hpp"
+
+using namespace p2pscope;
+using namespace p2pscope::bench;
+
+namespace {
+
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+};
+
+// stdout and stderr apart, so JSON on stdout parses.
+CliRun run(const std::string& args, const std::string& env = "") {
+  static int seq = 0;
+  const std::string base = ::testing::TempDir() + "p2pscope_cli_" + std::to_string(getpid()) + "_" + std::to_string(seq++);
+  const std::string cmd = env + " timeout 120 " + std::string(P2PSCOPE_BINARY) + " " + args + " >" + base + ".out 2>" + base + ".err";
+  const int st = std::system(cmd.c_str());
+  CliRun r;
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  for (auto [path, dst] : {std::pair{base + ".out", &r.out}, std::pair{base + ".err", &r.err}}) {
+    std::ifstream f(path);
+    std::stringstream s;
+    s << f.rdbuf();
+    *dst = s.str();
+    std::filesystem::remove(path);
+  }
+  return r;
+}
+
+class BenchGpuCli : public ::testing::Test {
+  void SetUp() override {
+    if (!std::filesystem::exists(P2PSCOPE_BINARY)) GTEST_SKIP() << "p2pscope binary not built (make build)";
+  }
+};
+
+const char* kHost = "bench gpu --backend host --warmup 1 --iters 3";
+
+}  // namespace
+
+TEST_F(BenchGpuCli, UnidirectionalJsonHasSamplesChecksMetadataAndTopology) {
+  const CliRun r = run(std::string(kHost) + " --pairs 0:1,1:0 --sizes 1M --format json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["backend"], "host");
+  EXPECT_EQ(j["pattern"], "unidirectional");
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_TRUE(j["data_ok"].get<bool>());
+  ASSERT_EQ(j["rows"].size(), 2u);
+  for (const auto& row : j["rows"]) {
+    EXPECT_EQ(row["size_bytes"], 1u << 20);
+    EXPECT_EQ(row["check"], "ok");
+    EXPECT_EQ(row["samples_ns"].size(), 3u);
+    EXPECT_EQ(row["time_ns"]["n"], 3);
+    const double median = row["time_ns"]["median"];
+    EXPECT_GT(median, 0);
+    EXPECT_NEAR(row["algbw_GBps"].get<double>(), (1 << 20) / median, 1e-9);
+    EXPECT_LE(row["time_ns"]["p5"].get<double>(), median);
+  }
+  EXPECT_EQ(j["rows"][0]["src"], 0);
+  EXPECT_EQ(j["rows"][1]["src"], 1);
+  EXPECT_TRUE(j["run_metadata"].contains("argv"));
+  EXPECT_TRUE(j["run_metadata"].contains("versions"));
+  EXPECT_TRUE(j["topology"].is_object());
+  EXPECT_EQ(j["matrix"]["size_bytes"], 1u << 20);
+  EXPECT_EQ(j["matrix"]["unit"], "GB/s");
+}
+
+TEST_F(BenchGpuCli, OneSizeGivesAMatrixWithEveryPairMeasured) {
+  const CliRun r = run(std::string(kHost) + " --sizes 256K");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("row = source, column = destination"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("src\\dst"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("BAD"), std::string::npos) << r.out;
+  // Every directed pair of the (at least 2) host devices has a row with a check.
+  std::size_t oks = 0;
+  for (std::size_t p = r.out.find(" ok"); p != std::string::npos; p = r.out.find(" ok", p + 1)) ++oks;
+  EXPECT_GE(oks, 2u) << r.out;
+}
+
+TEST_F(BenchGpuCli, SweepCsvHasOneRowPerSizeInOrder) {
+  const CliRun r = run(std::string(kHost) + " --pairs 1:0 --sizes 4K:64K --format csv");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  std::istringstream s(r.out);
+  std::string line;
+  std::getline(s, line);
+  EXPECT_NE(line.find("algbw_GBps"), std::string::npos) << line;
+  EXPECT_NE(line.find("p95_us"), std::string::npos) << line;
+  std::vector<std::string> lines;
+  while (std::getline(s, line)) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 5u) << r.out;  // 4K 8K 16K 32K 64K
+  EXPECT_EQ(lines[0].rfind("1,0,4K,4096,", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[4].rfind("1,0,64K,65536,", 0), 0u) << lines[4];
+  for (const auto& l : lines) EXPECT_EQ(l.substr(l.size() - 2), "ok") << l;
+}
+
+TEST_F(BenchGpuCli, BidirectionalTotalIsNeverFasterThanEitherDirection) {
+  const CliRun r = run(std::string(kHost) + " --pattern bidir --pairs 0:1 --sizes 2M --format json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto row = nlohmann::json::parse(r.out)["rows"][0];
+  EXPECT_EQ(row["check"], "ok");
+  const double fwd = row["time_ns"]["median"], rev = row["reverse_time_ns"]["median"], tot = row["total_time_ns"]["median"];
+  EXPECT_GE(tot, fwd);
+  EXPECT_GE(tot, rev);
+  EXPECT_NEAR(row["total_GBps"].get<double>(), 2.0 * (2 << 20) / tot, 1e-9);
+}
+
+TEST_F(BenchGpuCli, LatencyAndBlockingPatternsRunWithChecks) {
+  CliRun r = run(std::string(kHost) + " --pattern latency --pairs 0:1 --format json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  auto row = nlohmann::json::parse(r.out)["rows"][0];
+  EXPECT_EQ(row["size_bytes"], 8) << "latency defaults to 8 bytes";
+  EXPECT_GT(row["one_way_us"].get<double>(), 0);
+  EXPECT_LT(row["one_way_us"].get<double>(), 1e5);
+  EXPECT_EQ(row["check"], "ok");
+  r = run(std::string(kHost) + " --pattern blocking --pairs 1:0 --sizes 1,64K --format json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["rows"].size(), 2u);
+  EXPECT_GT(j["rows"][1]["host_us"].get<double>(), 0);
+  EXPECT_EQ(j["rows"][1]["check"], "ok");
+  EXPECT_TRUE(j["rows"][1]["device_time_ns"].is_null()) << "the host backend has no device clock";
+}
+
+TEST_F(BenchGpuCli, OutDirectoryGetsADatedFile) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) / ("p2pscope_out_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  const CliRun r = run(std::string(kHost) + " --pairs 0:1 --sizes 64K --format json --out " + dir.string() + "/");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    ++files;
+    EXPECT_EQ(e.path().extension(), ".json");
+    EXPECT_EQ(e.path().filename().string().rfind("bench_gpu_host_unidirectional_", 0), 0u) << e.path();
+    std::ifstream f(e.path());
+    EXPECT_EQ(nlohmann::json::parse(f)["rows"][0]["check"], "ok");
+  }
+  EXPECT_EQ(files, 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(BenchGpuCli, BadInputExitsTwoAndSaysWhatWasWrong) {
+  struct Case {
+    std::string args, expect;
+  };
+  const std::vector<Case> cases = {
+      {"--pairs 0:99", "does not exist"},
+      {"--pairs 0-1", "SRC:DST"},
+      {"--pairs 0:", "SRC:DST"},
+      {"--sizes 1XB", "1XB"},
+      {"--sizes 1T", "choose smaller --sizes"},
+      {"--pattern sideways", "unknown pattern"},
+      {"--format xml", "--format"},
+      {"--iters 0", "--iters"},
+  };
+  for (const auto& c : cases) {
+    const CliRun r = run(std::string(kHost) + " " + c.args);
+    EXPECT_EQ(r.code, 2) << c.args << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << ": " << r.err;
+  }
+  // The list of devices there are comes with an unknown one.
+  EXPECT_NE(run(std::string(kHost) + " --pairs 7:0").err.find("NUMA node"), std::string::npos);
+  const CliRun b = run("bench gpu --backend warp-drive --sizes 1K");
+  EXPECT_EQ(b.code, 2);
+  EXPECT_NE(b.err.find("built-in backends are host"), std::string::npos) << b.err;
+}
+
+TEST_F(BenchGpuCli, NcclUnderMpirunSaysTheMpiLaunchIsNotBuiltIn) {
+  const CliRun r = run("bench gpu --backend nccl --sizes 1K", "OMPI_COMM_WORLD_SIZE=2");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("no MPI bootstrap"), std::string::npos) << r.err;
+}
+
+TEST_F(BenchGpuCli, BenchNcclRejectsUnknownOpsAndRunsOrExplainsWhyNot) {
+  CliRun r = run("bench nccl --op broadcastish");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown NCCL op"), std::string::npos) << r.err;
+  r = run("bench nccl --op allreduce --sizes 1M --iters 2 --warmup 1");
+  if (r.code == 0) {  // a machine with NCCL and a GPU
+    EXPECT_NE(r.out.find("busbw"), std::string::npos) << r.out;
+  } else {
+    EXPECT_TRUE(r.err.find("not built in") != std::string::npos || r.err.find("no GPU") != std::string::npos) << r.err;
+  }
+}
+
+// ---- the library pieces ---------------------------------------------------------------
+
+TEST(BenchSweep, PairsParseAndRejectJunk) {
+  const auto p = parse_pairs("0:1,1:0,3:2");
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[2], (std::pair<int, int>{3, 2}));
+  EXPECT_EQ(parse_pairs("host:0,0:h", 4), (std::vector<std::pair<int, int>>{{4, 0}, {0, 4}}));
+  EXPECT_THROW(parse_pairs("host:0"), UsageError) << "no host device outside staged";
+  EXPECT_THROW(parse_pairs("0:1:2"), UsageError);
+  EXPECT_THROW(parse_pairs("0:1,"), UsageError);
+  EXPECT_THROW(parse_pairs("a:b"), UsageError);
+  EXPECT_EQ(all_pairs(3).size(), 6u);
+  EXPECT_TRUE(all_pairs(1).empty());
+}
+
+TEST(BenchSweep, ModesIncludeBlocking) {
+  EXPECT_EQ(parse_mode("uni"), Mode::unidirectional);
+  EXPECT_EQ(parse_mode("bidir"), Mode::bidirectional);
+  EXPECT_EQ(parse_mode("latency"), Mode::latency);
+  EXPECT_EQ(parse_mode("blocking"), Mode::blocking);
+  EXPECT_THROW(parse_mode("sideways"), UsageError);
+}
+
+TEST(BenchSweep, MatrixShowsNaWithTheReasonAndMediansAsGBps) {
+  SweepResult r;
+  r.backend = "ce";
+  r.device_names = {"GPU 0", "GPU 1", "GPU 2"};
+  SweepRow a;
+  a.src = 0, a.dst = 1, a.bytes = 1000;
+  a.time_ns.n = 1, a.time_ns.median = 10;  // 1000 B in 10 ns = 100 GB/s
+  SweepRow b;
+  b.src = 2, b.dst = 0, b.bytes = 1000;
+  b.support = {false, "no peer access"};
+  r.rows = {a, b};
+  const Table t = matrix_table(r, 1000);
+  ASSERT_EQ(t.rows().size(), 3u);
+  EXPECT_EQ(t.rows()[0][2], "100.00");
+  EXPECT_EQ(t.rows()[2][1], "n/a (no peer access)");
+  EXPECT_EQ(t.rows()[1][1], "-");
+  const auto rows = rows_table(r);
+  EXPECT_EQ(rows.rows()[1][4], "n/a (no peer access)");
+  EXPECT_TRUE(r.data_ok());
+  r.rows[0].first_bad = 4096;
+  EXPECT_NE(r.first_failure().find("offset 4096"), std::string::npos) << r.first_failure();
+}
+
+TEST(BenchSweep, ABadCopyIsCaughtWithItsOffset) {
+  // Verify after a partial copy through the host backend: the sweep's check names it.
+  auto b = make_backend("host");
+  SweepSpec s;
+  s.pairs = {{0, 1}};
+  s.sizes = {4096};
+  s.iters = 2;
+  s.warmup = 0;
+  const auto r = run_sweep(*b, s);
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_TRUE(r.rows[0].checked);
+  EXPECT_EQ(r.rows[0].first_bad, -1);
+  EXPECT_EQ(b->verify(0, 1, 4096), -1);
+  EXPECT_EQ(b->verify(1, 1, 4096), 0) << "the wrong source's pattern fails at byte 0";
+}
