@@ -207,6 +207,21 @@ void throttling(const Campaign& c, std::vector<Finding>* out) {
                     fmt::format("throttled in {} of {} samples: {}", v.first, total[g], reasons),
                     static_cast<double>(v.first)});
   }
+  // monitor.csv (src/monitor) logs the NVML reason mask as a number per gpuN source.
+  std::map<std::string, std::pair<std::size_t, std::size_t>> mon;  // source -> (throttled, samples)
+  for (const auto& m : c.monitor) {
+    if (m.key != "throttle_reasons" || m.source.rfind("gpu", 0) != 0 || m.value < 0) continue;
+    auto& [n, total_m] = mon[m.source];
+    ++total_m;
+    n += is_throttling(std::to_string(static_cast<std::uint64_t>(m.value)));
+  }
+  for (const auto& [source, v] : mon)
+    if (v.first)
+      out->push_back({"throttling", "warning", source + " (monitor.csv)",
+                      fmt::format("NVML reported a slowdown reason (power cap, thermal, hw slowdown or power brake) "
+                                  "in {} of {} monitor samples",
+                                  v.first, v.second),
+                      static_cast<double>(v.first)});
 }
 
 }  // namespace

@@ -74,6 +74,8 @@ TEST(AnalyzeCampaign, MixedFixtureWritesEveryFileAndFindings) {
   EXPECT_FALSE(has("asymmetry", "2<->3"));
   EXPECT_TRUE(has("throttling", "GPU 1"));
   EXPECT_FALSE(has("throttling", "GPU 0")) << "gpu_idle is not throttling";
+  EXPECT_TRUE(has("throttling", "gpu1 (monitor.csv)")) << "mask 0x20 (sw_thermal) in monitor.csv";
+  EXPECT_FALSE(has("throttling", "gpu0 (monitor.csv)"));
   EXPECT_TRUE(has("drift", "GPU 0"));
   EXPECT_TRUE(has("data", "execution_log.csv"));
   EXPECT_TRUE(has("class_outlier", "1->0")) << "1->0 is 15% slower than the other NV4 links";
