@@ -35,9 +35,9 @@ std::string section(const std::string& title, const std::string& body) {
 std::string curves(const std::vector<LinkModel>& links, bool multi_backend) {
   const auto colors = class_colors(links);
   charts::LineChart bw{"Bandwidth vs message size (median)", {"message size", true, Format::size_bytes},
-                       {"bandwidth", true, Format::bytes_per_s}, {}, 680, 440, true};
+                       {"bandwidth", true, Format::bytes_per_s}, {}, 640, 440, true};
   charts::LineChart lat{"Latency vs message size (median time per op)", {"message size", true, Format::size_bytes},
-                        {"time", true, Format::duration_ns}, {}, 680, 440, true};
+                        {"time", true, Format::duration_ns}, {}, 640, 440, true};
   for (const auto& m : links) {
     const std::string color = colors.at(m.link_class);
     bw.series.push_back({pair_name(m, multi_backend), color, m.sizes, m.bytes_per_s, true, true, false});
@@ -102,7 +102,7 @@ std::string matrices(const std::vector<LinkModel>& links) {
 std::string cv_chart(const std::vector<ConfigSummary>& s, const std::vector<LinkModel>& links, bool multi_backend) {
   const auto colors = class_colors(links);
   charts::LineChart c{"Coefficient of variation by size (after outlier removal; 5% line dashed)",
-                      {"message size", true, Format::size_bytes}, {"CV", false, Format::percent}, {}, 680, 400, true};
+                      {"message size", true, Format::size_bytes}, {"CV", false, Format::percent}, {}, 640, 400, true};
   std::map<std::tuple<std::string, int, int>, std::size_t> idx;
   double lo = INFINITY, hi = 0;
   for (const auto& cs : s) {
@@ -136,7 +136,7 @@ std::string temperature_timelines(const Campaign& c) {
                             {"Memory clock", "memory clock (MHz)", &TempSample::mem_clock_mhz, Format::number}};
   std::string o = "<div class=\"charts\">";
   for (const auto& mt : metrics) {
-    charts::LineChart ch{mt.title, {"time since first sample", false, Format::seconds}, {mt.unit, false, mt.f}, {}, 680, 320, true};
+    charts::LineChart ch{mt.title, {"time since first sample", false, Format::seconds}, {mt.unit, false, mt.f}, {}, 640, 320, true};
     std::map<int, std::size_t> idx;
     bool any = false;
     for (const auto& t : c.temperatures) {
@@ -172,7 +172,7 @@ std::string clock_timeline(const Campaign& c) {
   constexpr int kBins = 60;
   const double bin_ns = static_cast<double>(t1 - t0) / kBins;
   charts::LineChart ch{"GPU clock against host clock (offset change; min per bin)", {"time since first op", false, Format::seconds},
-                       {"offset change (ns)", false, Format::number}, {}, 680, 340, true};
+                       {"offset change (ns)", false, Format::number}, {}, 640, 340, true};
   for (const auto& [gpu, pts] : by_gpu) {
     std::vector<double> lo(kBins + 1, INFINITY);
     for (const auto& [ts, off] : pts) {
@@ -255,7 +255,7 @@ std::string comparison_section(const Comparison& cmp) {
   }
   o += charts::html::table({"regime", "MAPE", "configs"}, mape);
   charts::LineChart ch{"Prediction error by size ((predicted - measured) / measured)", {"message size", true, Format::size_bytes},
-                       {"error", false, Format::percent}, {}, 680, 380, true};
+                       {"error", false, Format::percent}, {}, 640, 380, true};
   std::map<std::pair<int, int>, std::size_t> idx;
   for (const auto& r : cmp.rows) {
     if (!idx.count({r.src, r.dst})) {

@@ -249,5 +249,33 @@ TEST(AnalyzeCli, EndToEnd) {
   fs::remove_all(dir);
 }
 
+// The real pipeline: `p2pscope profile` on the host backend writes a campaign and
+// `analyze` reads it, so a change of the log format on either side fails here.
+TEST(AnalyzeCli, AnalyzesWhatProfileWrites) {
+  if (!fs::exists(P2PSCOPE_BINARY)) GTEST_SKIP() << "p2pscope binary not built: " << P2PSCOPE_BINARY;
+  const std::string bin = P2PSCOPE_BINARY;
+  const fs::path dir = fs::temp_directory_path() / ("p2pscope-analyze-real-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  std::string out;
+  ASSERT_EQ(run(bin + " profile --backend host --gpus 0,1 --sizes 1:64K --reps 3 --warmup 1 --drift 0 "
+                      "--thermal-warmup off --out " + dir.string(), &out), 0) << out;
+  out.clear();
+  ASSERT_EQ(run(bin + " analyze " + dir.string(), &out), 0) << out;
+  EXPECT_NE(out.find("analyzed 102 ops (0 garbled rows skipped): 34 configs, 2 links"), std::string::npos) << out;
+  const auto links = nlohmann::json::parse(slurp(dir / "links.json"));
+  ASSERT_EQ(links["links"].size(), 2u);
+  for (const auto& l : links["links"]) {
+    EXPECT_EQ(l["link_class"], "host");
+    EXPECT_EQ(l["points"].size(), 17u);
+    EXPECT_GT(l["latency_floor_ns"].get<double>(), 0);
+    EXPECT_TRUE(l["alpha_beta"].is_object());
+  }
+  const auto summary = nlohmann::json::parse(slurp(dir / "summary.json"));
+  EXPECT_EQ(summary["configs"].size(), 34u);
+  for (const auto& c : summary["configs"]) EXPECT_EQ(c["n_raw"], 3);
+  EXPECT_TRUE(fs::exists(dir / "report.html"));
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace p2pscope::analyze
