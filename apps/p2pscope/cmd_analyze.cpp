@@ -45,6 +45,7 @@ void add_analyze_command(CLI::App& app, Context& ctx) {
                             .c_str());
     for (const auto& [regime, mape] : r.mape_pct)
       std::printf("%s", fmt::format("  MAPE {:<10} {:.2f}%\n", regime, mape).c_str());
+    for (const auto& w : r.worst_predictions) std::printf("  worst: %s\n", w.c_str());
     for (const auto& w : r.written) std::printf("wrote %s\n", w.c_str());
     if (!r.report_path.empty()) std::printf("report: %s\n", r.report_path.c_str());
     // The comparison was asked for and could not be made: say so in the exit status

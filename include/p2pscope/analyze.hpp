@@ -38,6 +38,7 @@ struct Result {
   // Mean absolute percentage error per regime ("latency", "transition", "bandwidth",
   // "all"), in percent, for the regimes that had matched configs.
   std::vector<std::pair<std::string, double>> mape_pct;
+  std::vector<std::string> worst_predictions;  // up to 5 lines, worst |error| first
   std::vector<std::string> notes;   // one line each, for the CLI to print
 };
 

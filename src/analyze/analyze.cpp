@@ -1,4 +1,5 @@
 // `analyze` end to end: read the campaign, compute, write every output file.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -8,6 +9,7 @@
 #include "analyze/campaign.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/metadata.hpp"
+#include "p2pscope/units.hpp"
 
 namespace p2pscope::analyze {
 namespace fs = std::filesystem;
@@ -54,11 +56,28 @@ nlohmann::json summary_json(const std::vector<ConfigSummary>& s, OutlierRule rul
           {"configs", configs}};
 }
 
+// Row indices of `cmp.rows` by |error|, worst first.
+std::vector<std::size_t> worst_first(const Comparison& cmp) {
+  std::vector<std::size_t> idx(cmp.rows.size());
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+    return std::fabs(cmp.rows[a].error_pct) > std::fabs(cmp.rows[b].error_pct);
+  });
+  return idx;
+}
+
 std::string comparison_csv(const Comparison& cmp) {
-  std::string o = "config_id,backend,src,dst,size_bytes,regime,measured_ns,predicted_ns,error_pct\n";
-  for (const auto& r : cmp.rows)
-    o += fmt::format("{},{},{},{},{},{},{},{},{}\n", r.config_id, r.backend, r.src, r.dst, r.size_bytes,
-                     regime_name(regime_of(r.size_bytes)), num(r.measured_ns), num(r.predicted_ns), num(r.error_pct));
+  // Rows by config (easy to join); abs_error_rank 1 is the worst prediction.
+  std::vector<std::size_t> rank(cmp.rows.size());
+  const auto order = worst_first(cmp);
+  for (std::size_t i = 0; i < order.size(); ++i) rank[order[i]] = i + 1;
+  std::string o = "config_id,backend,src,dst,size_bytes,regime,measured_ns,predicted_ns,error_pct,abs_error_rank\n";
+  for (std::size_t i = 0; i < cmp.rows.size(); ++i) {
+    const auto& r = cmp.rows[i];
+    o += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", r.config_id, r.backend, r.src, r.dst, r.size_bytes,
+                     regime_name(regime_of(r.size_bytes)), num(r.measured_ns), num(r.predicted_ns), num(r.error_pct),
+                     rank[i]);
+  }
   // MAPE per regime as trailing comment lines: the table above stays one CSV table.
   for (const auto& [k, v] : cmp.mape) o += fmt::format("# mape_pct,{},{:.4f},configs,{}\n", k, v, cmp.count.at(k));
   return o;
@@ -123,6 +142,13 @@ Result analyze(const std::string& dir, const Options& options) {
     r.predictions_matched = cmp->rows.size();
     r.predictions_unmatched = cmp->unmatched;
     r.predictions_failed = cmp->rows.empty();
+    const auto order = worst_first(*cmp);
+    for (std::size_t i = 0; i < std::min<std::size_t>(order.size(), 5); ++i) {
+      const auto& w = cmp->rows[order[i]];
+      r.worst_predictions.push_back(fmt::format("config {} {} {}->{} {}: predicted {:.6g} ns, measured {:.6g} ns, {:+.1f}%",
+                                                w.config_id, w.backend, w.src, w.dst, format_size(w.size_bytes),
+                                                w.predicted_ns, w.measured_ns, w.error_pct));
+    }
     for (const char* k : {"latency", "transition", "bandwidth", "all"})
       if (const auto it = cmp->mape.find(k); it != cmp->mape.end()) r.mape_pct.emplace_back(k, it->second);
     for (const auto& n : cmp->notes) r.notes.push_back(n);

@@ -150,7 +150,9 @@ TEST(AnalyzeCampaign, PredictionsWrittenAndNoMatchIsReportedNotFatal) {
   EXPECT_EQ(r.predictions_unmatched, 1u);
   EXPECT_FALSE(r.predictions_failed);
   const std::string cmp = slurp(dir / "comparison.csv");
+  EXPECT_EQ(cmp.rfind("config_id,backend,src,dst,size_bytes,regime,measured_ns,predicted_ns,error_pct,abs_error_rank\n", 0), 0u);
   EXPECT_NE(cmp.find("# mape_pct,latency,"), std::string::npos);
+  ASSERT_EQ(r.worst_predictions.size(), 2u);
   EXPECT_NE(cmp.find("# mape_pct,bandwidth,"), std::string::npos);
   EXPECT_NE(slurp(r.report_path).find("Simulator predictions"), std::string::npos);
 
