@@ -12,8 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-build-monitor/p2pscope}
-DURATION=${DURATION:-5s}
-INTERVAL=${INTERVAL:-50ms}
+DURATION=${DURATION:-10s}
+INTERVAL=${INTERVAL:-200ms}
 work=$(mktemp -d)
 writer=""
 trap '[ -n "$writer" ] && kill "$writer" 2>/dev/null; rm -rf "$work"' EXIT
@@ -78,6 +78,7 @@ while True:
             v[0] += 1; v[2] += 1; v[3] += 1; v[6] += 1  # user, system, idle, softirq
             line = f[0] + " " + " ".join(map(str, v))
         out.append(line)
+    stat = out
     put(f"{root}/proc/stat", "\n".join(out) + "\n")
     text = [irq[0]]
     for i, (head, counts, tail) in enumerate(rows):

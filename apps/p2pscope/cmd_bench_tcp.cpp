@@ -1,10 +1,13 @@
 // `p2pscope bench tcp`: the multi-channel, multi-NIC TCP engine, as server, client,
 // or both in this process over 127.0.0.1 (--loopback).
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "commands.hpp"
+#include "monitor_options.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/tcp.hpp"
 #include "p2pscope/units.hpp"
@@ -21,17 +24,40 @@ struct BenchTcpOptions {
   int sessions = 1;
   double accept_timeout_s = 0;
   std::string format = "text";
+  MonitorCliOptions monitor;
 };
 
-void print(const tcp::Results& r, const std::string& format, const Context& ctx) {
+// With --monitor, `mon` is the stopped monitor of the run: its summary goes into the
+// JSON ("monitor"), its verdicts under the text (stderr for json, to keep stdout JSON).
+void print(const tcp::Results& r, const std::string& format, const Context& ctx,
+           const monitor::SessionResult* mon = nullptr) {
   if (format == "json") {
     nlohmann::json j = tcp::to_json(r);
     j["run_metadata"] = run_metadata(ctx.argv);
+    if (mon) j["monitor"] = mon->json;
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << tcp::format_text(r);
   }
   std::cout.flush();
+  if (mon) print_monitor_lines(*mon, format == "json" ? stderr : stdout);
+}
+
+// The monitor around one run (nullptr without --monitor); also writes summary.json
+// beside monitor.csv, so a server's many sessions keep theirs too.
+std::unique_ptr<monitor::MonitorSession> start_monitor(const BenchTcpOptions& o, double interval_s) {
+  if (!o.monitor.enabled) return nullptr;
+  return std::make_unique<monitor::MonitorSession>(o.monitor.dir_or_default("bench-tcp"), interval_s);
+}
+
+monitor::SessionResult stop_monitor(monitor::MonitorSession& mon, const Context& ctx) {
+  monitor::SessionResult r = mon.stop();
+  if (!r.ok) return r;
+  nlohmann::json doc = {{"metadata", run_metadata(ctx.argv)}, {"monitor", r.json}};
+  std::ofstream f(std::filesystem::path(r.csv_path).parent_path() / "summary.json");
+  f << doc.dump(2) << "\n";
+  if (!f) r.json["notes"].push_back("summary.json beside monitor.csv could not be written");
+  return r;
 }
 
 void run(const BenchTcpOptions& o, Context& ctx) {
@@ -40,6 +66,7 @@ void run(const BenchTcpOptions& o, Context& ctx) {
   if (o.port < 0 || o.port > 65535) throw UsageError("--port must be in 0-65535");
   if (o.format != "text" && o.format != "json") throw UsageError("--format must be text or json");
   const tcp::LocalOptions local = o.engine.local();
+  const double monitor_interval_s = o.monitor.enabled ? o.monitor.interval_s() : 0;  // bad value: exit 2 now
   if (o.server) {
     tcp::ServerOptions so;
     so.bind_addrs = o.bind;
@@ -49,9 +76,16 @@ void run(const BenchTcpOptions& o, Context& ctx) {
     tcp::Server server(so);
     std::fprintf(stderr, "p2pscope bench tcp: listening on port %u (%d session%s)\n", server.port(),
                  o.sessions, o.sessions == 1 ? "" : "s; 0 = until stopped");
+    const auto mon = start_monitor(o, monitor_interval_s);
     for (int n = 0; o.sessions == 0 || n < o.sessions; ++n) {
       if (o.sessions == 1) {
-        print(server.serve_one(), o.format, ctx);
+        const tcp::Results r = server.serve_one();
+        if (!mon) {
+          print(r, o.format, ctx);
+          continue;
+        }
+        const monitor::SessionResult m = stop_monitor(*mon, ctx);
+        print(r, o.format, ctx, &m);
         continue;
       }
       try {  // a server that serves many clients (a sweep) survives one failed session
@@ -61,15 +95,24 @@ void run(const BenchTcpOptions& o, Context& ctx) {
         ctx.exit_code = 1;
       }
     }
+    if (mon && o.sessions != 1) print_monitor_lines(stop_monitor(*mon, ctx), stderr);  // all sessions together
     return;
   }
   const tcp::Params p = o.engine.params();
-  if (o.loopback) return print(tcp::run_loopback(p, local, local), o.format, ctx);
-  tcp::ClientOptions co;
-  co.hosts = o.client;
-  co.port = static_cast<std::uint16_t>(o.port);
-  co.local = local;
-  print(tcp::run_client(co, p), o.format, ctx);
+  const auto mon = start_monitor(o, monitor_interval_s);
+  tcp::Results r;
+  if (o.loopback) {
+    r = tcp::run_loopback(p, local, local);
+  } else {
+    tcp::ClientOptions co;
+    co.hosts = o.client;
+    co.port = static_cast<std::uint16_t>(o.port);
+    co.local = local;
+    r = tcp::run_client(co, p);
+  }
+  if (!mon) return print(r, o.format, ctx);
+  const monitor::SessionResult m = stop_monitor(*mon, ctx);
+  print(r, o.format, ctx, &m);
 }
 
 }  // namespace
@@ -86,11 +129,13 @@ void add_bench_tcp_command(CLI::App& bench, Context& ctx) {
   c->add_option("--accept-timeout", o->accept_timeout_s, "server: seconds to wait for a client (0 = forever)");
   c->add_option("--format", o->format, "text or json")->capture_default_str();
   o->engine.add_engine_options(*c);
+  o->monitor.add(*c, true);
   c->footer(
       "Examples:\n"
       "  p2pscope bench tcp --server --bind 10.0.1.1,10.0.2.1\n"
       "  p2pscope bench tcp --client 10.0.1.1,10.0.2.1 --nics eth1,eth2 --channels 8 --window 16 --chunk 512K\n"
       "  p2pscope bench tcp --loopback --mode bidir --channels 2 --verify\n"
+      "  p2pscope bench tcp --loopback --monitor --monitor-dir out/  (monitor.csv, summary.json, verdicts)\n"
       "Bindings default to $NCCL_GPUDIRECTTCPX_TX_BINDINGS / _RX_BINDINGS when set.");
   c->callback([o, &ctx] { run(*o, ctx); });
 }

@@ -118,13 +118,13 @@ struct MonitorArgs {
 };
 
 void run_monitor(const MonitorArgs& a, Context& ctx) {
-  const double interval_s = parse_duration_s(a.interval);
-  if (interval_s < 0.01) throw UsageError("--interval " + a.interval + " is too short; use 10ms or more");
+  const double interval_s = monitor::parse_monitor_interval(a.interval, "--interval");
   const bool have_cmd = !a.command.empty();
   if (have_cmd == !a.duration.empty())
     throw UsageError("give either --duration (e.g. --duration 30s) or a command after '--' (e.g. -- sleep 5)");
   const double duration_s = have_cmd ? 0 : parse_duration_s(a.duration);
-  if (!have_cmd && duration_s <= 0) throw UsageError("--duration must be positive");
+  if (!have_cmd && !(duration_s > 0 && duration_s <= 366 * 86400.0))
+    throw UsageError("--duration must be positive and at most a year (e.g. 30s, 2h)");
 
   namespace fs = std::filesystem;
   const std::string out = a.out.empty() ? "p2pscope-out/monitor-" + compact_timestamp(realtime_ns()) : a.out;

@@ -2,12 +2,15 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "monitor_options.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/profile.hpp"
 #include "p2pscope/units.hpp"
@@ -24,7 +27,42 @@ struct ProfileOptions {
   std::string thermal_warmup = "50C:60s";
   std::string rewarm_below = "off";
   int rewarm_every = 20;
+  MonitorCliOptions monitor;
 };
+
+// --monitor: the campaign directory is named inside run_campaign, so without --out the
+// monitor starts in <out-root>/monitor-<time>/ and its CSV moves into the campaign
+// directory afterwards. A resumed campaign keeps each session's monitor in its own
+// <dir>/monitor-<time>/. Returns the result with the CSV's final path.
+std::string monitor_dir_for(const ProfileOptions& o) {
+  const std::string sub = "monitor-" + compact_timestamp(realtime_ns());
+  if (!o.resume.empty()) return (std::filesystem::path(o.resume) / sub).string();
+  if (!o.out.empty()) return o.out;
+  return (std::filesystem::path(o.out_root) / sub).string();
+}
+
+monitor::SessionResult finish_monitor(monitor::MonitorSession& mon, const ProfileOptions& o, const std::string& campaign_dir) {
+  namespace fs = std::filesystem;
+  monitor::SessionResult r = mon.stop();
+  if (!r.ok) return r;
+  fs::path dir = fs::path(r.csv_path).parent_path();
+  if (o.out.empty() && o.resume.empty() && !campaign_dir.empty()) {  // staged: move into the campaign
+    std::error_code ec;
+    const fs::path to = fs::path(campaign_dir) / "monitor.csv";
+    fs::rename(r.csv_path, to, ec);
+    if (!ec) {
+      fs::remove(dir, ec);  // only if empty
+      dir = campaign_dir;
+      r.csv_path = to.string();
+      r.json["csv"] = r.csv_path;
+    } else {
+      r.json["notes"].push_back("monitor.csv left in " + dir.string() + ": " + ec.message());
+    }
+  }
+  std::ofstream f(dir / "monitor_summary.json");
+  f << r.json.dump(2) << "\n";
+  return r;
+}
 
 std::vector<std::string> split_commas(const std::string& s) {
   std::vector<std::string> out;
@@ -130,6 +168,7 @@ void add_profile_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--thermal-warmup", o->thermal_warmup, "Heat GPUs to TEMP or for TIME first: 50C:60s, or off")->capture_default_str();
   cmd->add_option("--rewarm-below", o->rewarm_below, "Re-warm a GPU that cooled below this, e.g. 45C (default off)");
   cmd->add_option("--rewarm-every", o->rewarm_every, "Check for re-warming every N measured ops")->capture_default_str();
+  o->monitor.add(*cmd, false);
 
   cmd->callback([o, &ctx, gpus, sizes, backend, seed, warmup, reps] {
     profile::Params p;
@@ -159,9 +198,28 @@ void add_profile_command(CLI::App& app, Context& ctx) {
     };
     profile::InterruptFlag interrupt;
     p.stop = interrupt.flag();
-    const profile::Result r = profile::run_campaign(p);
+    const double monitor_interval_s = o->monitor.enabled ? o->monitor.interval_s() : 0;
+    std::unique_ptr<monitor::MonitorSession> mon;
+    if (o->monitor.enabled) mon = std::make_unique<monitor::MonitorSession>(monitor_dir_for(*o), monitor_interval_s);
+    profile::Result r;
+    try {
+      r = profile::run_campaign(p);
+    } catch (...) {
+      // Refused before measuring (bad --gpus...) or failed: no staged monitor left behind.
+      if (mon && o->out.empty() && o->resume.empty()) {
+        const std::string staged = mon->csv_path();
+        mon->stop();
+        std::error_code ec;
+        if (!staged.empty()) std::filesystem::remove_all(std::filesystem::path(staged).parent_path(), ec);
+      }
+      throw;
+    }
     progress.finish();
     print_result(r);
+    if (mon) {
+      std::printf("\n");
+      print_monitor_lines(finish_monitor(*mon, *o, r.out_dir), stdout);
+    }
     if (r.interrupted) {
       std::printf("\ninterrupted: %zu of %zu ops are in the log; continue with:\n  p2pscope profile --resume %s\n",
                   r.ops_logged, r.ops_planned, r.out_dir.c_str());

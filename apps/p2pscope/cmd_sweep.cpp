@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "commands.hpp"
+#include "monitor_options.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/table.hpp"
@@ -27,6 +28,7 @@ struct SweepTcpOptions {
   int port = 18515;
   int reps = 3;
   std::string out;
+  MonitorCliOptions monitor;  // monitor.csv in --out, summary in best.json
 };
 
 std::vector<std::uint32_t> int_list(const std::string& text, const char* what) {
@@ -57,7 +59,10 @@ void run(const SweepTcpOptions& o, Context& ctx) {
   const auto chunks = parse_size_list(o.chunk_list);
   const tcp::LocalOptions local = o.engine.local();
   tcp::Params base = o.engine.params();
+  const double monitor_interval_s = o.monitor.enabled ? o.monitor.interval_s() : 0;
   std::filesystem::create_directories(o.out);
+  std::unique_ptr<monitor::MonitorSession> mon;
+  if (o.monitor.enabled) mon = std::make_unique<monitor::MonitorSession>(o.out, monitor_interval_s);
 
   using Key = std::tuple<std::uint32_t, std::uint64_t, std::uint32_t, std::uint32_t>;  // ch, chunk, win, sock
   std::map<Key, std::vector<double>> samples;
@@ -94,6 +99,8 @@ void run(const SweepTcpOptions& o, Context& ctx) {
                       << " sockets " << k << " rep " << rep << ": " << fixed(v / 1e9, 3) << " GB/s\n";
           }
   write_file(std::filesystem::path(o.out) / "sweep.csv", csv.to_csv());
+  monitor::SessionResult mon_result;
+  if (mon) mon_result = mon->stop();  // the whole sweep; per point: monitor.csv's timeline
 
   Key best{};
   double best_v = -1;
@@ -132,6 +139,7 @@ void run(const SweepTcpOptions& o, Context& ctx) {
   j["params"] = tcp::to_json(base);
   j["points"] = samples.size();
   j["run_metadata"] = run_metadata(ctx.argv);
+  if (mon) j["monitor"] = mon_result.json;
   write_file(std::filesystem::path(o.out) / "best.json", j.dump(2) + "\n");
 
   Table t({"channels", "chunk", "window", "sockets", "median_GB/s", "cv"});
@@ -141,7 +149,10 @@ void run(const SweepTcpOptions& o, Context& ctx) {
                std::to_string(std::get<3>(key)), fixed(s.median / 1e9, 3), fixed(s.cv, 3)});
   }
   std::cout << t.to_text() << "\nbest: " << j["command"].get<std::string>() << "  -> " << fixed(best_v / 1e9, 3)
-            << " GB/s\nwrote " << o.out << "/{sweep.csv,heatmap.svg,best.json}\n";
+            << " GB/s\nwrote " << o.out << "/{sweep.csv,heatmap.svg,best.json" << (mon ? ",monitor.csv" : "")
+            << "}\n";
+  std::cout.flush();
+  if (mon) print_monitor_lines(mon_result, stdout);
 }
 
 }  // namespace
@@ -160,6 +171,7 @@ void add_sweep_commands(CLI::App& app, Context& ctx) {
   c->add_option("--client", o->client, "servers to run against (default: loopback in this process)")->delimiter(',');
   c->add_option("--port", o->port, "server port with --client")->capture_default_str();
   o->engine.add_engine_options(*c, false);
+  o->monitor.add(*c, false);
   c->callback([o, &ctx] { run(*o, ctx); });
 }
 

@@ -56,6 +56,7 @@ struct NicRate {
   std::map<std::string, std::uint64_t> delta;
   // Driver counters (ethtool -S names) that moved in this interval: name -> delta.
   std::map<std::string, std::uint64_t> driver_delta;
+  bool driver_stats = false;  // the driver's counters were read at both ends
   double irq_per_s = 0;
 };
 
@@ -214,7 +215,8 @@ class MonitorSession {
 };
 
 // "--monitor-interval" text ("1s", "500ms", "0.2") in seconds; UsageError naming the
-// option when it does not parse or is below 10 ms (the monitor would cost too much).
+// option when it does not parse, is below 10 ms (the monitor would cost too much) or
+// above 1 h.
 double parse_monitor_interval(const std::string& text, const char* option = "--monitor-interval");
 
 }  // namespace p2pscope::monitor

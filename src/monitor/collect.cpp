@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "monitor/collect.hpp"
+#include "monitor/fast_read.hpp"
 #include "p2pscope/error.hpp"
 
 namespace p2pscope::monitor {
@@ -86,7 +87,8 @@ std::optional<ThreadTimes> parse_task_stat(const std::string& text) {
   return t;
 }
 
-Collector::Collector(const FsRoot& fs, const Options& opts) : opts_(opts) {
+Collector::Collector(const FsRoot& fs, const Options& opts)
+    : opts_(opts), files_(std::make_unique<FileCache>(fs.is_live())) {
   task_dir_ = opts.pid > 0 ? "/proc/" + std::to_string(opts.pid) + "/task" : "/proc/self/task";
   try {
     topo::DiscoverOptions d;
@@ -152,11 +154,11 @@ Snapshot Collector::collect(const FsRoot& fs, std::int64_t mono_ns, std::int64_t
   s.mono_ns = mono_ns;
   s.real_ns = real_ns;
   try {
-    if (const auto stat = fs.read("/proc/stat")) s.cpus = parse_proc_stat(*stat);
+    if (files_->read(fs, "/proc/stat", buf_)) s.cpus = parse_proc_stat(buf_);
     if (s.cpus.empty()) s.notes.push_back("/proc/stat unreadable or without per-CPU lines");
 
-    if (const auto text = fs.read("/proc/interrupts")) {
-      s.interrupts = topo::parse_interrupts(*text);
+    if (files_->read(fs, "/proc/interrupts", buf_)) {
+      parse_interrupt_counts(buf_, s.interrupts);
       s.have_interrupts = true;
       if (s.interrupts.malformed_lines > 0)
         s.notes.push_back(std::to_string(s.interrupts.malformed_lines) + " malformed /proc/interrupts lines skipped");
@@ -170,7 +172,7 @@ Snapshot Collector::collect(const FsRoot& fs, std::int64_t mono_ns, std::int64_t
       NicCounters c;
       c.name = nic;
       for (const char* counter : kNicCounters)
-        if (const auto v = fs.read_int(dir + counter); v && *v >= 0) c.stats[counter] = static_cast<std::uint64_t>(*v);
+        if (const auto v = files_->read_u64(fs, dir + counter)) c.stats[counter] = *v;
       if (const auto it = driver_names_.find(nic); it != driver_names_.end() && ethtool_) {
         std::string why;
         if (auto v = ethtool_->values(nic, it->second.size(), &why)) {
@@ -185,9 +187,8 @@ Snapshot Collector::collect(const FsRoot& fs, std::int64_t mono_ns, std::int64_t
     }
 
     for (const auto& tid : fs.list(task_dir_)) {
-      const auto text = fs.read(task_dir_ + "/" + tid + "/stat");
-      if (!text) continue;  // the thread ended between list and read
-      if (auto t = parse_task_stat(*text)) s.threads.push_back(std::move(*t));
+      if (!files_->read(fs, task_dir_ + "/" + tid + "/stat", buf_)) continue;  // the thread ended meanwhile
+      if (auto t = parse_task_stat(buf_)) s.threads.push_back(std::move(*t));
     }
 
     if (nvml_)
@@ -195,6 +196,7 @@ Snapshot Collector::collect(const FsRoot& fs, std::int64_t mono_ns, std::int64_t
   } catch (const std::exception& e) {
     s.notes.push_back(std::string("sample incomplete: ") + e.what());
   }
+  files_->sweep();
   return s;
 }
 

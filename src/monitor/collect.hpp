@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "monitor/ethtool.hpp"
+#include "monitor/fast_read.hpp"
 #include "p2pscope/fsroot.hpp"
 #include "p2pscope/monitor.hpp"
 #include "p2pscope/topo.hpp"
@@ -45,7 +46,7 @@ struct NicCounters {
 struct Snapshot {
   std::int64_t mono_ns = 0, real_ns = 0;
   std::vector<CpuTimes> cpus;
-  topo::InterruptTable interrupts;
+  topo::InterruptTable interrupts;  // Irq::cpu_columns empty: all lines share interrupts.cpu_columns
   bool have_interrupts = false;
   std::vector<NicCounters> nics;
   std::vector<ThreadTimes> threads;
@@ -83,6 +84,8 @@ class Collector {
   std::unique_ptr<nvml::Nvml> nvml_;
   std::vector<std::string> setup_notes_;
   std::string task_dir_;
+  std::string buf_;  // reused by collect(): no allocation per file once grown
+  std::unique_ptr<FileCache> files_;  // the root's files, kept open between samples when live
 };
 
 // Rates and shares between two snapshots; notes for counters that went backwards

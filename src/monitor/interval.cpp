@@ -65,27 +65,30 @@ void irq_rates(const Snapshot& a, const Snapshot& b, Collector& c, double sec, I
   std::map<int, const topo::Irq*> before;
   for (const auto& irq : a.interrupts.irqs) before[irq.irq] = &irq;
   std::map<int, double> per_cpu;
-  const bool same_columns = a.interrupts.cpu_columns == b.interrupts.cpu_columns;
+  // Every line shares its table's CPU columns; they change only with CPU hotplug.
+  const std::vector<int>& cols = b.interrupts.cpu_columns;
+  const std::vector<int>& old_cols = a.interrupts.cpu_columns;
+  const bool same_columns = old_cols == cols;
   for (const auto& irq : b.interrupts.irqs) {
     const auto it = before.find(irq.irq);
     const topo::Irq* was = it == before.end() ? nullptr : it->second;
     if (!was) iv.notes.push_back("IRQ " + std::to_string(irq.irq) + " (" + irq.name + ") appeared");
     std::map<int, std::uint64_t> old_by_cpu;  // only when the CPU columns changed
     if (was && !same_columns)
-      for (std::size_t k = 0; k < was->per_cpu.size() && k < was->cpu_columns.size(); ++k) old_by_cpu[was->cpu_columns[k]] = was->per_cpu[k];
+      for (std::size_t k = 0; k < was->per_cpu.size() && k < old_cols.size(); ++k) old_by_cpu[old_cols[k]] = was->per_cpu[k];
     IrqRate r;
     bool back = false;
     std::uint64_t sum = 0;
-    for (std::size_t k = 0; k < irq.per_cpu.size() && k < irq.cpu_columns.size(); ++k) {
+    for (std::size_t k = 0; k < irq.per_cpu.size() && k < cols.size(); ++k) {
       std::uint64_t prev = 0;
       if (was && same_columns && k < was->per_cpu.size()) prev = was->per_cpu[k];
-      else if (was && !same_columns) prev = old_by_cpu.count(irq.cpu_columns[k]) ? old_by_cpu[irq.cpu_columns[k]] : 0;
+      else if (was && !same_columns) prev = old_by_cpu.count(cols[k]) ? old_by_cpu[cols[k]] : 0;
       const std::uint64_t d = increase(prev, irq.per_cpu[k], &back);
       if (d == 0) continue;
       sum += d;
       const double rate = static_cast<double>(d) / sec;
-      r.per_cpu_per_s.emplace_back(irq.cpu_columns[k], rate);
-      per_cpu[irq.cpu_columns[k]] += rate;
+      r.per_cpu_per_s.emplace_back(cols[k], rate);
+      per_cpu[cols[k]] += rate;
     }
     if (back) iv.notes.push_back("IRQ " + std::to_string(irq.irq) + " counts went backwards (reset)");
     if (sum == 0) continue;
@@ -130,6 +133,7 @@ void nic_rates(const Snapshot& a, const Snapshot& b, Collector& c, double sec, I
     }
     if (back) iv.notes.push_back("NIC " + now.name + " statistics went backwards (reset or wrap)");
     if (was.driver_ok && now.driver_ok && was.driver.size() == now.driver.size()) {
+      r.driver_stats = true;
       const auto& names = c.driver_names(now.name);
       bool dback = false;
       for (std::size_t k = 0; k < now.driver.size() && k < names.size(); ++k)

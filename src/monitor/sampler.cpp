@@ -105,7 +105,9 @@ struct Sampler::Impl {
 };
 
 Sampler::Sampler(FsRoot fs, Options opts) : impl_(std::make_unique<Impl>(std::move(fs), std::move(opts))) {
-  if (!(impl_->opts.interval_s > 0.0009)) throw UsageError("monitor interval must be at least 1 ms");
+  // Bounded both ways: the wait below converts it to integer nanoseconds.
+  if (!(impl_->opts.interval_s > 0.0009 && impl_->opts.interval_s <= 3600))
+    throw UsageError("monitor interval must be between 1 ms and 1 h");
 }
 
 Sampler::~Sampler() {

@@ -81,6 +81,7 @@ double parse_monitor_interval(const std::string& text, const char* option) {
   }
   if (!(s >= 0.01))
     throw UsageError(std::string(option) + " '" + text + "' is too short; use 10ms or more (1s is the default)");
+  if (s > 3600) throw UsageError(std::string(option) + " '" + text + "' is too long; use 1h or less");
   return s;
 }
 

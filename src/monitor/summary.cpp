@@ -76,6 +76,7 @@ void SummaryBuilder::add(const Interval& iv) {
   }
   for (const auto& n : iv.nics) {
     NicAcc& a = nics_[n.name];
+    if (n.driver_stats) mark_driver_stats(n.name);
     for (const auto& [k, d] : n.delta) a.totals[k] += d;
     for (const auto& [k, d] : n.driver_delta) a.driver[k] += d;
     a.seconds += iv.seconds;

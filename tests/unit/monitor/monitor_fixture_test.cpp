@@ -290,6 +290,7 @@ TEST(MonitorDriverCounters, DeltasResetsAndChangedCounts) {
   const Summary s = sb.finish(1.0, 0);
   ASSERT_EQ(s.nics.size(), 1u);
   EXPECT_EQ(s.nics[0].driver_totals.at("rx_discards_phy"), 2u + 4u);
+  EXPECT_TRUE(s.nics[0].driver_stats);
   const auto v = verdict_lines(s);
   EXPECT_NE(std::find(v.begin(), v.end(), "NIC eth2 driver counters moved: rx_discards_phy +6"), v.end())
       << ::testing::PrintToString(v);

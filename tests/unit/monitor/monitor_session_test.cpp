@@ -80,6 +80,8 @@ TEST(MonitorSession, IntervalParsing) {
   EXPECT_DOUBLE_EQ(monitor::parse_monitor_interval("250ms"), 0.25);
   EXPECT_THROW(monitor::parse_monitor_interval("5ms"), UsageError);
   EXPECT_THROW(monitor::parse_monitor_interval("soon"), UsageError);
+  EXPECT_THROW(monitor::parse_monitor_interval("2h"), UsageError);
+  EXPECT_THROW(monitor::parse_monitor_interval("1e300s"), UsageError);
   try {
     monitor::parse_monitor_interval("0", "--monitor-interval");
     FAIL();
