@@ -160,11 +160,17 @@ std::string temperature_timelines(const Campaign& c) {
 // ts_start_ns): the smallest offset per time bin (the op launched with the least delay),
 // relative to the first bin. A steady slope is drift; a bend is drift that changed.
 std::string clock_timeline(const Campaign& c) {
-  std::map<int, std::vector<std::pair<std::int64_t, double>>> by_gpu;  // host ts, offset
+  // Offsets are differences of two clocks ~1e18 ns apart (GPU timer in Unix time,
+  // host monotonic): subtract each GPU's first offset in integers before going to
+  // double, which would round them to 256 ns.
+  std::map<int, std::vector<std::pair<std::int64_t, double>>> by_gpu;  // host ts, offset change
+  std::map<int, std::int64_t> ref;
   std::int64_t t0 = std::numeric_limits<std::int64_t>::max(), t1 = std::numeric_limits<std::int64_t>::min();
   for (const auto& op : c.ops) {
     if (op.gpu_ts_start_ns < 0 || op.ts_start_ns <= 0) continue;
-    by_gpu[op.src].push_back({op.ts_start_ns, static_cast<double>(op.gpu_ts_start_ns - op.ts_start_ns)});
+    const std::int64_t off = op.gpu_ts_start_ns - op.ts_start_ns;
+    const std::int64_t r0 = ref.emplace(op.src, off).first->second;
+    by_gpu[op.src].push_back({op.ts_start_ns, static_cast<double>(off - r0)});
     t0 = std::min(t0, op.ts_start_ns);
     t1 = std::max(t1, op.ts_start_ns);
   }

@@ -10,9 +10,10 @@
 namespace p2pscope::charts {
 namespace {
 
+// Three significant digits, but no exponent for plain thousands (clocks in MHz, ns).
 std::string trim_number(double v) {
-  std::string s = fmt::format("{:.3g}", v);
-  return s;
+  if (std::fabs(v) >= 1000 && std::fabs(v) < 1e7) return fmt::format("{:.0f}", v);
+  return fmt::format("{:.3g}", v);
 }
 
 struct Scale {

@@ -1,6 +1,7 @@
 // analyze end to end on fixture campaigns (tests/fixtures/campaigns, made by
 // tools/make-synthetic-campaign): every output file, the findings the fixture was
 // built to trigger, the report's charts, bad input, and the CLI.
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -121,6 +122,37 @@ TEST(AnalyzeCampaign, ReportHasTheChartsAndNothingFromElsewhere) {
   fs::remove_all(dir);
 }
 
+// A real campaign: `p2pscope profile` on nvidia-h200-x2 (two H200 joined by 18
+// NVLinks), 2 pairs x 31 sizes x 10 reps, GPU-timed copy engine.
+TEST(AnalyzeCampaign, RealH200PairGivesNvlinkModel) {
+  const fs::path dir = copy_fixture("h200x2");
+  const Result r = analyze(dir.string());
+  EXPECT_EQ(r.rows_read, 620u);
+  EXPECT_EQ(r.rows_skipped, 0u);
+  EXPECT_EQ(r.links, 2u);
+  const auto links = nlohmann::json::parse(slurp(dir / "links.json"));
+  EXPECT_EQ(links["time_source"], "gpu");
+  for (const auto& l : links["links"]) {
+    SCOPED_TRACE(l["src"].dump() + "->" + l["dst"].dump());
+    EXPECT_EQ(l["link_class"], "NV18");
+    // The copy engine over NV18 reaches ~394 GB/s at 256 MiB-1 GiB and costs ~10 us.
+    EXPECT_GT(l["asymptotic_bytes_per_s"].get<double>(), 380e9);
+    EXPECT_LT(l["asymptotic_bytes_per_s"].get<double>(), 450e9);
+    EXPECT_GT(l["latency_floor_ns"].get<double>(), 1e3);
+    EXPECT_LT(l["latency_floor_ns"].get<double>(), 30e3);
+    const auto& ab = l["alpha_beta"];
+    EXPECT_NEAR(ab["beta_bytes_per_s"].get<double>() / l["asymptotic_bytes_per_s"].get<double>(), 1, 0.05);
+    EXPECT_GT(ab["r2_log"].get<double>(), 0.99);
+    // n-half = alpha * beta for an alpha-beta link: the measured one is near it.
+    const double nhalf_model = ab["alpha_ns"].get<double>() * 1e-9 * ab["beta_bytes_per_s"].get<double>();
+    EXPECT_NEAR(std::log2(l["n_half_bytes"].get<double>() / nhalf_model), 0, 1);
+  }
+  const std::string html = slurp(r.report_path);
+  EXPECT_NE(html.find("GPU clock against host clock"), std::string::npos);
+  EXPECT_NE(html.find("NVIDIA H200"), std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST(AnalyzeCampaign, HostCampaignWithoutOptionalFiles) {
   const fs::path dir = copy_fixture("host2");
   const Result r = analyze(dir.string());
@@ -198,6 +230,9 @@ TEST(Charts, LineChartAndHeatmapBasics) {
   EXPECT_EQ(count(h, "<rect x="), 4u);
   EXPECT_NE(h.find("5 GB/s"), std::string::npos);
   EXPECT_EQ(charts::format_value(1536, charts::Format::size_bytes), "1.5 KiB");
+  EXPECT_EQ(charts::format_value(1980, charts::Format::number), "1980");  // MHz, not 1.98e+03
+  EXPECT_EQ(charts::format_value(2.5e7, charts::Format::number), "2.5e+07");
+  EXPECT_EQ(charts::format_value(394e9, charts::Format::bytes_per_s), "394 GB/s");
 }
 
 // Runs `cmd` (stderr merged), returns its exit status and output.
