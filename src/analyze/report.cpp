@@ -53,7 +53,7 @@ std::string fitted_models(const std::vector<LinkModel>& links, bool multi_backen
                   "Dashed: two-regime model, drawn where it is recommended.</p>\n<div class=\"charts\">";
   for (const auto& m : links) {
     charts::LineChart c{"Model " + pair_name(m, multi_backend), {"message size", true, Format::size_bytes},
-                        {"time", true, Format::duration_ns}, {}, 440, 300, true};
+                        {"time", true, Format::duration_ns}, {}, 520, 300, true};
     c.series.push_back({"measured", charts::palette(0), m.sizes, m.median_ns, false, true, false});
     if (m.fit.ok) {
       std::vector<double> y;
@@ -175,12 +175,15 @@ std::string clock_timeline(const Campaign& c) {
     t1 = std::max(t1, op.ts_start_ns);
   }
   if (by_gpu.empty() || t1 <= t0) return "";
-  constexpr int kBins = 60;
+  // About 20 ops per bin (a minimum over fewer is still launch jitter), 4 to 60 bins.
+  std::size_t fewest = std::numeric_limits<std::size_t>::max();
+  for (const auto& [gpu, pts] : by_gpu) fewest = std::min(fewest, pts.size());
+  const int kBins = static_cast<int>(std::clamp<std::size_t>(fewest / 20, 4, 60));
   const double bin_ns = static_cast<double>(t1 - t0) / kBins;
   charts::LineChart ch{"GPU clock against host clock (offset change; min per bin)", {"time since first op", false, Format::seconds},
                        {"offset change (ns)", false, Format::number}, {}, 640, 340, true};
   for (const auto& [gpu, pts] : by_gpu) {
-    std::vector<double> lo(kBins + 1, INFINITY);
+    std::vector<double> lo(static_cast<std::size_t>(kBins) + 1, INFINITY);
     for (const auto& [ts, off] : pts) {
       auto& b = lo[static_cast<std::size_t>(static_cast<double>(ts - t0) / bin_ns)];
       b = std::min(b, off);

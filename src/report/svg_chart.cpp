@@ -22,22 +22,24 @@ struct Scale {
   double t(double v) const { return log ? std::log10(v) : v; }
 };
 
-std::vector<double> ticks(const Scale& s, Format f) {
+// `max_labels` follows the axis length, so small charts do not print labels over each other.
+std::vector<double> ticks(const Scale& s, Format f, int max_labels) {
   std::vector<double> out;
+  const double gaps = std::max(2, max_labels - 1);
   if (s.log) {
-    if (f == Format::size_bytes) {  // powers of two, at most ~8 labels
+    if (f == Format::size_bytes) {  // powers of two
       const double l2lo = std::floor(s.lo / std::log10(2.0) + 1e-9), l2hi = std::ceil(s.hi / std::log10(2.0) - 1e-9);
-      const int step = std::max(1, static_cast<int>(std::ceil((l2hi - l2lo) / 7)));
+      const int step = std::max(1, static_cast<int>(std::ceil((l2hi - l2lo) / gaps)));
       for (double e = l2lo; e <= l2hi + 1e-9; e += step) out.push_back(std::pow(2.0, e));
       return out;
     }
-    const int step = std::max(1, static_cast<int>(std::ceil((s.hi - s.lo) / 8)));
+    const int step = std::max(1, static_cast<int>(std::ceil((s.hi - s.lo) / gaps)));
     for (double e = std::floor(s.lo); e <= s.hi + 1e-9; e += step)
       if (e >= s.lo - 1e-9) out.push_back(std::pow(10.0, e));
     return out;
   }
   const double span = s.hi - s.lo;
-  const double raw = span / 6;
+  const double raw = span / std::min(6.0, gaps);
   const double mag = std::pow(10.0, std::floor(std::log10(raw)));
   double step = mag;
   for (double m : {1.0, 2.0, 5.0, 10.0})
@@ -144,14 +146,14 @@ std::string render_line_chart(const LineChart& c) {
       "<text x=\"{2}\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{3}</text>\n",
       W, H, left, xml_escape(c.title));
   // grid and ticks
-  for (double t : ticks(sx, c.x.format)) {
+  for (double t : ticks(sx, c.x.format, static_cast<int>(pw / 52))) {
     const double x = px(t);
     if (x < left - 0.5 || x > left + pw + 0.5) continue;
     o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e3e3e3\"/>"
                      "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
                      x, top, top + ph, top + ph + 15, xml_escape(format_value(t, c.x.format)));
   }
-  for (double t : ticks(sy, c.y.format)) {
+  for (double t : ticks(sy, c.y.format, static_cast<int>(ph / 36))) {
     const double y = py(t);
     if (y < top - 0.5 || y > top + ph + 0.5) continue;
     o += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#e3e3e3\"/>"
