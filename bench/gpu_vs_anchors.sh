@@ -56,7 +56,39 @@ else
   p2p ce_local $G --backend ce --pairs 0:0 --sizes 1G
   p2p sm_local $G --backend sm --pairs 0:0 --sizes 1G
   p2p ce_blocking bench gpu --warmup 20 --iters 200 --backend ce --pattern blocking --pairs 0:0 --sizes 1
+  p2p sm_blocking bench gpu --warmup 20 --iters 200 --backend sm --pattern blocking --pairs 0:0 --sizes 1
+  p2p local_latency $G --backend ce --pattern latency --pairs 0:0 --sizes 8
+  p2p nccl_allreduce1 bench nccl --op allreduce --gpus 0 --sizes 8,64M
 fi
+
+# Same-run torch references for what one GPU can measure: a blocking 1-byte copy
+# (perf_counter around copy_ + synchronize, median of 200), and 1 GiB copies
+# host(pinned)->GPU and GPU->GPU (CUDA events, median of 20). DST = 1 with 2 GPUs.
+DST=0; [ "$NGPU" -ge 2 ] && DST=1
+echo "python3 (inline torch copies, cuda:0 -> cuda:$DST)" >> "$OUT/commands.txt"
+timeout 120 python3 - "$DST" > "$OUT/torch_copy.json" 2>> "$OUT/stderr.txt" <<'PY' || echo "torch_copy: exit $?" >> "$OUT/failures.txt"
+import json, sys, time, torch
+dst = int(sys.argv[1]); G = 1 << 30
+def med(v): v = sorted(v); return v[len(v) // 2]
+a = torch.ones(1, dtype=torch.uint8, device="cuda:0"); b = torch.empty(1, dtype=torch.uint8, device=f"cuda:{dst}")
+for _ in range(20): b.copy_(a); torch.cuda.synchronize(dst)
+t = []
+for _ in range(200):
+    s = time.perf_counter(); b.copy_(a); torch.cuda.synchronize(dst); t.append(time.perf_counter() - s)
+res = {"blocking_1B_us": med(t) * 1e6}
+def bw(src, out, dev):
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True); v = []
+    with torch.cuda.device(dev):
+        for i in range(25):
+            e0.record(); out.copy_(src, non_blocking=True); e1.record(); e1.synchronize()
+            if i >= 5: v.append(e0.elapsed_time(e1) * 1e-3)
+    return G / med(v) / 1e9
+h = torch.empty(G, dtype=torch.uint8).pin_memory(); g0 = torch.empty(G, dtype=torch.uint8, device="cuda:0")
+g1 = torch.empty(G, dtype=torch.uint8, device=f"cuda:{dst}")
+res["h2d_1G_GBps"] = bw(h, g0, 0)
+res["d2d_1G_GBps"] = bw(g0, g1, 0)
+print(json.dumps(res))
+PY
 
 python3 - "$OUT" <<'EOF' | tee "$OUT/comparison.md"
 import json, os, re, sys
@@ -79,25 +111,34 @@ def val(name, key, size=None):
 def us(name, size):
     r = row(name, size)
     return None if r is None else r["time_ns"]["median"] / 1e3
+try:
+    tc = json.load(open(os.path.join(out, "torch_copy.json")))
+except Exception:
+    tc = {}
+def tcs(key, d=1): return f"{tc[key]:.{d}f}" if key in tc else None
 torch = {}
 if os.path.exists(os.path.join(out, "torch.txt")):
     for line in open(os.path.join(out, "torch.txt")):
         m = re.search(r"size=(\d+) median_us=([\d.]+) GBps=([\d.]+)", line)
         if m: torch[int(m.group(1))] = (float(m.group(2)), float(m.group(3)))
 G = 1 << 30
-lines = ["| measure | p2pscope | same run: torch send/recv | anchor (h200x4-anchors.md) | p2pscope / anchor |",
+lines = ["| measure | p2pscope | same run: torch | anchor (h200x4-anchors.md) | p2pscope / anchor |",
          "|---|---:|---:|---:|---:|"]
 def f(v, d=1): return "-" if v is None else f"{v:.{d}f}"
 def add(what, v, anchor=None, anchor_text=None, same=None, d=1, ratio=True):
     r = f"{v / anchor:.3f}" if (v is not None and anchor and ratio) else "-"
+    if v is None: same = None  # not measured here: no same-run reference either
     lines.append(f"| {what} | {f(v, d)} | {same or '-'} | {anchor_text or f(anchor, d)} | {r} |")
-add("staged host->GPU 1 GiB, GB/s", val("staged_h2d", "algbw_GBps"), 55.4, "55.4 (nvbandwidth host_to_device_memcpy_ce)")
+add("staged host->GPU 1 GiB, GB/s", val("staged_h2d", "algbw_GBps"), 55.4, "55.4 (nvbandwidth host_to_device_memcpy_ce)",
+    same=tcs("h2d_1G_GBps") and tcs("h2d_1G_GBps") + " (torch pinned copy_)")
 add("staged GPU->host 1 GiB, GB/s", val("staged_d2h", "algbw_GBps"))
 add("staged host<->GPU bidir total 1 GiB, GB/s", val("staged_bidir", "total_GBps"))
-add("ce device-local copy 1 GiB, GB/s (read+write counted once)", val("ce_local", "algbw_GBps"))
+add("ce device-local copy 1 GiB, GB/s (read+write counted once)", val("ce_local", "algbw_GBps"),
+    same=tcs("d2d_1G_GBps") and tcs("d2d_1G_GBps") + " (torch copy_)")
 add("sm device-local copy 1 GiB, GB/s", val("sm_local", "algbw_GBps"))
 uni = {k: val(k, "algbw_GBps") for k in ("ce_uni", "sm_push_uni", "sm_pull_uni")}
-add("ce GPU0->GPU1 1 GiB, GB/s", uni["ce_uni"], 396.4, "393.7-396.4 (nvbandwidth ce)")
+add("ce GPU0->GPU1 1 GiB, GB/s", uni["ce_uni"], 396.4, "393.7-396.4 (nvbandwidth ce)",
+    same=tcs("d2d_1G_GBps") and tcs("d2d_1G_GBps") + " (torch copy_ 0->1)")
 add("sm push GPU0->GPU1 1 GiB, GB/s", uni["sm_push_uni"], 376.4, "375.8-376.4 (nvbandwidth sm)")
 add("sm pull GPU0->GPU1 1 GiB, GB/s", uni["sm_pull_uni"], 376.4, "375.8-376.4 (nvbandwidth sm)")
 for v in ("push_1", "push_2", "push_8", "pull_1", "pull_2", "pull_8"):
@@ -116,9 +157,16 @@ lat = val("ce_latency", "one_way_us")
 add("GPU one-way latency 8 B (ping-pong on peer flags), us (target <= 2)", lat, 14.3,
     "14.3 (nccl-tests sendrecv 8 B); torch 53-63", same=f"{t8[0]:.1f}" if t8 else None, d=2)
 add("nccl backend ping-pong one-way 8 B, us", val("nccl_latency", "one_way_us"), 14.3, "14.3 (nccl-tests)", d=2)
-add("host-observed blocking 1 B ce copy, us (median of 200)", val("ce_blocking", "host_us"), 63.1, "63.1 (torch 1 B)",
-    same=f"{t1[0]:.1f}" if t1 else None, d=2)
+add("host-observed blocking 1 B ce copy, us (median of 200)", val("ce_blocking", "host_us"), 63.1, "63.1 (torch send/recv 1 B)",
+    same="; ".join(x for x in [f"send/recv {t1[0]:.1f}" if t1 else None,
+                               tcs("blocking_1B_us", 2) and "copy_ " + tcs("blocking_1B_us", 2)] if x), d=2)
 add("staged GPU0->GPU1 1 GiB, GB/s", val("staged_gpu", "algbw_GBps"))
+add("one GPU: ping-pong kernels on two streams, one-way 8 B, us (no link crossed)", val("local_latency", "one_way_us"), d=2)
+add("host-observed blocking 1 B sm copy kernel, us (median of 200)", val("sm_blocking", "host_us"), d=2)
+a1 = load("nccl_allreduce1")
+if a1:
+    for r in a1["rows"]:
+        add(f"bench nccl allreduce, 1 GPU, {r['size_bytes']} B, us", r["time_ns"]["median"] / 1e3)
 nccl_anchor = {8: (14.3, None), 128 << 10: (14.4, 9.1), 2 << 20: (21.7, 96.8), 32 << 20: (136.9, 245.0), 512 << 20: (1508.8, 355.8)}
 for size in (8, 1 << 10, 128 << 10, 1 << 20, 2 << 20, 32 << 20, 64 << 20, 512 << 20, G):
     t = us("nccl_uni", size)

@@ -62,6 +62,20 @@ TEST(GpuCuda, DeviceLocalCopiesArriveIntactThroughCeAndSm) {
   }
 }
 
+TEST(GpuCuda, PingPongKernelsOnOneGpuTwoStreams) {
+  NEED_GPUS(1);
+  auto b = make_backend("ce");
+  b->prepare({0}, 4096);
+  const auto r = b->run_batch({0, 0, 8, Pattern::latency, 2, 5});
+  ASSERT_TRUE(r.support.ok) << r.support.reason;
+  ASSERT_EQ(r.elapsed_ns.size(), 5u);
+  for (double v : r.elapsed_ns) {
+    EXPECT_GT(v, 0);
+    EXPECT_LT(v, 50e3) << "one-way over 50 us inside one GPU";
+  }
+  EXPECT_EQ(b->verify(0, 0, 8), -1);
+}
+
 TEST(GpuCuda, VerifyNamesTheFirstBadOffsetOnTheGpu) {
   NEED_GPUS(1);
   auto b = make_backend("ce");

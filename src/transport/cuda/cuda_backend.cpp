@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -163,13 +164,10 @@ class CudaBackend final : public Backend {
         r.support = {false, "latency ping-pong needs peer access (use ce or sm)"};
         return r;
       }
-      if (s.src == s.dst) {
-        r.support = {false, "latency ping-pong needs two GPUs"};
-        return r;
-      }
       run_latency(s, r);
       return r;
     }
+    staged_gpu_pair_ = kind_ == "staged" && !is_host(s.src) && !is_host(s.dst);
     const int d0 = initiator(s.src, s.dst);
     std::vector<Lane> lanes{{d0, stream0(d0), nullptr}};
     lanes[0].issue = [this, &s, st = lanes[0].stream] { issue(s.src, s.dst, s.bytes, st); };
@@ -200,6 +198,9 @@ class CudaBackend final : public Backend {
       x.blk_a = make_event(d);
       x.blk_b = make_event(d);
     }
+    // One %globaltimer read just before the op anchors it on the device clock; its end
+    // is that plus the events' interval (a second timer kernel would add a launch to
+    // what the host waits).
     auto* ts = static_cast<unsigned long long*>(flag_.get()) + 2;
     OpTiming t;
     t.host_start_ns = monotonic_ns();
@@ -207,12 +208,11 @@ class CudaBackend final : public Backend {
     P2P_CUDA(cudaEventRecord(x.blk_a.get(), st), d);
     issue(src, dst, bytes, st);
     P2P_CUDA(cudaEventRecord(x.blk_b.get(), st), d);
-    launch_globaltimer(ts + 1, st, d);
     P2P_CUDA(cudaStreamSynchronize(st), d);
     t.host_end_ns = monotonic_ns();
     t.device_duration_ns = elapsed_ms(x.blk_a, x.blk_b) * 1e6;
     t.device_start_ns = static_cast<std::int64_t>(ts[0]);
-    t.device_end_ns = static_cast<std::int64_t>(ts[1]);
+    t.device_end_ns = t.device_start_ns + static_cast<std::int64_t>(std::llround(t.device_duration_ns));
     return t;
   }
 
@@ -233,7 +233,8 @@ class CudaBackend final : public Backend {
     DeviceGuard g(dst);
     long long init = LLONG_MAX, out = 0;
     auto* bad = static_cast<long long*>(x.scratch.get());
-    P2P_CUDA(cudaMemcpy(bad, &init, sizeof init, cudaMemcpyHostToDevice), dst);
+    // Stream-ordered: a plain cudaMemcpy from pageable memory may still be in flight.
+    P2P_CUDA(cudaMemcpyAsync(bad, &init, sizeof init, cudaMemcpyHostToDevice, x.s0.get()), dst);
     launch_verify(x.recv.get(), bytes, src, bad, x.s0.get(), dst);
     P2P_CUDA(cudaStreamSynchronize(x.s0.get()), dst);
     P2P_CUDA(cudaMemcpy(&out, bad, sizeof out, cudaMemcpyDeviceToHost), dst);
@@ -286,6 +287,7 @@ class CudaBackend final : public Backend {
     std::lock_guard<std::mutex> lock(basics_mu_);
     auto& x = dev_[static_cast<std::size_t>(d)];
     if (!x.s0.get()) {
+      { DeviceGuard g(d); preload_kernels(d); }
       x.scratch = device_alloc(d, kScratchBytes);
       x.s0 = make_stream(d);
       x.s1 = make_stream(d);
@@ -419,7 +421,7 @@ class CudaBackend final : public Backend {
     if (L > 1)
       for (std::size_t i = 0; i < N; ++i) total_end.push_back(make_event(lanes[0].dev));
     // The blocking start holds at most what the launch queue takes without blocking us.
-    const std::size_t ops_per_iter = kind_ == "staged" ? 8 + 6 * (max_bytes_ / kStageChunk + 1) : 4;
+    const std::size_t ops_per_iter = staged_gpu_pair_ ? 8 + 6 * (max_bytes_ / kStageChunk + 1) : 4;
     hold_ = N * L * ops_per_iter < 900;
     const int gen = ++generation_;
     Release release(release_, gen);
@@ -466,13 +468,18 @@ class CudaBackend final : public Backend {
     auto& a = dev_[static_cast<std::size_t>(s.src)];
     auto& b = dev_[static_cast<std::size_t>(s.dst)];
     auto* fa = static_cast<unsigned long long*>(a.scratch.get()) + 8;  // [0]: verify's slot
-    auto* fb = static_cast<unsigned long long*>(b.scratch.get()) + 8;
+    // One GPU (src == dst): the two kernels run on two streams and use two flag words.
+    const bool same = s.src == s.dst;
+    auto* fb = same ? fa + 1 : static_cast<unsigned long long*>(b.scratch.get()) + 8;
     auto* out = fa + 8;
-    { DeviceGuard g(s.src); P2P_CUDA(cudaMemset(fa, 0, 64), s.src); }
-    { DeviceGuard g(s.dst); P2P_CUDA(cudaMemset(fb, 0, 64), s.dst); }
+    cudaStream_t pong_stream = same ? b.s1.get() : b.s0.get();
+    // Flags cleared on the kernels' own streams and waited for: a cudaMemset on the
+    // legacy stream is not ordered before work on non-blocking streams.
+    { DeviceGuard g(s.src); P2P_CUDA(cudaMemsetAsync(fa, 0, 64, a.s0.get()), s.src); P2P_CUDA(cudaStreamSynchronize(a.s0.get()), s.src); }
+    { DeviceGuard g(s.dst); P2P_CUDA(cudaMemsetAsync(fb, 0, same ? 8 : 64, pong_stream), s.dst); P2P_CUDA(cudaStreamSynchronize(pong_stream), s.dst); }
     { DeviceGuard g(s.dst);
       launch_pong(fb, fa, static_cast<unsigned char*>(a.recv.get()), static_cast<const unsigned char*>(b.send.get()), msg,
-                  static_cast<long long>(samples) * rounds, b.s0.get(), s.dst); }
+                  static_cast<long long>(samples) * rounds, pong_stream, s.dst); }
     { DeviceGuard g(s.src);
       launch_ping(fa, fb, static_cast<unsigned char*>(b.recv.get()), static_cast<const unsigned char*>(a.send.get()), msg,
                   samples, rounds, out, a.s0.get(), s.src); }
@@ -480,13 +487,14 @@ class CudaBackend final : public Backend {
     { DeviceGuard g(s.src);
       P2P_CUDA(cudaStreamSynchronize(a.s0.get()), s.src);
       P2P_CUDA(cudaMemcpy(ns.data(), out, ns.size() * sizeof(ns[0]), cudaMemcpyDeviceToHost), s.src); }
-    { DeviceGuard g(s.dst); P2P_CUDA(cudaStreamSynchronize(b.s0.get()), s.dst); }
+    { DeviceGuard g(s.dst); P2P_CUDA(cudaStreamSynchronize(pong_stream), s.dst); }
     for (auto v : ns)
       if (v == ~0ull)
         throw Error(fmt::format("GPU ping-pong {} <-> {} timed out: the peer's flag writes never arrived", s.src, s.dst));
     for (int i = s.warmup; i < samples; ++i) r.elapsed_ns.push_back(static_cast<double>(ns[static_cast<std::size_t>(i)]) / rounds / 2.0);
     r.note = fmt::format("GPU ping-pong: a 1-warp kernel on each GPU writes {} B + a flag into the peer and spins on its own "
-                         "flag; {} round trips per sample timed by %globaltimer; one-way = rtt/2", msg, rounds);
+                         "flag; {} round trips per sample timed by %globaltimer; one-way = rtt/2{}", msg, rounds,
+                         same ? " (one GPU: two kernels on two streams, no link crossed)" : "");
   }
 
   std::string kind_;
@@ -495,6 +503,7 @@ class CudaBackend final : public Backend {
   bool pull_ = false;
   int blocks_per_sm_ = 4;
   bool hold_ = true;
+  bool staged_gpu_pair_ = false;
   int generation_ = 0;
   std::vector<std::string> names_;
   std::vector<int> sms_;

@@ -123,6 +123,17 @@ void after_launch(const char* what, int dev) { check(cudaGetLastError(), what, d
 
 }  // namespace
 
+void preload_kernels(int dev) {
+  const void* kernels[] = {reinterpret_cast<const void*>(fill_kernel), reinterpret_cast<const void*>(verify_kernel),
+                           reinterpret_cast<const void*>(spin_kernel), reinterpret_cast<const void*>(copy_kernel),
+                           reinterpret_cast<const void*>(timer_kernel), reinterpret_cast<const void*>(fma_kernel),
+                           reinterpret_cast<const void*>(ping_kernel), reinterpret_cast<const void*>(pong_kernel)};
+  for (const void* k : kernels) {
+    cudaFuncAttributes a{};
+    check(cudaFuncGetAttributes(&a, k), "cudaFuncGetAttributes (kernel preload)", dev);
+  }
+}
+
 void launch_fill(void* dst, std::uint64_t bytes, int pd, cudaStream_t s, int dev) {
   fill_kernel<<<grid_for(bytes / 8, 256), 256, 0, s>>>(static_cast<unsigned char*>(dst), bytes, pd);
   after_launch("fill kernel launch", dev);

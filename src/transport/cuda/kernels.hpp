@@ -7,6 +7,11 @@
 
 namespace p2pscope::bench::cuda {
 
+// Loads every kernel of this file on the current device `dev`. CUDA >= 12.2 loads
+// kernels lazily at first launch, and that load can wait for the context to go idle:
+// launching ping while pong already spins (or a copy behind the blocking-start spin)
+// then stalls until the spinner times out. Call once per device before any spinner.
+void preload_kernels(int dev);
 void launch_fill(void* dst, std::uint64_t bytes, int pattern_device, cudaStream_t s, int dev);
 // *first_bad (device memory) must hold INT64_MAX; gets the lowest mismatching offset.
 void launch_verify(const void* buf, std::uint64_t bytes, int pattern_device, long long* first_bad, cudaStream_t s, int dev);

@@ -40,6 +40,7 @@ CollectiveResult run_collective(const CollectiveSpec& spec) {
       throw UsageError(fmt::format("bench nccl: {} needs {} on GPU {} but {} is free", format_size(S),
                                    format_size((in_elems + out_elems) * 4 + (512ull << 20)), d, format_size(free_b)));
   }
+  for (int d : spec.gpus) { DeviceGuard g(d); preload_kernels(d); }
   nccl::Comms comms(spec.gpus);
   std::vector<DeviceBuffer> in, out;
   std::vector<Stream> st;
@@ -54,7 +55,8 @@ CollectiveResult run_collective(const CollectiveSpec& spec) {
     for (std::uint64_t i = 0; i < in_elems; ++i) h[i] = input_value(static_cast<int>(r), i);
     DeviceGuard g(d);
     P2P_CUDA(cudaMemcpy(in.back().get(), h.data(), in_elems * 4, cudaMemcpyHostToDevice), d);
-    P2P_CUDA(cudaMemset(out.back().get(), 0xFF, out_elems * 4), d);  // NaN poison
+    P2P_CUDA(cudaMemsetAsync(out.back().get(), 0xFF, out_elems * 4, st.back().get()), d);  // NaN poison
+    P2P_CUDA(cudaStreamSynchronize(st.back().get()), d);
   }
   const int r0 = spec.gpus[0];
   auto issue = [&] {
@@ -92,7 +94,7 @@ CollectiveResult run_collective(const CollectiveSpec& spec) {
   auto sync_all = [&] {
     for (std::size_t r = 0; r < n; ++r) { DeviceGuard g(spec.gpus[r]); P2P_CUDA(cudaStreamSynchronize(st[r].get()), spec.gpus[r]); }
   };
-  for (int i = 0; i < spec.warmup; ++i) issue();
+  for (int i = 0; i < std::max(1, spec.warmup); ++i) issue();  // NCCL kernels load before the spin
   sync_all();
   PinnedBuffer flag = pinned_alloc(64);
   auto* release = static_cast<volatile int*>(flag.get());

@@ -3,6 +3,7 @@
 // Timing: events on the sender's stream; the receiver's completion is joined back
 // into it by an event, so one iteration = send posted .. data received. A spin kernel
 // holds both streams until every iteration is queued (the blocking start).
+#include <algorithm>
 #include <climits>
 #include <memory>
 
@@ -60,6 +61,7 @@ class NcclBackend final : public Backend {
     dev_.clear();
     dev_.resize(static_cast<std::size_t>(gpus_));
     for (int d : devices) {
+      { DeviceGuard g(d); preload_kernels(d); }  // the spin kernel must not load lazily behind NCCL's
       auto& x = dev_[static_cast<std::size_t>(d)];
       x.send = device_alloc(d, max_bytes);
       x.recv = device_alloc(d, max_bytes);
@@ -88,7 +90,9 @@ class NcclBackend final : public Backend {
       }
       join(s.src, s.dst);
     };
-    for (int i = 0; i < s.warmup; ++i) one();
+    // At least one untimed round: NCCL's kernels load at first launch, which must not
+    // happen behind the blocking-start spin kernel.
+    for (int i = 0; i < std::max(1, s.warmup); ++i) one();
     sync(s.src);
     sync(s.dst);
     std::vector<Event> a, b;
@@ -148,7 +152,8 @@ class NcclBackend final : public Backend {
     DeviceGuard g(dst);
     long long init = LLONG_MAX, out = 0;
     auto* bad = static_cast<long long*>(x.scratch.get());
-    P2P_CUDA(cudaMemcpy(bad, &init, sizeof init, cudaMemcpyHostToDevice), dst);
+    // Stream-ordered: a plain cudaMemcpy from pageable memory may still be in flight.
+    P2P_CUDA(cudaMemcpyAsync(bad, &init, sizeof init, cudaMemcpyHostToDevice, x.s.get()), dst);
     launch_verify(x.recv.get(), bytes, src, bad, x.s.get(), dst);
     P2P_CUDA(cudaStreamSynchronize(x.s.get()), dst);
     P2P_CUDA(cudaMemcpy(&out, bad, sizeof out, cudaMemcpyDeviceToHost), dst);
