@@ -167,6 +167,7 @@ Summary Sampler::stop() {
     std::fclose(m.csv);
     m.csv = nullptr;
   }
+  m.collector.reset();  // its kept-open /proc and sysfs files and NVML go now, not at destruction
   return m.summary;
 }
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <iterator>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -19,13 +20,17 @@ namespace fs = std::filesystem;
 TEST(MonitorSession, WritesCsvAndReturnsSummary) {
   const auto dir = fs::temp_directory_path() / ("p2ps-mon-session-" + std::to_string(getpid())) / "run";
   fs::remove_all(dir.parent_path());
+  auto open_fds = [] { return std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator()); };
   monitor::SessionResult r;
   {
+    const auto fds_before = open_fds();
     monitor::MonitorSession s(dir.string(), 0.05);  // creates the directory
     EXPECT_EQ(s.csv_path(), (dir / "monitor.csv").string());
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_GT(open_fds(), fds_before);  // the CSV and the /proc, sysfs files kept open
     r = s.stop();
     EXPECT_EQ(s.stop().json, r.json);  // idempotent
+    EXPECT_EQ(open_fds(), fds_before);  // all released by stop(), not only at destruction
   }
   ASSERT_TRUE(r.ok) << r.json.dump();
   EXPECT_GE(r.json["samples"].get<int>(), 3);  // start, >= 1 in between, end
