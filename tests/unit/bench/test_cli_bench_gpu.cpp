@@ -157,6 +157,23 @@ TEST_F(BenchGpuCli, OutDirectoryGetsADatedFile) {
   std::filesystem::remove_all(dir);
 }
 
+TEST_F(BenchGpuCli, MonitorWritesItsCsvBesideTheOutputAndASummaryIntoTheJson) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) / ("p2pscope_mon_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const CliRun ok = run(std::string(kHost) + " --pairs 0:1 --sizes 64K --format json --monitor --monitor-interval 50ms --out " +
+                        (dir / "run.json").string());
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "monitor.csv"));
+  std::ifstream f(dir / "run.json");
+  const auto j = nlohmann::json::parse(f);
+  ASSERT_TRUE(j.contains("monitor")) << j.dump();
+  EXPECT_EQ(j["monitor"]["csv"], (dir / "monitor.csv").string());
+  EXPECT_NE(ok.err.find("monitor:"), std::string::npos) << ok.err;
+  EXPECT_EQ(run(std::string(kHost) + " --monitor --monitor-interval 1us").code, 2);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(BenchGpuCli, BadInputExitsTwoAndSaysWhatWasWrong) {
   struct Case {
     std::string args, expect;
