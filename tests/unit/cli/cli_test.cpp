@@ -1,29 +1,14 @@
 // End-to-end checks of the binary's command line: exit codes and messages.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <string>
 
-namespace {
-struct Result {
-  int code = -1;
-  std::string out;
-};
+#include "run_binary.hpp"
 
-Result run(const std::string& args) {
-  Result r;
-  const std::string cmd = std::string(P2PSCOPE_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), p)) r.out += buf.data();
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+namespace {
+using p2pscope::test::run_binary;
+auto run(const std::string& args) { return run_binary(args); }
 }  // namespace
 
 TEST(Cli, VersionNamesToolAndCuda) {

@@ -2,35 +2,22 @@
 // every step recorded in run.json, the report written, and one failing or slow step
 // not stopping the others.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "run_binary.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
-struct Result {
-  int code = -1;
-  std::string out;
-};
-
-Result run(const std::string& args) {
-  Result r;
-  const std::string cmd = std::string(P2PSCOPE_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), p)) r.out += buf.data();
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using p2pscope::test::run_binary;
+auto run(const std::string& args) { return run_binary(args); }
 
 fs::path fresh_dir(const std::string& name) {
   const fs::path d = fs::temp_directory_path() / ("p2pscope-run-test-" + name + "-" + std::to_string(getpid()));
