@@ -1,7 +1,6 @@
 // End-to-end checks of the binary's command line: exit codes and messages.
 #include <gtest/gtest.h>
 
-
 #include <string>
 
 #include "run_binary.hpp"
