@@ -168,6 +168,8 @@ void run_monitor(const MonitorArgs& a, Context& ctx) {
       return;
     }
     g_child = pid;
+    // A signal that came between fork and the line above was not forwarded: do it now.
+    if (g_signal != 0) ::kill(pid, static_cast<int>(g_signal));
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }

@@ -172,7 +172,13 @@ TEST(MonitorCli, SigtermIsForwardedToTheChild) {
           static_cast<char*>(nullptr));
     _exit(99);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Signal only once the command runs (its handlers are installed by then): a fixed
+  // sleep lost the race under ASan, where p2pscope starts slowly.
+  const std::string children = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children";
+  const auto ready_by = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (slurp(children).empty() && std::chrono::steady_clock::now() < ready_by)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_FALSE(slurp(children).empty()) << "p2pscope monitor did not start its command within 30 s";
   kill(pid, SIGTERM);
   int status = 0;
   const auto t0 = std::chrono::steady_clock::now();
