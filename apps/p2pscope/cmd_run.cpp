@@ -48,28 +48,31 @@ void set_aside(const fs::path& dir) {
 std::vector<Step> plan_steps(const RunOptions& o, const gpu::RuntimeInfo& rt, const fs::path& out) {
   const bool gpus = rt.cuda_built && rt.device_count >= 1;
   const bool pairs = rt.cuda_built && rt.device_count >= 2;
-  const std::string backend = !o.backend.empty() ? o.backend : (pairs ? "ce" : "host");
+  // One GPU has no GPU pair, but the staged backend pairs it with host memory (PCIe).
+  const std::string gpu_backend = pairs ? "ce" : gpus ? "staged" : "host";
+  const std::string backend = !o.backend.empty() ? o.backend : gpu_backend;
   const bool gpu_campaign = backend != "host";
-  const std::string sizes = !o.sizes.empty() ? o.sizes
-                            : gpu_campaign   ? "1:1G"
-                                             : "1:64M";
+  const std::string sizes = !o.sizes.empty() ? o.sizes : gpu_campaign ? "1:1G" : "1:64M";
   const std::string campaign = (out / "campaign").string();
-  const std::string bench_backend = pairs ? "ce" : "host";
-  const std::string why_host =
-      pairs ? "" : "host backend: " + (gpus ? std::string("one GPU, no pair") : rt.why_no_gpu);
+  const std::string why_host = gpus ? "" : "host backend: " + rt.why_no_gpu;
+  const std::string why_staged = gpus && !pairs ? "one GPU: GPU <-> host memory through the staged backend" : "";
+  const std::string bench_note = why_host.empty() ? why_staged : why_host;
+  // GPU-timed ping-pong needs a GPU pair; with one GPU, the host-observed blocking copy.
+  const std::string latency_backend = pairs ? "ce" : gpus ? "staged" : "host";
+  const std::string latency_pattern = pairs || !gpus ? "latency" : "blocking";
   std::vector<Step> s;
   s.push_back({"topo", {"topo", "--format", "json", "--out", (out / "topology.json").string()}, "", ""});
   s.push_back({"topo-text", {"topo"}, "topology.txt", ""});
   s.push_back({"profile",
                {"profile", "--out", campaign, "--backend", backend, "--sizes", sizes, "--reps", std::to_string(o.reps),
-                "--warmup", "2", "--drift", gpu_campaign ? "2s" : "0", "--thermal-warmup", "off"},
-               "profile.txt", gpu_campaign ? "" : why_host});
+                "--warmup", "2", "--drift", gpu_campaign ? "2s" : "0", "--thermal-warmup", "off", "--monitor"},
+               "profile.txt", backend == gpu_backend ? bench_note : ""});
   s.push_back({"bench-gpu",
-               {"bench", "gpu", "--backend", bench_backend, "--pattern", "unidirectional", "--sizes",
-                pairs ? "256M" : "64M"},
-               "bench-gpu.txt", why_host});
-  s.push_back({"bench-latency", {"bench", "gpu", "--backend", bench_backend, "--pattern", "latency", "--sizes", "8"},
-               "bench-latency.txt", why_host});
+               {"bench", "gpu", "--backend", gpu_backend, "--pattern", "uni", "--sizes", gpus ? "1G" : "64M"},
+               "bench-gpu.txt", bench_note});
+  s.push_back({"bench-latency",
+               {"bench", "gpu", "--backend", latency_backend, "--pattern", latency_pattern, "--sizes", "8"},
+               "bench-latency.txt", bench_note});
   if (rt.nccl_built && gpus)
     s.push_back({"nccl-allreduce", {"bench", "nccl", "--op", "allreduce", "--sizes", "1M,64M,1G"},
                  "nccl-allreduce.txt", ""});
@@ -94,7 +97,8 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--sizes", o->sizes,
                   "Campaign sizes (default 1:1G, powers of two, with GPUs; 1:64M on the host)");
   cmd->add_option("--reps", o->reps, "Campaign repetitions")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--backend", o->backend, "Campaign backend (default ce with 2+ GPUs, else host)");
+  cmd->add_option("--backend", o->backend,
+                  "Campaign backend (default ce with 2+ GPUs, staged with one GPU, else host)");
   cmd->add_option("--skip", o->skip, "Steps to skip, comma-separated")
       ->delimiter(',')
       ->check(CLI::IsMember(kStepNames));
