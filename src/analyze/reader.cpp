@@ -123,6 +123,11 @@ void read_temperatures(const fs::path& p, Campaign* c) {
     get(ip, &s.power_w);
     get(isc, &s.sm_clock_mhz);
     get(imc, &s.mem_clock_mhz);
+    // The campaign writes -1 where a device has nothing to read (host memory of the
+    // staged backend, no NVML): missing, not a reading.
+    for (double* v : {&s.temperature_c, &s.power_w, &s.sm_clock_mhz, &s.mem_clock_mhz})
+      if (*v < 0) *v = NAN;
+    if (!std::isfinite(s.temperature_c) && !std::isfinite(s.power_w) && !std::isfinite(s.sm_clock_mhz)) continue;
     if (ith >= 0) s.throttle = std::string(trim(f[static_cast<std::size_t>(ith)]));
     c->temperatures.push_back(std::move(s));
   }
@@ -296,6 +301,8 @@ Campaign read_campaign(const std::string& dir) {
 std::string link_class(const Campaign& c, const std::string& backend, int src, int dst) {
   if (backend == "host") return "host";
   const auto a = c.topo_row.find(src), b = c.topo_row.find(dst);
+  // staged pairs a GPU with host memory, which is no GPU of the topology: PCIe.
+  if (backend == "staged" && (a == c.topo_row.end()) != (b == c.topo_row.end())) return "host-PCIe";
   if (a == c.topo_row.end() || b == c.topo_row.end()) return "unknown";
   const auto ra = static_cast<std::size_t>(a->second), rb = static_cast<std::size_t>(b->second);
   if (ra >= c.gpu_gpu.size() || rb >= c.gpu_gpu[ra].size()) return "unknown";

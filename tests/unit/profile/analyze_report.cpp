@@ -153,6 +153,29 @@ TEST(AnalyzeCampaign, RealH200PairGivesNvlinkModel) {
   fs::remove_all(dir);
 }
 
+// A real one-GPU campaign (nvidia-h200, `p2pscope run`): the staged backend pairs GPU 0
+// with host memory, whose temperatures.csv rows are -1 (nothing to read).
+TEST(AnalyzeCampaign, OneGpuStagedCampaignFromTheDevice) {
+  const fs::path dir = copy_fixture("h200-staged");
+  const Result r = analyze(dir.string());
+  EXPECT_EQ(r.rows_read, 186u);
+  EXPECT_EQ(r.links, 2u);
+  const auto links = nlohmann::json::parse(slurp(dir / "links.json"));
+  for (const auto& l : links["links"]) {
+    SCOPED_TRACE(l["src"].dump() + "->" + l["dst"].dump());
+    EXPECT_EQ(l["link_class"], "host-PCIe");
+    // PCIe Gen5 x16 host<->GPU copies: 55.4 GB/s (nvbandwidth's anchor).
+    EXPECT_NEAR(l["asymptotic_bytes_per_s"].get<double>(), 55.4e9, 2e9);
+  }
+  // The host's -1 "temperatures" are missing values, not readings below zero.
+  const auto findings = nlohmann::json::parse(slurp(dir / "findings.json"));
+  for (const auto& f : findings["findings"])
+    if (f["kind"] == "temperature") {
+      EXPECT_EQ(f["message"].get<std::string>().find("-1"), std::string::npos) << f;
+    }
+  fs::remove_all(dir);
+}
+
 TEST(AnalyzeCampaign, HostCampaignWithoutOptionalFiles) {
   const fs::path dir = copy_fixture("host2");
   const Result r = analyze(dir.string());
