@@ -27,7 +27,7 @@ struct RunOptions {
   std::string out = "p2pscope-out";
   std::string sizes;    // campaign sizes; default depends on GPU or host
   int reps = 3;
-  std::string backend;  // campaign backend; default ce with 2+ GPUs, else host
+  std::string backend;  // campaign backend; default ce with 2+ GPUs, staged with one, else host
   std::vector<std::string> skip;
   double step_timeout_s = 600;
 };
