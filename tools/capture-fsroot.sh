@@ -98,6 +98,8 @@ printf '%s\0' "${links[@]}" | copy
 for d in "${dirs[@]}"; do mkdir -p "$out$d"; done
 # A file that failed to read leaves nothing; drop empty copies of unreadable ones.
 find "$out" -type f -empty -delete 2>/dev/null
+# git keeps no empty directory: mark the queue dirs so a committed tree keeps them.
+for d in "${dirs[@]}"; do : >"$out$d/.keep"; done
 
 tarball="$out.tar.gz"
 tar -C "$out" -czf "$tarball" . || { echo "capture-fsroot: tar failed" >&2; exit 1; }
