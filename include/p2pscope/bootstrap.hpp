@@ -1,0 +1,73 @@
+#pragma once
+// How the processes of one run find each other (DESIGN.md: "the bootstrap (barrier,
+// exchange) is an interface with MPI and socket versions").
+//
+// A run is one process driving every GPU (the default) or N processes launched by
+// mpirun, srun or torchrun, one per GPU. The launcher is recognised from the
+// environment it sets (detect_launch); the processes then meet over TCP at a
+// rendezvous address (rank 0 listens, the others connect), so no MPI library is
+// needed at build or run time: `mpirun -np 2 p2pscope bench gpu --backend nccl`
+// works with any binary. Every collective call is bounded by a timeout and a peer
+// that vanishes turns into an Error naming its rank, never a hang.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace p2pscope {
+
+struct LaunchInfo {
+  int rank = 0, size = 1;              // this process among all of the run's processes
+  int local_rank = 0, local_size = 1;  // among those on this host (GPU choice)
+  std::string launcher = "single";     // "single", "openmpi", "pmi", "slurm", "torchrun"
+  std::string rendezvous_host;         // where rank 0 listens; empty: not set
+  std::uint16_t rendezvous_port = 0;   // 0: not set
+  bool multi_process() const { return size > 1; }
+};
+
+// Reads the launcher's variables through `getenv` (a test double can replace it):
+// OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}; PMI_RANK/PMI_SIZE with
+// MPI_LOCALRANKID (MPICH, Intel MPI); SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID;
+// RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/MASTER_ADDR/MASTER_PORT (torchrun).
+// P2PSCOPE_RENDEZVOUS=HOST:PORT overrides the address. When the address is not
+// given, one host is assumed (127.0.0.1) and the port is derived from the job's id
+// so that two jobs on one host do not meet each other. Throws UsageError for
+// inconsistent values (rank >= size, junk numbers, several hosts and no address).
+using EnvLookup = std::function<const char*(const char*)>;
+LaunchInfo detect_launch(const EnvLookup& getenv_fn);
+LaunchInfo detect_launch();  // the real environment
+
+// The exchange primitives every multi-process component needs. All calls are
+// collective: every rank makes the same calls in the same order.
+class Bootstrap {
+ public:
+  virtual ~Bootstrap() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Every rank's `mine`, indexed by rank.
+  virtual std::vector<std::string> allgather(const std::string& mine) = 0;
+  // `data` of rank `root`, returned on every rank (others' `data` is ignored).
+  virtual std::string broadcast(int root, const std::string& data) = 0;
+  virtual void barrier() { allgather(std::string()); }
+  // False once a peer is known to be gone (for watchdogs around long device waits).
+  virtual bool peers_alive() { return true; }
+};
+
+// The one-process bootstrap: rank 0 of 1.
+std::unique_ptr<Bootstrap> make_single_bootstrap();
+
+// Rank 0 listens on host:port (all of this host's addresses when host is a local
+// one) and waits for size-1 peers; the others connect, retrying until rank 0 is up.
+// Each call waits at most timeout_s for its peers. Throws Error naming the address,
+// the rank that failed and why (refused handshake: another program, another
+// version, another world size, a duplicate rank).
+std::unique_ptr<Bootstrap> make_tcp_bootstrap(int rank, int size, const std::string& host, std::uint16_t port,
+                                              double timeout_s);
+
+// From detect_launch(): single process, or the TCP rendezvous. timeout_s bounds
+// every collective call (and the meeting itself).
+std::unique_ptr<Bootstrap> make_bootstrap(const LaunchInfo& launch, double timeout_s = 120);
+
+}  // namespace p2pscope
