@@ -85,6 +85,10 @@ struct Options {
   int pid = 0;                    // threads of this process; 0 = the calling process
   bool gpus = true;               // NVML (live root only)
   bool ethtool = true;            // driver counters (live root only)
+  // The caller's host threads wait on GPUs (bench gpu, GPU campaigns): a thread that
+  // spins in cudaStreamSynchronize is then read as a waiter, not as CPU work, even
+  // when NVML shows no kernel running (copy-engine copies leave utilization at 0).
+  bool host_waits_on_gpu = false;
   // Called on the sampler thread after each interval (the live table of `monitor`).
   // Exceptions it throws are caught and noted.
   std::function<void(const Interval&)> on_interval;
@@ -114,6 +118,9 @@ struct ThreadSummary {
   double cpu_pct = 0;      // mean of one CPU
   double max_cpu_pct = 0;  // busiest interval
   int last_cpu = -1;
+  // CPU time credited to the CPU it last ran on at the end of each interval: where
+  // the thread's load landed, to tell whose work a busy CPU did.
+  std::map<int, double> cpu_s_by_cpu;
 };
 
 struct GpuSummary {
@@ -124,6 +131,10 @@ struct GpuSummary {
   int min_sm_clock_mhz = -1, max_sm_clock_mhz = -1, min_mem_clock_mhz = -1, max_mem_clock_mhz = -1;
   // Samples with each harmful throttle reason (power_cap, sw_thermal, hw_slowdown...).
   std::map<std::string, int> throttled_samples;
+  // NVML utilization.gpu (share of time a kernel ran) over the samples that had it;
+  // -1 when none did.
+  double mean_utilization_pct = -1;
+  int max_utilization_pct = -1;
 };
 
 struct Summary {
@@ -140,6 +151,7 @@ struct Summary {
   std::vector<std::string> notes;  // deduplicated
   double monitor_cpu_s = 0;        // CPU time of the sampler thread itself
   double monitor_cpu_ns_per_sample = 0;
+  bool host_waits_on_gpu = false;  // Options::host_waits_on_gpu of the run
 };
 
 class Sampler {
@@ -166,7 +178,10 @@ nlohmann::json summary_to_json(const Summary& s, int busiest = 8);
 
 // Plain sentences when the numbers say so, e.g. "CPU-bound on CPUs 8-9 (softirq 71%)",
 // "NIC eth2 dropped 1.2k packets", "GPU 3 throttled: power cap (12 of 30 samples)".
-// Empty when nothing stands out.
+// A busy CPU whose load is the monitored process's own threads, mostly user time, in
+// a run where GPUs were busy (or Summary::host_waits_on_gpu) is a host thread
+// spin-waiting on the GPU, not CPU-bound: "host thread p2pscope spin-waits on the GPU
+// on CPU 4 (user 77%, system 21%): not a CPU bottleneck". Empty when nothing stands out.
 std::vector<std::string> verdict_lines(const Summary& s);
 
 // 1234 -> "1.2k", 5600000 -> "5.6M"; below 1000 the integer.

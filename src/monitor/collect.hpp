@@ -98,6 +98,18 @@ Interval diff(const Snapshot& a, const Snapshot& b, Collector& c, long ticks_per
 void append_csv_rows(const Interval& iv, std::string& out);
 inline constexpr const char* kCsvHeader = "time_ns,source,key,value";
 
+inline constexpr double kCpuBoundPct = 90;  // mean busy share over the run that makes a CPU "busy"
+inline constexpr const char* kMonitorThread = "p2ps-monitor";
+
+// The busy CPUs of a run, split: those whose load is the monitored process's threads
+// spin-waiting on a GPU, and the rest (CPU-bound). See spin_wait.cpp for the rule.
+struct BusyCpus {
+  std::vector<int> spin_wait, bound;  // CPU ids, ascending
+  std::vector<int> waiter_tids;       // threads that explain the spin_wait CPUs
+  std::vector<std::string> waiter_names;  // their names, distinct, in tid order
+};
+BusyCpus classify_busy_cpus(const Summary& s);
+
 // Accumulates intervals into the run summary.
 class SummaryBuilder {
  public:
@@ -119,11 +131,17 @@ class SummaryBuilder {
     std::string name;
     double cpu_s = 0, seconds = 0, max_pct = 0;
     int last_cpu = -1;
+    std::map<int, double> cpu_s_by_cpu;
+  };
+  struct GpuUtilAcc {
+    double sum = 0;
+    int n = 0;
   };
   std::map<int, CpuAcc> cpus_;
   std::map<std::string, NicAcc> nics_;
   std::map<int, ThreadAcc> threads_;
   std::map<int, GpuSummary> gpus_;
+  std::map<int, GpuUtilAcc> gpu_util_;
   std::vector<std::string> notes_;
   std::set<std::string> seen_notes_;
   double seconds_ = 0;

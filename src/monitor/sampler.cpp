@@ -161,6 +161,7 @@ Summary Sampler::stop() {
   } catch (const std::exception& e) {
     m.summary.notes.push_back(std::string("summary failed: ") + e.what());
   }
+  m.summary.host_waits_on_gpu = m.opts.host_waits_on_gpu;
   m.summary.monitor_cpu_s = static_cast<double>(m.cpu_ns) / 1e9;
   m.summary.monitor_cpu_ns_per_sample = m.samples ? static_cast<double>(m.cpu_ns) / m.samples : 0;
   if (m.csv) {

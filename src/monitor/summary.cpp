@@ -15,9 +15,7 @@ namespace {
 constexpr std::pair<std::uint64_t, const char*> kHarmfulThrottle[] = {
     {0x4, "power cap"}, {0x8, "hw slowdown"}, {0x20, "sw thermal"}, {0x40, "hw thermal"}, {0x80, "hw power brake"}};
 
-constexpr double kCpuBoundPct = 90;     // mean busy share over the run
 constexpr double kThreadBoundPct = 90;  // of one CPU
-constexpr const char* kMonitorThread = "p2ps-monitor";
 
 bool is_loss_counter(const std::string& name) {
   return name.find("drop") != std::string::npos || name.find("discard") != std::string::npos ||
@@ -58,6 +56,12 @@ void SummaryBuilder::add_gpus(const std::vector<nvml::GpuSample>& gpus) {
     max_into(s.max_mem_clock_mhz, g.mem_clock_mhz);
     for (const auto& [bit, name] : kHarmfulThrottle)
       if (g.throttle_reasons & bit) ++s.throttled_samples[name];
+    if (g.utilization_gpu_pct >= 0) {
+      GpuUtilAcc& u = gpu_util_[g.index];
+      u.sum += g.utilization_gpu_pct;
+      ++u.n;
+      max_into(s.max_utilization_pct, g.utilization_gpu_pct);
+    }
   }
 }
 
@@ -96,6 +100,9 @@ void SummaryBuilder::add(const Interval& iv) {
     a.seconds += iv.seconds;
     a.max_pct = std::max(a.max_pct, t.cpu_pct);
     a.last_cpu = t.last_cpu;
+    // Where it ran between samples is unknown; the CPU at the interval's end stands for
+    // the whole interval (a pinned or settled thread rarely moves).
+    if (t.last_cpu >= 0) a.cpu_s_by_cpu[t.last_cpu] += t.cpu_pct / 100.0 * iv.seconds;
   }
   add_gpus(iv.gpus);
   for (const auto& n : iv.notes) note(n);
@@ -151,33 +158,60 @@ Summary SummaryBuilder::finish(double interval_s, std::int64_t start_realtime_ns
     t.cpu_pct = a.seconds > 0 ? 100.0 * a.cpu_s / a.seconds : 0;
     t.max_cpu_pct = a.max_pct;
     t.last_cpu = a.last_cpu;
+    t.cpu_s_by_cpu = a.cpu_s_by_cpu;
     s.threads.push_back(std::move(t));
   }
   std::sort(s.threads.begin(), s.threads.end(), [](const auto& x, const auto& y) { return x.cpu_s > y.cpu_s; });
-  for (const auto& [idx, g] : gpus_) s.gpus.push_back(g);
+  for (const auto& [idx, g] : gpus_) {
+    s.gpus.push_back(g);
+    if (const auto it = gpu_util_.find(idx); it != gpu_util_.end() && it->second.n > 0)
+      s.gpus.back().mean_utilization_pct = it->second.sum / it->second.n;
+  }
   s.notes = notes_;
   return s;
 }
 
-std::vector<std::string> verdict_lines(const Summary& s) {
-  std::vector<std::string> out;
-  std::vector<int> bound;
+namespace {
+// "softirq 71%, system 22%": the largest share of these CPUs' time, and the second
+// when it is worth naming.
+std::string shares_text(const Summary& s, const std::vector<int>& cpus) {
   double user = 0, sys = 0, soft = 0, irq = 0;
   for (const auto& c : s.cpus) {
-    if (c.busy_pct < kCpuBoundPct) continue;
-    bound.push_back(c.cpu);
+    if (std::find(cpus.begin(), cpus.end(), c.cpu) == cpus.end()) continue;
     user += c.user_pct, sys += c.system_pct, soft += c.softirq_pct, irq += c.irq_pct;
   }
-  if (!bound.empty()) {
-    const double n = static_cast<double>(bound.size());
-    std::vector<std::pair<double, std::string>> parts = {{soft / n, "softirq"}, {sys / n, "system"}, {user / n, "user"}, {irq / n, "irq"}};
-    std::sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-    std::string why = fmt::format("{} {:.0f}%", parts[0].second, parts[0].first);
-    if (parts[1].first >= 20) why += fmt::format(", {} {:.0f}%", parts[1].second, parts[1].first);
-    out.push_back(fmt::format("CPU-bound on CPU{} {} ({})", bound.size() > 1 ? "s" : "", format_cpulist(bound), why));
+  const double n = static_cast<double>(std::max<std::size_t>(cpus.size(), 1));
+  std::vector<std::pair<double, std::string>> parts = {{soft / n, "softirq"}, {sys / n, "system"}, {user / n, "user"}, {irq / n, "irq"}};
+  std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string why = fmt::format("{} {:.0f}%", parts[0].second, parts[0].first);
+  if (parts[1].first >= 20) why += fmt::format(", {} {:.0f}%", parts[1].second, parts[1].first);
+  return why;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+}  // namespace
+
+std::vector<std::string> verdict_lines(const Summary& s) {
+  std::vector<std::string> out;
+  const BusyCpus busy = classify_busy_cpus(s);
+  if (!busy.bound.empty())
+    out.push_back(fmt::format("CPU-bound on CPU{} {} ({})", busy.bound.size() > 1 ? "s" : "", format_cpulist(busy.bound),
+                              shares_text(s, busy.bound)));
+  if (!busy.spin_wait.empty()) {
+    const bool many = busy.waiter_tids.size() > 1;
+    out.push_back(fmt::format("host thread{} {} spin-wait{} on the GPU on CPU{} {} ({}): not a CPU bottleneck",
+                              many ? "s" : "", join(busy.waiter_names), many ? "" : "s",
+                              busy.spin_wait.size() > 1 ? "s" : "", format_cpulist(busy.spin_wait),
+                              shares_text(s, busy.spin_wait)));
   }
   for (const auto& t : s.threads) {
     if (t.cpu_pct < kThreadBoundPct || t.name == kMonitorThread) continue;
+    // Its ~100% is the spin-wait named above, not work.
+    if (std::find(busy.waiter_tids.begin(), busy.waiter_tids.end(), t.tid) != busy.waiter_tids.end()) continue;
     out.push_back(fmt::format("thread {} (tid {}) used {:.0f}% of a CPU (last ran on CPU {})", t.name, t.tid, t.cpu_pct, t.last_cpu));
   }
   for (const auto& n : s.nics) {
@@ -264,9 +298,11 @@ nlohmann::json summary_to_json(const Summary& s, int busiest) {
     gpus.push_back({{"index", g.index}, {"samples", g.samples}, {"max_temperature_c", g.max_temperature_c},
                     {"max_power_w", g.max_power_w}, {"power_limit_w", g.power_limit_w},
                     {"sm_clock_mhz", {g.min_sm_clock_mhz, g.max_sm_clock_mhz}},
-                    {"mem_clock_mhz", {g.min_mem_clock_mhz, g.max_mem_clock_mhz}}, {"throttled_samples", g.throttled_samples}});
+                    {"mem_clock_mhz", {g.min_mem_clock_mhz, g.max_mem_clock_mhz}}, {"throttled_samples", g.throttled_samples},
+                    {"mean_utilization_pct", g.mean_utilization_pct}, {"max_utilization_pct", g.max_utilization_pct}});
   j["gpus"] = gpus;
   j["notes"] = s.notes;
+  j["host_waits_on_gpu"] = s.host_waits_on_gpu;
   j["verdicts"] = verdict_lines(s);
   j["monitor_cpu_s"] = s.monitor_cpu_s;
   j["monitor_cpu_ns_per_sample"] = s.monitor_cpu_ns_per_sample;
