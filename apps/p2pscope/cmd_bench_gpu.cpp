@@ -2,6 +2,8 @@
 // (host, ce, sm, sm-pull, staged, nccl), and `p2pscope bench nccl`: NCCL collectives
 // with nccl-tests' algbw/busbw. Text (matrix for one size, rows for a sweep), CSV or
 // JSON with run metadata and topology; --out FILE or DIR.
+#include <sched.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -18,6 +20,7 @@
 #include "bench/sweep.hpp"
 #include "commands.hpp"
 #include "p2pscope/backend.hpp"
+#include "p2pscope/bootstrap.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/fsroot.hpp"
@@ -34,6 +37,7 @@ struct Common {
   std::string sizes, format = "text", out, monitor_interval = "1s";
   int warmup = 5, iters = 20;
   bool monitor = false;
+  bool host_waits_on_gpu = false;  // set once the backend is known: not for `host`
 };
 
 // --monitor: the system monitor samples while the benchmark runs; monitor.csv goes
@@ -50,7 +54,9 @@ class Monitor {
       if (c.out.back() == '/' || fs::is_directory(c.out, ec)) dir = c.out;
       else dir = fs::path(c.out).parent_path().empty() ? "." : fs::path(c.out).parent_path().string();
     }
-    session_.emplace(dir, interval);
+    monitor::Options mo;
+    mo.host_waits_on_gpu = c.host_waits_on_gpu;  // the bench thread waits in cudaStreamSynchronize / NCCL
+    session_.emplace(dir, interval, mo);
   }
   // Adds "monitor" to the JSON and prints the verdict lines to stderr.
   void finish(nlohmann::json* j) {
@@ -73,6 +79,17 @@ struct GpuOptions : Common {
 struct NcclOptions : Common {
   std::string op = "allreduce", gpus;
 };
+
+// The CPUs this process may run on (its affinity, as mpirun/taskset left it).
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
 
 void check_common(const Common& c) {
   if (c.format != "text" && c.format != "csv" && c.format != "json")
@@ -130,11 +147,33 @@ void run_gpu(const GpuOptions& o, Context& ctx) {
   check_common(o);
   const auto mode = bench::parse_mode(o.pattern);
   const auto rt = gpu::runtime_info();
+  // Under mpirun/srun/torchrun: one process per GPU, meeting through the bootstrap;
+  // every rank measures, rank 0 alone reports.
+  const LaunchInfo launch = detect_launch();
+  std::vector<std::string> rank_cpus;  // per rank: the CPUs it may run on
   std::string backend = o.backend;
-  if (backend.empty()) backend = rt.device_count > 0 ? "ce" : "host";
+  if (backend.empty()) backend = launch.multi_process() ? "nccl" : rt.device_count > 0 ? "ce" : "host";
   bench::BackendOptions bo;
   bo.variant = o.variant;
   bo.verify = !o.no_verify;
+  if (launch.multi_process()) {
+    if (backend != "nccl")
+      throw UsageError(fmt::format("this is rank {} of {} processes ({}), and only --backend nccl runs as one process "
+                                   "per GPU; backend {} drives every GPU from one process: run it without the launcher",
+                                   launch.rank, launch.size, launch.launcher, backend));
+    bo.bootstrap = make_bootstrap(launch);
+    bo.rank_device = launch.local_rank;
+    rank_cpus = bo.bootstrap->allgather(format_cpulist(allowed_cpus()));
+    if (launch.rank == 0)
+      for (std::size_t r = 0; r < rank_cpus.size(); ++r)
+        if (parse_cpulist(rank_cpus[r]).size() < 2)
+          std::cerr << fmt::format(
+              "warning: rank {} may run only on CPU {} (mpirun binds each rank to one core by default): NCCL's proxy "
+              "and network threads then share it with the thread waiting on the GPU; over NCCL's socket transport that "
+              "measured 12x slower. Use mpirun --bind-to none (or numa).\n",
+              r, rank_cpus[r]);
+  }
+  const bool reporter = launch.rank == 0;
   auto b = bench::make_backend(backend, bo);
   bench::SweepSpec spec;
   spec.mode = mode;
@@ -145,14 +184,24 @@ void run_gpu(const GpuOptions& o, Context& ctx) {
   spec.warmup = o.warmup;
   spec.iters = o.iters;
   spec.verify = !o.no_verify;
-  Monitor mon(o);
+  Common mon_opts = o;
+  mon_opts.monitor = o.monitor && reporter;  // one monitor.csv per run, not one per rank
+  mon_opts.host_waits_on_gpu = backend != "host";
+  Monitor mon(mon_opts);
   const bench::SweepResult r = bench::run_sweep(*b, spec);
+  if (!reporter) {  // rank 0 prints; the others only say if their data check failed
+    if (!r.data_ok()) throw Error(r.first_failure());
+    return;
+  }
 
   std::string text;
   if (o.format == "json") {
     nlohmann::json j = bench::to_json(r);
     add_metadata(j, ctx);
     j["schema_version"] = kSchemaVersion;
+    j["launch"] = {{"launcher", launch.launcher}, {"ranks", launch.size}, {"processes_per_gpu", 1},
+                   {"rendezvous", launch.multi_process() ? fmt::format("{}:{}", launch.rendezvous_host, launch.rendezvous_port) : ""},
+                   {"cpus_per_rank", rank_cpus}};
     mon.finish(&j);
     text = j.dump(2) + "\n";
   } else if (o.format == "csv") {
@@ -183,9 +232,11 @@ void run_nccl(const NcclOptions& o, Context& ctx) {
   bench::CollectiveSpec spec;
   spec.op = bench::parse_nccl_op(o.op);
   if (!bench::nccl_collectives_built()) bench::run_collective(spec);  // throws "not built in"
-  if (const int ranks = bench::mpi_world_size(); ranks > 1)
-    throw UsageError(fmt::format("bench nccl was launched by MPI ({} ranks) but this binary has no MPI bootstrap "
-                                 "(P2PSCOPE_WITH_MPI=OFF); run one process: it drives every GPU itself", ranks));
+  if (const LaunchInfo launch = detect_launch(); launch.multi_process())
+    throw UsageError(fmt::format("bench nccl runs its collectives in one process that drives every GPU, but this is "
+                                 "rank {} of {} ({}): run it without the launcher (`bench gpu --backend nccl` is the "
+                                 "one-process-per-GPU benchmark)",
+                                 launch.rank, launch.size, launch.launcher));
   const auto rt = gpu::runtime_info();
   if (rt.device_count < 1) throw Error("bench nccl: no GPU: " + rt.why_no_gpu);
   if (o.gpus.empty()) {
@@ -203,7 +254,9 @@ void run_nccl(const NcclOptions& o, Context& ctx) {
   Table t({"size", "size_bytes", "count", "type", "time_us", "algbw_GBps", "busbw_GBps", "p5_us", "p50_us", "p95_us", "cv_pct", "check"});
   nlohmann::json rows = nlohmann::json::array();
   std::string failure;
-  Monitor mon(o);
+  Common mon_opts = o;
+  mon_opts.host_waits_on_gpu = true;
+  Monitor mon(mon_opts);
   for (std::uint64_t bytes : sizes_or(o.sizes, "8:1G")) {
     spec.bytes = bytes;
     const auto res = bench::run_collective(spec);
@@ -272,7 +325,10 @@ void add_bench_commands(CLI::App& bench, Context& ctx) {
       "  p2pscope bench gpu --backend sm --variant pull --pairs 0:1 --sizes 1K:1G\n"
       "  p2pscope bench gpu --backend ce --pattern latency --pairs 0:1,1:0\n"
       "  p2pscope bench gpu --backend staged --pairs host:0,0:host --sizes 1G\n"
-      "  p2pscope bench gpu --backend host --pattern bidir --sizes 4M --format json --out results/");
+      "  p2pscope bench gpu --backend host --pattern bidir --sizes 4M --format json --out results/\n"
+      "  mpirun -np 2 p2pscope bench gpu --backend nccl --sizes 8:1G   # one process per GPU, like torchrun\n"
+      "Under mpirun, srun or torchrun the ranks meet over TCP at P2PSCOPE_RENDEZVOUS=HOST:PORT (default: MASTER_ADDR:\n"
+      "MASTER_PORT, else 127.0.0.1 and a port derived from the job id on one host); rank 0 reports.");
   c->callback([g, &ctx] { run_gpu(*g, ctx); });
 
   auto n = std::make_shared<NcclOptions>();

@@ -1,6 +1,7 @@
 // `p2pscope profile`: the profiling campaign for simulator validation.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,8 @@
 #include "commands.hpp"
 #include "monitor_options.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/gpu_runtime.hpp"
+#include "p2pscope/monitor.hpp"
 #include "p2pscope/profile.hpp"
 #include "p2pscope/units.hpp"
 
@@ -200,7 +203,13 @@ void add_profile_command(CLI::App& app, Context& ctx) {
     p.stop = interrupt.flag();
     const double monitor_interval_s = o->monitor.enabled ? o->monitor.interval_s() : 0;
     std::unique_ptr<monitor::MonitorSession> mon;
-    if (o->monitor.enabled) mon = std::make_unique<monitor::MonitorSession>(monitor_dir_for(*o), monitor_interval_s);
+    // A campaign on GPUs waits in cudaStreamSynchronize: tell the monitor, so a spinning
+    // waiter is not called CPU-bound. A host-memcpy campaign really is CPU work.
+    monitor::Options mo;
+    const auto backends = p.backends.value_or(std::vector<std::string>{"ce"});
+    mo.host_waits_on_gpu = gpu::runtime_info().device_count > 0 &&
+                           std::none_of(backends.begin(), backends.end(), [](const std::string& b) { return b == "host"; });
+    if (o->monitor.enabled) mon = std::make_unique<monitor::MonitorSession>(monitor_dir_for(*o), monitor_interval_s, mo);
     profile::Result r;
     try {
       r = profile::run_campaign(p);

@@ -9,6 +9,10 @@
 #include <string>
 #include <vector>
 
+namespace p2pscope {
+class Bootstrap;
+}
+
 namespace p2pscope::bench {
 
 enum class Pattern { unidirectional, bidirectional, latency };
@@ -50,6 +54,11 @@ struct BatchResult {
 struct BackendOptions {
   std::string variant;  // backend-specific ("push" / "pull" for sm)
   bool verify = true;
+  // A run of one process per GPU (mpirun, srun, torchrun; only `nccl` supports it):
+  // device numbers are then ranks, and every call is collective (every rank makes
+  // the same calls in the same order and gets the same results back).
+  std::shared_ptr<Bootstrap> bootstrap;
+  int rank_device = -1;  // this rank's GPU among the visible ones; -1: the local rank's
 };
 
 class Backend {

@@ -7,6 +7,7 @@
 #include "bench/formulas.hpp"
 #include "bench/sweep.hpp"
 #include "p2pscope/backend.hpp"
+#include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
 
 namespace p2pscope::bench {
@@ -17,6 +18,7 @@ std::unique_ptr<Backend> make_cuda_backend(const std::string& name, const Backen
 #endif
 #if P2PSCOPE_HAVE_NCCL
 std::unique_ptr<Backend> make_nccl_backend(const BackendOptions& opts);
+std::unique_ptr<Backend> make_nccl_ranks_backend(const BackendOptions& opts);
 #endif
 
 // Ranks of an MPI launch seen in the environment mpirun/srun set; 0 when none.
@@ -66,6 +68,11 @@ std::unique_ptr<Backend> make_backend(const std::string& name_in, const BackendO
     opts.variant = name.substr(3);
     name = "sm";
   }
+  const bool ranks = opts.bootstrap && opts.bootstrap->size() > 1;
+  if (ranks && name != "nccl")
+    throw UsageError("backend '" + name + "' drives every GPU from one process, but this is rank " +
+                     std::to_string(opts.bootstrap->rank()) + " of " + std::to_string(opts.bootstrap->size()) +
+                     " processes: run it without mpirun/srun/torchrun, or use --backend nccl for one process per GPU");
   if (name == "host") return make_host_backend(opts);
   const bool cuda_name = name == "ce" || name == "sm" || name == "staged";
   if (cuda_name) {
@@ -77,13 +84,12 @@ std::unique_ptr<Backend> make_backend(const std::string& name_in, const BackendO
 #endif
   }
   if (name == "nccl") {
-    if (const int ranks = mpi_world_size(); ranks > 1)
-      throw UsageError("backend 'nccl' was launched by MPI (" + std::to_string(ranks) +
-                       " ranks) but this binary has no MPI bootstrap (built with P2PSCOPE_WITH_MPI=OFF; the "
-                       "one-rank-per-GPU launch is not built in yet). Run one process instead: "
-                       "'p2pscope bench gpu --backend nccl' drives every GPU of this machine itself");
+    if (const int n = mpi_world_size(); n > 1 && !ranks)
+      throw UsageError("backend 'nccl' was launched by a launcher as " + std::to_string(n) +
+                       " processes, but this command runs as one process that drives every GPU itself: run it "
+                       "without mpirun/srun (`p2pscope bench gpu --backend nccl` takes one process per GPU)");
 #if P2PSCOPE_HAVE_NCCL
-    return make_nccl_backend(opts);
+    return ranks ? make_nccl_ranks_backend(opts) : make_nccl_backend(opts);
 #else
     throw UsageError("backend 'nccl' is not built in: this binary was built without NCCL; install nccl.h and "
                      "libnccl and rebuild with CUDA (cmake -DP2PSCOPE_WITH_CUDA=ON -DP2PSCOPE_WITH_NCCL=ON)");

@@ -189,9 +189,11 @@ TEST(GpuNccl, CollectivesProduceTheRightData) {
 
 TEST(GpuCli, BenchGpuJsonOnTheGpu) {
   NEED_GPUS(1);
-  if (!std::filesystem::exists(P2PSCOPE_BINARY)) GTEST_SKIP() << "p2pscope binary not built";
+  const char* env_bin = std::getenv("P2PSCOPE_BIN");  // the device machine runs a copied binary
+  const std::string bin = env_bin && *env_bin ? env_bin : P2PSCOPE_BINARY;
+  if (!std::filesystem::exists(bin)) GTEST_SKIP() << "p2pscope binary not built (" << bin << "); set P2PSCOPE_BIN";
   const std::string pairs = gpus() >= 2 ? "0:1,1:0" : "0:0";
-  const std::string cmd = std::string(P2PSCOPE_BINARY) + " bench gpu --backend ce --pairs " + pairs +
+  const std::string cmd = bin + " bench gpu --backend ce --pairs " + pairs +
                           " --sizes 1M --iters 3 --format json >/dev/null";
   const int st = std::system(cmd.c_str());
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << cmd;

@@ -1,0 +1,135 @@
+// `bench gpu --backend nccl` as one process per GPU, the way mpirun/torchrun start
+// it: two real p2pscope processes meet through the bootstrap and move data through
+// NCCL. With two GPUs each rank takes one; with one GPU both ranks share it and get
+// distinct NCCL_HOSTIDs, so NCCL accepts them and uses its socket transport.
+// P2PSCOPE_BIN overrides the binary's path (the device machine runs a copied binary).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "p2pscope/gpu_runtime.hpp"
+
+using namespace p2pscope;
+
+namespace {
+
+std::string binary() {
+  const char* b = std::getenv("P2PSCOPE_BIN");
+  return b && *b ? b : P2PSCOPE_BINARY;
+}
+
+struct Rank {
+  pid_t pid = -1;
+  std::string log;
+};
+
+// Starts rank `r` of 2 with the launcher's variables; output into a file.
+Rank start_rank(int r, int port, const std::string& args, const std::string& tag) {
+  Rank k;
+  k.log = (std::filesystem::temp_directory_path() / ("p2pscope-ranks-" + tag + "-" + std::to_string(getpid()) + "-" + std::to_string(r) + ".log")).string();
+  const bool one_gpu = gpu::runtime_info().device_count < 2;
+  k.pid = fork();
+  if (k.pid == 0) {
+    setenv("RANK", std::to_string(r).c_str(), 1);
+    setenv("WORLD_SIZE", "2", 1);
+    setenv("LOCAL_RANK", "0", 1);
+    setenv("CUDA_VISIBLE_DEVICES", one_gpu ? "0" : std::to_string(r).c_str(), 1);
+    setenv("P2PSCOPE_RENDEZVOUS", ("127.0.0.1:" + std::to_string(port)).c_str(), 1);
+    setenv("NCCL_NVLS_ENABLE", "0", 1);
+    if (one_gpu) {
+      setenv("NCCL_HOSTID", ("p2pscope-test-host" + std::to_string(r)).c_str(), 1);
+      setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+      setenv("NCCL_IB_DISABLE", "1", 1);
+    }
+    if (!freopen(k.log.c_str(), "w", stdout) || !freopen(k.log.c_str(), "a", stderr)) _exit(126);
+    std::vector<std::string> argv{binary()};
+    std::istringstream words(args);
+    for (std::string w; words >> w;) argv.push_back(w);
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    execv(cargv[0], cargv.data());
+    _exit(127);
+  }
+  return k;
+}
+
+// Exit code, or -1 when it did not end within `seconds` (then it is killed).
+int wait_rank(const Rank& k, double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  int st = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    if (waitpid(k.pid, &st, WNOHANG) == k.pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(k.pid, SIGKILL);
+  waitpid(k.pid, &st, 0);
+  return -1;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+#define NEED_A_GPU_AND_THE_BINARY()                                                        \
+  do {                                                                                      \
+    const auto rt = gpu::runtime_info();                                                    \
+    if (!rt.nccl_built) GTEST_SKIP() << "built without NCCL";                              \
+    if (rt.device_count < 1) GTEST_SKIP() << "no GPU: " << rt.why_no_gpu;                  \
+    if (!std::filesystem::exists(binary())) GTEST_SKIP() << "no p2pscope binary at " << binary(); \
+  } while (0)
+
+int test_port(int k) { return 32000 + static_cast<int>(getpid() % 1500) * 2 + k; }
+
+}  // namespace
+
+TEST(NcclRanks, TwoProcessesMoveIntactDataBothWays) {
+  NEED_A_GPU_AND_THE_BINARY();
+  const std::string args = "bench gpu --backend nccl --pairs 0:1,1:0 --sizes 8,4M --iters 3 --warmup 1";
+  Rank r1 = start_rank(1, test_port(0), args, "data");
+  Rank r0 = start_rank(0, test_port(0), args, "data");
+  const int c0 = wait_rank(r0, 180), c1 = wait_rank(r1, 30);
+  const std::string out0 = slurp(r0.log), out1 = slurp(r1.log);
+  EXPECT_EQ(c0, 0) << out0;
+  EXPECT_EQ(c1, 0) << out1;
+  EXPECT_NE(out0.find("rank 1 GPU"), std::string::npos) << out0;  // rank 0 reports both ranks
+  std::size_t ok = 0;
+  for (std::size_t at = 0; (at = out0.find(" ok", at)) != std::string::npos; ++at) ++ok;
+  EXPECT_EQ(ok, 4u) << out0;  // 2 directions x 2 sizes, every one checked on the receiving GPU
+  EXPECT_EQ(out1.find("GB/s"), std::string::npos) << "only rank 0 reports:\n" << out1;
+  std::filesystem::remove(r0.log);
+  std::filesystem::remove(r1.log);
+}
+
+TEST(NcclRanks, AKilledRankStopsTheOtherWithAnErrorWithinSeconds) {
+  NEED_A_GPU_AND_THE_BINARY();
+  const std::string args = "bench gpu --backend nccl --pairs 0:1,1:0 --sizes 1M:1G --iters 50";
+  Rank r1 = start_rank(1, test_port(1), args, "kill");
+  Rank r0 = start_rank(0, test_port(1), args, "kill");
+  std::this_thread::sleep_for(std::chrono::seconds(8));  // met, communicator up, transfers running
+  kill(r1.pid, SIGKILL);
+  const auto t0 = std::chrono::steady_clock::now();
+  const int c0 = wait_rank(r0, 60);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  wait_rank(r1, 5);
+  const std::string out0 = slurp(r0.log);
+  EXPECT_EQ(c0, 1) << out0;
+  EXPECT_LT(took, 30) << out0;
+  EXPECT_NE(out0.find("rank"), std::string::npos) << out0;
+  EXPECT_TRUE(out0.find("aborted") != std::string::npos || out0.find("stopped answering") != std::string::npos) << out0;
+  std::filesystem::remove(r0.log);
+  std::filesystem::remove(r1.log);
+}

@@ -1,0 +1,91 @@
+// `bench gpu` started by a launcher (the variables torchrun/mpirun set), as real
+// processes: the ranks meet, and they all end with a result or the same clear error.
+#include <sched.h>
+#include <unistd.h>
+
+#include <future>
+
+#include <gtest/gtest.h>
+
+#include "run_binary.hpp"
+
+namespace {
+
+// The binary with launcher variables in front of it, through sh; output and exit code.
+p2pscope::test::Result run_with_env(const std::string& env, const std::string& args, const std::string& wrapper = "") {
+  p2pscope::test::Result r;
+  const std::string cmd = "env " + env + " " + wrapper + " timeout 90 " + P2PSCOPE_BINARY + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  while (fgets(buf, sizeof buf, p)) r.out += buf;
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+p2pscope::test::Result run_rank(int rank, int size, int port, const std::string& args, const std::string& wrapper = "") {
+  return run_with_env("RANK=" + std::to_string(rank) + " WORLD_SIZE=" + std::to_string(size) +
+                          " P2PSCOPE_RENDEZVOUS=127.0.0.1:" + std::to_string(port),
+                      args, wrapper);
+}
+
+int test_port() { return 31000 + static_cast<int>(getpid() % 2000); }
+
+}  // namespace
+
+TEST(Launch, TwoRanksMeetAndEndTogether) {
+  const int port = test_port();
+  const std::string args = "bench gpu --backend nccl --sizes 1M --iters 3 --warmup 1";
+  auto r1 = std::async(std::launch::async, [&] { return run_rank(1, 2, port, args); });
+  const auto r0 = run_rank(0, 2, port, args);
+  const auto one = r1.get();
+  ASSERT_NE(r0.code, 124) << "rank 0 hung:\n" << r0.out;
+  ASSERT_NE(one.code, 124) << "rank 1 hung:\n" << one.out;
+  if (r0.code == 0) {  // two GPUs and NCCL: rank 0 reports both ranks, rank 1 is silent
+    EXPECT_EQ(one.code, 0) << one.out;
+    EXPECT_NE(r0.out.find("rank 1 GPU"), std::string::npos) << r0.out;
+    EXPECT_EQ(one.out.find("GB/s"), std::string::npos) << one.out;
+    return;
+  }
+  // No GPU, one GPU for both, or no NCCL: each rank says why, naming ranks, and the
+  // failure is the same on both (they met and exchanged it).
+  EXPECT_NE(one.code, 0);
+  EXPECT_NE(r0.out.find("rank"), std::string::npos) << r0.out;
+  if (r0.out.find("not built in") == std::string::npos) {
+    const auto reason = [](const std::string& s) { return s.substr(s.find("rank")); };
+    EXPECT_EQ(reason(r0.out), reason(one.out));
+  }
+}
+
+TEST(Launch, OnlyTheNcclBackendRunsAsOneProcessPerGpu) {
+  const auto r = run_rank(0, 2, test_port() + 1, "bench gpu --backend host --sizes 1M");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("only --backend nccl runs as one process per GPU"), std::string::npos) << r.out;
+  const auto c = run_rank(0, 2, test_port() + 1, "bench nccl --op allreduce");
+  EXPECT_EQ(c.code, 2) << c.out;
+  EXPECT_NE(c.out.find("rank 0 of 2"), std::string::npos) << c.out;
+}
+
+TEST(Launch, AMalformedRendezvousIsAUsageError) {
+  const auto r = run_with_env("RANK=0 WORLD_SIZE=2 P2PSCOPE_RENDEZVOUS=somehost", "bench gpu --backend nccl");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("expected HOST:PORT"), std::string::npos) << r.out;
+}
+
+// mpirun's default binds each rank to one core, where NCCL's proxy threads starve
+// (measured 12x slower over NCCL sockets): rank 0 must say so, whatever happens next.
+TEST(Launch, ARankBoundToOneCpuIsWarnedAbout) {
+  if (std::system("taskset -c 0 true >/dev/null 2>&1") != 0) GTEST_SKIP() << "taskset is not available here";
+  cpu_set_t mine;
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0 || CPU_COUNT(&mine) < 2)
+    GTEST_SKIP() << "this test process may use fewer than 2 CPUs, so rank 0 would be warned about too";
+  const int port = test_port() + 2;
+  const std::string args = "bench gpu --backend nccl --sizes 1M --iters 1 --warmup 1";
+  auto r1 = std::async(std::launch::async, [&] { return run_rank(1, 2, port, args, "taskset -c 0"); });
+  const auto r0 = run_rank(0, 2, port, args);
+  const auto one = r1.get();
+  EXPECT_NE(r0.out.find("warning: rank 1 may run only on CPU 0"), std::string::npos) << r0.out;
+  EXPECT_EQ(r0.out.find("warning: rank 0 may run"), std::string::npos) << r0.out;  // rank 0 was not bound
+  EXPECT_EQ(one.out.find("warning:"), std::string::npos) << "rank 0 alone warns:\n" << one.out;
+}
