@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10,8 +11,10 @@
 
 #include <fmt/format.h>
 
+#include "bench/driven_backend.hpp"
 #include "commands.hpp"
 #include "monitor_options.hpp"
+#include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/monitor.hpp"
@@ -192,6 +195,30 @@ void add_profile_command(CLI::App& app, Context& ctx) {
     if (o->rewarm_below != "off") p.rewarm_below_c = profile::parse_celsius(o->rewarm_below);
     if (o->rewarm_every < 1) throw UsageError("--rewarm-every must be 1 or more");
     p.rewarm_every = o->rewarm_every;
+
+    // Under mpirun/srun/torchrun: one process per GPU. Rank 0 runs the campaign and
+    // writes everything; the other ranks serve its collective calls (driven_backend.hpp).
+    const LaunchInfo launch = detect_launch();
+    if (launch.multi_process()) {
+      if (!p.backends) p.backends = std::vector<std::string>{"nccl"};
+      if (*p.backends != std::vector<std::string>{"nccl"})
+        throw UsageError(fmt::format("this is rank {} of {} processes ({}): a campaign of one process per GPU runs "
+                                     "--backend nccl only; the other backends drive every GPU from one process: run "
+                                     "them without the launcher", launch.rank, launch.size, launch.launcher));
+      std::shared_ptr<Bootstrap> boot = make_bootstrap(launch);
+      bench::BackendOptions bo;
+      bo.bootstrap = boot;
+      bo.rank_device = launch.local_rank;
+      if (launch.rank != 0) {
+        std::signal(SIGINT, SIG_IGN);  // rank 0 decides when to stop (it saves, then tells us)
+        auto b = bench::make_backend("nccl", bo);
+        bench::serve_backend(*b, *boot);
+        return;
+      }
+      p.make_backend = [bo, boot](const std::string& name) {
+        return bench::make_driven_backend(bench::make_backend(name, bo), boot);
+      };
+    }
 
     ProgressPrinter progress;
     p.on_progress = [&progress](const profile::Progress& pr) { progress(pr); };

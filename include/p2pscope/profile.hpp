@@ -8,12 +8,14 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "p2pscope/backend.hpp"
 #include "p2pscope/stats.hpp"
 
 namespace p2pscope::profile {
@@ -90,6 +92,10 @@ struct Params {
   std::optional<ThermalTarget> thermal_warmup;  // nullopt: none
   double rewarm_below_c = -1;          // < 0: never re-warm
   int rewarm_every = 20;               // check every N measured ops
+
+  // Builds each backend by name; empty: bench::make_backend(name). A run of one
+  // process per GPU passes a factory of driven nccl backends here.
+  std::function<std::unique_ptr<bench::Backend>(const std::string&)> make_backend;
 
   std::function<void(const Progress&)> on_progress;  // at most ~10 times a second
   std::function<void(const std::string&)> on_note;   // warnings and notable facts

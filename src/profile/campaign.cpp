@@ -144,7 +144,7 @@ Result run_campaign(const Params& p) {
   int device_count = 1 << 30;
   for (const auto& name : opt.backends) {
     if (backends.count(name)) throw UsageError("backend '" + name + "' is listed twice");
-    auto b = bench::make_backend(name);
+    auto b = p.make_backend ? p.make_backend(name) : bench::make_backend(name);
     device_count = std::min(device_count, b->device_count());
     backends[name] = std::move(b);
   }

@@ -133,3 +133,26 @@ TEST(NcclRanks, AKilledRankStopsTheOtherWithAnErrorWithinSeconds) {
   std::filesystem::remove(r0.log);
   std::filesystem::remove(r1.log);
 }
+
+TEST(NcclRanks, ProfileCampaignAsTwoRanksWritesOneLogOnRankZero) {
+  NEED_A_GPU_AND_THE_BINARY();
+  const auto dir = std::filesystem::temp_directory_path() / ("p2pscope-ranks-profile-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  const std::string args = "profile --sizes 8,1M --reps 2 --warmup 1 --drift 1s --thermal-warmup 99C:3s --out " + dir.string();
+  Rank r1 = start_rank(1, test_port(2), args, "profile");
+  Rank r0 = start_rank(0, test_port(2), args, "profile");
+  const int c0 = wait_rank(r0, 180), c1 = wait_rank(r1, 30);
+  const std::string out0 = slurp(r0.log), out1 = slurp(r1.log);
+  EXPECT_EQ(c0, 0) << out0;
+  EXPECT_EQ(c1, 0) << out1;  // served every op, then told to stop
+  std::ifstream log(dir / "execution_log.csv");
+  ASSERT_TRUE(log) << out0;
+  std::size_t rows = 0;
+  for (std::string line; std::getline(log, line);)
+    if (!line.empty() && line[0] != '#' && line.rfind("config_id", 0) != 0) ++rows;
+  EXPECT_EQ(rows, 8u) << "2 directed pairs x 2 sizes x 2 repetitions";
+  EXPECT_EQ(out1.find("campaign:"), std::string::npos) << "only rank 0 reports:\n" << out1;
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(r0.log);
+  std::filesystem::remove(r1.log);
+}

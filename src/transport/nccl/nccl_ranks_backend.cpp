@@ -140,7 +140,7 @@ class NcclRanksBackend final : public Backend {
     send_ = device_alloc(gpu_, max_bytes);
     recv_ = device_alloc(gpu_, max_bytes);
     scratch_ = device_alloc(gpu_, 64);
-    if (!stream_.get()) stream_ = make_stream(gpu_);
+    ensure_stream();
     launch_fill(send_.get(), max_bytes, rank_, stream_.get(), gpu_);  // the pattern of device number = rank
     P2P_CUDA(cudaMemsetAsync(recv_.get(), 0xA5, max_bytes, stream_.get()), gpu_);
     wait("filling the buffers");
@@ -233,6 +233,36 @@ class NcclRanksBackend final : public Backend {
     return t;
   }
 
+  // Collective: the device's own rank reads its GPU timer and tells everyone. The
+  // host times are that rank's CLOCK_MONOTONIC: comparable with rank 0's on one host.
+  TimerReading read_device_timer(int device) override {
+    check_device(device);
+    nlohmann::json mine;
+    if (device == rank_) {
+      ensure_stream();
+      auto* ts = static_cast<unsigned long long*>(flag_.get()) + 4;
+      TimerReading r;
+      r.host_before_ns = monotonic_ns();
+      launch_globaltimer(ts, stream_.get(), gpu_);
+      P2P_CUDA(cudaStreamSynchronize(stream_.get()), gpu_);
+      r.host_after_ns = monotonic_ns();
+      r.device_ns = static_cast<std::int64_t>(ts[0]);
+      mine = {{"device_ns", r.device_ns}, {"before", r.host_before_ns}, {"after", r.host_after_ns}};
+    }
+    const auto j = nlohmann::json::parse(boot_->broadcast(device, mine.dump()));
+    return {j.value("device_ns", std::int64_t{-1}), j.value("before", std::int64_t{0}), j.value("after", std::int64_t{0})};
+  }
+
+  // Collective, and it heats every rank's GPU, not only `device`'s: the warm-up calls
+  // it from one thread per device, and the calls take turns on the bootstrap, so
+  // heating only the named GPU would leave each GPU idle most of the time. Extra heat
+  // for a GPU already warm does not matter to a warm-up.
+  void busy_compute(int device, double seconds) override {
+    check_device(device);
+    heat_own_gpu(seconds);
+    boot_->barrier();
+  }
+
   std::int64_t verify(int src, int dst, std::uint64_t bytes) override {
     check_prepared(src, dst, bytes);
     long long out = LLONG_MAX;
@@ -249,6 +279,19 @@ class NcclRanksBackend final : public Backend {
   }
 
  private:
+  void heat_own_gpu(double seconds) {
+    ensure_stream();
+    if (!heat_.get()) heat_ = device_alloc(gpu_, 64 << 10);
+    int sms = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, gpu_);
+    const auto end = monotonic_ns() + static_cast<std::int64_t>(seconds * 1e9);
+    while (monotonic_ns() < end) {
+      for (int i = 0; i < 20; ++i) launch_fma(static_cast<float*>(heat_.get()), std::max(1, sms) * 8, 4, stream_.get(), gpu_);
+      P2P_CUDA(cudaStreamSynchronize(stream_.get()), gpu_);
+    }
+  }
+
+
   // This rank's half of one transfer between it and `peer` (src sends, dst receives;
   // bidirectional: both in one group; latency: the sender's ping and the answer).
   void side(const BatchSpec& s, int peer) {
@@ -315,6 +358,12 @@ class NcclRanksBackend final : public Backend {
     }
   }
 
+  // The stream may be needed before prepare() (timer, warm-up), from several threads.
+  void ensure_stream() {
+    std::lock_guard<std::mutex> lk(stream_m_);
+    if (!stream_.get()) stream_ = make_stream(gpu_);
+  }
+
   void check_device(int d) const {
     if (d < 0 || d >= size_)
       throw UsageError(fmt::format("rank {} does not exist: this run has {} rank(s), one GPU each, numbered 0-{}", d, size_, size_ - 1));
@@ -335,8 +384,9 @@ class NcclRanksBackend final : public Backend {
   int generation_ = 0;
   PinnedBuffer flag_;
   volatile int* release_ = nullptr;
-  DeviceBuffer send_, recv_, scratch_;
+  DeviceBuffer send_, recv_, scratch_, heat_;
   Stream stream_;
+  std::mutex stream_m_;
   std::vector<int> prepared_;
   std::uint64_t max_bytes_ = 0;
   ncclComm_t comm_ = nullptr;  // destroyed in ~, before any member (the buffers) goes

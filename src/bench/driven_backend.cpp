@@ -1,0 +1,114 @@
+// Rank 0 announces each collective call (as a small JSON command) before making it;
+// the serving ranks make the same call. Local calls (names, counts, support) need no
+// announcement: every rank answers them alike from what it learnt at construction.
+#include "bench/driven_backend.hpp"
+
+#include <mutex>
+
+#include <nlohmann/json.hpp>
+
+#include "p2pscope/error.hpp"
+
+namespace p2pscope::bench {
+namespace {
+
+using nlohmann::json;
+
+class DrivenBackend final : public Backend {
+ public:
+  DrivenBackend(std::unique_ptr<Backend> inner, std::shared_ptr<Bootstrap> boot)
+      : inner_(std::move(inner)), boot_(std::move(boot)) {}
+  ~DrivenBackend() override {
+    std::lock_guard<std::mutex> lk(m_);
+    try {
+      announce({{"call", "stop"}});
+    } catch (...) {  // a rank already gone: nothing left to tell it
+    }
+  }
+
+  std::string name() const override { return inner_->name(); }
+  int device_count() const override { return inner_->device_count(); }
+  std::string device_name(int d) const override { return inner_->device_name(d); }
+  PairSupport support(int s, int d) const override { return inner_->support(s, d); }
+
+  void prepare(const std::vector<int>& devices, std::uint64_t max_bytes) override {
+    std::lock_guard<std::mutex> lk(m_);
+    announce({{"call", "prepare"}, {"devices", devices}, {"max_bytes", max_bytes}});
+    inner_->prepare(devices, max_bytes);
+  }
+  BatchResult run_batch(const BatchSpec& s) override {
+    std::lock_guard<std::mutex> lk(m_);
+    announce({{"call", "run_batch"}, {"src", s.src}, {"dst", s.dst}, {"bytes", s.bytes},
+              {"pattern", to_string(s.pattern)}, {"warmup", s.warmup}, {"iters", s.iters}});
+    return inner_->run_batch(s);
+  }
+  OpTiming run_blocking(int src, int dst, std::uint64_t bytes) override {
+    std::lock_guard<std::mutex> lk(m_);
+    announce({{"call", "run_blocking"}, {"src", src}, {"dst", dst}, {"bytes", bytes}});
+    return inner_->run_blocking(src, dst, bytes);
+  }
+  std::int64_t verify(int src, int dst, std::uint64_t bytes) override {
+    std::lock_guard<std::mutex> lk(m_);
+    announce({{"call", "verify"}, {"src", src}, {"dst", dst}, {"bytes", bytes}});
+    return inner_->verify(src, dst, bytes);
+  }
+  TimerReading read_device_timer(int device) override {
+    std::lock_guard<std::mutex> lk(m_);
+    announce({{"call", "read_device_timer"}, {"device", device}});
+    return inner_->read_device_timer(device);
+  }
+  void busy_compute(int device, double seconds) override {
+    std::lock_guard<std::mutex> lk(m_);
+    announce({{"call", "busy_compute"}, {"device", device}, {"seconds", seconds}});
+    inner_->busy_compute(device, seconds);
+  }
+
+ private:
+  // Callers hold m_: an announcement and its collective call must not interleave
+  // with another thread's (their frames would mix on the bootstrap's sockets).
+  void announce(const json& cmd) { boot_->broadcast(0, cmd.dump()); }
+
+  std::unique_ptr<Backend> inner_;
+  std::shared_ptr<Bootstrap> boot_;
+  std::mutex m_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_driven_backend(std::unique_ptr<Backend> inner, std::shared_ptr<Bootstrap> boot) {
+  if (!boot || boot->rank() != 0) throw Error("make_driven_backend: only rank 0 drives; the other ranks serve_backend()");
+  return std::make_unique<DrivenBackend>(std::move(inner), std::move(boot));
+}
+
+void serve_backend(Backend& b, Bootstrap& boot) {
+  for (;;) {
+    const json c = json::parse(boot.broadcast(0, std::string()), nullptr, false);
+    if (c.is_discarded() || !c.contains("call")) throw Error("rank 0 sent a command that is not one: not the same p2pscope?");
+    const std::string call = c["call"];
+    if (call == "stop") return;
+    if (call == "prepare") {
+      b.prepare(c["devices"].get<std::vector<int>>(), c["max_bytes"]);
+    } else if (call == "run_batch") {
+      BatchSpec s;
+      s.src = c["src"];
+      s.dst = c["dst"];
+      s.bytes = c["bytes"];
+      s.pattern = parse_pattern(c["pattern"]);
+      s.warmup = c["warmup"];
+      s.iters = c["iters"];
+      b.run_batch(s);
+    } else if (call == "run_blocking") {
+      b.run_blocking(c["src"], c["dst"], c["bytes"]);
+    } else if (call == "verify") {
+      b.verify(c["src"], c["dst"], c["bytes"]);
+    } else if (call == "read_device_timer") {
+      b.read_device_timer(c["device"]);
+    } else if (call == "busy_compute") {
+      b.busy_compute(c["device"], c["seconds"]);
+    } else {
+      throw Error("rank 0 asked for '" + call + "', which this p2pscope does not know: use the same binary on every rank");
+    }
+  }
+}
+
+}  // namespace p2pscope::bench

@@ -1,0 +1,133 @@
+// Rank 0 drives, the other ranks serve: every collective call rank 0 makes reaches
+// the serving ranks, with its arguments, in order; stop ends them; a vanished rank 0
+// is an error, not a hang. Ranks are threads over the loopback TCP bootstrap.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <future>
+
+#include <gtest/gtest.h>
+
+#include "bench/driven_backend.hpp"
+#include "p2pscope/error.hpp"
+
+using namespace p2pscope;
+using namespace p2pscope::bench;
+
+namespace {
+
+// A backend that records the calls it gets (a test double beside the real ones).
+class Recorder final : public Backend {
+ public:
+  std::vector<std::string> calls;
+  std::string name() const override { return "recorder"; }
+  int device_count() const override { return 2; }
+  std::string device_name(int d) const override { return "dev" + std::to_string(d); }
+  PairSupport support(int, int) const override { return {}; }
+  void prepare(const std::vector<int>& devs, std::uint64_t max) override {
+    calls.push_back("prepare " + std::to_string(devs.size()) + " " + std::to_string(max));
+  }
+  BatchResult run_batch(const BatchSpec& s) override {
+    calls.push_back("run_batch " + std::to_string(s.src) + ">" + std::to_string(s.dst) + " " + std::to_string(s.bytes) + " " +
+                    to_string(s.pattern) + " " + std::to_string(s.warmup) + "/" + std::to_string(s.iters));
+    BatchResult r;
+    r.elapsed_ns = {1.0};
+    return r;
+  }
+  OpTiming run_blocking(int s, int d, std::uint64_t n) override {
+    calls.push_back("run_blocking " + std::to_string(s) + ">" + std::to_string(d) + " " + std::to_string(n));
+    return {};
+  }
+  std::int64_t verify(int s, int d, std::uint64_t n) override {
+    calls.push_back("verify " + std::to_string(s) + ">" + std::to_string(d) + " " + std::to_string(n));
+    return -1;
+  }
+  TimerReading read_device_timer(int d) override {
+    calls.push_back("timer " + std::to_string(d));
+    return {};
+  }
+  void busy_compute(int d, double s) override { calls.push_back("busy " + std::to_string(d) + " " + std::to_string(s)); }
+};
+
+std::uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+}  // namespace
+
+TEST(DrivenBackend, ServingRanksMakeRankZerosCallsInOrderAndStopWithIt) {
+  const std::uint16_t port = free_port();
+  std::vector<std::future<std::vector<std::string>>> servants;
+  for (int r = 1; r <= 2; ++r)
+    servants.push_back(std::async(std::launch::async, [=] {
+      auto boot = make_tcp_bootstrap(r, 3, "127.0.0.1", port, 10);
+      Recorder rec;
+      serve_backend(rec, *boot);  // returns when rank 0's backend goes
+      return rec.calls;
+    }));
+  std::shared_ptr<Bootstrap> boot = make_tcp_bootstrap(0, 3, "127.0.0.1", port, 10);
+  auto inner = std::make_unique<Recorder>();
+  Recorder* mine = inner.get();
+  std::vector<std::string> expected;
+  {
+    auto b = make_driven_backend(std::move(inner), boot);
+    EXPECT_EQ(b->device_count(), 2);  // local calls are not announced
+    EXPECT_TRUE(b->support(0, 1).ok);
+    b->prepare({0, 1}, 1 << 20);
+    b->run_batch({1, 0, 4096, Pattern::bidirectional, 3, 7});
+    b->run_blocking(0, 1, 8);
+    b->verify(1, 0, 4096);
+    b->read_device_timer(1);
+    b->busy_compute(0, 0.5);
+    expected = mine->calls;
+  }
+  ASSERT_EQ(expected.size(), 6u);
+  EXPECT_EQ(expected[1], "run_batch 1>0 4096 bidirectional 3/7");
+  for (auto& s : servants) EXPECT_EQ(s.get(), expected);
+}
+
+TEST(DrivenBackend, AServingRankWhoseRankZeroVanishesGetsAnError) {
+  const std::uint16_t port = free_port();
+  auto servant = std::async(std::launch::async, [=] {
+    auto boot = make_tcp_bootstrap(1, 2, "127.0.0.1", port, 10);
+    Recorder rec;
+    try {
+      serve_backend(rec, *boot);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(returned without error)");
+  });
+  {
+    auto boot = make_tcp_bootstrap(0, 2, "127.0.0.1", port, 10);
+    boot->broadcast(0, R"({"call":"run_blocking","src":0,"dst":1,"bytes":8})");
+  }  // rank 0 gone without saying stop
+  const std::string why = servant.get();
+  EXPECT_NE(why.find("rank 0"), std::string::npos) << why;
+}
+
+TEST(DrivenBackend, AnUnknownCommandIsRefusedWithTheReason) {
+  const std::uint16_t port = free_port();
+  auto servant = std::async(std::launch::async, [=] {
+    auto boot = make_tcp_bootstrap(1, 2, "127.0.0.1", port, 10);
+    Recorder rec;
+    try {
+      serve_backend(rec, *boot);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(returned without error)");
+  });
+  auto boot = make_tcp_bootstrap(0, 2, "127.0.0.1", port, 10);
+  boot->broadcast(0, R"({"call":"format_disk"})");
+  EXPECT_NE(servant.get().find("same binary on every rank"), std::string::npos);
+}
