@@ -327,8 +327,8 @@ void add_bench_commands(CLI::App& bench, Context& ctx) {
       "  p2pscope bench gpu --backend staged --pairs host:0,0:host --sizes 1G\n"
       "  p2pscope bench gpu --backend host --pattern bidir --sizes 4M --format json --out results/\n"
       "  mpirun -np 2 p2pscope bench gpu --backend nccl --sizes 8:1G   # one process per GPU, like torchrun\n"
-      "Under mpirun, srun or torchrun the ranks meet over TCP at P2PSCOPE_RENDEZVOUS=HOST:PORT (default: MASTER_ADDR:\n"
-      "MASTER_PORT, else 127.0.0.1 and a port derived from the job id on one host); rank 0 reports.");
+      "Under mpirun, srun or torchrun the ranks meet over TCP at P2PSCOPE_RENDEZVOUS=HOST:PORT (default: MASTER_ADDR,\n"
+      "else 127.0.0.1 on one host, with a port derived from the job id); rank 0 reports.");
   c->callback([g, &ctx] { run_gpu(*g, ctx); });
 
   auto n = std::make_shared<NcclOptions>();

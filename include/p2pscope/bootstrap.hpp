@@ -31,9 +31,10 @@ struct LaunchInfo {
 // OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}; PMI_RANK/PMI_SIZE with
 // MPI_LOCALRANKID (MPICH, Intel MPI); SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID;
 // RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/MASTER_ADDR/MASTER_PORT (torchrun).
-// P2PSCOPE_RENDEZVOUS=HOST:PORT overrides the address. When the address is not
-// given, one host is assumed (127.0.0.1) and the port is derived from the job's id
-// so that two jobs on one host do not meet each other. Throws UsageError for
+// P2PSCOPE_RENDEZVOUS=HOST:PORT sets the address; else the host is MASTER_ADDR
+// (torchrun; its own store holds MASTER_PORT) or, without it, 127.0.0.1 (one host
+// assumed), and the port is derived from the job's id, so that two jobs on one host
+// do not meet each other. Throws UsageError for
 // inconsistent values (rank >= size, junk numbers, several hosts and no address).
 using EnvLookup = std::function<const char*(const char*)>;
 LaunchInfo detect_launch(const EnvLookup& getenv_fn);

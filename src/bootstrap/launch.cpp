@@ -91,22 +91,24 @@ LaunchInfo detect_launch(const EnvLookup& env) {
   }
   if (!li.multi_process()) return li;
 
+  std::string job;
+  for (const char* name : kJobIds)
+    if (const char* v = env(name); v && *v) {
+      job = v;
+      break;
+    }
   if (const char* r = env("P2PSCOPE_RENDEZVOUS"); r && *r) {
     parse_rendezvous(r, "P2PSCOPE_RENDEZVOUS", li);
-  } else if (env("MASTER_ADDR") && env("MASTER_PORT")) {
-    parse_rendezvous(std::string(env("MASTER_ADDR")) + ":" + env("MASTER_PORT"), "MASTER_ADDR:MASTER_PORT", li);
+  } else if (const char* master = env("MASTER_ADDR"); master && *master) {
+    // torchrun's own store already listens on MASTER_PORT: same host, the job's port.
+    li.rendezvous_host = master;
+    li.rendezvous_port = port_for_job(job);
   } else {
     if (li.local_size < li.size)
       throw UsageError(fmt::format(
           "{} processes on more than one host ({} on this one) and no rendezvous address: set "
           "P2PSCOPE_RENDEZVOUS=<host of rank 0>:<free port> in every process's environment (mpirun -x P2PSCOPE_RENDEZVOUS)",
           li.size, li.local_size));
-    std::string job;
-    for (const char* name : kJobIds)
-      if (const char* v = env(name); v && *v) {
-        job = v;
-        break;
-      }
     li.rendezvous_host = "127.0.0.1";
     li.rendezvous_port = port_for_job(job);
   }
