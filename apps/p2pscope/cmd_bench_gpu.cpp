@@ -199,7 +199,7 @@ void run_gpu(const GpuOptions& o, Context& ctx) {
     nlohmann::json j = bench::to_json(r);
     add_metadata(j, ctx);
     j["schema_version"] = kSchemaVersion;
-    j["launch"] = {{"launcher", launch.launcher}, {"ranks", launch.size}, {"processes_per_gpu", 1},
+    j["launch"] = {{"launcher", launch.launcher}, {"ranks", launch.size}, {"one_process_per_gpu", launch.multi_process()},
                    {"rendezvous", launch.multi_process() ? fmt::format("{}:{}", launch.rendezvous_host, launch.rendezvous_port) : ""},
                    {"cpus_per_rank", rank_cpus}};
     mon.finish(&j);
