@@ -2,8 +2,6 @@
 // (host, ce, sm, sm-pull, staged, nccl), and `p2pscope bench nccl`: NCCL collectives
 // with nccl-tests' algbw/busbw. Text (matrix for one size, rows for a sweep), CSV or
 // JSON with run metadata and topology; --out FILE or DIR.
-#include <sched.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +17,7 @@
 #include "bench/nccl_collective.hpp"
 #include "bench/sweep.hpp"
 #include "commands.hpp"
+#include "p2pscope/affinity.hpp"
 #include "p2pscope/backend.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/clock.hpp"
@@ -79,17 +78,6 @@ struct GpuOptions : Common {
 struct NcclOptions : Common {
   std::string op = "allreduce", gpus;
 };
-
-// The CPUs this process may run on (its affinity, as mpirun/taskset left it).
-std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  return cpus;
-}
 
 void check_common(const Common& c) {
   if (c.format != "text" && c.format != "csv" && c.format != "json")

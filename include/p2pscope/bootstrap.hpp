@@ -29,7 +29,7 @@ struct LaunchInfo {
 
 // Reads the launcher's variables through `getenv` (a test double can replace it):
 // OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}; PMI_RANK/PMI_SIZE with
-// MPI_LOCALRANKID (MPICH, Intel MPI); SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID;
+// MPI_LOCALRANKID (MPICH, Intel MPI); SLURM_PROCID/SLURM_STEP_NUM_TASKS/SLURM_LOCALID (srun);
 // RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/MASTER_ADDR/MASTER_PORT (torchrun).
 // P2PSCOPE_RENDEZVOUS=HOST:PORT sets the address; else the host is MASTER_ADDR
 // (torchrun; its own store holds MASTER_PORT) or, without it, 127.0.0.1 (one host

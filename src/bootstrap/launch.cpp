@@ -19,7 +19,9 @@ struct Scheme {
 constexpr Scheme kSchemes[] = {
     {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
     {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
-    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},
+    // srun's per-step count: a batch script also has SLURM_NTASKS (the allocation's),
+    // and as one process it must not wait for peers that will never come.
+    {"slurm", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID", "SLURM_STEP_TASKS_PER_NODE"},
     {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
 };
 // Variables whose value names the job, so two jobs on one host get different ports.
@@ -69,6 +71,10 @@ void parse_rendezvous(const std::string& text, const char* from, LaunchInfo& li)
 LaunchInfo detect_launch(const EnvLookup& env) {
   LaunchInfo li;
   for (const Scheme& s : kSchemes) {
+    if (env(s.size) && !env(s.rank) && std::string(env(s.size)) != "1")
+      throw UsageError(fmt::format("the environment has {}={} but no {}: a launcher started this process only in part; "
+                                   "start it with the launcher (one rank each), or unset {}",
+                                   s.size, env(s.size), s.rank, s.size));
     if (!env(s.rank) || !env(s.size)) continue;
     li.launcher = s.launcher;
     li.size = read_int(env, s.size, 1);

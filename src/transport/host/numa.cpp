@@ -8,6 +8,7 @@
 #include <sstream>
 #include <utility>
 
+#include "p2pscope/affinity.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/fsroot.hpp"
 #include "p2pscope/units.hpp"
@@ -16,15 +17,6 @@ namespace p2pscope::bench::host {
 namespace {
 constexpr int kMpolBind = 2;  // linux/mempolicy.h
 
-std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> out;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return out;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set)) out.push_back(c);
-  return out;
-}
 }  // namespace
 
 std::vector<NumaNode> numa_nodes() {

@@ -6,6 +6,7 @@
 #include <map>
 #include <thread>
 
+#include "p2pscope/affinity.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/units.hpp"
@@ -35,7 +36,7 @@ std::uint64_t Session::seed(bool c2s, std::uint32_t g, std::uint32_t round) cons
 
 void prepare_session(Session& s) {
   const Params& p = s.p;
-  s.allowed_cpus = current_affinity();
+  s.allowed_cpus = p2pscope::allowed_cpus();
   s.report.side = s.is_client ? "client" : "server";
   char host[256] = {};
   gethostname(host, sizeof host - 1);

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <memory>
 
+#include "p2pscope/affinity.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/units.hpp"
@@ -74,16 +75,6 @@ std::vector<std::uint64_t> chunks_of(const Params& p, std::uint32_t channel, std
   return out;
 }
 
-std::vector<int> current_affinity() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> out;
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return out;
-  for (int i = 0; i < CPU_SETSIZE; ++i)
-    if (CPU_ISSET(i, &set)) out.push_back(i);
-  return out;
-}
-
 void pin_self(const std::vector<int>& cpus, const std::vector<int>& allowed, WorkerReport& rep) {
   rep.expected_cpus = cpus;
   if (!cpus.empty()) {
@@ -98,7 +89,7 @@ void pin_self(const std::vector<int>& cpus, const std::vector<int>& allowed, Wor
     // Not-allowed CPUs are reported (session warning + mismatch mark), never fatal.
     if (n > 0) pthread_setaffinity_np(pthread_self(), sizeof set, &set);
   }
-  rep.actual_cpus = current_affinity();
+  rep.actual_cpus = allowed_cpus();
   rep.mismatch = !cpus.empty() && rep.actual_cpus != cpus;
 }
 

@@ -42,6 +42,5 @@ std::vector<std::uint64_t> chunks_of(const Params& p, std::uint32_t channel, std
 
 // Pins the calling thread to cpus (those allowed), fills rep's expected/actual.
 void pin_self(const std::vector<int>& cpus, const std::vector<int>& allowed, WorkerReport& rep);
-std::vector<int> current_affinity();
 
 }  // namespace p2pscope::tcp

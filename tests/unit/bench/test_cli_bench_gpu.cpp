@@ -200,10 +200,12 @@ TEST_F(BenchGpuCli, BadInputExitsTwoAndSaysWhatWasWrong) {
   EXPECT_NE(b.err.find("built-in backends are host"), std::string::npos) << b.err;
 }
 
-TEST_F(BenchGpuCli, NcclUnderMpirunSaysTheMpiLaunchIsNotBuiltIn) {
+// A world size without a rank is a launch gone wrong: say which variable is missing
+// instead of waiting for peers (the two-rank launch itself: tests/unit/cli/launch_test.cpp).
+TEST_F(BenchGpuCli, ALaunchWithoutARankIsRefusedNamingTheVariable) {
   const CliRun r = run("bench gpu --backend nccl --sizes 1K", "OMPI_COMM_WORLD_SIZE=2");
   EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_NE(r.err.find("no MPI bootstrap"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("OMPI_COMM_WORLD_SIZE=2 but no OMPI_COMM_WORLD_RANK"), std::string::npos) << r.err;
 }
 
 TEST_F(BenchGpuCli, BenchNcclRejectsUnknownOpsAndRunsOrExplainsWhyNot) {

@@ -1,10 +1,6 @@
 // The multi-process bootstrap: launcher detection from the environment, and the TCP
 // rendezvous with ranks as threads over loopback (meeting, collectives, refusals,
 // a rank that dies, a rank 0 that never comes).
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <future>
 #include <map>
@@ -14,9 +10,11 @@
 
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
+#include "loopback_port.hpp"
 #include "transport/tcp/socket.hpp"
 
 using namespace p2pscope;
+using p2pscope::test::free_port;
 
 namespace {
 
@@ -37,18 +35,6 @@ std::string error_of(F&& f) {
   return "(no error)";
 }
 
-// A port nobody listens on right now (bound to 0, read back, released).
-std::uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 // Runs `body(bootstrap)` on `size` rank threads meeting at a fresh loopback port.
 template <class F>
@@ -108,7 +94,11 @@ TEST(Launch, TorchrunUsesMasterAddrButNotItsPortAndTheOverrideWins) {
 
 TEST(Launch, InconsistentLauncherValuesAreUsageErrors) {
   EXPECT_THROW(launch_with({{"PMI_RANK", "2"}, {"PMI_SIZE", "2"}}), UsageError);
-  EXPECT_NE(error_of([] { launch_with({{"SLURM_PROCID", "x1"}, {"SLURM_NTASKS", "2"}}); }).find("SLURM_PROCID='x1'"),
+  EXPECT_NE(error_of([] { launch_with({{"WORLD_SIZE", "4"}}); }).find("no RANK"), std::string::npos);
+  // A Slurm batch script (the allocation's SLURM_NTASKS, no srun step) is one process.
+  EXPECT_FALSE(launch_with({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "8"}}).multi_process());
+  EXPECT_EQ(launch_with({{"SLURM_PROCID", "3"}, {"SLURM_STEP_NUM_TASKS", "8"}, {"SLURM_JOB_ID", "7"}}).rank, 3);
+  EXPECT_NE(error_of([] { launch_with({{"SLURM_PROCID", "x1"}, {"SLURM_STEP_NUM_TASKS", "2"}}); }).find("SLURM_PROCID='x1'"),
             std::string::npos);
   // Two hosts (2 of 4 ranks here) and no address: say which variable to set.
   EXPECT_NE(error_of([] {

@@ -1,18 +1,16 @@
 // Rank 0 drives, the other ranks serve: every collective call rank 0 makes reaches
 // the serving ranks, with its arguments, in order; stop ends them; a vanished rank 0
 // is an error, not a hang. Ranks are threads over the loopback TCP bootstrap.
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <future>
 
 #include <gtest/gtest.h>
 
 #include "bench/driven_backend.hpp"
 #include "p2pscope/error.hpp"
+#include "loopback_port.hpp"
 
 using namespace p2pscope;
+using p2pscope::test::free_port;
 using namespace p2pscope::bench;
 
 namespace {
@@ -50,16 +48,17 @@ class Recorder final : public Backend {
   void busy_compute(int d, double s) override { calls.push_back("busy " + std::to_string(d) + " " + std::to_string(s)); }
 };
 
-std::uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
+
+// Rank 1 of 2 serving a Recorder; what stopped it.
+std::string serve_until_error(std::uint16_t port) {
+  auto boot = make_tcp_bootstrap(1, 2, "127.0.0.1", port, 10);
+  Recorder rec;
+  try {
+    serve_backend(rec, *boot);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(returned without error)";
 }
 
 }  // namespace
@@ -97,16 +96,7 @@ TEST(DrivenBackend, ServingRanksMakeRankZerosCallsInOrderAndStopWithIt) {
 
 TEST(DrivenBackend, AServingRankWhoseRankZeroVanishesGetsAnError) {
   const std::uint16_t port = free_port();
-  auto servant = std::async(std::launch::async, [=] {
-    auto boot = make_tcp_bootstrap(1, 2, "127.0.0.1", port, 10);
-    Recorder rec;
-    try {
-      serve_backend(rec, *boot);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("(returned without error)");
-  });
+  auto servant = std::async(std::launch::async, [=] { return serve_until_error(port); });
   {
     auto boot = make_tcp_bootstrap(0, 2, "127.0.0.1", port, 10);
     boot->broadcast(0, R"({"call":"run_blocking","src":0,"dst":1,"bytes":8})");
@@ -117,16 +107,7 @@ TEST(DrivenBackend, AServingRankWhoseRankZeroVanishesGetsAnError) {
 
 TEST(DrivenBackend, AnUnknownCommandIsRefusedWithTheReason) {
   const std::uint16_t port = free_port();
-  auto servant = std::async(std::launch::async, [=] {
-    auto boot = make_tcp_bootstrap(1, 2, "127.0.0.1", port, 10);
-    Recorder rec;
-    try {
-      serve_backend(rec, *boot);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("(returned without error)");
-  });
+  auto servant = std::async(std::launch::async, [=] { return serve_until_error(port); });
   auto boot = make_tcp_bootstrap(0, 2, "127.0.0.1", port, 10);
   boot->broadcast(0, R"({"call":"format_disk"})");
   EXPECT_NE(servant.get().find("same binary on every rank"), std::string::npos);
