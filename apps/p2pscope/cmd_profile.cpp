@@ -139,10 +139,15 @@ void print_result(const profile::Result& r) {
   }
   if (!r.temperatures.empty()) {
     std::printf("\nGPU temperatures during the campaign:\n");
-    for (const auto& t : r.temperatures)
+    for (const auto& t : r.temperatures) {
+      if (t.samples == 0) {
+        std::printf("  GPU %d: no samples (NVML did not report this device)\n", t.device);
+        continue;
+      }
       std::printf("  GPU %d: %.1f C +- %.1f (range %.0f-%.0f C), power %.1f W +- %.1f, SM clock %.0f MHz (range %.0f-%.0f), %zu samples\n",
                   t.device, t.temperature_c.mean, t.temperature_c.stddev, t.temperature_c.min, t.temperature_c.max,
                   t.power_w.mean, t.power_w.stddev, t.sm_clock_mhz.mean, t.sm_clock_mhz.min, t.sm_clock_mhz.max, t.samples);
+    }
   } else if (!r.temperatures_note.empty()) {
     std::printf("\n%s\n", r.temperatures_note.c_str());
   }
