@@ -50,12 +50,7 @@ class NcclBackend final : public Backend {
   void prepare(const std::vector<int>& devices, std::uint64_t max_bytes) override {
     for (int d : devices) {
       check_device(d);
-      DeviceGuard g(d);
-      std::size_t free_b = 0, total_b = 0;
-      P2P_CUDA(cudaMemGetInfo(&free_b, &total_b), d);
-      if (2 * max_bytes + (512ull << 20) > free_b)
-        throw UsageError(fmt::format("{} per buffer needs {} on GPU {} (2 buffers + 512 MiB for NCCL) but {} is free",
-                                     format_size(max_bytes), format_size(2 * max_bytes + (512ull << 20)), d, format_size(free_b)));
+      if (const std::string why = nccl::memory_shortfall(d, max_bytes); !why.empty()) throw UsageError(why);
     }
     comms_ = std::make_unique<nccl::Comms>(devices);
     dev_.clear();

@@ -115,14 +115,7 @@ class NcclRanksBackend final : public Backend {
 
   void prepare(const std::vector<int>& devices, std::uint64_t max_bytes) override {
     const bool mine = std::find(devices.begin(), devices.end(), rank_) != devices.end();
-    std::string why;
-    if (mine) {
-      std::size_t free_b = 0, total_b = 0;
-      P2P_CUDA(cudaMemGetInfo(&free_b, &total_b), gpu_);
-      if (2 * max_bytes + (512ull << 20) > free_b)
-        why = fmt::format("{} per buffer needs {} on GPU {} (2 buffers + 512 MiB for NCCL) but {} is free", format_size(max_bytes),
-                          format_size(2 * max_bytes + (512ull << 20)), gpu_, format_size(free_b));
-    }
+    const std::string why = mine ? nccl::memory_shortfall(gpu_, max_bytes) : std::string();
     const auto whys = boot_->allgather(why);  // every rank stops with the same error
     for (int r = 0; r < size_; ++r)
       if (!whys[static_cast<std::size_t>(r)].empty()) throw UsageError(fmt::format("rank {}: {}", r, whys[static_cast<std::size_t>(r)]));

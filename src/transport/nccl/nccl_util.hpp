@@ -1,9 +1,13 @@
 #pragma once
 #include <nccl.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "p2pscope/units.hpp"
 #include "transport/cuda/cuda_util.hpp"
 
 namespace p2pscope::bench::nccl {
@@ -14,6 +18,18 @@ inline void check(ncclResult_t r, const char* call, int device) {
                 (r == ncclSystemError || r == ncclInternalError ? " (run with NCCL_DEBUG=WARN for NCCL's reason)" : ""));
 }
 #define P2P_NCCL(call, dev) ::p2pscope::bench::nccl::check((call), #call, (dev))
+
+// Why GPU `d` cannot hold a send and a receive buffer of `bytes` plus NCCL's own
+// working memory; empty when it can. Checked before anything is allocated.
+inline std::string memory_shortfall(int d, std::uint64_t bytes) {
+  constexpr std::uint64_t kNcclReserve = 512ull << 20;
+  std::size_t free_b = 0, total_b = 0;
+  const cuda::DeviceGuard g(d);
+  P2P_CUDA(cudaMemGetInfo(&free_b, &total_b), d);
+  if (2 * bytes + kNcclReserve <= free_b) return {};
+  return fmt::format("{} per buffer needs {} on GPU {} (2 buffers + 512 MiB for NCCL) but {} is free", format_size(bytes),
+                     format_size(2 * bytes + kNcclReserve), d, format_size(free_b));
+}
 
 // One communicator per GPU of one process (ncclCommInitAll); destroyed noexcept.
 class Comms {
