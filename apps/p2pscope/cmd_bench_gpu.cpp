@@ -219,12 +219,12 @@ void run_nccl(const NcclOptions& o, Context& ctx) {
   check_common(o);
   bench::CollectiveSpec spec;
   spec.op = bench::parse_nccl_op(o.op);
-  if (!bench::nccl_collectives_built()) bench::run_collective(spec);  // throws "not built in"
   if (const LaunchInfo launch = detect_launch(); launch.multi_process())
     throw UsageError(fmt::format("bench nccl runs its collectives in one process that drives every GPU, but this is "
                                  "rank {} of {} ({}): run it without the launcher (`bench gpu --backend nccl` is the "
                                  "one-process-per-GPU benchmark)",
                                  launch.rank, launch.size, launch.launcher));
+  if (!bench::nccl_collectives_built()) bench::run_collective(spec);  // throws "not built in"
   const auto rt = gpu::runtime_info();
   if (rt.device_count < 1) throw Error("bench nccl: no GPU: " + rt.why_no_gpu);
   if (o.gpus.empty()) {
