@@ -100,16 +100,7 @@ void run(const BenchTcpOptions& o, Context& ctx) {
   }
   const tcp::Params p = o.engine.params();
   const auto mon = start_monitor(o, monitor_interval_s);
-  tcp::Results r;
-  if (o.loopback) {
-    r = tcp::run_loopback(p, local, local);
-  } else {
-    tcp::ClientOptions co;
-    co.hosts = o.client;
-    co.port = static_cast<std::uint16_t>(o.port);
-    co.local = local;
-    r = tcp::run_client(co, p);
-  }
+  const tcp::Results r = run_as_client_or_loopback(o.client, o.port, local, p);  // --loopback: no --client (one role)
   if (!mon) return print(r, o.format, ctx);
   const monitor::SessionResult m = stop_monitor(*mon, ctx);
   print(r, o.format, ctx, &m);

@@ -79,16 +79,7 @@ void run(const SweepTcpOptions& o, Context& ctx) {
             p.window = w;
             p.sockets_per_channel = k;
             tcp::validate(p);
-            tcp::Results r;
-            if (o.client.empty()) {
-              r = tcp::run_loopback(p, local, local);
-            } else {
-              tcp::ClientOptions co;
-              co.hosts = o.client;
-              co.port = static_cast<std::uint16_t>(o.port);
-              co.local = local;
-              r = tcp::run_client(co, p);
-            }
+            const tcp::Results r = run_as_client_or_loopback(o.client, o.port, local, p);
             const double v = delivered(r);
             samples[{c, chunk, w, k}].push_back(v);
             csv.add_row({std::to_string(c), std::to_string(chunk), std::to_string(w), std::to_string(k),

@@ -97,4 +97,16 @@ struct TcpCliOptions {
   }
 };
 
+// One measurement as the client of servers at `hosts`, or, with no hosts, over
+// loopback in this process (server and client alike use `local`).
+inline tcp::Results run_as_client_or_loopback(const std::vector<std::string>& hosts, int port,
+                                               const tcp::LocalOptions& local, const tcp::Params& p) {
+  if (hosts.empty()) return tcp::run_loopback(p, local, local);
+  tcp::ClientOptions co;
+  co.hosts = hosts;
+  co.port = static_cast<std::uint16_t>(port);
+  co.local = local;
+  return tcp::run_client(co, p);
+}
+
 }  // namespace p2pscope::app

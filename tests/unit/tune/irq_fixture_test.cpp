@@ -9,10 +9,12 @@
 #include "p2pscope/bindings.hpp"
 #include "p2pscope/tune.hpp"
 #include "p2pscope/units.hpp"
+#include "read_tree.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::tune;
 namespace fs = std::filesystem;
+using p2pscope::test::read_tree;
 
 namespace {
 const fs::path kFsroots = fs::path(P2PSCOPE_FIXTURES_DIR) / "fsroot";
@@ -21,18 +23,6 @@ topo::Topology load(const fs::path& root) {
   topo::DiscoverOptions o;
   o.use_nvml = false;
   return topo::discover(FsRoot(root), o);
-}
-
-std::map<std::string, std::string> read_tree(const fs::path& root) {
-  std::map<std::string, std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(root))
-    if (e.is_regular_file()) {
-      std::ifstream in(e.path(), std::ios::binary);
-      std::stringstream ss;
-      ss << in.rdbuf();
-      files[fs::relative(e.path(), root).string()] = ss.str();
-    }
-  return files;
 }
 
 // The plan's promises, checked against the topology it was made from.

@@ -11,10 +11,12 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/tune.hpp"
 #include "p2pscope/units.hpp"
+#include "read_tree.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::tune;
 namespace fs = std::filesystem;
+using p2pscope::test::read_tree;
 
 namespace {
 
@@ -78,18 +80,6 @@ fs::path make_tree(const topo::Topology& t) {
     }
   std::ofstream(root / "proc/interrupts") << intr.str();
   return root;
-}
-
-std::map<std::string, std::string> read_tree(const fs::path& root) {
-  std::map<std::string, std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(root))
-    if (e.is_regular_file()) {
-      std::ifstream in(e.path(), std::ios::binary);
-      std::stringstream ss;
-      ss << in.rdbuf();
-      files[fs::relative(e.path(), root).string()] = ss.str();
-    }
-  return files;
 }
 
 }  // namespace
