@@ -82,8 +82,8 @@ for r in 1 0; do
     echo "rc=$? at $(date +%s.%N)" >> "$OUT/killed.rank$r.txt" ) &
 done
 sleep 8; echo "kill -9 rank 1 at $(date +%s.%N)" >> "$OUT/commands.txt"
-for pid in $(pgrep -f "bench gpu --backend nccl --pairs 0:1,1:0"); do
-  grep -q "RANK=1" /proc/$pid/environ 2>/dev/null && tr '\0' '\n' < /proc/$pid/environ | grep -qx "RANK=1" && kill -9 $pid && echo "killed pid $pid" >> "$OUT/commands.txt"
+for pid in $(pgrep -f "bench gpu --backend nccl --pairs 0:1,1:0"); do  # rank 1 (and its timeout wrapper)
+  tr '\0' '\n' < /proc/$pid/environ 2>/dev/null | grep -qx "RANK=1" && kill -9 $pid && echo "killed pid $pid" >> "$OUT/commands.txt"
 done
 wait
 echo "--- summary"; grep -h "GB/s\|recv\|total" "$OUT"/tcp_client_ch*.txt | head -20
