@@ -16,8 +16,8 @@ std::vector<int> cpu_ids(const FsRoot& fs) {
   if (auto online = read_cpulist(fs, kCpuDir + "/online")) return *online;
   std::vector<int> ids;
   for (const auto& e : fs.list(kCpuDir))
-    if (e.size() > 3 && e.compare(0, 3, "cpu") == 0 && std::all_of(e.begin() + 3, e.end(), ::isdigit))
-      ids.push_back(std::stoi(e.substr(3)));
+    if (e.compare(0, 3, "cpu") == 0)
+      if (const auto id = parse_id(std::string_view(e).substr(3))) ids.push_back(*id);
   std::sort(ids.begin(), ids.end());
   return ids;
 }
@@ -27,9 +27,10 @@ void discover_cpus(const FsRoot& fs, Topology& t) {
   // NUMA nodes first: a CPU's node comes from the node cpulists.
   std::map<int, int> node_of;
   for (const auto& e : fs.list(kNodeDir)) {
-    if (e.size() <= 4 || e.compare(0, 4, "node") != 0 || !std::all_of(e.begin() + 4, e.end(), ::isdigit)) continue;
+    const auto id = e.compare(0, 4, "node") == 0 ? parse_id(std::string_view(e).substr(4)) : std::nullopt;
+    if (!id) continue;
     NumaNode n;
-    n.id = std::stoi(e.substr(4));
+    n.id = *id;
     n.cpus = read_cpulist(fs, kNodeDir + "/" + e + "/cpulist").value_or(std::vector<int>{});
     for (int c : n.cpus) node_of[c] = n.id;
     t.numa_nodes.push_back(std::move(n));

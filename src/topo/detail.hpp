@@ -24,6 +24,10 @@ bool is_pci_address(std::string_view s);
 bool is_pci_root(std::string_view s);
 // Nearest PCI ancestor in a resolved /sys/devices path ("" when none, e.g. virtual).
 std::string nearest_pci(const std::string& resolved_path);
+// A kernel-given id made of decimal digits only ("12" of "cpu12", "CPU12", "node1"):
+// nullopt when empty, not all digits, or too long to be an id (a garbled file must
+// not throw out of a parser).
+std::optional<int> parse_id(std::string_view digits);
 // Path components.
 std::vector<std::string> split_path(const std::string& p);
 

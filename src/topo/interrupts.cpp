@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "p2pscope/topo.hpp"
+#include "topo/detail.hpp"
 
 namespace p2pscope::topo {
 namespace {
@@ -65,8 +66,11 @@ InterruptTable parse_interrupts(const std::string& text) {
       header = false;
       bool ok = true;
       for (const auto& k : tok) {
-        if (k.text.size() > 3 && k.text.compare(0, 3, "CPU") == 0 && all_digits(k.text.substr(3)))
-          t.cpu_columns.push_back(std::stoi(k.text.substr(3)));
+        // "CPU37777777777" (a garbled header) is no column: parse_id bounds the number.
+        const auto id = k.text.compare(0, 3, "CPU") == 0 ? detail::parse_id(std::string_view(k.text).substr(3))
+                                                         : std::nullopt;
+        if (id)
+          t.cpu_columns.push_back(*id);
         else
           ok = false;
       }
@@ -96,18 +100,13 @@ InterruptTable parse_interrupts(const std::string& text) {
     }
     if (all_digits(key)) {
       // A numbered IRQ has one count per CPU column; anything less is a torn line.
-      int number = -1;
-      try {
-        number = std::stoi(key);
-      } catch (const std::exception&) {
-        bad = true;
-      }
-      if (bad || counts.size() != ncpu || ncpu == 0) {
+      const auto number = detail::parse_id(key);
+      if (bad || !number || counts.size() != ncpu || ncpu == 0) {
         ++t.malformed_lines;
         continue;
       }
       Irq irq;
-      irq.irq = number;
+      irq.irq = *number;
       irq.per_cpu = std::move(counts);
       irq.cpu_columns = t.cpu_columns;
       std::size_t name_from = tok[k - 1].end;

@@ -13,10 +13,6 @@
 
 namespace p2pscope::topo::detail {
 namespace {
-bool all_digits(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return c >= '0' && c <= '9'; });
-}
-
 std::vector<int> irq_affinity(const FsRoot& fs, int irq) {
   const std::string dir = "/proc/irq/" + std::to_string(irq) + "/";
   if (auto list = read_cpulist(fs, dir + "smp_affinity_list")) return *list;
@@ -67,7 +63,7 @@ void discover_nics(const FsRoot& fs, Topology& t) {
     std::set<int> irqs;
     if (!n.pci.empty())
       for (const auto& e : fs.list("/sys/bus/pci/devices/" + n.pci + "/msi_irqs"))
-        if (all_digits(e) && e.size() < 9) irqs.insert(std::stoi(e));
+        if (const auto irq = parse_id(e)) irqs.insert(*irq);
     for (const auto& irq : t.interrupts.irqs)
       if (names_nic(irq, n.name, n.pci)) irqs.insert(irq.irq);
     for (int number : irqs) {

@@ -8,10 +8,6 @@
 
 namespace p2pscope::topo::detail {
 namespace {
-bool all_digits(const std::string& s) {
-  return !s.empty() && s.size() < 9 && std::all_of(s.begin(), s.end(), [](unsigned char c) { return c >= '0' && c <= '9'; });
-}
-
 bool is_zero_gid(const std::string& g) {
   return std::all_of(g.begin(), g.end(), [](char c) { return c == '0' || c == ':'; });
 }
@@ -50,17 +46,18 @@ void discover_rdma(const FsRoot& fs, Topology& t) {
     std::set<std::string> netdevs;
     for (const auto& n : fs.list(dir + "device/net")) netdevs.insert(n);
     for (const auto& p : fs.list(dir + "ports")) {
-      if (!all_digits(p)) continue;
+      const auto port_number = parse_id(p);
+      if (!port_number) continue;
       const std::string pd = dir + "ports/" + p + "/";
       RdmaPort port;
-      port.port = std::stoi(p);
+      port.port = *port_number;
       port.state = read_text(fs, pd + "state");
       port.link_layer = read_text(fs, pd + "link_layer");
       port.rate = read_text(fs, pd + "rate");
       auto entries = fs.list(pd + "gids");
       std::vector<int> idx;
       for (const auto& e : entries)
-        if (all_digits(e)) idx.push_back(std::stoi(e));
+        if (const auto i = parse_id(e)) idx.push_back(*i);
       std::sort(idx.begin(), idx.end());
       for (int i : idx) {
         const std::string n = std::to_string(i);

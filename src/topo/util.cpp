@@ -7,6 +7,16 @@
 
 namespace p2pscope::topo::detail {
 
+std::optional<int> parse_id(std::string_view digits) {
+  if (digits.empty() || digits.size() > 8) return std::nullopt;  // 8 digits: ids < 10^8
+  int v = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
 std::optional<std::vector<int>> read_cpulist(const FsRoot& fs, const std::string& abs) {
   const auto line = fs.read_line(abs);
   if (!line) return std::nullopt;
