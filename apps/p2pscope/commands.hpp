@@ -17,7 +17,8 @@ struct Context {
 
 void add_topo_command(CLI::App& app, Context& ctx);
 void add_run_command(CLI::App& app, Context& ctx);
-void add_bench_commands(CLI::App& bench, Context& ctx);    // bench gpu, bench nccl
+void add_bench_commands(CLI::App& bench, Context& ctx);    // bench gpu, then bench nccl:
+void add_bench_nccl_command(CLI::App& bench, Context& ctx);
 void add_bench_tcp_command(CLI::App& bench, Context& ctx); // bench tcp
 void add_sweep_commands(CLI::App& app, Context& ctx);      // sweep tcp
 void add_profile_command(CLI::App& app, Context& ctx);

@@ -90,6 +90,17 @@ class Backend {
   // Keeps the device busy with compute for about `seconds` (thermal warm-up).
   // No-op where there is nothing to heat.
   virtual void busy_compute(int device, double seconds) { (void)device; (void)seconds; }
+
+  // Where a device is, for whoever reads its sensors (NVML) from this process: on
+  // this host or another one (one process per GPU across hosts), and its PCI bus id
+  // when the backend knows it ("" = go by the CUDA index on this host).
+  struct DeviceLocation {
+    bool gpu = true;  // false: host memory (staged's extra device), no sensors
+    bool this_host = true;
+    std::string host;     // set by backends whose devices may be elsewhere
+    std::string pci_bus;  // as CUDA gives it, e.g. "0000:19:00.0"
+  };
+  virtual DeviceLocation device_location(int device) const { (void)device; return {}; }
 };
 
 // Names of the backends built into this binary ("host" always).

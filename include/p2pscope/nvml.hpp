@@ -28,6 +28,9 @@ struct GpuInfo {
   std::uint64_t memory_bytes = 0;
 };
 
+// "00000000:19:00.0", "0000:19:00.0", upper or lower case -> "0000:19:00.0".
+std::string normalize_bus_id(std::string id);
+
 // Decodes a throttle/clock-event bitmask into names joined by '|' ("none" for 0).
 std::string throttle_reasons_text(std::uint64_t mask);
 

@@ -30,6 +30,7 @@ class DrivenBackend final : public Backend {
   int device_count() const override { return inner_->device_count(); }
   std::string device_name(int d) const override { return inner_->device_name(d); }
   PairSupport support(int s, int d) const override { return inner_->support(s, d); }
+  DeviceLocation device_location(int d) const override { return inner_->device_location(d); }
 
   void prepare(const std::vector<int>& devices, std::uint64_t max_bytes) override {
     std::lock_guard<std::mutex> lk(m_);

@@ -59,7 +59,7 @@ std::vector<std::string> backend_names() {
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name_in, const BackendOptions& opts_in) {
-  // "sm-pull" / "sm:push" name the sm backend with its variant.
+  // "sm-pull" / "sm:push" name the sm backend with its variant, "ce@4" the ce backend's.
   std::string name = name_in;
   BackendOptions opts = opts_in;
   if (name.rfind("sm-", 0) == 0 || name.rfind("sm:", 0) == 0) {
@@ -67,6 +67,11 @@ std::unique_ptr<Backend> make_backend(const std::string& name_in, const BackendO
       throw UsageError("backend '" + name + "' and variant '" + opts.variant + "' disagree");
     opts.variant = name.substr(3);
     name = "sm";
+  } else if (name.rfind("ce@", 0) == 0) {  // "ce@4": ce with 4 copy streams
+    if (!opts.variant.empty() && opts.variant != name.substr(2))
+      throw UsageError("backend '" + name + "' and variant '" + opts.variant + "' disagree");
+    opts.variant = name.substr(2);
+    name = "ce";
   }
   const bool ranks = opts.bootstrap && opts.bootstrap->size() > 1;
   if (ranks && name != "nccl")

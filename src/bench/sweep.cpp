@@ -83,6 +83,47 @@ namespace {
 std::uint64_t checked_bytes(Mode m, std::uint64_t bytes) {
   return m == Mode::latency ? std::min<std::uint64_t>(bytes, 1u << 20) : bytes;  // the ping-pong message
 }
+
+// One supported (pair, size): its samples, Stats and data check, into `row`.
+void measure(Backend& b, const SweepSpec& spec, SweepRow& row) {
+  if (spec.mode == Mode::blocking) {
+    std::vector<double> host, dev;
+    for (int i = 0; i < spec.warmup + spec.iters; ++i) {
+      const OpTiming t = b.run_blocking(row.src, row.dst, row.bytes);
+      if (i < spec.warmup) continue;
+      host.push_back(static_cast<double>(t.host_end_ns - t.host_start_ns));
+      if (!std::isnan(t.device_duration_ns)) dev.push_back(t.device_duration_ns);
+    }
+    row.samples_ns = host;
+    row.time_ns = compute_stats(host);
+    row.total_time_ns = compute_stats(dev);
+    row.note = "one blocking operation after another, host CLOCK_MONOTONIC around issue + wait";
+  } else {
+    BatchSpec bs;
+    bs.src = row.src;
+    bs.dst = row.dst;
+    bs.bytes = row.bytes;
+    bs.pattern = spec.mode == Mode::bidirectional ? Pattern::bidirectional
+                 : spec.mode == Mode::latency     ? Pattern::latency
+                                                  : Pattern::unidirectional;
+    bs.warmup = spec.warmup;
+    bs.iters = spec.iters;
+    BatchResult br = b.run_batch(bs);
+    row.support = br.support;
+    row.note = br.note;
+    row.samples_ns = br.elapsed_ns;
+    row.time_ns = compute_stats(br.elapsed_ns);
+    row.reverse_time_ns = compute_stats(br.reverse_elapsed_ns);
+    row.total_time_ns = compute_stats(br.total_elapsed_ns);
+  }
+  if (row.support.ok && spec.verify) {
+    row.checked = true;
+    row.first_bad = b.verify(row.src, row.dst, checked_bytes(spec.mode, row.bytes));
+    if (spec.mode == Mode::bidirectional || (spec.mode == Mode::latency && row.src != row.dst))
+      row.first_bad_reverse = b.verify(row.dst, row.src, checked_bytes(spec.mode, row.bytes));
+  }
+}
+
 }  // namespace
 
 SweepResult run_sweep(Backend& b, const SweepSpec& spec) {
@@ -126,43 +167,13 @@ SweepResult run_sweep(Backend& b, const SweepSpec& spec) {
       row.dst = pairs[p].second;
       row.bytes = bytes;
       row.support = support[p];
-      if (row.support.ok) {
-        if (spec.mode == Mode::blocking) {
-          std::vector<double> host, dev;
-          for (int i = 0; i < spec.warmup + spec.iters; ++i) {
-            const OpTiming t = b.run_blocking(row.src, row.dst, bytes);
-            if (i < spec.warmup) continue;
-            host.push_back(static_cast<double>(t.host_end_ns - t.host_start_ns));
-            if (!std::isnan(t.device_duration_ns)) dev.push_back(t.device_duration_ns);
-          }
-          row.samples_ns = host;
-          row.time_ns = compute_stats(host);
-          row.total_time_ns = compute_stats(dev);
-          row.note = "one blocking operation after another, host CLOCK_MONOTONIC around issue + wait";
-        } else {
-          BatchSpec bs;
-          bs.src = row.src;
-          bs.dst = row.dst;
-          bs.bytes = bytes;
-          bs.pattern = spec.mode == Mode::bidirectional ? Pattern::bidirectional
-                       : spec.mode == Mode::latency     ? Pattern::latency
-                                                        : Pattern::unidirectional;
-          bs.warmup = spec.warmup;
-          bs.iters = spec.iters;
-          BatchResult br = b.run_batch(bs);
-          row.support = br.support;
-          row.note = br.note;
-          row.samples_ns = br.elapsed_ns;
-          row.time_ns = compute_stats(br.elapsed_ns);
-          row.reverse_time_ns = compute_stats(br.reverse_elapsed_ns);
-          row.total_time_ns = compute_stats(br.total_elapsed_ns);
-        }
-        if (row.support.ok && spec.verify) {
-          row.checked = true;
-          row.first_bad = b.verify(row.src, row.dst, checked_bytes(spec.mode, bytes));
-          if (spec.mode == Mode::bidirectional || (spec.mode == Mode::latency && row.src != row.dst))
-            row.first_bad_reverse = b.verify(row.dst, row.src, checked_bytes(spec.mode, bytes));
-        }
+      try {
+        if (row.support.ok) measure(b, spec, row);
+      } catch (const std::exception& e) {
+        // A dead peer or a device error: keep what was measured, say where it stopped.
+        if (res.rows.empty()) throw;
+        res.stopped = fmt::format("stopped at {} -> {}, {}: {}", row.src, row.dst, format_size(bytes), e.what());
+        return res;
       }
       res.rows.push_back(std::move(row));
     }

@@ -49,6 +49,9 @@ struct SweepResult {
   int warmup = 0, iters = 0;
   std::vector<std::string> device_names;  // by device number
   std::vector<SweepRow> rows;
+  // Why the sweep ended early ("" when it ran to the end): a failure after the first
+  // row keeps the rows measured so far, and the caller reports them and then fails.
+  std::string stopped;
   bool data_ok() const;
   std::string first_failure() const;  // "" when every check passed
 };

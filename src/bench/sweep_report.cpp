@@ -150,6 +150,7 @@ nlohmann::json to_json(const SweepResult& r) {
                         {"units", {{"time", "ns"}, {"bandwidth", "GB/s = 1e9 bytes/s, from the median time"},
                                    {"sizes", "bytes; K/M/G in text are 1024 multiples"}}},
                         {"data_ok", r.data_ok()}, {"rows", rows}};
+  if (!r.stopped.empty()) out["stopped"] = r.stopped;
   std::vector<std::uint64_t> sizes;
   for (const auto& x : r.rows)
     if (std::find(sizes.begin(), sizes.end(), x.bytes) == sizes.end()) sizes.push_back(x.bytes);

@@ -216,7 +216,11 @@ Result run_campaign(const Params& p) {
   res.ops_planned = plan.measured_ops();
   std::map<int, int> to_nvml;
   nlohmann::json topology = nlohmann::json::object();
-  if (nvml) to_nvml = map_devices_to_nvml(*nvml, plan.devices, &topology);
+  if (nvml) {
+    auto m = map_devices_to_nvml(*nvml, plan.devices, &topology, [&](int d) { return primary.device_location(d); });
+    to_nvml = std::move(m.to_nvml);
+    for (const auto& n : m.notes) note(n);
+  }
   nlohmann::json meta = resuming ? opt.resumed_metadata : run_metadata(p.argv);
   nlohmann::json session = {{"start_time", iso8601_utc(realtime_ns())}, {"argv", p.argv}, {"ops_logged_before", rows.size()}};
   if (!resuming) {
@@ -354,11 +358,11 @@ Result run_campaign(const Params& p) {
   nlohmann::json clocks = nlohmann::json::object();
   if (sampler) {
     res.temperatures = sampler->summaries();
-    std::vector<int> idx;
+    std::set<int> idx;  // NVML indices, once each (ranks may share a GPU)
     int max_sm = -1, max_mem = -1;
     for (const auto& [dev, i] : to_nvml) {
       clocks[std::to_string(dev)] = {{"sm_clock_constant_during_run", sampler->sm_clock_constant(dev)}};
-      idx.push_back(i);
+      idx.insert(i);
       const auto s = nvml->sample(i);
       max_sm = std::max(max_sm, s.max_sm_clock_mhz);
       max_mem = std::max(max_mem, s.max_mem_clock_mhz);

@@ -151,20 +151,44 @@ std::string default_out_dir(const std::string& root, const std::string& backend,
       .string();
 }
 
-std::map<int, int> map_devices_to_nvml(const nvml::Nvml& nvml, const std::vector<int>& devices,
-                                       nlohmann::json* topology) {
-  std::map<int, int> out;
-  for (int d : devices) out[d] = d;  // fallback: same numbering
+NvmlMapping resolve_nvml_indices(const std::vector<int>& devices, const std::vector<std::string>& nvml_bus_ids,
+                                 const std::map<int, std::string>& bus_by_cuda_index, const Locate& where) {
+  NvmlMapping out;
+  std::map<std::string, int> nvml_by_bus;
+  for (std::size_t i = 0; i < nvml_bus_ids.size(); ++i) nvml_by_bus[nvml::normalize_bus_id(nvml_bus_ids[i])] = static_cast<int>(i);
+  for (int d : devices) {
+    const auto loc = where ? where(d) : bench::Backend::DeviceLocation{};
+    if (!loc.gpu) continue;  // host memory: nothing to sample
+    if (!loc.this_host) {
+      out.notes.push_back(fmt::format("device {} is on host {}: its temperatures and clocks are not read from this one", d, loc.host));
+      continue;
+    }
+    std::string bus = nvml::normalize_bus_id(loc.pci_bus);
+    if (bus.empty())
+      if (const auto it = bus_by_cuda_index.find(d); it != bus_by_cuda_index.end()) bus = nvml::normalize_bus_id(it->second);
+    if (const auto it = nvml_by_bus.find(bus); !bus.empty() && it != nvml_by_bus.end()) {
+      out.to_nvml[d] = it->second;
+    } else if (loc.pci_bus.empty() && d < static_cast<int>(nvml_bus_ids.size())) {
+      out.to_nvml[d] = d;  // nothing better known: NVML's numbering is often CUDA's
+    } else {
+      out.notes.push_back(fmt::format("device {} ({}) is not among NVML's GPUs here: not sampled", d, bus.empty() ? "bus unknown" : bus));
+    }
+  }
+  return out;
+}
+
+NvmlMapping map_devices_to_nvml(const nvml::Nvml& nvml, const std::vector<int>& devices, nlohmann::json* topology,
+                                const Locate& where) {
+  std::vector<std::string> nvml_bus;
+  for (int i = 0; i < nvml.device_count(); ++i) nvml_bus.push_back(nvml.info(i).pci_bus_id);
+  std::map<int, std::string> bus_by_cuda;
   try {
     topo::Topology t = topo::discover(FsRoot("/"));
     gpu::enrich_with_cuda(t);
-    std::map<std::string, int> nvml_by_pci;
-    for (int i = 0; i < nvml.device_count(); ++i) nvml_by_pci[nvml.info(i).pci_bus_id] = i;
     nlohmann::json gpus = nlohmann::json::array();
     for (const auto& g : t.gpus) {
       gpus.push_back({{"index", g.index}, {"cuda_index", g.cuda_index}, {"pci", g.pci}, {"numa", g.numa}, {"name", g.name}});
-      const auto it = nvml_by_pci.find(g.pci);
-      if (g.cuda_index >= 0 && it != nvml_by_pci.end() && out.count(g.cuda_index)) out[g.cuda_index] = it->second;
+      if (g.cuda_index >= 0) bus_by_cuda[g.cuda_index] = g.pci;
     }
     if (topology) {
       (*topology)["gpus"] = gpus;
@@ -174,7 +198,7 @@ std::map<int, int> map_devices_to_nvml(const nvml::Nvml& nvml, const std::vector
   } catch (const std::exception& e) {
     if (topology) (*topology)["error"] = e.what();
   }
-  return out;
+  return resolve_nvml_indices(devices, nvml_bus, bus_by_cuda, where);
 }
 
 nlohmann::json gpu_facts(const nvml::Nvml& nvml, const std::map<int, int>& to_nvml) {

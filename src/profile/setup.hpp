@@ -2,6 +2,7 @@
 // Campaign set-up pieces, kept apart from the measurement loop: resolving options
 // against defaults or a resumed campaign, the output directory, GPU facts for
 // metadata.json, and the per-size summary.
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "p2pscope/backend.hpp"
 #include "p2pscope/nvml.hpp"
 #include "p2pscope/profile.hpp"
 #include "profile/execution_log.hpp"
@@ -41,10 +43,21 @@ void write_json_file(const std::string& path, const nlohmann::json& j);  // atom
 void prepare_new_out_dir(const std::string& dir);
 std::string default_out_dir(const std::string& root, const std::string& backend, const nvml::Nvml* nvml);
 
-// Campaign device -> NVML index, by PCI bus id through the topology (CUDA numbering
-// need not be NVML's), identity where unknown. `topology` receives the GPU-GPU facts.
-std::map<int, int> map_devices_to_nvml(const nvml::Nvml& nvml, const std::vector<int>& devices,
-                                       nlohmann::json* topology);
+// Campaign device -> NVML index (CUDA numbering need not be NVML's), by PCI bus id:
+// the backend's where it knows it (one process per GPU: each rank's GPU), else the
+// topology's CUDA index -> bus, else the same number. Devices on another host, or
+// not among NVML's GPUs, are left out with a note: better no samples than another
+// GPU's samples under their name.
+struct NvmlMapping {
+  std::map<int, int> to_nvml;
+  std::vector<std::string> notes;
+};
+using Locate = std::function<bench::Backend::DeviceLocation(int device)>;
+NvmlMapping resolve_nvml_indices(const std::vector<int>& devices, const std::vector<std::string>& nvml_bus_ids,
+                                 const std::map<int, std::string>& bus_by_cuda_index, const Locate& where);
+// The same with this host's NVML and topology; `topology` receives the GPU-GPU facts.
+NvmlMapping map_devices_to_nvml(const nvml::Nvml& nvml, const std::vector<int>& devices, nlohmann::json* topology,
+                                const Locate& where);
 // Per-GPU facts for metadata.json: name, uuid, pci, clocks, temperature, power, throttle.
 nlohmann::json gpu_facts(const nvml::Nvml& nvml, const std::map<int, int>& to_nvml);
 

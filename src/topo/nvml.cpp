@@ -35,14 +35,15 @@ struct ProcessInfo {  // nvmlProcessInfo_t as used by the _v3 process queries
   unsigned gpuInstanceId, computeInstanceId;
 };
 
-// "00000000:19:00.0" / "0000:19:00.0" -> "0000:19:00.0" lower case, as sysfs writes it.
+}  // namespace
+
+// Lower case, a 4-digit domain: as sysfs writes it.
 std::string normalize_bus_id(std::string id) {
   std::transform(id.begin(), id.end(), id.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   const auto colon = id.find(':');
   if (colon != std::string::npos && colon > 4) id.erase(0, colon - 4);
   return id;
 }
-}  // namespace
 
 struct Nvml::Api {
   void* lib = nullptr;

@@ -53,7 +53,7 @@ void expect_batch_ok(Backend& b, int src, int dst, std::uint64_t n, Pattern p) {
 
 TEST(GpuCuda, DeviceLocalCopiesArriveIntactThroughCeAndSm) {
   NEED_GPUS(1);
-  for (const std::string name : {"ce", "sm", "sm-pull"}) {
+  for (const std::string name : {"ce", "ce@3", "sm", "sm-pull"}) {
     auto b = make_backend(name);
     const std::uint64_t n = (8 << 20) + 3;  // odd: the tail is copied and checked
     b->prepare({0}, n);
@@ -100,7 +100,7 @@ TEST(GpuCuda, StagedMovesHostToGpuAndBackOnOneGpu) {
 
 TEST(GpuCuda, PairsThroughEveryCudaBackendAndPattern) {
   NEED_GPUS(2);
-  for (const std::string name : {"ce", "sm", "sm-pull", "staged"}) {
+  for (const std::string name : {"ce", "ce@4", "sm", "sm-pull", "staged"}) {
     auto b = make_backend(name);
     if (!b->support(0, 1).ok) {
       EXPECT_EQ(b->support(0, 1).reason, "no peer access");
@@ -178,13 +178,15 @@ TEST(GpuNccl, CollectivesProduceTheRightData) {
   s.bytes = (4 << 20) + 12;
   s.warmup = 1;
   s.iters = 3;
-  for (auto op : {NcclOp::allreduce, NcclOp::allgather, NcclOp::reducescatter, NcclOp::alltoall, NcclOp::sendrecv}) {
-    s.op = op;
-    const auto r = run_collective(s);
-    EXPECT_EQ(r.first_bad, -1) << to_string(op) << " rank " << r.bad_rank;
-    EXPECT_EQ(r.elapsed_ns.size(), 3u);
-    EXPECT_EQ(r.bytes % (4 * s.gpus.size()), 0u);
-  }
+  for (auto type : {NcclType::float32, NcclType::bfloat16, NcclType::float16, NcclType::int8, NcclType::int32, NcclType::float64})
+    for (auto op : {NcclOp::allreduce, NcclOp::allgather, NcclOp::reducescatter, NcclOp::alltoall, NcclOp::sendrecv}) {
+      s.op = op;
+      s.type = type;
+      const auto r = run_collective(s);
+      EXPECT_EQ(r.first_bad, -1) << to_string(op) << " " << to_string(type) << " rank " << r.bad_rank;
+      EXPECT_EQ(r.elapsed_ns.size(), 3u);
+      EXPECT_EQ(r.bytes % (type_size(type) * s.gpus.size()), 0u);
+    }
 }
 
 TEST(GpuCli, BenchGpuJsonOnTheGpu) {

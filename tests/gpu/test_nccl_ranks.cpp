@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "p2pscope/gpu_runtime.hpp"
+#include "support/loopback_port.hpp"
 
 using namespace p2pscope;
 
@@ -92,15 +93,17 @@ std::string slurp(const std::string& path) {
     if (!std::filesystem::exists(binary())) GTEST_SKIP() << "no p2pscope binary at " << binary(); \
   } while (0)
 
-int test_port(int k) { return 32000 + static_cast<int>(getpid() % 1500) * 2 + k; }
+// A port free now (a fixed range collided with ephemeral ports NCCL's sockets held).
+int test_port() { return p2pscope::test::free_port(); }
 
 }  // namespace
 
 TEST(NcclRanks, TwoProcessesMoveIntactDataBothWays) {
   NEED_A_GPU_AND_THE_BINARY();
   const std::string args = "bench gpu --backend nccl --pairs 0:1,1:0 --sizes 8,4M --iters 3 --warmup 1";
-  Rank r1 = start_rank(1, test_port(0), args, "data");
-  Rank r0 = start_rank(0, test_port(0), args, "data");
+  const int port = test_port();
+  Rank r1 = start_rank(1, port, args, "data");
+  Rank r0 = start_rank(0, port, args, "data");
   const int c0 = wait_rank(r0, 180), c1 = wait_rank(r1, 30);
   const std::string out0 = slurp(r0.log), out1 = slurp(r1.log);
   EXPECT_EQ(c0, 0) << out0;
@@ -117,8 +120,9 @@ TEST(NcclRanks, TwoProcessesMoveIntactDataBothWays) {
 TEST(NcclRanks, AKilledRankStopsTheOtherWithAnErrorWithinSeconds) {
   NEED_A_GPU_AND_THE_BINARY();
   const std::string args = "bench gpu --backend nccl --pairs 0:1,1:0 --sizes 1M:1G --iters 50";
-  Rank r1 = start_rank(1, test_port(1), args, "kill");
-  Rank r0 = start_rank(0, test_port(1), args, "kill");
+  const int port = test_port();
+  Rank r1 = start_rank(1, port, args, "kill");
+  Rank r0 = start_rank(0, port, args, "kill");
   std::this_thread::sleep_for(std::chrono::seconds(8));  // met, communicator up, transfers running
   kill(r1.pid, SIGKILL);
   const auto t0 = std::chrono::steady_clock::now();
@@ -130,6 +134,7 @@ TEST(NcclRanks, AKilledRankStopsTheOtherWithAnErrorWithinSeconds) {
   EXPECT_LT(took, 30) << out0;
   EXPECT_NE(out0.find("rank"), std::string::npos) << out0;
   EXPECT_TRUE(out0.find("aborted") != std::string::npos || out0.find("stopped answering") != std::string::npos) << out0;
+  EXPECT_NE(out0.find("# stopped at "), std::string::npos) << "the sizes measured before are kept:\n" << out0;
   std::filesystem::remove(r0.log);
   std::filesystem::remove(r1.log);
 }
@@ -139,8 +144,9 @@ TEST(NcclRanks, ProfileCampaignAsTwoRanksWritesOneLogOnRankZero) {
   const auto dir = std::filesystem::temp_directory_path() / ("p2pscope-ranks-profile-" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   const std::string args = "profile --sizes 8,1M --reps 2 --warmup 1 --drift 1s --thermal-warmup 99C:3s --out " + dir.string();
-  Rank r1 = start_rank(1, test_port(2), args, "profile");
-  Rank r0 = start_rank(0, test_port(2), args, "profile");
+  const int port = test_port();
+  Rank r1 = start_rank(1, port, args, "profile");
+  Rank r0 = start_rank(0, port, args, "profile");
   const int c0 = wait_rank(r0, 180), c1 = wait_rank(r1, 30);
   const std::string out0 = slurp(r0.log), out1 = slurp(r1.log);
   EXPECT_EQ(c0, 0) << out0;
@@ -153,6 +159,50 @@ TEST(NcclRanks, ProfileCampaignAsTwoRanksWritesOneLogOnRankZero) {
   EXPECT_EQ(rows, 8u) << "2 directed pairs x 2 sizes x 2 repetitions";
   EXPECT_EQ(out1.find("campaign:"), std::string::npos) << "only rank 0 reports:\n" << out1;
   std::filesystem::remove_all(dir);
+  std::filesystem::remove(r0.log);
+  std::filesystem::remove(r1.log);
+}
+
+// `bench nccl` as one process per GPU: every collective's output checked on both ranks
+// (float, and a few ops in the other types' encodings).
+TEST(NcclRanks, TwoProcessesRunEveryCollectiveWithRightData) {
+  NEED_A_GPU_AND_THE_BINARY();
+  for (const std::string op : {"allreduce", "allgather", "reducescatter", "alltoall", "sendrecv",
+                                "allreduce --dtype bfloat16", "reducescatter --dtype int8", "allgather --dtype half"}) {
+    const std::string args = "bench nccl --op " + op + " --sizes 8,4M --iters 3 --warmup 1";
+    const int port = test_port();
+    Rank r1 = start_rank(1, port, args, "coll");
+    Rank r0 = start_rank(0, port, args, "coll");
+    const int c0 = wait_rank(r0, 120), c1 = wait_rank(r1, 30);
+    const std::string out0 = slurp(r0.log), out1 = slurp(r1.log);
+    EXPECT_EQ(c0, 0) << op << "\n" << out0;
+    EXPECT_EQ(c1, 0) << op << "\n" << out1;
+    EXPECT_NE(out0.find("rank 1 GPU"), std::string::npos) << out0;
+    std::size_t ok = 0;
+    for (std::size_t at = 0; (at = out0.find(" ok", at)) != std::string::npos; ++at) ++ok;
+    EXPECT_EQ(ok, 2u) << op << ": both sizes checked\n" << out0;
+    EXPECT_EQ(out1.find("busbw"), std::string::npos) << "only rank 0 reports:\n" << out1;
+    std::filesystem::remove(r0.log);
+    std::filesystem::remove(r1.log);
+  }
+}
+
+// A rank killed mid-sweep: the survivor ends with an error, and the sizes it had
+// measured are still printed, with the reason it stopped.
+TEST(NcclRanks, AKilledRankKeepsTheSizesMeasuredBeforeIt) {
+  NEED_A_GPU_AND_THE_BINARY();
+  const std::string args = "bench nccl --op allreduce --sizes 1K:1G --iters 40 --warmup 1";
+  const int port = test_port();
+  Rank r1 = start_rank(1, port, args, "collkill");
+  Rank r0 = start_rank(0, port, args, "collkill");
+  std::this_thread::sleep_for(std::chrono::seconds(8));  // met, small sizes measured, large ones running
+  kill(r1.pid, SIGKILL);
+  const int c0 = wait_rank(r0, 60);
+  wait_rank(r1, 5);
+  const std::string out0 = slurp(r0.log);
+  EXPECT_EQ(c0, 1) << out0;
+  EXPECT_NE(out0.find("1K "), std::string::npos) << "the first size's row is kept:\n" << out0;
+  EXPECT_NE(out0.find("# stopped at"), std::string::npos) << out0;
   std::filesystem::remove(r0.log);
   std::filesystem::remove(r1.log);
 }

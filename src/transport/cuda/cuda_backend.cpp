@@ -2,12 +2,9 @@
 // push = source SMs write remote memory, pull = destination SMs read it) and staged
 // (through pinned host memory; device N, one past the GPUs, is host pinned memory, so
 // N:0 is host->GPU 0). ce and sm also accept src == dst: a device-local copy.
-// Timing: a spin kernel holds the first lane's stream until all timed work is queued,
-// then a host-mapped flag releases it; CUDA events around each iteration. In a
-// bidirectional run the reverse lane runs on the other device, chained to the first
-// lane by events, so each direction is timed on its own device and the total on one.
+// Timing: timed_lanes.hpp (a blocking start, events around each iteration, the
+// reverse lane of a bidirectional run chained to the first).
 #include <algorithm>
-#include <atomic>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -23,6 +20,7 @@
 #include "p2pscope/units.hpp"
 #include "transport/cuda/cuda_util.hpp"
 #include "transport/cuda/kernels.hpp"
+#include "transport/cuda/timed_lanes.hpp"
 
 namespace p2pscope::bench {
 namespace {
@@ -30,47 +28,17 @@ using namespace cuda;
 
 constexpr std::uint64_t kStageChunk = 64ull << 20;  // 2 slots per direction in pinned memory
 constexpr std::size_t kScratchBytes = 1 << 16;      // flags, verify result, latency samples
+constexpr std::uint64_t kMinSplitBytes = 1 << 20;  // ce@N: smaller copies stay whole
 constexpr int kMaxLatencySamples = static_cast<int>(kScratchBytes / 8) - 16;
-
-struct Lane {  // one direction of an iteration, issued and timed on `dev`
-  int dev;
-  cudaStream_t stream;
-  std::function<void()> issue;
-};
-
-// Sets the release flag when it goes out of scope, so an exception between the spin
-// kernel's launch and the release never leaves a stream held.
-class Release {
- public:
-  Release(volatile int* flag, int gen) : flag_(flag), gen_(gen) {}
-  ~Release() { now(); }
-  Release(const Release&) = delete;
-  Release& operator=(const Release&) = delete;
-  void now() {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    *flag_ = gen_;
-  }
- private:
-  volatile int* flag_;
-  int gen_;
-};
 
 class CudaBackend final : public Backend {
  public:
   CudaBackend(std::string kind, const BackendOptions& o) : kind_(std::move(kind)), opts_(o) {
+    parse_variant(o.variant);  // a usage error first, GPUs or not
     const cudaError_t e = cudaGetDeviceCount(&gpus_);
     if (e != cudaSuccess || gpus_ == 0) {
       cudaGetLastError();
       throw Error(fmt::format("backend {}: no usable GPU ({})", kind_, e == cudaSuccess ? "the driver sees none" : cudaGetErrorString(e)));
-    }
-    const std::string v = o.variant.substr(0, o.variant.find('@'));
-    pull_ = v == "pull" || v == "read";
-    if (!v.empty() && !pull_ && v != "push" && v != "write")
-      throw UsageError("backend " + kind_ + ": unknown variant '" + o.variant + "': use push or pull (push@N: N blocks per SM)");
-    if (!v.empty() && kind_ != "sm") throw UsageError("backend " + kind_ + " has no variants (push/pull are for sm)");
-    if (auto at = o.variant.find('@'); at != std::string::npos) {
-      blocks_per_sm_ = static_cast<int>(parse_int(o.variant.substr(at + 1), "blocks per SM"));
-      if (blocks_per_sm_ < 1 || blocks_per_sm_ > 32) throw UsageError("sm variant: blocks per SM must be 1-32");
     }
     dev_.resize(static_cast<std::size_t>(gpus_));
     for (int d = 0; d < gpus_; ++d) {
@@ -84,11 +52,20 @@ class CudaBackend final : public Backend {
     *release_ = 0;
   }
 
-  std::string name() const override { return kind_ == "sm" ? (pull_ ? "sm-pull" : "sm-push") : kind_; }
+  std::string name() const override {
+    if (kind_ == "sm") return pull_ ? "sm-pull" : "sm-push";
+    return ce_split_ > 1 ? fmt::format("ce@{}", ce_split_) : kind_;
+  }
   int device_count() const override { return kind_ == "staged" ? gpus_ + 1 : gpus_; }
   std::string device_name(int d) const override {
     check_device(d);
     return is_host(d) ? "host pinned memory" : fmt::format("GPU {} ({})", d, names_[static_cast<std::size_t>(d)]);
+  }
+  DeviceLocation device_location(int d) const override {
+    check_device(d);
+    DeviceLocation loc;
+    loc.gpu = !is_host(d);  // the GPU's bus comes from the topology's CUDA index
+    return loc;
   }
   PairSupport support(int src, int dst) const override {
     check_device(src);
@@ -211,9 +188,12 @@ class CudaBackend final : public Backend {
       x.cal_device_ns = static_cast<std::int64_t>(ts[0]);
       x.cal_host_ns = monotonic_ns();
     }
+    // The opening event is recorded before the host clock starts: the stream is idle,
+    // so it marks the op's device start all the same, and its API call (about a
+    // microsecond) stays out of what the host is said to wait.
+    P2P_CUDA(cudaEventRecord(x.blk_a.get(), st), d);
     OpTiming t;
     t.host_start_ns = monotonic_ns();
-    P2P_CUDA(cudaEventRecord(x.blk_a.get(), st), d);
     issue(src, dst, bytes, st);
     P2P_CUDA(cudaEventRecord(x.blk_b.get(), st), d);
     P2P_CUDA(cudaStreamSynchronize(st), d);
@@ -286,6 +266,12 @@ class CudaBackend final : public Backend {
     Event blk_a, blk_b, cal;  // run_blocking's brackets and its clock calibration point
     std::int64_t cal_device_ns = 0, cal_host_ns = 0;
   };
+  struct Split {  // ce@N: the slice streams of one lane stream, its fork and join events
+    int dev = -1;
+    std::vector<Stream> streams;
+    Event fork;
+    std::vector<Event> join;
+  };
   struct Stage {  // one direction GPU -> GPU through pinned memory
     PinnedBuffer bounce;
     Event kick, down[2], up[2];  // kick: on the lane's device; down: on src; up: on dst
@@ -304,6 +290,26 @@ class CudaBackend final : public Backend {
       x.up = make_stream(d);
     }
     return x;
+  }
+  // sm: push|pull[@N] (N blocks per SM); ce: @N (the copy cut in N slices, one stream
+  // each, so the driver may spread them over several copy engines).
+  void parse_variant(const std::string& variant) {
+    const auto at = variant.find('@');
+    const std::string v = variant.substr(0, at);
+    const long long n = at == std::string::npos ? 1 : parse_int(variant.substr(at + 1), "the number after @");
+    if (kind_ == "sm") {
+      pull_ = v == "pull" || v == "read";
+      if (!v.empty() && !pull_ && v != "push" && v != "write")
+        throw UsageError("backend sm: unknown variant '" + variant + "': use push or pull (push@N: N blocks per SM)");
+      if (n < 1 || n > 32) throw UsageError("sm variant: blocks per SM must be 1-32");
+      if (at != std::string::npos) blocks_per_sm_ = static_cast<int>(n);
+    } else if (kind_ == "ce") {
+      if (!v.empty()) throw UsageError("backend ce: unknown variant '" + variant + "': use @N (N copy streams, 1-16)");
+      if (n < 1 || n > 16) throw UsageError("ce variant: the number of copy streams must be 1-16");
+      ce_split_ = static_cast<int>(n);
+    } else if (!variant.empty()) {
+      throw UsageError("backend " + kind_ + " has no variants (push/pull are for sm, @N for ce)");
+    }
   }
   bool is_host(int d) const { return d == gpus_; }
   void check_device(int d) const {
@@ -335,7 +341,10 @@ class CudaBackend final : public Backend {
   int sm_blocks(int d) const { return sms_[static_cast<std::size_t>(d)] * blocks_per_sm_; }
 
   std::string note(int src, int dst) const {
-    if (kind_ == "ce") return src == dst ? "cudaMemcpyAsync device-local" : "cudaMemcpyPeerAsync on the source's stream";
+    if (kind_ == "ce") {
+      const std::string split = ce_split_ > 1 ? fmt::format(", copies of 1 MiB and more cut in {} slices on {} streams", ce_split_, ce_split_) : "";
+      return (src == dst ? "cudaMemcpyAsync device-local" : "cudaMemcpyPeerAsync on the source's stream") + split;
+    }
     if (kind_ == "sm")
       return fmt::format("{} kernel on GPU {}, up to {} blocks x 512 threads, 16-byte accesses", pull_ ? "pull" : "push",
                          initiator(src, dst), sm_blocks(initiator(src, dst)));
@@ -347,9 +356,10 @@ class CudaBackend final : public Backend {
   void issue(int src, int dst, std::uint64_t n, cudaStream_t st) {
     const int d = initiator(src, dst);
     DeviceGuard g(d);
-    if (kind_ == "ce") {
-      if (src == dst) P2P_CUDA(cudaMemcpyAsync(recv_ptr(dst), send_ptr(src), n, cudaMemcpyDeviceToDevice, st), d);
-      else P2P_CUDA(cudaMemcpyPeerAsync(recv_ptr(dst), dst, send_ptr(src), src, n, st), d);
+    if (kind_ == "ce" && ce_split_ > 1 && n >= kMinSplitBytes) {
+      issue_ce_split(src, dst, n, st);
+    } else if (kind_ == "ce") {
+      issue_ce(src, dst, 0, n, st);
     } else if (kind_ == "sm") {
       launch_copy(recv_ptr(dst), send_ptr(src), n, sm_blocks(d), 512, st, d);
     } else if (is_host(src)) {
@@ -359,6 +369,46 @@ class CudaBackend final : public Backend {
     } else {
       issue_staged_gpu(src, dst, n, st);
     }
+  }
+
+  void issue_ce(int src, int dst, std::uint64_t off, std::uint64_t n, cudaStream_t st) {
+    const int d = initiator(src, dst);
+    auto* to = static_cast<unsigned char*>(recv_ptr(dst)) + off;
+    const auto* from = static_cast<const unsigned char*>(send_ptr(src)) + off;
+    if (src == dst) P2P_CUDA(cudaMemcpyAsync(to, from, n, cudaMemcpyDeviceToDevice, st), d);
+    else P2P_CUDA(cudaMemcpyPeerAsync(to, dst, from, src, n, st), d);
+  }
+
+  // One copy cut into ce_split_ slices (multiples of 64 KiB), each on its own stream
+  // forked from `st` and joined back into it, so `st`'s events time the whole copy.
+  void issue_ce_split(int src, int dst, std::uint64_t n, cudaStream_t st) {
+    const int d = initiator(src, dst);
+    Split& sp = split_for(d, st);
+    P2P_CUDA(cudaEventRecord(sp.fork.get(), st), d);
+    const std::uint64_t slice = (n / static_cast<std::uint64_t>(ce_split_) + 0xFFFF) & ~std::uint64_t{0xFFFF};
+    for (std::size_t k = 0; k < sp.streams.size(); ++k) {
+      const std::uint64_t off = k * slice;
+      if (off >= n) break;
+      cudaStream_t ks = sp.streams[k].get();
+      P2P_CUDA(cudaStreamWaitEvent(ks, sp.fork.get(), 0), d);
+      issue_ce(src, dst, off, std::min(slice, n - off), ks);
+      P2P_CUDA(cudaEventRecord(sp.join[k].get(), ks), d);
+      P2P_CUDA(cudaStreamWaitEvent(st, sp.join[k].get(), 0), d);
+    }
+  }
+
+  Split& split_for(int d, cudaStream_t lane) {
+    std::lock_guard<std::mutex> lock(basics_mu_);
+    auto& sp = split_[lane];
+    if (sp.streams.empty()) {
+      sp.dev = d;
+      sp.fork = make_event(d);
+      for (int k = 0; k < ce_split_; ++k) {
+        sp.streams.push_back(make_stream(d));
+        sp.join.push_back(make_event(d));
+      }
+    }
+    return sp;
   }
 
   Stage& stage_for(int src, int dst) {
@@ -412,60 +462,19 @@ class CudaBackend final : public Backend {
       DeviceGuard g(d);
       for (auto* s : {&x.s0, &x.s1, &x.down, &x.up}) P2P_CUDA(cudaStreamSynchronize(s->get()), d);
     }
+    for (auto& [lane, sp] : split_) {
+      DeviceGuard g(sp.dev);
+      for (auto& ks : sp.streams) P2P_CUDA(cudaStreamSynchronize(ks.get()), sp.dev);
+    }
   }
 
   // Per-lane samples (ns) and, with 2 lanes, the per-iteration total as out[2].
   std::vector<std::vector<double>> run_timed(const std::vector<Lane>& lanes, int warmup, int iters) {
-    for (int i = 0; i < warmup; ++i)
-      for (const auto& l : lanes) l.issue();
-    sync_all_streams();
-    const std::size_t L = lanes.size(), N = static_cast<std::size_t>(iters);
-    std::vector<std::vector<Event>> start(L), end(L);
-    std::vector<Event> total_end;
-    for (std::size_t l = 0; l < L; ++l)
-      for (std::size_t i = 0; i < N; ++i) {
-        start[l].push_back(make_event(lanes[l].dev));
-        end[l].push_back(make_event(lanes[l].dev));
-      }
-    if (L > 1)
-      for (std::size_t i = 0; i < N; ++i) total_end.push_back(make_event(lanes[0].dev));
     // The blocking start holds at most what the launch queue takes without blocking us.
-    const std::size_t ops_per_iter = staged_gpu_pair_ ? 8 + 6 * (max_bytes_ / kStageChunk + 1) : 4;
-    hold_ = N * L * ops_per_iter < 900;
-    const int gen = ++generation_;
-    Release release(release_, gen);
-    const int d0 = lanes[0].dev;
-    cudaStream_t s0 = lanes[0].stream;
-    if (hold_) {
-      DeviceGuard g(d0);
-      launch_spin_until(release_, gen, s0, d0);
-    }
-    for (std::size_t i = 0; i < N; ++i) {
-      { DeviceGuard g(d0); P2P_CUDA(cudaEventRecord(start[0][i].get(), s0), d0); }
-      for (std::size_t l = 1; l < L; ++l) {  // the reverse lane starts with the first
-        DeviceGuard g(lanes[l].dev);
-        P2P_CUDA(cudaStreamWaitEvent(lanes[l].stream, start[0][i].get(), 0), lanes[l].dev);
-        P2P_CUDA(cudaEventRecord(start[l][i].get(), lanes[l].stream), lanes[l].dev);
-      }
-      for (std::size_t l = 0; l < L; ++l) {
-        lanes[l].issue();
-        DeviceGuard g(lanes[l].dev);
-        P2P_CUDA(cudaEventRecord(end[l][i].get(), lanes[l].stream), lanes[l].dev);
-      }
-      if (L > 1) {
-        DeviceGuard g(d0);
-        for (std::size_t l = 1; l < L; ++l) P2P_CUDA(cudaStreamWaitEvent(s0, end[l][i].get(), 0), d0);
-        P2P_CUDA(cudaEventRecord(total_end[i].get(), s0), d0);
-      }
-    }
-    release.now();
-    sync_all_streams();
-    std::vector<std::vector<double>> out(L == 1 ? 1 : L + 1);
-    for (std::size_t i = 0; i < N; ++i) {
-      for (std::size_t l = 0; l < L; ++l) out[l].push_back(elapsed_ms(start[l][i], end[l][i]) * 1e6);
-      if (L > 1) out[L].push_back(elapsed_ms(start[0][i], total_end[i]) * 1e6);
-    }
-    return out;
+    const std::size_t ops_per_iter =
+        staged_gpu_pair_ ? 8 + 6 * (max_bytes_ / kStageChunk + 1) : 4 + 4 * static_cast<std::size_t>(ce_split_ - 1);
+    hold_ = static_cast<std::size_t>(iters) * lanes.size() * ops_per_iter < 900;
+    return run_timed_lanes(lanes, warmup, iters, hold_ ? release_ : nullptr, ++generation_, [this] { sync_all_streams(); });
   }
 
   void run_latency(const BatchSpec& s, BatchResult& r) {
@@ -511,6 +520,8 @@ class CudaBackend final : public Backend {
   int gpus_ = 0;
   bool pull_ = false;
   int blocks_per_sm_ = 4;
+  int ce_split_ = 1;                       // ce@N
+  std::map<cudaStream_t, Split> split_;    // ce@N: per lane stream
   bool hold_ = true;
   bool staged_gpu_pair_ = false;
   int generation_ = 0;

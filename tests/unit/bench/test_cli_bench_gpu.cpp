@@ -200,6 +200,27 @@ TEST_F(BenchGpuCli, BadInputExitsTwoAndSaysWhatWasWrong) {
   EXPECT_NE(b.err.find("built-in backends are host"), std::string::npos) << b.err;
 }
 
+// Variants are checked before any GPU is looked for, so CI (no GPU) sees the same
+// message as a GPU machine; a build without CUDA says that instead.
+TEST_F(BenchGpuCli, BackendVariantsAreCheckedBeforeLookingForAGpu) {
+  struct Case {
+    std::string args, expect;
+  };
+  const std::vector<Case> cases = {
+      {"--backend ce --variant pull", "use @N"},
+      {"--backend ce@0", "1-16"},
+      {"--backend ce@x", "after @"},
+      {"--backend sm --variant push@64", "1-32"},
+      {"--backend staged --variant @2", "no variants"},
+  };
+  for (const auto& c : cases) {
+    const CliRun r = run("bench gpu --pairs 0:0 --sizes 1M " + c.args);
+    EXPECT_EQ(r.code, 2) << c.args << ": " << r.out << r.err;
+    const bool said = r.err.find(c.expect) != std::string::npos || r.err.find("not built in") != std::string::npos;
+    EXPECT_TRUE(said) << c.args << ": " << r.err;
+  }
+}
+
 // A world size without a rank is a launch gone wrong: say which variable is missing
 // instead of waiting for peers (the two-rank launch itself: tests/unit/cli/launch_test.cpp).
 TEST_F(BenchGpuCli, ALaunchWithoutARankIsRefusedNamingTheVariable) {
@@ -280,4 +301,44 @@ TEST(BenchSweep, ABadCopyIsCaughtWithItsOffset) {
   EXPECT_EQ(r.rows[0].first_bad, -1);
   EXPECT_EQ(b->verify(0, 1, 4096), -1);
   EXPECT_EQ(b->verify(1, 1, 4096), 0) << "the wrong source's pattern fails at byte 0";
+}
+
+namespace {
+// The host backend, except that run_batch fails from its `fail_at`-th call on, the
+// way a backend whose peer died fails.
+class FailsPartway final : public Backend {
+ public:
+  explicit FailsPartway(int fail_at) : inner_(make_backend("host")), left_(fail_at) {}
+  std::string name() const override { return "fails-partway"; }
+  int device_count() const override { return inner_->device_count(); }
+  std::string device_name(int d) const override { return inner_->device_name(d); }
+  PairSupport support(int s, int d) const override { return inner_->support(s, d); }
+  void prepare(const std::vector<int>& devs, std::uint64_t bytes) override { inner_->prepare(devs, bytes); }
+  BatchResult run_batch(const BatchSpec& s) override {
+    if (--left_ < 0) throw Error("rank 1 stopped answering");
+    return inner_->run_batch(s);
+  }
+  OpTiming run_blocking(int s, int d, std::uint64_t bytes) override { return inner_->run_blocking(s, d, bytes); }
+  std::int64_t verify(int s, int d, std::uint64_t bytes) override { return inner_->verify(s, d, bytes); }
+ private:
+  std::unique_ptr<Backend> inner_;
+  int left_;
+};
+}  // namespace
+
+TEST(BenchSweep, AFailurePartwayKeepsTheRowsMeasuredAndSaysWhereItStopped) {
+  SweepSpec s;
+  s.pairs = {{0, 1}};
+  s.sizes = {4096, 8192, 16384};
+  s.iters = 2;
+  s.warmup = 0;
+  FailsPartway two_then_fail(2);
+  const auto r = run_sweep(two_then_fail, s);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[1].bytes, 8192u);
+  EXPECT_EQ(r.rows[1].first_bad, -1) << "the rows kept were measured and checked";
+  EXPECT_NE(r.stopped.find("stopped at 0 -> 1, 16 KiB: rank 1 stopped answering"), std::string::npos) << r.stopped;
+  EXPECT_EQ(to_json(r).value("stopped", ""), r.stopped);
+  FailsPartway fails_at_once(0);  // nothing measured: the plain error, nothing to keep
+  EXPECT_THROW(run_sweep(fails_at_once, s), Error);
 }

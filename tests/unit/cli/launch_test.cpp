@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "run_binary.hpp"
+#include "support/loopback_port.hpp"
 
 namespace {
 
@@ -30,13 +31,12 @@ p2pscope::test::Result run_rank(int rank, int size, int port, const std::string&
                       args, wrapper);
 }
 
-int test_port() { return 31000 + static_cast<int>(getpid() % 2000); }
+// A port free now: a fixed range can collide with ephemeral ports (32768 and up).
+int test_port() { return p2pscope::test::free_port(); }
 
-}  // namespace
-
-TEST(Launch, TwoRanksMeetAndEndTogether) {
-  const int port = test_port();
-  const std::string args = "bench gpu --backend nccl --sizes 1M --iters 3 --warmup 1";
+// Starts two ranks of `args`; they must meet and end together: with a result that
+// rank 0 alone reports (two GPUs and NCCL), else with the same reason on both.
+void expect_two_ranks_end_together(const std::string& args, int port, const std::string& result_word) {
   auto r1 = std::async(std::launch::async, [&] { return run_rank(1, 2, port, args); });
   const auto r0 = run_rank(0, 2, port, args);
   const auto one = r1.get();
@@ -45,7 +45,8 @@ TEST(Launch, TwoRanksMeetAndEndTogether) {
   if (r0.code == 0) {  // two GPUs and NCCL: rank 0 reports both ranks, rank 1 is silent
     EXPECT_EQ(one.code, 0) << one.out;
     EXPECT_NE(r0.out.find("rank 1 GPU"), std::string::npos) << r0.out;
-    EXPECT_EQ(one.out.find("GB/s"), std::string::npos) << one.out;
+    EXPECT_NE(r0.out.find(result_word), std::string::npos) << r0.out;
+    EXPECT_EQ(one.out.find(result_word), std::string::npos) << one.out;
     return;
   }
   // No GPU, one GPU for both, or no NCCL: each rank says why, naming ranks, and the
@@ -61,13 +62,28 @@ TEST(Launch, TwoRanksMeetAndEndTogether) {
   EXPECT_EQ(reason(r0.out), reason(one.out));
 }
 
+}  // namespace
+
+TEST(Launch, TwoRanksMeetAndEndTogether) {
+  expect_two_ranks_end_together("bench gpu --backend nccl --sizes 1M --iters 3 --warmup 1", test_port(), "GB/s");
+}
+
+TEST(Launch, TwoRanksRunACollectiveTogether) {
+  expect_two_ranks_end_together("bench nccl --op allreduce --sizes 1M --iters 3 --warmup 1", test_port(), "busbw");
+}
+
 TEST(Launch, OnlyTheNcclBackendRunsAsOneProcessPerGpu) {
-  const auto r = run_rank(0, 2, test_port() + 1, "bench gpu --backend host --sizes 1M");
+  const auto r = run_rank(0, 2, test_port(), "bench gpu --backend host --sizes 1M");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("only --backend nccl runs as one process per GPU"), std::string::npos) << r.out;
-  const auto c = run_rank(0, 2, test_port() + 1, "bench nccl --op allreduce");
+}
+
+TEST(Launch, BenchNcclUnderALauncherRefusesAGpuList) {
+  const auto c = run_rank(0, 2, test_port(), "bench nccl --op allreduce --gpus 0,1");
+  if (c.out.find("not built in") != std::string::npos) GTEST_SKIP() << "built without NCCL: " << c.out;
   EXPECT_EQ(c.code, 2) << c.out;
   EXPECT_NE(c.out.find("rank 0 of 2"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("CUDA_VISIBLE_DEVICES"), std::string::npos) << c.out;
 }
 
 TEST(Launch, AMalformedRendezvousIsAUsageError) {
@@ -83,7 +99,7 @@ TEST(Launch, ARankBoundToOneCpuIsWarnedAbout) {
   cpu_set_t mine;
   if (sched_getaffinity(0, sizeof mine, &mine) != 0 || CPU_COUNT(&mine) < 2)
     GTEST_SKIP() << "this test process may use fewer than 2 CPUs, so rank 0 would be warned about too";
-  const int port = test_port() + 2;
+  const int port = test_port();
   const std::string args = "bench gpu --backend nccl --sizes 1M --iters 1 --warmup 1";
   auto r1 = std::async(std::launch::async, [&] { return run_rank(1, 2, port, args, "taskset -c 0"); });
   const auto r0 = run_rank(0, 2, port, args);

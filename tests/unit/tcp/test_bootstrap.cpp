@@ -10,7 +10,7 @@
 
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
-#include "loopback_port.hpp"
+#include "support/loopback_port.hpp"
 #include "transport/tcp/socket.hpp"
 
 using namespace p2pscope;

@@ -7,7 +7,7 @@
 
 #include "bench/driven_backend.hpp"
 #include "p2pscope/error.hpp"
-#include "loopback_port.hpp"
+#include "support/loopback_port.hpp"
 
 using namespace p2pscope;
 using p2pscope::test::free_port;

@@ -1,0 +1,49 @@
+#pragma once
+// What `bench gpu` and `bench nccl` share: the common options, --monitor, output to
+// stdout / FILE / DIR, run metadata, and the one-process-per-GPU launch checks.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "p2pscope/bootstrap.hpp"
+#include "p2pscope/monitor.hpp"
+
+namespace p2pscope::app {
+
+struct BenchCommon {
+  std::string sizes, format = "text", out, monitor_interval = "1s";
+  int warmup = 5, iters = 20;
+  bool monitor = false;
+  bool host_waits_on_gpu = false;  // set once the backend is known: not for `host`
+};
+void add_bench_common(CLI::App& c, BenchCommon& o, const char* sizes_help);
+void check_bench_common(const BenchCommon& c);  // throws UsageError
+std::vector<std::uint64_t> sizes_or(const std::string& text, const std::string& fallback);
+
+// --monitor: the system monitor samples while the benchmark runs; monitor.csv goes
+// next to the output (--out DIR, or FILE's directory), else into ./p2pscope-out.
+class BenchMonitor {
+ public:
+  explicit BenchMonitor(const BenchCommon& c);
+  // Adds "monitor" to the JSON (when given) and prints the verdict lines to stderr; once.
+  void finish(nlohmann::json* j);
+ private:
+  std::optional<monitor::MonitorSession> session_;
+  bool done_ = false;
+};
+
+// run_metadata (with CUDA/NCCL versions) and the topology this ran on.
+void add_metadata(nlohmann::json& j, const Context& ctx);
+// --out FILE, or DIR (an existing directory or a path ending in '/'): a named file in it.
+void emit(const std::string& text, const BenchCommon& c, const std::string& stem);
+
+// Under a launcher: every rank's allowed CPUs, indexed by rank (collective). Rank 0
+// warns about ranks bound to a single CPU, where NCCL's proxy threads starve.
+std::vector<std::string> gather_rank_cpus(Bootstrap& boot);
+// The JSON "launch" object both benches write.
+nlohmann::json launch_json(const LaunchInfo& launch, const std::vector<std::string>& rank_cpus);
+
+}  // namespace p2pscope::app

@@ -1,0 +1,33 @@
+#pragma once
+// What one collective of `bench nccl` is, rank by rank, on the host side: buffer
+// sizes, each rank's input, and whether a rank's output is right. No NCCL here, so
+// the check is tested in CI against collectives simulated on the host; the NCCL calls
+// are in transport/nccl/collective_ops.hpp.
+#include <cstdint>
+#include <vector>
+
+#include "bench/formulas.hpp"
+#include "bench/nccl_types.hpp"
+
+namespace p2pscope::bench {
+
+struct CollectiveShape {
+  NcclOp op = NcclOp::allreduce;
+  NcclType type = NcclType::float32;
+  int ranks = 1;
+  unsigned esize = 4;                         // bytes per element
+  std::uint64_t bytes = 0;                    // nccl-tests' S, a multiple of esize x ranks
+  std::uint64_t elems = 0, chunk = 0;         // S in elements; one rank's share of it
+  std::uint64_t in_elems = 0, out_elems = 0;  // per rank
+};
+// `bytes` rounded down to a multiple of esize x ranks (at least one element per rank).
+CollectiveShape collective_shape(NcclOp op, NcclType type, int ranks, std::uint64_t bytes);
+
+// Rank `rank`'s input buffer, in_elems elements of the shape's type.
+std::vector<unsigned char> collective_input(const CollectiveShape& s, int rank);
+// Index of the first element of rank `rank`'s output that is wrong, -1 when all are
+// right. Runs over every element of outputs up to a GiB, so the expected values
+// (a few dozen distinct ones) are encoded once and compared byte for byte.
+std::int64_t first_wrong_output(const CollectiveShape& s, int rank, const std::vector<unsigned char>& out);
+
+}  // namespace p2pscope::bench

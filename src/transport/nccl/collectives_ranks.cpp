@@ -1,0 +1,131 @@
+// `bench nccl` with one process per GPU (mpirun, srun, torchrun): this process is
+// one rank and drives one GPU through RankComm. The timing is the one-process run's,
+// rank by rank: each rank records events around every iteration on its own stream,
+// its work held behind a spin kernel until every rank has queued all of it and passed
+// a barrier (the blocking start). An iteration's sample is the mean of the ranks'
+// durations, as nccl-tests reports by default (-a 1). Not the longest: ranks that run
+// ahead in bursts (measured with two processes time-sharing one GPU: a rank finishes
+// iterations k and k+1 back to back, then waits a whole time slice for k+2) give each
+// rank alternating long and short durations, out of step, so the longest per
+// iteration was 2x the real rate while the mean matched torch's loop time. Each
+// rank's own samples are kept (by_rank_ns). Every rank checks its own output, and
+// every rank returns the same result.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "bench/nccl_collective.hpp"
+#include "p2pscope/units.hpp"
+#include "transport/cuda/kernels.hpp"
+#include "transport/nccl/collective_ops.hpp"
+#include "transport/nccl/nccl_util.hpp"
+#include "transport/nccl/rank_comm.hpp"
+
+namespace p2pscope::bench {
+namespace {
+using namespace cuda;
+
+class NcclCollectiveRanks final : public CollectiveRanks {
+ public:
+  NcclCollectiveRanks(std::shared_ptr<Bootstrap> boot, int rank_device)
+      : rc_(std::move(boot), rank_device, "bench nccl"), flag_(pinned_alloc(64, rc_.gpu())) {
+    release_ = static_cast<volatile int*>(flag_.get());
+    *release_ = 0;
+  }
+
+  int ranks() const override { return rc_.size(); }
+  int rank() const override { return rc_.rank(); }
+  std::string rank_name(int r) const override { return rc_.describe(r); }
+
+  CollectiveResult run(const CollectiveSpec& spec) override {
+    const int me = rc_.rank(), gpu = rc_.gpu();
+    const auto shape = collective_shape(spec.op, spec.type, rc_.size(), spec.bytes);
+    const std::uint64_t need = (shape.in_elems + shape.out_elems) * shape.esize + (512ull << 20);
+    std::size_t free_b = 0, total_b = 0;
+    {
+      DeviceGuard g(gpu);
+      P2P_CUDA(cudaMemGetInfo(&free_b, &total_b), gpu);
+    }
+    // The previous size's buffers are still held: count them as free.
+    const std::uint64_t held = in_.get() ? held_bytes_ : 0;
+    rc_.agree_or_throw(need > free_b + held ? fmt::format("bench nccl: {} needs {} on GPU {} but {} is free", format_size(shape.bytes),
+                                                          format_size(need), gpu, format_size(free_b + held))
+                                            : std::string());
+    rc_.init_comm();
+    cudaStream_t st = rc_.stream();
+    in_ = DeviceBuffer();
+    out_ = DeviceBuffer();
+    in_ = device_alloc(gpu, shape.in_elems * shape.esize);
+    out_ = device_alloc(gpu, shape.out_elems * shape.esize);
+    held_bytes_ = (shape.in_elems + shape.out_elems) * shape.esize;
+    const std::vector<unsigned char> h = collective_input(shape, me);
+    P2P_CUDA(cudaMemcpyAsync(in_.get(), h.data(), h.size(), cudaMemcpyHostToDevice, st), gpu);
+    P2P_CUDA(cudaMemsetAsync(out_.get(), 0xFF, shape.out_elems * shape.esize, st), gpu);  // poison: NaN, or -1
+    auto issue = [&] { nccl::issue_collective(shape, me, in_.get(), out_.get(), rc_.comm(), st, gpu); };
+    for (int i = 0; i < std::max(1, spec.warmup); ++i) issue();  // NCCL kernels load before the spin
+    rc_.wait(fmt::format("{} warm-up", to_string(spec.op)));
+
+    std::vector<Event> a, b;
+    for (int i = 0; i < spec.iters; ++i) a.push_back(make_event(gpu)), b.push_back(make_event(gpu));
+    const bool hold = spec.iters * 4 < 600;
+    const int gen = ++generation_;
+    if (hold) launch_spin_until(release_, gen, st, gpu);
+    for (int i = 0; i < spec.iters; ++i) {
+      P2P_CUDA(cudaEventRecord(a[static_cast<std::size_t>(i)].get(), st), gpu);
+      issue();
+      P2P_CUDA(cudaEventRecord(b[static_cast<std::size_t>(i)].get(), st), gpu);
+    }
+    rc_.boot().barrier();  // every rank's work is queued: start them together
+    *release_ = gen;
+    rc_.wait(fmt::format("{} of {}", to_string(spec.op), format_size(shape.bytes)));
+    std::vector<double> mine;
+    for (int i = 0; i < spec.iters; ++i) mine.push_back(elapsed_ms(a[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)]) * 1e6);
+
+    std::vector<unsigned char> got(shape.out_elems * shape.esize);
+    P2P_CUDA(cudaMemcpyAsync(got.data(), out_.get(), got.size(), cudaMemcpyDeviceToHost, st), gpu);
+    rc_.wait("reading the output back");
+    const std::int64_t bad = first_wrong_output(shape, me, got);
+    std::string packed(reinterpret_cast<const char*>(&bad), sizeof bad);
+    packed.append(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(double));
+    const auto all = rc_.boot().allgather(packed);
+
+    CollectiveResult res;
+    res.bytes = shape.bytes;
+    res.elapsed_ns.assign(static_cast<std::size_t>(spec.iters), 0.0);
+    res.by_rank_ns.assign(static_cast<std::size_t>(rc_.size()), {});
+    for (int r = 0; r < rc_.size(); ++r) {
+      const std::string& p = all[static_cast<std::size_t>(r)];
+      if (p.size() != sizeof bad + mine.size() * sizeof(double))
+        throw Error(fmt::format("bench nccl: rank {} sent {} bytes of results, expected {}", r, p.size(), sizeof bad + mine.size() * sizeof(double)));
+      std::int64_t rb = -1;
+      std::memcpy(&rb, p.data(), sizeof rb);
+      if (rb >= 0 && res.first_bad < 0) res.first_bad = rb, res.bad_rank = r;
+      for (std::size_t i = 0; i < mine.size(); ++i) {
+        double v = 0;
+        std::memcpy(&v, p.data() + sizeof rb + i * sizeof v, sizeof v);
+        res.by_rank_ns[static_cast<std::size_t>(r)].push_back(v);
+        res.elapsed_ns[i] += v / rc_.size();
+      }
+    }
+    res.held_start = hold;
+    return res;
+  }
+
+ private:
+  nccl::RankComm rc_;  // first: the rest is made on its GPU; last to go
+  PinnedBuffer flag_;
+  volatile int* release_ = nullptr;
+  int generation_ = 0;
+  DeviceBuffer in_, out_;
+  std::uint64_t held_bytes_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<CollectiveRanks> make_collective_ranks(std::shared_ptr<Bootstrap> boot, int rank_device) {
+  return std::make_unique<NcclCollectiveRanks>(std::move(boot), rank_device);
+}
+
+}  // namespace p2pscope::bench

@@ -1,0 +1,145 @@
+// One rank of a one-process-per-GPU NCCL run: GPU choice, peers, communicator and
+// the watched stream wait (rank_comm.hpp).
+#include "transport/nccl/rank_comm.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "p2pscope/clock.hpp"
+#include "transport/cuda/kernels.hpp"
+#include "transport/nccl/nccl_util.hpp"
+
+namespace p2pscope::bench::nccl {
+namespace {
+constexpr double kWaitLimitS = 600;  // a GPU wait with live peers but no progress
+}
+
+RankComm::RankComm(std::shared_ptr<Bootstrap> boot, int rank_device, std::string who)
+    : boot_(std::move(boot)), who_(std::move(who)), rank_(boot_->rank()), size_(boot_->size()) {
+  nlohmann::json me;
+  // NCCL tells hosts apart by NCCL_HOSTID when set (else the host name): so must the
+  // duplicate-GPU check, or two "hosts" sharing one GPU on purpose would be refused.
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const char* host_id = std::getenv("NCCL_HOSTID");
+  me["host"] = host_id && *host_id ? fmt::format("{} (NCCL_HOSTID={})", host, host_id) : std::string(host);
+  me["hostname"] = std::string(host);  // the machine, whatever NCCL is told
+  int visible = 0;
+  if (const cudaError_t e = cudaGetDeviceCount(&visible); e != cudaSuccess || visible == 0) {
+    cudaGetLastError();
+    me["error"] = std::string("no usable GPU (") + (e == cudaSuccess ? "the driver sees none" : cudaGetErrorString(e)) + ")";
+  } else {
+    gpu_ = (rank_device >= 0 ? rank_device : rank_) % visible;
+    cudaDeviceProp p{};
+    char bus[32] = {};
+    cudaGetDeviceProperties(&p, gpu_);
+    cudaDeviceGetPCIBusId(bus, sizeof bus, gpu_);
+    me["gpu"] = gpu_;
+    me["name"] = p.name;
+    me["bus"] = bus;
+  }
+  const auto all = boot_->allgather(me.dump());
+  for (int r = 0; r < size_; ++r) {
+    const auto j = nlohmann::json::parse(all[static_cast<std::size_t>(r)]);
+    if (j.contains("error")) throw Error(fmt::format("{}: rank {} on {}: {}", who_, r, j.value("host", "?"), j.value("error", "")));
+    for (int q = 0; q < r; ++q)
+      if (peers_[static_cast<std::size_t>(q)]["host"] == j["host"] && peers_[static_cast<std::size_t>(q)]["bus"] == j["bus"])
+        throw UsageError(fmt::format("{}: ranks {} and {} both use GPU {} on {}: NCCL needs one rank per GPU "
+                                     "(start at most as many processes per host as it has GPUs)",
+                                     who_, q, r, j.value("bus", "?"), j.value("host", "?")));
+    peers_.push_back(j);
+  }
+  P2P_CUDA(cudaSetDevice(gpu_), gpu_);
+  dog_ = std::thread([this] { watchdog(); });
+}
+
+RankComm::~RankComm() {
+  {
+    std::lock_guard<std::mutex> lk(dog_m_);
+    quit_ = true;
+  }
+  dog_cv_.notify_all();
+  if (dog_.joinable()) dog_.join();
+  if (comm_) ncclCommDestroy(comm_);
+}
+
+std::string RankComm::describe(int r) const {
+  const auto& j = peer(r);
+  return fmt::format("rank {} GPU {} ({}, {}, host {})", r, j.value("gpu", -1), j.value("name", "?"), j.value("bus", "?"),
+                     j.value("host", "?"));
+}
+
+void RankComm::agree_or_throw(const std::string& why_not) {
+  const auto whys = boot_->allgather(why_not);
+  for (int r = 0; r < size_; ++r)
+    if (!whys[static_cast<std::size_t>(r)].empty()) throw UsageError(fmt::format("rank {}: {}", r, whys[static_cast<std::size_t>(r)]));
+}
+
+void RankComm::init_comm() {
+  if (comm_) return;
+  ncclUniqueId id{};
+  if (rank_ == 0) P2P_NCCL(ncclGetUniqueId(&id), gpu_);
+  const std::string got = boot_->broadcast(0, std::string(reinterpret_cast<const char*>(&id), sizeof id));
+  std::memcpy(&id, got.data(), std::min(got.size(), sizeof id));
+  cuda::preload_kernels(gpu_);  // the spin kernel must not load lazily behind NCCL's
+  ncclComm_t c = nullptr;
+  P2P_NCCL(ncclCommInitRank(&c, size_, id, rank_), gpu_);
+  std::lock_guard<std::mutex> lk(dog_m_);
+  comm_ = c;
+}
+
+cudaStream_t RankComm::stream() {
+  std::lock_guard<std::mutex> lk(stream_m_);
+  if (!stream_.get()) stream_ = cuda::make_stream(gpu_);
+  return stream_.get();
+}
+
+void RankComm::wait(const std::string& what) {
+  // A plain synchronize, not a polling loop: polling measured 4 ms per small op when
+  // mpirun bound the rank to one core, starving NCCL's proxy thread.
+  cudaStream_t s = stream();
+  {
+    std::lock_guard<std::mutex> lk(dog_m_);
+    armed_ = true;
+    armed_at_ns_ = monotonic_ns();
+  }
+  dog_cv_.notify_all();
+  const cudaError_t e = cudaStreamSynchronize(s);
+  std::string why;
+  {
+    std::lock_guard<std::mutex> lk(dog_m_);
+    armed_ = false;
+    why = std::exchange(dog_why_, std::string());
+  }
+  if (!why.empty())
+    throw Error(fmt::format("{}, rank {} (GPU {}): {} during {}; the NCCL communicator was aborted", who_, rank_, gpu_, why, what));
+  P2P_CUDA(e, gpu_);
+}
+
+void RankComm::watchdog() {
+  std::unique_lock<std::mutex> lk(dog_m_);
+  while (!quit_) {
+    dog_cv_.wait_for(lk, std::chrono::milliseconds(10));
+    if (!armed_ || !comm_) continue;
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm_, &async);
+    std::string why;
+    if (async != ncclSuccess && async != ncclInProgress) why = std::string("NCCL reported: ") + ncclGetErrorString(async);
+    else if (!boot_->peers_alive()) why = "a peer rank is gone (its process ended or was killed)";
+    else if (monotonic_ns() - armed_at_ns_ > static_cast<std::int64_t>(kWaitLimitS * 1e9))
+      why = fmt::format("no progress in {:.0f} s", kWaitLimitS);
+    if (why.empty()) continue;
+    ncclCommAbort(std::exchange(comm_, nullptr));
+    dog_why_ = why;
+    armed_ = false;
+  }
+}
+
+}  // namespace p2pscope::bench::nccl
