@@ -33,6 +33,10 @@ if [ "$NGPU" -ge 2 ]; then
   P=0:1
   p2p ce_uni $G --backend ce --pairs $P --sizes 1G
   p2p ce_bidir $G --backend ce --pattern bidir --pairs $P --sizes 1G
+  p2p ce_pull_uni $G --backend ce-pull --pairs $P --sizes 1G
+  p2p ce_pull_bidir $G --backend ce-pull --pattern bidir --pairs $P --sizes 1G
+  p2p ce_both_uni $G --backend ce-both@4 --pairs $P --sizes 1G
+  p2p ce_both_bidir $G --backend ce-both@4 --pattern bidir --pairs $P --sizes 1G
   p2p sm_push_uni $G --backend sm --pairs $P --sizes 1G
   p2p sm_pull_uni $G --backend sm-pull --pairs $P --sizes 1G
   p2p sm_push_bidir $G --backend sm --pattern bidir --pairs $P --sizes 1G
@@ -136,9 +140,11 @@ add("staged host<->GPU bidir total 1 GiB, GB/s", val("staged_bidir", "total_GBps
 add("ce device-local copy 1 GiB, GB/s (read+write counted once)", val("ce_local", "algbw_GBps"),
     same=tcs("d2d_1G_GBps") and tcs("d2d_1G_GBps") + " (torch copy_)")
 add("sm device-local copy 1 GiB, GB/s", val("sm_local", "algbw_GBps"))
-uni = {k: val(k, "algbw_GBps") for k in ("ce_uni", "sm_push_uni", "sm_pull_uni")}
-add("ce GPU0->GPU1 1 GiB, GB/s", uni["ce_uni"], 396.4, "393.7-396.4 (nvbandwidth ce)",
+uni = {k: val(k, "algbw_GBps") for k in ("ce_uni", "ce_pull_uni", "ce_both_uni", "sm_push_uni", "sm_pull_uni")}
+add("ce push (source's engine) GPU0->GPU1 1 GiB, GB/s", uni["ce_uni"], 396.4, "396.4 (nvbandwidth write_ce)",
     same=tcs("d2d_1G_GBps") and tcs("d2d_1G_GBps") + " (torch copy_ 0->1)")
+add("ce pull (destination's engine) GPU0->GPU1 1 GiB, GB/s", uni["ce_pull_uni"], 394.1, "393.7-394.1 (nvbandwidth read_ce)")
+add("ce both engines, 4 streams, GPU0->GPU1 1 GiB, GB/s", uni["ce_both_uni"], 396.4, "396.4 (best nvbandwidth)")
 add("sm push GPU0->GPU1 1 GiB, GB/s", uni["sm_push_uni"], 376.4, "375.8-376.4 (nvbandwidth sm)")
 add("sm pull GPU0->GPU1 1 GiB, GB/s", uni["sm_pull_uni"], 376.4, "375.8-376.4 (nvbandwidth sm)")
 for v in ("push_1", "push_2", "push_8", "pull_1", "pull_2", "pull_8"):
@@ -147,9 +153,9 @@ for v in ("push_1", "push_2", "push_8", "pull_1", "pull_2", "pull_8"):
         add(f"sm {v.replace('_', '@')} blocks/SM GPU0->GPU1 1 GiB, GB/s", uni["sm_" + v], 376.4, "376.4 (nvbandwidth sm)")
 best = max([v for v in uni.values() if v is not None], default=None)
 add("best unidirectional 1 GiB, GB/s (target >= 400)", best, 396.4, "396.4 (best nvbandwidth)")
-bid = {k: val(k, "total_GBps") for k in ("ce_bidir", "sm_push_bidir", "sm_pull_bidir")}
+bid = {k: val(k, "total_GBps") for k in ("ce_bidir", "ce_pull_bidir", "ce_both_bidir", "sm_push_bidir", "sm_pull_bidir")}
 for k, v in bid.items():
-    add(f"{k.replace('_', ' ')} total 1 GiB, GB/s", v, 779.1, "778.7-779.1 (nvbandwidth bidir ce)")
+    add(f"{k.replace('_', ' ')} total 1 GiB, GB/s", v, 779.1, "778.7-779.1 (nvbandwidth bidir read_ce)")
 bb = max([v for v in bid.values() if v is not None], default=None)
 add("best bidirectional total 1 GiB, GB/s (target >= 785)", bb, 779.1, "779.1")
 t8 = torch.get(8); t1 = torch.get(1)

@@ -106,7 +106,22 @@ void add_bench_common(CLI::App& c, BenchCommon& o, const char* sizes_help) {
   c.add_option("--monitor-interval", o.monitor_interval, "--monitor's sampling interval")->capture_default_str();
 }
 
-
+void check_same_arguments(Bootstrap& boot, const std::vector<std::string>& argv) {
+  // argv[0] is left out: ranks may name the binary by different paths.
+  const nlohmann::json mine(argv.size() > 1 ? std::vector<std::string>(argv.begin() + 1, argv.end())
+                                            : std::vector<std::string>{});
+  const auto all = boot.allgather(mine.dump());
+  const auto shown = [](const std::string& packed) {
+    std::string line;
+    for (const auto& a : nlohmann::json::parse(packed, nullptr, false)) line += (line.empty() ? "" : " ") + a.get<std::string>();
+    return line;
+  };
+  for (std::size_t r = 1; r < all.size(); ++r)
+    if (all[r] != all[0])
+      throw UsageError(fmt::format("the ranks were started with different arguments: rank 0 runs `{}` but rank {} runs "
+                                   "`{}`; every rank must run the same command (each NCCL call is matched across ranks)",
+                                   shown(all[0]), r, shown(all[r])));
+}
 
 std::vector<std::string> gather_rank_cpus(Bootstrap& boot) {
   auto rank_cpus = boot.allgather(format_cpulist(allowed_cpus()));

@@ -40,6 +40,11 @@ void add_metadata(nlohmann::json& j, const Context& ctx);
 // --out FILE, or DIR (an existing directory or a path ending in '/'): a named file in it.
 void emit(const std::string& text, const BenchCommon& c, const std::string& stem);
 
+// Under a launcher (collective): every rank must run the same command, since each
+// NCCL call is matched across ranks and ranks given other sizes or pairs would wait on
+// each other until the watchdog. Throws the same UsageError on every rank otherwise,
+// naming the first rank whose arguments differ from rank 0's.
+void check_same_arguments(Bootstrap& boot, const std::vector<std::string>& argv);
 // Under a launcher: every rank's allowed CPUs, indexed by rank (collective). Rank 0
 // warns about ranks bound to a single CPU, where NCCL's proxy threads starve.
 std::vector<std::string> gather_rank_cpus(Bootstrap& boot);

@@ -45,6 +45,7 @@ void run_gpu(const GpuOptions& o, Context& ctx) {
                                    launch.rank, launch.size, launch.launcher, backend));
     bo.bootstrap = make_bootstrap(launch);
     bo.rank_device = launch.local_rank;
+    check_same_arguments(*bo.bootstrap, ctx.argv);
     rank_cpus = gather_rank_cpus(*bo.bootstrap);
   }
   const bool reporter = launch.rank == 0;
@@ -112,7 +113,8 @@ void add_bench_commands(CLI::App& bench, Context& ctx) {
   c->add_option("--backend", g->backend, "one of: " + names + " (default: ce with a GPU, else host)");
   c->add_option("--variant", g->variant,
                 "sm: push (source writes) or pull (destination reads); push@N = N blocks per SM. "
-                "ce: @N = each copy of 1 MiB or more cut in N slices on N streams (copy engines)");
+                "ce: push (the source's copy engine), pull (the destination's) or both, @N = each copy of 1 MiB or more "
+                "cut in N slices on N streams");
   c->add_option("--pattern", g->pattern, "uni, bidir, latency (GPU ping-pong, one-way = rtt/2) or blocking (host-observed)")
       ->capture_default_str();
   c->add_option("--pairs", g->pairs, "directed pairs SRC:DST,... (default: every pair); staged: 'host' or N = host memory");

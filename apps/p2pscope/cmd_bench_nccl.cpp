@@ -63,6 +63,7 @@ void run_nccl(const NcclOptions& o, Context& ctx) {
                                    "local rank; choose the GPUs with CUDA_VISIBLE_DEVICES and their number with -np",
                                    launch.rank, launch.size, launch.launcher));
     std::shared_ptr<Bootstrap> boot = make_bootstrap(launch);
+    check_same_arguments(*boot, ctx.argv);
     rank_cpus = gather_rank_cpus(*boot);
     ranks = bench::make_collective_ranks(boot, launch.local_rank);
     for (int r = 0; r < ranks->ranks(); ++r) {

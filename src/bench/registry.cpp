@@ -50,7 +50,7 @@ Pattern parse_pattern(const std::string& text) {
 std::vector<std::string> backend_names() {
   std::vector<std::string> n{"host"};
 #if P2PSCOPE_HAVE_CUDA
-  n.insert(n.end(), {"ce", "sm", "sm-pull", "staged"});  // sm = sm-push
+  n.insert(n.end(), {"ce", "ce-pull", "sm", "sm-pull", "staged"});  // ce = ce-push, sm = sm-push
 #endif
 #if P2PSCOPE_HAVE_NCCL
   n.push_back("nccl");
@@ -59,19 +59,16 @@ std::vector<std::string> backend_names() {
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name_in, const BackendOptions& opts_in) {
-  // "sm-pull" / "sm:push" name the sm backend with its variant, "ce@4" the ce backend's.
+  // "sm-pull" / "sm:push" / "ce-pull@4" / "ce@4" name the sm or ce backend with its variant.
   std::string name = name_in;
   BackendOptions opts = opts_in;
-  if (name.rfind("sm-", 0) == 0 || name.rfind("sm:", 0) == 0) {
-    if (!opts.variant.empty() && opts.variant != name.substr(3))
+  for (const std::string base : {"sm", "ce"}) {
+    if (name.size() <= 2 || name.compare(0, 2, base) != 0 || std::string("-:@").find(name[2]) == std::string::npos) continue;
+    const std::string variant = name.substr(name[2] == '@' ? 2 : 3);
+    if (!opts.variant.empty() && opts.variant != variant)
       throw UsageError("backend '" + name + "' and variant '" + opts.variant + "' disagree");
-    opts.variant = name.substr(3);
-    name = "sm";
-  } else if (name.rfind("ce@", 0) == 0) {  // "ce@4": ce with 4 copy streams
-    if (!opts.variant.empty() && opts.variant != name.substr(2))
-      throw UsageError("backend '" + name + "' and variant '" + opts.variant + "' disagree");
-    opts.variant = name.substr(2);
-    name = "ce";
+    opts.variant = variant;
+    name = base;
   }
   const bool ranks = opts.bootstrap && opts.bootstrap->size() > 1;
   if (ranks && name != "nccl")

@@ -53,7 +53,7 @@ void expect_batch_ok(Backend& b, int src, int dst, std::uint64_t n, Pattern p) {
 
 TEST(GpuCuda, DeviceLocalCopiesArriveIntactThroughCeAndSm) {
   NEED_GPUS(1);
-  for (const std::string name : {"ce", "ce@3", "sm", "sm-pull"}) {
+  for (const std::string name : {"ce", "ce@3", "ce-pull", "ce-both", "sm", "sm-pull"}) {
     auto b = make_backend(name);
     const std::uint64_t n = (8 << 20) + 3;  // odd: the tail is copied and checked
     b->prepare({0}, n);
@@ -100,7 +100,7 @@ TEST(GpuCuda, StagedMovesHostToGpuAndBackOnOneGpu) {
 
 TEST(GpuCuda, PairsThroughEveryCudaBackendAndPattern) {
   NEED_GPUS(2);
-  for (const std::string name : {"ce", "ce@4", "sm", "sm-pull", "staged"}) {
+  for (const std::string name : {"ce", "ce@4", "ce-pull", "ce-both@4", "sm", "sm-pull", "staged"}) {
     auto b = make_backend(name);
     if (!b->support(0, 1).ok) {
       EXPECT_EQ(b->support(0, 1).reason, "no peer access");

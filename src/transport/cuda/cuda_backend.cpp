@@ -1,4 +1,4 @@
-// The CUDA backends: ce (copy engine, cudaMemcpyPeerAsync), sm (16-byte copy kernels,
+// The CUDA backends: ce (copy engines, cudaMemcpyPeerAsync: ce_copy.hpp), sm (16-byte copy kernels,
 // push = source SMs write remote memory, pull = destination SMs read it) and staged
 // (through pinned host memory; device N, one past the GPUs, is host pinned memory, so
 // N:0 is host->GPU 0). ce and sm also accept src == dst: a device-local copy.
@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -18,6 +19,7 @@
 #include "p2pscope/backend.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/units.hpp"
+#include "transport/cuda/ce_copy.hpp"
 #include "transport/cuda/cuda_util.hpp"
 #include "transport/cuda/kernels.hpp"
 #include "transport/cuda/timed_lanes.hpp"
@@ -28,7 +30,6 @@ using namespace cuda;
 
 constexpr std::uint64_t kStageChunk = 64ull << 20;  // 2 slots per direction in pinned memory
 constexpr std::size_t kScratchBytes = 1 << 16;      // flags, verify result, latency samples
-constexpr std::uint64_t kMinSplitBytes = 1 << 20;  // ce@N: smaller copies stay whole
 constexpr int kMaxLatencySamples = static_cast<int>(kScratchBytes / 8) - 16;
 
 class CudaBackend final : public Backend {
@@ -54,7 +55,7 @@ class CudaBackend final : public Backend {
 
   std::string name() const override {
     if (kind_ == "sm") return pull_ ? "sm-pull" : "sm-push";
-    return ce_split_ > 1 ? fmt::format("ce@{}", ce_split_) : kind_;
+    return ce_ ? ce_->name() : kind_;
   }
   int device_count() const override { return kind_ == "staged" ? gpus_ + 1 : gpus_; }
   std::string device_name(int d) const override {
@@ -266,12 +267,6 @@ class CudaBackend final : public Backend {
     Event blk_a, blk_b, cal;  // run_blocking's brackets and its clock calibration point
     std::int64_t cal_device_ns = 0, cal_host_ns = 0;
   };
-  struct Split {  // ce@N: the slice streams of one lane stream, its fork and join events
-    int dev = -1;
-    std::vector<Stream> streams;
-    Event fork;
-    std::vector<Event> join;
-  };
   struct Stage {  // one direction GPU -> GPU through pinned memory
     PinnedBuffer bounce;
     Event kick, down[2], up[2];  // kick: on the lane's device; down: on src; up: on dst
@@ -291,24 +286,21 @@ class CudaBackend final : public Backend {
     }
     return x;
   }
-  // sm: push|pull[@N] (N blocks per SM); ce: @N (the copy cut in N slices, one stream
-  // each, so the driver may spread them over several copy engines).
+  // sm: push|pull[@N] (N blocks per SM); ce: ce_copy.hpp.
   void parse_variant(const std::string& variant) {
     const auto at = variant.find('@');
     const std::string v = variant.substr(0, at);
-    const long long n = at == std::string::npos ? 1 : parse_int(variant.substr(at + 1), "the number after @");
     if (kind_ == "sm") {
+      const long long n = at == std::string::npos ? 1 : parse_int(variant.substr(at + 1), "the number after @");
       pull_ = v == "pull" || v == "read";
       if (!v.empty() && !pull_ && v != "push" && v != "write")
         throw UsageError("backend sm: unknown variant '" + variant + "': use push or pull (push@N: N blocks per SM)");
       if (n < 1 || n > 32) throw UsageError("sm variant: blocks per SM must be 1-32");
       if (at != std::string::npos) blocks_per_sm_ = static_cast<int>(n);
     } else if (kind_ == "ce") {
-      if (!v.empty()) throw UsageError("backend ce: unknown variant '" + variant + "': use @N (N copy streams, 1-16)");
-      if (n < 1 || n > 16) throw UsageError("ce variant: the number of copy streams must be 1-16");
-      ce_split_ = static_cast<int>(n);
+      ce_.emplace(parse_ce_variant(variant));
     } else if (!variant.empty()) {
-      throw UsageError("backend " + kind_ + " has no variants (push/pull are for sm, @N for ce)");
+      throw UsageError("backend " + kind_ + " has no variants (they are for sm and ce)");
     }
   }
   bool is_host(int d) const { return d == gpus_; }
@@ -332,7 +324,8 @@ class CudaBackend final : public Backend {
   int initiator(int src, int dst) const {
     if (is_host(src)) return dst;
     if (is_host(dst)) return src;
-    return kind_ == "sm" && pull_ ? dst : src;  // ce and staged: the source's stream
+    if (ce_) return ce_->initiator(src, dst);
+    return kind_ == "sm" && pull_ ? dst : src;  // staged: the source's stream
   }
   cudaStream_t stream0(int d) const { return dev_[static_cast<std::size_t>(d)].s0.get(); }
   cudaStream_t stream1(int d) const { return dev_[static_cast<std::size_t>(d)].s1.get(); }
@@ -341,10 +334,7 @@ class CudaBackend final : public Backend {
   int sm_blocks(int d) const { return sms_[static_cast<std::size_t>(d)] * blocks_per_sm_; }
 
   std::string note(int src, int dst) const {
-    if (kind_ == "ce") {
-      const std::string split = ce_split_ > 1 ? fmt::format(", copies of 1 MiB and more cut in {} slices on {} streams", ce_split_, ce_split_) : "";
-      return (src == dst ? "cudaMemcpyAsync device-local" : "cudaMemcpyPeerAsync on the source's stream") + split;
-    }
+    if (ce_) return ce_->describe(src, dst);
     if (kind_ == "sm")
       return fmt::format("{} kernel on GPU {}, up to {} blocks x 512 threads, 16-byte accesses", pull_ ? "pull" : "push",
                          initiator(src, dst), sm_blocks(initiator(src, dst)));
@@ -356,10 +346,8 @@ class CudaBackend final : public Backend {
   void issue(int src, int dst, std::uint64_t n, cudaStream_t st) {
     const int d = initiator(src, dst);
     DeviceGuard g(d);
-    if (kind_ == "ce" && ce_split_ > 1 && n >= kMinSplitBytes) {
-      issue_ce_split(src, dst, n, st);
-    } else if (kind_ == "ce") {
-      issue_ce(src, dst, 0, n, st);
+    if (ce_) {
+      ce_->issue(recv_ptr(dst), dst, send_ptr(src), src, n, st);
     } else if (kind_ == "sm") {
       launch_copy(recv_ptr(dst), send_ptr(src), n, sm_blocks(d), 512, st, d);
     } else if (is_host(src)) {
@@ -369,46 +357,6 @@ class CudaBackend final : public Backend {
     } else {
       issue_staged_gpu(src, dst, n, st);
     }
-  }
-
-  void issue_ce(int src, int dst, std::uint64_t off, std::uint64_t n, cudaStream_t st) {
-    const int d = initiator(src, dst);
-    auto* to = static_cast<unsigned char*>(recv_ptr(dst)) + off;
-    const auto* from = static_cast<const unsigned char*>(send_ptr(src)) + off;
-    if (src == dst) P2P_CUDA(cudaMemcpyAsync(to, from, n, cudaMemcpyDeviceToDevice, st), d);
-    else P2P_CUDA(cudaMemcpyPeerAsync(to, dst, from, src, n, st), d);
-  }
-
-  // One copy cut into ce_split_ slices (multiples of 64 KiB), each on its own stream
-  // forked from `st` and joined back into it, so `st`'s events time the whole copy.
-  void issue_ce_split(int src, int dst, std::uint64_t n, cudaStream_t st) {
-    const int d = initiator(src, dst);
-    Split& sp = split_for(d, st);
-    P2P_CUDA(cudaEventRecord(sp.fork.get(), st), d);
-    const std::uint64_t slice = (n / static_cast<std::uint64_t>(ce_split_) + 0xFFFF) & ~std::uint64_t{0xFFFF};
-    for (std::size_t k = 0; k < sp.streams.size(); ++k) {
-      const std::uint64_t off = k * slice;
-      if (off >= n) break;
-      cudaStream_t ks = sp.streams[k].get();
-      P2P_CUDA(cudaStreamWaitEvent(ks, sp.fork.get(), 0), d);
-      issue_ce(src, dst, off, std::min(slice, n - off), ks);
-      P2P_CUDA(cudaEventRecord(sp.join[k].get(), ks), d);
-      P2P_CUDA(cudaStreamWaitEvent(st, sp.join[k].get(), 0), d);
-    }
-  }
-
-  Split& split_for(int d, cudaStream_t lane) {
-    std::lock_guard<std::mutex> lock(basics_mu_);
-    auto& sp = split_[lane];
-    if (sp.streams.empty()) {
-      sp.dev = d;
-      sp.fork = make_event(d);
-      for (int k = 0; k < ce_split_; ++k) {
-        sp.streams.push_back(make_stream(d));
-        sp.join.push_back(make_event(d));
-      }
-    }
-    return sp;
   }
 
   Stage& stage_for(int src, int dst) {
@@ -462,17 +410,14 @@ class CudaBackend final : public Backend {
       DeviceGuard g(d);
       for (auto* s : {&x.s0, &x.s1, &x.down, &x.up}) P2P_CUDA(cudaStreamSynchronize(s->get()), d);
     }
-    for (auto& [lane, sp] : split_) {
-      DeviceGuard g(sp.dev);
-      for (auto& ks : sp.streams) P2P_CUDA(cudaStreamSynchronize(ks.get()), sp.dev);
-    }
+    if (ce_) ce_->synchronize();
   }
 
   // Per-lane samples (ns) and, with 2 lanes, the per-iteration total as out[2].
   std::vector<std::vector<double>> run_timed(const std::vector<Lane>& lanes, int warmup, int iters) {
     // The blocking start holds at most what the launch queue takes without blocking us.
     const std::size_t ops_per_iter =
-        staged_gpu_pair_ ? 8 + 6 * (max_bytes_ / kStageChunk + 1) : 4 + 4 * static_cast<std::size_t>(ce_split_ - 1);
+        staged_gpu_pair_ ? 8 + 6 * (max_bytes_ / kStageChunk + 1) : 3 + (ce_ ? ce_->ops_per_copy() : 1);
     hold_ = static_cast<std::size_t>(iters) * lanes.size() * ops_per_iter < 900;
     return run_timed_lanes(lanes, warmup, iters, hold_ ? release_ : nullptr, ++generation_, [this] { sync_all_streams(); });
   }
@@ -520,8 +465,7 @@ class CudaBackend final : public Backend {
   int gpus_ = 0;
   bool pull_ = false;
   int blocks_per_sm_ = 4;
-  int ce_split_ = 1;                       // ce@N
-  std::map<cudaStream_t, Split> split_;    // ce@N: per lane stream
+  std::optional<CeCopier> ce_;  // the ce backend's copies and their variant
   bool hold_ = true;
   bool staged_gpu_pair_ = false;
   int generation_ = 0;

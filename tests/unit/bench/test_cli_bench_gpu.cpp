@@ -207,7 +207,8 @@ TEST_F(BenchGpuCli, BackendVariantsAreCheckedBeforeLookingForAGpu) {
     std::string args, expect;
   };
   const std::vector<Case> cases = {
-      {"--backend ce --variant pull", "use @N"},
+      {"--backend ce --variant sideways", "use push (the source's copy engine)"},
+      {"--backend ce-both --variant pull", "disagree"},
       {"--backend ce@0", "1-16"},
       {"--backend ce@x", "after @"},
       {"--backend sm --variant push@64", "1-32"},

@@ -108,3 +108,20 @@ TEST(Launch, ARankBoundToOneCpuIsWarnedAbout) {
   EXPECT_EQ(r0.out.find("warning: rank 0 may run"), std::string::npos) << r0.out;  // rank 0 was not bound
   EXPECT_EQ(one.out.find("warning:"), std::string::npos) << "rank 0 alone warns:\n" << one.out;
 }
+
+// mpirun passes every rank the same arguments; a hand-made launch may not. Ranks given
+// other sizes would wait on each other's NCCL calls until the watchdog: both are
+// refused at once, with both command lines.
+TEST(Launch, RanksGivenDifferentArgumentsAreRefusedTogether) {
+  const int port = test_port();
+  auto r1 = std::async(std::launch::async,
+                       [&] { return run_rank(1, 2, port, "bench gpu --backend nccl --sizes 2M --iters 3"); });
+  const auto r0 = run_rank(0, 2, port, "bench gpu --backend nccl --sizes 1M --iters 3");
+  const auto one = r1.get();
+  for (const auto* r : {&r0, &one}) {
+    EXPECT_EQ(r->code, 2) << r->out;
+    EXPECT_NE(r->out.find("different arguments"), std::string::npos) << r->out;
+    EXPECT_NE(r->out.find("--sizes 1M"), std::string::npos) << r->out;
+    EXPECT_NE(r->out.find("--sizes 2M"), std::string::npos) << r->out;
+  }
+}

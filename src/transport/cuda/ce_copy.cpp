@@ -1,0 +1,103 @@
+// The ce backend's copies (ce_copy.hpp).
+#include "transport/cuda/ce_copy.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "p2pscope/error.hpp"
+#include "p2pscope/units.hpp"
+
+namespace p2pscope::bench::cuda {
+
+CeMode parse_ce_variant(const std::string& variant) {
+  const auto at = variant.find('@');
+  const std::string v = variant.substr(0, at);
+  CeMode m;
+  if (v == "pull" || v == "read") m.engine = CeEngine::destination;
+  else if (v == "both") m.engine = CeEngine::both;
+  else if (!v.empty() && v != "push" && v != "write")
+    throw UsageError("backend ce: unknown variant '" + variant +
+                     "': use push (the source's copy engine), pull (the destination's) or both, optionally @N "
+                     "(N copy streams, 1-16)");
+  if (at != std::string::npos) {
+    const long long n = parse_int(variant.substr(at + 1), "the number after @");
+    if (n < 1 || n > 16) throw UsageError("ce variant: the number of copy streams must be 1-16");
+    m.streams = static_cast<int>(n);
+  }
+  return m;
+}
+
+std::string CeCopier::name() const {
+  std::string n = mode_.engine == CeEngine::destination ? "ce-pull" : mode_.engine == CeEngine::both ? "ce-both" : "ce";
+  if (mode_.streams > 1) n += fmt::format("@{}", mode_.streams);
+  return n;
+}
+
+std::string CeCopier::describe(int src, int dst) const {
+  if (src == dst) return "cudaMemcpyAsync device-local" + (sliced() ? fmt::format(", {} slices", slices()) : "");
+  const char* engine = mode_.engine == CeEngine::destination ? "the destination's" :
+                       mode_.engine == CeEngine::both        ? "both GPUs'" : "the source's";
+  std::string d = fmt::format("cudaMemcpyPeerAsync by {} copy engine", engine);
+  if (sliced())
+    d += fmt::format(" ({} and more: {} slices on {} streams{})", format_size(kCeMinSliced), slices(), slices(),
+                     mode_.engine == CeEngine::both ? ", alternating source and destination" : "");
+  return d;
+}
+
+void CeCopier::issue(void* to, int dst, const void* from, int src, std::uint64_t n, cudaStream_t lane) {
+  const auto one = [&](int engine, std::uint64_t off, std::uint64_t len, cudaStream_t st) {
+    DeviceGuard g(engine);
+    auto* t = static_cast<unsigned char*>(to) + off;
+    const auto* f = static_cast<const unsigned char*>(from) + off;
+    if (src == dst) P2P_CUDA(cudaMemcpyAsync(t, f, len, cudaMemcpyDeviceToDevice, st), engine);
+    else P2P_CUDA(cudaMemcpyPeerAsync(t, dst, f, src, len, st), engine);
+  };
+  const int lane_dev = initiator(src, dst);
+  if (!sliced() || n < kCeMinSliced) {
+    one(lane_dev, 0, n, lane);
+    return;
+  }
+  Slices& s = slices_for(lane, src, dst);
+  { DeviceGuard g(lane_dev); P2P_CUDA(cudaEventRecord(s.fork.get(), lane), lane_dev); }
+  // Slices of whole 64 KiB blocks; the last one takes what is left.
+  const std::uint64_t k_n = s.streams.size();
+  const std::uint64_t slice = (n / k_n + 0xFFFF) & ~std::uint64_t{0xFFFF};
+  for (std::size_t k = 0; k < k_n; ++k) {
+    const std::uint64_t off = k * slice;
+    if (off >= n) break;
+    const int e = s.dev[k];
+    cudaStream_t st = s.streams[k].get();
+    { DeviceGuard g(e); P2P_CUDA(cudaStreamWaitEvent(st, s.fork.get(), 0), e); }
+    one(e, off, std::min(slice, n - off), st);
+    { DeviceGuard g(e); P2P_CUDA(cudaEventRecord(s.join[k].get(), st), e); }
+    DeviceGuard g(lane_dev);
+    P2P_CUDA(cudaStreamWaitEvent(lane, s.join[k].get(), 0), lane_dev);
+  }
+}
+
+CeCopier::Slices& CeCopier::slices_for(cudaStream_t lane, int src, int dst) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Slices& s = slices_[{lane, src, dst}];
+  if (s.streams.empty()) {
+    s.fork = make_event(initiator(src, dst));
+    for (int k = 0; k < slices(); ++k) {
+      const int e = mode_.engine == CeEngine::both ? (k % 2 == 0 ? src : dst) : initiator(src, dst);
+      s.dev.push_back(e);
+      s.streams.push_back(make_stream(e));
+      s.join.push_back(make_event(e));
+    }
+  }
+  return s;
+}
+
+void CeCopier::synchronize() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [key, s] : slices_)
+    for (std::size_t k = 0; k < s.streams.size(); ++k) {
+      DeviceGuard g(s.dev[k]);
+      P2P_CUDA(cudaStreamSynchronize(s.streams[k].get()), s.dev[k]);
+    }
+}
+
+}  // namespace p2pscope::bench::cuda

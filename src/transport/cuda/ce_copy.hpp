@@ -1,0 +1,67 @@
+#pragma once
+// The ce backend's copies: cudaMemcpyPeerAsync driven by the copy engine of the
+// source (push: the engine writes into the peer, nvbandwidth's write_ce), of the
+// destination (pull: it reads from the peer, read_ce) or of both at once, and
+// optionally cut into slices on several streams, so the driver may spread one copy
+// over several copy engines. Variants: push|pull|both, each optionally @N streams
+// ("pull@4", "@2" = push on 2 streams).
+//
+// A sliced copy forks from the lane stream (the stream its events time) through an
+// event and joins back into it, so the lane's events time the whole copy.
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "transport/cuda/cuda_util.hpp"
+
+namespace p2pscope::bench::cuda {
+
+enum class CeEngine { source, destination, both };
+
+struct CeMode {
+  CeEngine engine = CeEngine::source;
+  int streams = 1;  // slices per copy; `both` uses at least 2 (one per engine)
+};
+
+// "", "push", "write", "pull", "read", "both", each optionally "@N" (1-16). UsageError otherwise.
+CeMode parse_ce_variant(const std::string& variant);
+
+// Copies smaller than this stay whole on the lane's own engine.
+constexpr std::uint64_t kCeMinSliced = 1 << 20;
+
+class CeCopier {
+ public:
+  explicit CeCopier(CeMode m) : mode_(m) {}
+  const CeMode& mode() const { return mode_; }
+  std::string name() const;  // "ce", "ce-pull", "ce-both@4"
+  // The device whose stream starts (and times) a copy src -> dst.
+  int initiator(int src, int dst) const { return mode_.engine == CeEngine::destination ? dst : src; }
+  std::string describe(int src, int dst) const;  // for the result's note
+  // Queues one copy of n bytes from `from` on GPU src to `to` on GPU dst on `lane`, a
+  // stream of initiator(src, dst). src == dst: a device-local copy.
+  void issue(void* to, int dst, const void* from, int src, std::uint64_t n, cudaStream_t lane);
+  // Waits for every slice stream (the lanes are the caller's).
+  void synchronize();
+  // CUDA calls queued per copy (for the caller's limit on a held stream's queue).
+  std::size_t ops_per_copy() const { return sliced() ? 2 + 3 * static_cast<std::size_t>(slices()) : 1; }
+
+ private:
+  struct Slices {  // the slice streams of one (lane, src, dst), their fork and join events
+    std::vector<int> dev;  // each slice's engine
+    std::vector<Stream> streams;
+    std::vector<Event> join;
+    Event fork;
+  };
+  bool sliced() const { return slices() > 1; }
+  int slices() const { return mode_.engine == CeEngine::both ? std::max(2, mode_.streams) : mode_.streams; }
+  Slices& slices_for(cudaStream_t lane, int src, int dst);
+
+  CeMode mode_;
+  std::mutex mu_;
+  std::map<std::tuple<cudaStream_t, int, int>, Slices> slices_;
+};
+
+}  // namespace p2pscope::bench::cuda
