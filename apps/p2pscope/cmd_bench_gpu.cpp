@@ -1,5 +1,5 @@
 // `p2pscope bench gpu`: point-to-point bandwidth and latency through one backend
-// (host, ce, sm, sm-pull, staged, nccl). Text (matrix for one size, rows for a
+// (host, ce[-pull|-both][@N], sm, sm-pull, staged, nccl). Text (matrix for one size, rows for a
 // sweep), CSV or JSON with run metadata and topology; --out FILE or DIR.
 // `bench nccl` (collectives) is in cmd_bench_nccl.cpp.
 #include <iostream>
@@ -124,6 +124,7 @@ void add_bench_commands(CLI::App& bench, Context& ctx) {
       "Examples:\n"
       "  p2pscope bench gpu --backend ce --sizes 1G                  # matrix of every GPU pair\n"
       "  p2pscope bench gpu --backend sm --variant pull --pairs 0:1 --sizes 1K:1G\n"
+      "  p2pscope bench gpu --backend ce-pull --pattern bidir --pairs 0:1  # destination engines, as nvbandwidth read_ce\n"
       "  p2pscope bench gpu --backend ce --pattern latency --pairs 0:1,1:0\n"
       "  p2pscope bench gpu --backend staged --pairs host:0,0:host --sizes 1G\n"
       "  p2pscope bench gpu --backend host --pattern bidir --sizes 4M --format json --out results/\n"
