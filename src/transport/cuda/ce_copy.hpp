@@ -45,8 +45,9 @@ class CeCopier {
   void issue(void* to, int dst, const void* from, int src, std::uint64_t n, cudaStream_t lane);
   // Waits for every slice stream (the lanes are the caller's).
   void synchronize();
-  // CUDA calls queued per copy (for the caller's limit on a held stream's queue).
-  std::size_t ops_per_copy() const { return sliced() ? 2 + 3 * static_cast<std::size_t>(slices()) : 1; }
+  // CUDA calls queued per copy (for the caller's limit on a held stream's queue): the
+  // fork, then per slice a wait, the copy, its join and the lane's wait on it.
+  std::size_t ops_per_copy() const { return sliced() ? 1 + 4 * static_cast<std::size_t>(slices()) : 1; }
 
  private:
   struct Slices {  // the slice streams of one (lane, src, dst), their fork and join events
