@@ -53,9 +53,9 @@ void expect_batch_ok(Backend& b, int src, int dst, std::uint64_t n, Pattern p) {
 
 TEST(GpuCuda, DeviceLocalCopiesArriveIntactThroughCeAndSm) {
   NEED_GPUS(1);
-  for (const std::string name : {"ce", "ce@3", "ce-pull", "ce-both", "sm", "sm-pull"}) {
+  for (const std::string name : {"ce", "ce@3", "ce@16", "ce-pull", "ce-both", "sm", "sm-pull"}) {
     auto b = make_backend(name);
-    const std::uint64_t n = (8 << 20) + 3;  // odd: the tail is copied and checked
+    const std::uint64_t n = (8 << 20) + 3;  // odd: the tail is copied and checked (ce@16: past 16 x 512 KiB)
     b->prepare({0}, n);
     EXPECT_EQ(b->verify(0, 0, n), 0) << name << ": destination poisoned before any copy";
     expect_batch_ok(*b, 0, 0, n, Pattern::unidirectional);

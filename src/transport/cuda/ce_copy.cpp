@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/copy_slices.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/units.hpp"
 
@@ -60,16 +61,12 @@ void CeCopier::issue(void* to, int dst, const void* from, int src, std::uint64_t
   }
   Slices& s = slices_for(lane, src, dst);
   { DeviceGuard g(lane_dev); P2P_CUDA(cudaEventRecord(s.fork.get(), lane), lane_dev); }
-  // Slices of whole 64 KiB blocks; the last one takes what is left.
-  const std::uint64_t k_n = s.streams.size();
-  const std::uint64_t slice = (n / k_n + 0xFFFF) & ~std::uint64_t{0xFFFF};
-  for (std::size_t k = 0; k < k_n; ++k) {
-    const std::uint64_t off = k * slice;
-    if (off >= n) break;
+  for (const CopySlice& piece : plan_copy_slices(n, slices(), kCeMinSliced)) {
+    const auto k = static_cast<std::size_t>(piece.slot);
     const int e = s.dev[k];
     cudaStream_t st = s.streams[k].get();
     { DeviceGuard g(e); P2P_CUDA(cudaStreamWaitEvent(st, s.fork.get(), 0), e); }
-    one(e, off, std::min(slice, n - off), st);
+    one(e, piece.offset, piece.bytes, st);
     { DeviceGuard g(e); P2P_CUDA(cudaEventRecord(s.join[k].get(), st), e); }
     DeviceGuard g(lane_dev);
     P2P_CUDA(cudaStreamWaitEvent(lane, s.join[k].get(), 0), lane_dev);
