@@ -98,7 +98,9 @@ class NcclCollectiveRanks final : public CollectiveRanks {
     for (int r = 0; r < rc_.size(); ++r) {
       const std::string& p = all[static_cast<std::size_t>(r)];
       if (p.size() != sizeof bad + mine.size() * sizeof(double))
-        throw Error(fmt::format("bench nccl: rank {} sent {} bytes of results, expected {}", r, p.size(), sizeof bad + mine.size() * sizeof(double)));
+        throw Error(fmt::format("bench nccl: rank {} sent {} bytes of results, expected {}: the ranks run different "
+                                "p2pscope builds; run the same binary on every rank",
+                                r, p.size(), sizeof bad + mine.size() * sizeof(double)));
       std::int64_t rb = -1;
       std::memcpy(&rb, p.data(), sizeof rb);
       if (rb >= 0 && res.first_bad < 0) res.first_bad = rb, res.bad_rank = r;
