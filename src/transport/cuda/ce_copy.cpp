@@ -55,6 +55,8 @@ void CeCopier::issue(void* to, int dst, const void* from, int src, std::uint64_t
     else P2P_CUDA(cudaMemcpyPeerAsync(t, dst, f, src, len, st), engine);
   };
   const int lane_dev = initiator(src, dst);
+  // Unsliced: straight onto the lane, no fork or join (plan_copy_slices would give the
+  // same one piece, but through a slice stream).
   if (!sliced() || n < kCeMinSliced) {
     one(lane_dev, 0, n, lane);
     return;

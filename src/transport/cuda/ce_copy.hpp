@@ -8,6 +8,7 @@
 //
 // A sliced copy forks from the lane stream (the stream its events time) through an
 // event and joins back into it, so the lane's events time the whole copy.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <mutex>
