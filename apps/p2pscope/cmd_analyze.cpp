@@ -39,6 +39,7 @@ void add_analyze_command(CLI::App& app, Context& ctx) {
     std::printf("%s", fmt::format("analyzed {} ops ({} garbled rows skipped): {} configs, {} links, {} findings\n",
                                   r.rows_read, r.rows_skipped, r.configs, r.links, r.findings)
                           .c_str());
+    for (const auto& w : r.top_findings) std::printf("  warning: %s\n", w.c_str());
     if (!opt->predictions.empty())
       std::printf("%s", fmt::format("predictions: {} configs compared, {} rows matched no config\n",
                                     r.predictions_matched, r.predictions_unmatched)

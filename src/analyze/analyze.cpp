@@ -114,6 +114,9 @@ Result analyze(const std::string& dir, const Options& options) {
   r.configs = summaries.size();
   r.links = links.size();
   r.findings = findings.size();
+  for (const auto& g : group_findings(findings))
+    if (g.head.severity == "warning" && r.top_findings.size() < 5)
+      r.top_findings.push_back(g.head.subject + ": " + g.head.message);
 
   const fs::path d(dir);
   write_file(d / "summary.csv", summary_csv(summaries, options.outliers), &r);

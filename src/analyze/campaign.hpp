@@ -130,6 +130,15 @@ struct Finding {
 std::vector<Finding> find_issues(const Campaign& c, const std::vector<ConfigSummary>& s,
                                  const std::vector<LinkModel>& links);
 
+// What a reader is shown first: warnings before infos, every kind but high_cv one row
+// each; high_cv (one per config, dozens on a short campaign) one row per link, naming
+// its sizes and the worst. `members` counts the findings a row stands for.
+struct FindingGroup {
+  Finding head;
+  std::size_t members = 1;
+};
+std::vector<FindingGroup> group_findings(const std::vector<Finding>& f);
+
 struct Comparison {
   struct Row {
     int config_id;

@@ -219,18 +219,31 @@ std::string drift_table(const Campaign& c) {
          charts::html::table({"GPU", "start ppm", "end ppm", "change", "campaign ppm", "warning"}, rows);
 }
 
-std::string findings_table(const std::vector<Finding>& f) {
-  if (f.empty()) return "<p>No findings: every check passed.</p>\n";
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& x : f) rows.push_back({x.severity, x.kind, x.subject, x.message});
+// Rows with the warning tint; the table helper escapes cells, so rows are marked after.
+std::string tinted_findings(const std::vector<std::vector<std::string>>& rows) {
   std::string t = charts::html::table({"severity", "kind", "subject", "finding"}, rows, "findings");
-  // Warning rows get a tint; the table helper escapes cells, so mark rows after.
   std::string::size_type pos = 0;
   while ((pos = t.find("<tr><td>warning</td>", pos)) != std::string::npos) {
     t.replace(pos, 4, "<tr class=\"warning\">");
     pos += 20;
   }
   return t;
+}
+
+// The grouped view first (a link's high-CV sizes in one row), every finding below it.
+std::string findings_table(const std::vector<Finding>& f) {
+  if (f.empty()) return "<p>No findings: every check passed.</p>\n";
+  std::vector<std::vector<std::string>> grouped, all;
+  const auto groups = group_findings(f);
+  for (const auto& g : groups) {
+    const auto& x = g.head;
+    grouped.push_back({x.severity, x.kind, g.members > 1 ? fmt::format("{} ({} configs)", x.subject, g.members) : x.subject,
+                       x.message});
+  }
+  if (groups.size() == f.size()) return tinted_findings(grouped);
+  for (const auto& x : f) all.push_back({x.severity, x.kind, x.subject, x.message});
+  return tinted_findings(grouped) + "<details><summary>Every finding (" + std::to_string(f.size()) +
+         ", findings.json)</summary>\n" + tinted_findings(all) + "</details>\n";
 }
 
 std::string links_table(const std::vector<LinkModel>& links) {

@@ -136,7 +136,11 @@ TEST(GpuCuda, BadInputIsRefusedBeforeAllocating) {
     EXPECT_NE(std::string(e.what()).find("free"), std::string::npos) << e.what();
   }
   EXPECT_THROW(make_backend("sm", {"sideways"}), UsageError);
-  EXPECT_THROW(make_backend("ce", {"pull"}), UsageError);
+  // pull, both and @N are ce variants (ce_copy.hpp); these are not.
+  EXPECT_NO_THROW(make_backend("ce", {"pull@4"}));
+  EXPECT_THROW(make_backend("ce", {"sideways"}), UsageError);
+  EXPECT_THROW(make_backend("ce", {"both@17"}), UsageError);
+  EXPECT_THROW(make_backend("ce", {"push@0"}), UsageError);
 }
 
 TEST(GpuCuda, ProfileHooksTimerBusyComputeAndBlocking) {
