@@ -65,34 +65,12 @@ else
   p2p nccl_allreduce1 bench nccl --op allreduce --gpus 0 --sizes 8,64M
 fi
 
-# Same-run torch references for what one GPU can measure: a blocking 1-byte copy
-# (perf_counter around copy_ + synchronize, median of 200), and 1 GiB copies
-# host(pinned)->GPU and GPU->GPU (CUDA events, median of 20). DST = 1 with 2 GPUs.
+# Same-run torch references for what one GPU can measure (bench/torch_copy.py): a
+# blocking 1-byte copy and 1 GiB copies host(pinned)->GPU and GPU->GPU. DST = 1 with 2 GPUs.
 DST=0; [ "$NGPU" -ge 2 ] && DST=1
-echo "python3 (inline torch copies, cuda:0 -> cuda:$DST)" >> "$OUT/commands.txt"
-timeout 120 python3 - "$DST" > "$OUT/torch_copy.json" 2>> "$OUT/stderr.txt" <<'PY' || echo "torch_copy: exit $?" >> "$OUT/failures.txt"
-import json, sys, time, torch
-dst = int(sys.argv[1]); G = 1 << 30
-def med(v): v = sorted(v); return v[len(v) // 2]
-a = torch.ones(1, dtype=torch.uint8, device="cuda:0"); b = torch.empty(1, dtype=torch.uint8, device=f"cuda:{dst}")
-for _ in range(20): b.copy_(a); torch.cuda.synchronize(dst)
-t = []
-for _ in range(200):
-    s = time.perf_counter(); b.copy_(a); torch.cuda.synchronize(dst); t.append(time.perf_counter() - s)
-res = {"blocking_1B_us": med(t) * 1e6}
-def bw(src, out, dev):
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True); v = []
-    with torch.cuda.device(dev):
-        for i in range(25):
-            e0.record(); out.copy_(src, non_blocking=True); e1.record(); e1.synchronize()
-            if i >= 5: v.append(e0.elapsed_time(e1) * 1e-3)
-    return G / med(v) / 1e9
-h = torch.empty(G, dtype=torch.uint8).pin_memory(); g0 = torch.empty(G, dtype=torch.uint8, device="cuda:0")
-g1 = torch.empty(G, dtype=torch.uint8, device=f"cuda:{dst}")
-res["h2d_1G_GBps"] = bw(h, g0, 0)
-res["d2d_1G_GBps"] = bw(g0, g1, 0)
-print(json.dumps(res))
-PY
+echo "python3 bench/torch_copy.py --dst $DST --only blocking,h2d,d2d" >> "$OUT/commands.txt"
+timeout 120 python3 "$(dirname "$0")/torch_copy.py" --dst "$DST" --only blocking,h2d,d2d > "$OUT/torch_copy.json" \
+  2>> "$OUT/stderr.txt" || echo "torch_copy: exit $?" >> "$OUT/failures.txt"
 
 python3 - "$OUT" <<'EOF' | tee "$OUT/comparison.md"
 import json, os, re, sys

@@ -2,12 +2,12 @@
 # Host<->GPU at 1 GiB: p2pscope's staged backend against torch's pinned copy_ (CUDA
 # events, median of 20 after 5 warm-up), alternating ROUNDS times in one call, so a
 # noisy machine (a VM's PCIe, another tenant) hits both alike. Prints one table.
-# Usage: bench/h2d_vs_torch.sh OUTDIR   (P2PSCOPE=path/to/p2pscope, ROUNDS=3, GPU=0)
+# Usage: bench/h2d_vs_torch.sh OUTDIR   (P2PSCOPE=path/to/p2pscope, ROUNDS=3; GPU 0)
 set -u
 P2PSCOPE=${P2PSCOPE:-build/p2pscope}
 OUT=${1:-h2d-vs-torch}
 ROUNDS=${ROUNDS:-3}
-GPU=${GPU:-0}
+GPU=0
 mkdir -p "$OUT"
 G="bench gpu --warmup 5 --iters 20 --backend staged --sizes 1G --format json"
 for r in $(seq 1 "$ROUNDS"); do
@@ -16,20 +16,8 @@ for r in $(seq 1 "$ROUNDS"); do
     echo "p2pscope $G --pairs $pairs" >> "$OUT/commands.txt"
     timeout 120 "$P2PSCOPE" $G --pairs "$pairs" > "$OUT/p2pscope_${dir}_$r.json" 2>> "$OUT/stderr.txt"
   done
-  timeout 120 python3 - "$GPU" > "$OUT/torch_$r.json" 2>> "$OUT/stderr.txt" <<'PY'
-import json, sys, torch
-dev = int(sys.argv[1]); G = 1 << 30
-def med(v): v = sorted(v); return v[len(v) // 2]
-def bw(src, out):
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True); v = []
-    with torch.cuda.device(dev):
-        for i in range(25):
-            e0.record(); out.copy_(src, non_blocking=True); e1.record(); e1.synchronize()
-            if i >= 5: v.append(e0.elapsed_time(e1) * 1e-3)
-    return G / med(v) / 1e9
-h = torch.empty(G, dtype=torch.uint8).pin_memory(); g = torch.empty(G, dtype=torch.uint8, device=f"cuda:{dev}")
-print(json.dumps({"h2d": bw(h, g), "d2h": bw(g, h)}))
-PY
+  # GPU 0 only: torch_copy.py's host copies are to and from cuda:0.
+  timeout 120 python3 "$(dirname "$0")/torch_copy.py" --only h2d,d2h > "$OUT/torch_$r.json" 2>> "$OUT/stderr.txt"
 done
 python3 - "$OUT" "$ROUNDS" <<'PY' | tee "$OUT/table.md"
 import json, os, sys
@@ -41,7 +29,7 @@ def p2p(d, r):
     except Exception:
         return None, "-", None
 def torch(d, r):
-    try: return json.load(open(os.path.join(out, f"torch_{r}.json")))[d]
+    try: return json.load(open(os.path.join(out, f"torch_{r}.json")))[d + "_1G_GBps"]
     except Exception: return None
 f = lambda v: "-" if v is None else f"{v:.2f}"
 print("| round | direction | p2pscope staged GB/s (CV %, check) | torch pinned copy_ GB/s | ratio |")
