@@ -47,12 +47,20 @@ void prepare_session(Session& s) {
   for (const auto& c : s.conns) nics.emplace(c->nic.name, &c->nic);
   for (const auto& [name, nic] : nics)
     for (const auto* b : {&s.local.tx_bind, &s.local.rx_bind}) {
+      const char* dir = b == &s.local.tx_bind ? "TX" : "RX";
+      if (!b->empty() && cpus_for(*b, *nic).empty()) {  // a typo, or a string written for other NICs
+        std::string named;
+        for (const auto& e : *b) named += (named.empty() ? "" : ", ") + e.nic;
+        s.warnings.push_back(std::string(dir) + " binding has no entry for " + name + " (it names " + named +
+                             "); its workers stay unpinned");
+        continue;
+      }
       std::vector<int> missing;
       for (int cpu : cpus_for(*b, *nic))
         if (std::find(s.allowed_cpus.begin(), s.allowed_cpus.end(), cpu) == s.allowed_cpus.end()) missing.push_back(cpu);
       if (missing.empty()) continue;
       const bool none = missing.size() == cpus_for(*b, *nic).size();
-      s.warnings.push_back(std::string(b == &s.local.tx_bind ? "TX" : "RX") + " binding for " + name + ": CPUs " +
+      s.warnings.push_back(std::string(dir) + " binding for " + name + ": CPUs " +
                            format_cpulist(missing) + " are not in this process's allowed set (" +
                            format_cpulist(s.allowed_cpus) + "); " +
                            (none ? "its workers stay unpinned" : "pinned to the allowed rest"));

@@ -167,6 +167,26 @@ TEST(TcpErrors, BindingToCpusOutsideTheAllowedSetWarnsAndRuns) {
   EXPECT_TRUE(saw_tx && saw_rx);
 }
 
+// A binding string for other NICs (or with a typo) pins nothing on the NIC this run
+// uses: said, not silent.
+TEST(TcpErrors, BindingWithoutAnEntryForTheNicInUseIsNamed) {
+  Params p;
+  p.size_bytes = 1 << 20;
+  p.chunk_bytes = 256 << 10;
+  p.iters = 1;
+  LocalOptions l;
+  l.tx_bind = parse_bindings("eth1:0;eht2:0");
+  const Results r = run_loopback(p, l, l);
+  ASSERT_EQ(r.client.warnings.size(), 1u);
+  EXPECT_NE(r.client.warnings[0].find("TX binding has no entry for lo (it names eth1, eht2)"), std::string::npos)
+      << r.client.warnings[0];
+  for (const auto& w : r.client.workers) {
+    if (w.role == "tx") {
+      EXPECT_TRUE(w.expected_cpus.empty());
+    }
+  }
+}
+
 TEST(TcpErrors, NoServerIsAClearErrorNotAHang) {
   Params p;
   p.timeout_s = 2;
