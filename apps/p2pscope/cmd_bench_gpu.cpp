@@ -4,6 +4,7 @@
 // `bench nccl` (collectives) is in cmd_bench_nccl.cpp.
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/metadata.hpp"
+#include "p2pscope/profile.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::app {
@@ -63,6 +65,10 @@ void run_gpu(const GpuOptions& o, Context& ctx) {
   mon_opts.monitor = o.monitor && reporter;  // one monitor.csv per run, not one per rank
   mon_opts.host_waits_on_gpu = backend != "host";
   BenchMonitor mon(mon_opts);
+  // Ctrl-C ends the sweep after the row in progress and reports what was measured. Not
+  // under a launcher: ranks stopping at different rows would leave NCCL calls unmatched.
+  std::optional<profile::InterruptFlag> interrupt;
+  if (!launch.multi_process()) spec.stop = interrupt.emplace().flag();
   const bench::SweepResult r = bench::run_sweep(*b, spec);
   if (!reporter) {  // rank 0 prints; the others only say what went wrong
     if (!r.stopped.empty()) throw Error(r.stopped);
@@ -99,6 +105,11 @@ void run_gpu(const GpuOptions& o, Context& ctx) {
   }
   mon.finish(nullptr);
   emit(text, o, fmt::format("bench_gpu_{}_{}", r.backend, bench::to_string(mode)));
+  if (r.interrupted) {
+    std::cerr << "bench gpu: " << r.stopped << "; what was measured is reported\n";
+    ctx.exit_code = 128 + interrupt->signal_number();
+    return;
+  }
   if (!r.stopped.empty()) throw Error(r.stopped);
   if (!r.data_ok()) throw Error(r.first_failure());
 }

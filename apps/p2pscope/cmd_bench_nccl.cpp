@@ -5,6 +5,7 @@
 // it are still written, with the reason.
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -15,6 +16,7 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/metadata.hpp"
+#include "p2pscope/profile.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/table.hpp"
 #include "p2pscope/units.hpp"
@@ -84,7 +86,16 @@ void run_nccl(const NcclOptions& o, Context& ctx) {
   mon_opts.monitor = o.monitor && reporter;  // one monitor.csv per run, not one per rank
   mon_opts.host_waits_on_gpu = true;
   BenchMonitor mon(mon_opts);
+  // Ctrl-C ends the sweep after the size in progress (one process only, as in bench gpu).
+  std::optional<profile::InterruptFlag> interrupt;
+  if (!ranks) interrupt.emplace();
+  bool interrupted = false;
   for (std::uint64_t bytes : sizes) {
+    if (interrupt && interrupt->flag()->load()) {
+      interrupted = true;
+      stopped = fmt::format("interrupted before {}: {} of {} sizes measured", format_size(bytes), rows.size(), sizes.size());
+      break;
+    }
     spec.bytes = bytes;
     bench::CollectiveResult res;
     try {
@@ -137,6 +148,7 @@ void run_nccl(const NcclOptions& o, Context& ctx) {
     j["launch"] = launch_json(launch, rank_cpus);
     if (ranks) j["rank_gpus"] = rank_names;
     if (!stopped.empty()) j["stopped"] = stopped;
+    if (interrupted) j["interrupted"] = true;
     add_metadata(j, ctx);
     mon.finish(&j);
     text = j.dump(2) + "\n";
@@ -150,6 +162,11 @@ void run_nccl(const NcclOptions& o, Context& ctx) {
   }
   mon.finish(nullptr);
   emit(text, o, "bench_nccl_" + bench::to_string(spec.op));
+  if (interrupted) {
+    std::cerr << "bench nccl: " << stopped << "; what was measured is reported\n";
+    ctx.exit_code = 128 + interrupt->signal_number();
+    return;
+  }
   if (!stopped.empty()) throw Error(stopped);
   if (!failure.empty()) throw Error("data check failed: " + failure);
 }

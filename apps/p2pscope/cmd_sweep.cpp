@@ -9,9 +9,12 @@
 #include <memory>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "commands.hpp"
 #include "monitor_options.hpp"
 #include "p2pscope/metadata.hpp"
+#include "p2pscope/profile.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/table.hpp"
 #include "p2pscope/tcp.hpp"
@@ -65,31 +68,58 @@ void run(const SweepTcpOptions& o, Context& ctx) {
   if (o.monitor.enabled) mon = std::make_unique<monitor::MonitorSession>(o.out, monitor_interval_s);
 
   using Key = std::tuple<std::uint32_t, std::uint64_t, std::uint32_t, std::uint32_t>;  // ch, chunk, win, sock
-  std::map<Key, std::vector<double>> samples;
-  Table csv({"channels", "chunk_bytes", "window", "sockets_per_channel", "rep", "GBps", "client_tx_GBps",
-             "server_rx_GBps", "client_rx_GBps", "server_tx_GBps"});
+  std::vector<Key> grid_points;
   for (std::uint32_t c : channels)
     for (std::uint64_t chunk : chunks)
       for (std::uint32_t w : windows)
-        for (std::uint32_t k : sockets)
-          for (int rep = 0; rep < o.reps; ++rep) {
-            tcp::Params p = base;
-            p.channels = c;
-            p.chunk_bytes = chunk;
-            p.window = w;
-            p.sockets_per_channel = k;
-            tcp::validate(p);
-            const tcp::Results r = run_as_client_or_loopback(o.client, o.port, local, p);
-            const double v = delivered(r);
-            samples[{c, chunk, w, k}].push_back(v);
-            csv.add_row({std::to_string(c), std::to_string(chunk), std::to_string(w), std::to_string(k),
-                         std::to_string(rep), fixed(v / 1e9, 4), fixed(r.client.tx_bytes_per_s / 1e9, 4),
-                         fixed(r.server.rx_bytes_per_s / 1e9, 4), fixed(r.client.rx_bytes_per_s / 1e9, 4),
-                         fixed(r.server.tx_bytes_per_s / 1e9, 4)});
-            std::cerr << "sweep: channels " << c << " chunk " << format_size_compact(chunk) << " window " << w
-                      << " sockets " << k << " rep " << rep << ": " << fixed(v / 1e9, 3) << " GB/s\n";
-          }
-  write_file(std::filesystem::path(o.out) / "sweep.csv", csv.to_csv());
+        for (std::uint32_t k : sockets) grid_points.emplace_back(c, chunk, w, k);
+  std::map<Key, std::vector<double>> samples;
+  Table csv({"channels", "chunk_bytes", "window", "sockets_per_channel", "rep", "GBps", "client_tx_GBps",
+             "server_rx_GBps", "client_rx_GBps", "server_tx_GBps"});
+  const auto csv_path = std::filesystem::path(o.out) / "sweep.csv";
+  // Ctrl-C or a failed point (a peer gone) ends the sweep there; sweep.csv, rewritten
+  // after every run, and the files below keep every point measured before it.
+  const profile::InterruptFlag interrupt;
+  std::string stopped;
+  for (const auto& [c, chunk, w, k] : grid_points) {
+    for (int rep = 0; rep < o.reps && stopped.empty(); ++rep) {
+      const std::string point = fmt::format("channels {} chunk {} window {} sockets {} rep {}", c,
+                                            format_size_compact(chunk), w, k, rep);
+      if (interrupt.flag()->load()) {
+        stopped = "interrupted before " + point;
+        break;
+      }
+      tcp::Params p = base;
+      p.channels = c;
+      p.chunk_bytes = chunk;
+      p.window = w;
+      p.sockets_per_channel = k;
+      tcp::validate(p);
+      tcp::Results r;
+      try {
+        r = run_as_client_or_loopback(o.client, o.port, local, p);
+      } catch (const std::exception& e) {
+        if (samples.empty()) throw;  // nothing measured yet: the plain error says it all
+        stopped = "stopped at " + point + ": " + e.what();
+        break;
+      }
+      const double v = delivered(r);
+      samples[{c, chunk, w, k}].push_back(v);
+      csv.add_row({std::to_string(c), std::to_string(chunk), std::to_string(w), std::to_string(k),
+                   std::to_string(rep), fixed(v / 1e9, 4), fixed(r.client.tx_bytes_per_s / 1e9, 4),
+                   fixed(r.server.rx_bytes_per_s / 1e9, 4), fixed(r.client.rx_bytes_per_s / 1e9, 4),
+                   fixed(r.server.tx_bytes_per_s / 1e9, 4)});
+      write_file(csv_path, csv.to_csv());
+      std::cerr << "sweep: " << point << ": " << fixed(v / 1e9, 3) << " GB/s\n";
+    }
+    if (!stopped.empty()) break;
+  }
+  write_file(csv_path, csv.to_csv());
+  if (samples.empty()) {  // interrupted before the first run ended
+    std::cerr << "sweep tcp: " << stopped << "; nothing was measured\n";
+    ctx.exit_code = 128 + interrupt.signal_number();
+    return;
+  }
   monitor::SessionResult mon_result;
   if (mon) mon_result = mon->stop();  // the whole sweep; per point: monitor.csv's timeline
 
@@ -129,6 +159,8 @@ void run(const SweepTcpOptions& o, Context& ctx) {
                  format_size_compact(base.size_bytes);
   j["params"] = tcp::to_json(base);
   j["points"] = samples.size();
+  j["points_planned"] = grid_points.size();
+  if (!stopped.empty()) j["stopped"] = stopped;
   j["run_metadata"] = run_metadata(ctx.argv);
   if (mon) j["monitor"] = mon_result.json;
   write_file(std::filesystem::path(o.out) / "best.json", j.dump(2) + "\n");
@@ -144,6 +176,12 @@ void run(const SweepTcpOptions& o, Context& ctx) {
             << "}\n";
   std::cout.flush();
   if (mon) print_monitor_lines(mon_result, stdout);
+  if (stopped.empty()) return;
+  const std::string partial = fmt::format("{} after {} of {} points; the best is among those measured", stopped,
+                                          samples.size(), grid_points.size());
+  if (interrupt.signal_number() == 0) throw Error(partial);
+  std::cerr << "sweep tcp: " << partial << "\n";
+  ctx.exit_code = 128 + interrupt.signal_number();
 }
 
 }  // namespace

@@ -160,8 +160,15 @@ SweepResult run_sweep(Backend& b, const SweepSpec& spec) {
     if (support.back().ok) used.insert(s), used.insert(d);
   }
   if (!used.empty()) b.prepare(std::vector<int>(used.begin(), used.end()), spec.sizes.back());
+  const std::size_t planned = pairs.size() * spec.sizes.size();
   for (std::size_t p = 0; p < pairs.size(); ++p)
     for (std::uint64_t bytes : spec.sizes) {
+      if (spec.stop && spec.stop->load()) {
+        res.interrupted = true;
+        res.stopped = fmt::format("interrupted before {} -> {}, {}: {} of {} rows measured", pairs[p].first,
+                                  pairs[p].second, format_size(bytes), res.rows.size(), planned);
+        return res;
+      }
       SweepRow row;
       row.src = pairs[p].first;
       row.dst = pairs[p].second;

@@ -3,6 +3,7 @@
 // run_sweep() returns raw samples reduced to Stats once; the report functions turn a
 // SweepResult into tables (matrix for one size, nccl-tests-like rows for a sweep) and
 // JSON. Nothing here prints.
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -28,6 +29,9 @@ struct SweepSpec {
   std::vector<std::uint64_t> sizes;        // ascending
   int warmup = 5, iters = 20;
   bool verify = true;
+  // Polled before each (pair, size): once set, the sweep ends there and returns the rows
+  // measured so far with `stopped` saying so (Ctrl-C loses nothing already measured).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct SweepRow {
@@ -52,6 +56,7 @@ struct SweepResult {
   // Why the sweep ended early ("" when it ran to the end): a failure after the first
   // row keeps the rows measured so far, and the caller reports them and then fails.
   std::string stopped;
+  bool interrupted = false;  // ended by SweepSpec::stop (stopped says where)
   bool data_ok() const;
   std::string first_failure() const;  // "" when every check passed
 };

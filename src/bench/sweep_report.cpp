@@ -151,6 +151,7 @@ nlohmann::json to_json(const SweepResult& r) {
                                    {"sizes", "bytes; K/M/G in text are 1024 multiples"}}},
                         {"data_ok", r.data_ok()}, {"rows", rows}};
   if (!r.stopped.empty()) out["stopped"] = r.stopped;
+  if (r.interrupted) out["interrupted"] = true;
   std::vector<std::uint64_t> sizes;
   for (const auto& x : r.rows)
     if (std::find(sizes.begin(), sizes.end(), x.bytes) == sizes.end()) sizes.push_back(x.bytes);

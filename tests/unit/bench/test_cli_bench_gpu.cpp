@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -306,17 +307,20 @@ TEST(BenchSweep, ABadCopyIsCaughtWithItsOffset) {
 
 namespace {
 // The host backend, except that run_batch fails from its `fail_at`-th call on, the
-// way a backend whose peer died fails.
+// way a backend whose peer died fails; or, given `signal`, that call raises it (as
+// Ctrl-C would during that row) and completes.
 class FailsPartway final : public Backend {
  public:
-  explicit FailsPartway(int fail_at) : inner_(make_backend("host")), left_(fail_at) {}
+  explicit FailsPartway(int fail_at, std::atomic<bool>* signal = nullptr)
+      : inner_(make_backend("host")), left_(fail_at), signal_(signal) {}
   std::string name() const override { return "fails-partway"; }
   int device_count() const override { return inner_->device_count(); }
   std::string device_name(int d) const override { return inner_->device_name(d); }
   PairSupport support(int s, int d) const override { return inner_->support(s, d); }
   void prepare(const std::vector<int>& devs, std::uint64_t bytes) override { inner_->prepare(devs, bytes); }
   BatchResult run_batch(const BatchSpec& s) override {
-    if (--left_ < 0) throw Error("rank 1 stopped answering");
+    if (--left_ < 0 && signal_) signal_->store(true);
+    else if (left_ < 0) throw Error("rank 1 stopped answering");
     return inner_->run_batch(s);
   }
   OpTiming run_blocking(int s, int d, std::uint64_t bytes) override { return inner_->run_blocking(s, d, bytes); }
@@ -324,6 +328,7 @@ class FailsPartway final : public Backend {
  private:
   std::unique_ptr<Backend> inner_;
   int left_;
+  std::atomic<bool>* signal_;
 };
 }  // namespace
 
@@ -342,4 +347,29 @@ TEST(BenchSweep, AFailurePartwayKeepsTheRowsMeasuredAndSaysWhereItStopped) {
   EXPECT_EQ(to_json(r).value("stopped", ""), r.stopped);
   FailsPartway fails_at_once(0);  // nothing measured: the plain error, nothing to keep
   EXPECT_THROW(run_sweep(fails_at_once, s), Error);
+}
+
+TEST(BenchSweep, CtrlCEndsTheSweepAfterTheRowInProgressKeepingEveryRow) {
+  SweepSpec s;
+  s.pairs = {{0, 1}, {1, 0}};
+  s.sizes = {4096, 8192, 16384};
+  s.iters = 2;
+  s.warmup = 0;
+  std::atomic<bool> stop{false};
+  s.stop = &stop;
+  FailsPartway interrupted_in_row_two(1, &stop);
+  const auto r = run_sweep(interrupted_in_row_two, s);
+  ASSERT_EQ(r.rows.size(), 2u) << "the row the signal arrived in is finished and kept";
+  EXPECT_EQ(r.rows[1].first_bad, -1) << "and checked";
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_EQ(r.stopped, "interrupted before 0 -> 1, 16 KiB: 2 of 6 rows measured");
+  EXPECT_TRUE(r.data_ok());
+  const auto j = to_json(r);
+  EXPECT_TRUE(j.value("interrupted", false));
+  EXPECT_EQ(j["rows"].size(), 2u);
+  // A signal before the first row: nothing measured, still a result, not an exception.
+  FailsPartway never(100);
+  const auto none = run_sweep(never, s);
+  EXPECT_TRUE(none.rows.empty());
+  EXPECT_TRUE(none.interrupted);
 }

@@ -15,31 +15,14 @@
 #include <nlohmann/json.hpp>
 
 #include "profile/execution_log.hpp"
+#include "support/child.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pscope::profile;
+using p2pscope::test::spawn;
+using p2pscope::test::wait_exit;
 
 namespace {
-
-pid_t spawn(const std::vector<std::string>& args) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(P2PSCOPE_BINARY));
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(126);
-    execv(P2PSCOPE_BINARY, argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-int wait_exit(pid_t pid) {
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 std::size_t data_lines(const fs::path& log) {
   std::ifstream in(log);
