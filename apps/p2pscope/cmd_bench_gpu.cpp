@@ -11,6 +11,7 @@
 
 #include "bench/sweep.hpp"
 #include "bench_common.hpp"
+#include "progress.hpp"
 #include "p2pscope/backend.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
@@ -69,6 +70,15 @@ void run_gpu(const GpuOptions& o, Context& ctx) {
   // under a launcher: ranks stopping at different rows would leave NCCL calls unmatched.
   std::optional<profile::InterruptFlag> interrupt;
   if (!launch.multi_process()) spec.stop = interrupt.emplace().flag();
+  RowProgress progress("bench gpu", 2.0);
+  if (reporter)
+    spec.on_row = [&](std::size_t done, std::size_t planned, const bench::SweepRow& row) {
+      std::string figure = "n/a";
+      if (row.support.ok)
+        figure = small ? fmt::format("{:.2f} us", row.time_ns.median / 1e3)
+                       : fmt::format("{:.2f} GB/s", bench::gbps(static_cast<double>(row.bytes), row.time_ns.median));
+      progress(done, planned, fmt::format("{}->{} {}: {}", row.src, row.dst, format_size(row.bytes), figure));
+    };
   const bench::SweepResult r = bench::run_sweep(*b, spec);
   if (!reporter) {  // rank 0 prints; the others only say what went wrong
     if (!r.stopped.empty()) throw Error(r.stopped);

@@ -12,6 +12,7 @@
 #include "bench/formulas.hpp"
 #include "bench/nccl_collective.hpp"
 #include "bench_common.hpp"
+#include "progress.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/gpu_runtime.hpp"
@@ -90,6 +91,7 @@ void run_nccl(const NcclOptions& o, Context& ctx) {
   std::optional<profile::InterruptFlag> interrupt;
   if (!ranks) interrupt.emplace();
   bool interrupted = false;
+  RowProgress progress("bench nccl", 2.0);
   for (std::uint64_t bytes : sizes) {
     if (interrupt && interrupt->flag()->load()) {
       interrupted = true;
@@ -125,6 +127,10 @@ void run_nccl(const NcclOptions& o, Context& ctx) {
                     {"samples_ns", res.elapsed_ns}, {"algbw_GBps", bench::algbw_gbps(S, sec)},
                     {"busbw_GBps", bench::busbw_gbps(spec.op, n, S, sec)}, {"check", check}});
     if (!res.by_rank_ns.empty()) rows.back()["samples_ns_by_rank"] = res.by_rank_ns;
+    if (reporter)
+      progress(rows.size(), sizes.size(),
+               fmt::format("{}: {} us, busbw {} GB/s", format_size(res.bytes), fixed(s.median / 1e3, 2),
+                           fixed(bench::busbw_gbps(spec.op, n, S, sec), 2)));
   }
   if (!reporter) {  // rank 0 prints; the others only say what went wrong
     if (!stopped.empty()) throw Error(stopped);

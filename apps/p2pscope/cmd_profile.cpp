@@ -14,6 +14,7 @@
 #include "bench/driven_backend.hpp"
 #include "commands.hpp"
 #include "monitor_options.hpp"
+#include "progress.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/gpu_runtime.hpp"
@@ -79,50 +80,6 @@ std::vector<std::string> split_commas(const std::string& s) {
   if (out.empty()) throw UsageError("--backend: empty list; give e.g. ce or ce,sm");
   return out;
 }
-
-std::string clock_text(double s) {
-  if (s < 0) return "?";
-  const long long t = static_cast<long long>(s + 0.5);
-  return t >= 3600 ? fmt::format("{}h{:02d}m", t / 3600, (t / 60) % 60) : fmt::format("{}m{:02d}s", t / 60, t % 60);
-}
-
-// One rewritten line on a terminal; a plain line every 5 s otherwise (logs, CI).
-class ProgressPrinter {
- public:
-  ProgressPrinter() : tty_(isatty(STDERR_FILENO) == 1) {}
-  ~ProgressPrinter() { finish(); }
-  void operator()(const profile::Progress& p) {
-    std::string line;
-    if (p.total == 0)
-      line = fmt::format("[{}] up to {}", p.phase, clock_text(p.eta_s));
-    else
-      line = fmt::format("[{}] {}/{} ({:.0f}%)  {:.0f} ops/s  ETA {}  {}", p.phase, p.done, p.total,
-                         100.0 * static_cast<double>(p.done) / static_cast<double>(p.total), p.ops_per_s,
-                         clock_text(p.eta_s), p.current);
-    if (tty_) {
-      std::fprintf(stderr, "\r\033[K%s", line.c_str());
-      open_ = true;
-    } else {
-      const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
-      if (p.phase != last_phase_ || now - last_ >= 5 || (p.total > 0 && p.done == p.total)) {
-        std::fprintf(stderr, "%s\n", line.c_str());
-        last_ = now;
-        last_phase_ = p.phase;
-      }
-    }
-    std::fflush(stderr);
-  }
-  void finish() {
-    if (open_) std::fprintf(stderr, "\n");
-    open_ = false;
-  }
-
- private:
-  bool tty_;
-  bool open_ = false;
-  std::int64_t last_ = 0;
-  std::string last_phase_;
-};
 
 void print_result(const profile::Result& r) {
   std::printf("campaign: %s\n", r.out_dir.c_str());

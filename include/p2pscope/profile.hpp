@@ -71,6 +71,7 @@ struct Progress {
   double ops_per_s = 0;
   double eta_s = -1;          // -1 unknown
   std::string current;        // event name of the op in flight
+  const char* unit = "ops";   // what done counts, for the rate ("rows" in bench sweeps)
 };
 
 struct Params {

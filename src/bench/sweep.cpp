@@ -183,6 +183,7 @@ SweepResult run_sweep(Backend& b, const SweepSpec& spec) {
         return res;
       }
       res.rows.push_back(std::move(row));
+      if (spec.on_row) spec.on_row(res.rows.size(), planned, res.rows.back());
     }
   return res;
 }

@@ -5,6 +5,7 @@
 // JSON. Nothing here prints.
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,8 @@ enum class Mode { unidirectional, bidirectional, latency, blocking };
 Mode parse_mode(const std::string& text);  // throws UsageError
 std::string to_string(Mode m);
 
+struct SweepRow;
+
 struct SweepSpec {
   Mode mode = Mode::unidirectional;
   std::vector<std::pair<int, int>> pairs;  // directed (src, dst); empty: every directed pair
@@ -32,6 +35,8 @@ struct SweepSpec {
   // Polled before each (pair, size): once set, the sweep ends there and returns the rows
   // measured so far with `stopped` saying so (Ctrl-C loses nothing already measured).
   const std::atomic<bool>* stop = nullptr;
+  // Called after each row is measured (progress on long sweeps); may be empty.
+  std::function<void(std::size_t done, std::size_t planned, const SweepRow& row)> on_row;
 };
 
 struct SweepRow {
