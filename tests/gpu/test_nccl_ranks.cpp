@@ -119,7 +119,9 @@ TEST(NcclRanks, TwoProcessesMoveIntactDataBothWays) {
 
 TEST(NcclRanks, AKilledRankStopsTheOtherWithAnErrorWithinSeconds) {
   NEED_A_GPU_AND_THE_BINARY();
-  const std::string args = "bench gpu --backend nccl --pairs 0:1,1:0 --sizes 1M:1G --iters 50";
+  // 2000 iterations: over NVLink the sweep lasts ~20 s, past the kill at 8 s (with 50 it
+  // ended first on nvidia-h200-x2); over sockets it is far longer still.
+  const std::string args = "bench gpu --backend nccl --pairs 0:1,1:0 --sizes 1M:1G --iters 2000";
   const int port = test_port();
   Rank r1 = start_rank(1, port, args, "kill");
   Rank r0 = start_rank(0, port, args, "kill");

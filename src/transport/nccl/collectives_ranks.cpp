@@ -64,7 +64,10 @@ class NcclCollectiveRanks final : public CollectiveRanks {
     P2P_CUDA(cudaMemcpyAsync(in_.get(), h.data(), h.size(), cudaMemcpyHostToDevice, st), gpu);
     P2P_CUDA(cudaMemsetAsync(out_.get(), 0xFF, shape.out_elems * shape.esize, st), gpu);  // poison: NaN, or -1
     auto issue = [&] { nccl::issue_collective(shape, me, in_.get(), out_.get(), rc_.comm(), st, gpu); };
-    for (int i = 0; i < std::max(1, spec.warmup); ++i) issue();  // NCCL kernels load before the spin
+    const std::string what = fmt::format("{} of {}", to_string(spec.op), format_size(shape.bytes));
+    rc_.queue("the warm-up of " + what, [&] {
+      for (int i = 0; i < std::max(1, spec.warmup); ++i) issue();  // NCCL kernels load before the spin
+    });
     rc_.wait(fmt::format("{} warm-up", to_string(spec.op)));
 
     std::vector<Event> a, b;
@@ -72,14 +75,16 @@ class NcclCollectiveRanks final : public CollectiveRanks {
     const bool hold = spec.iters * 4 < 600;
     const int gen = ++generation_;
     if (hold) launch_spin_until(release_, gen, st, gpu);
-    for (int i = 0; i < spec.iters; ++i) {
-      P2P_CUDA(cudaEventRecord(a[static_cast<std::size_t>(i)].get(), st), gpu);
-      issue();
-      P2P_CUDA(cudaEventRecord(b[static_cast<std::size_t>(i)].get(), st), gpu);
-    }
+    rc_.queue(what, [&] {
+      for (int i = 0; i < spec.iters; ++i) {
+        P2P_CUDA(cudaEventRecord(a[static_cast<std::size_t>(i)].get(), st), gpu);
+        issue();
+        P2P_CUDA(cudaEventRecord(b[static_cast<std::size_t>(i)].get(), st), gpu);
+      }
+    });
     rc_.boot().barrier();  // every rank's work is queued: start them together
     *release_ = gen;
-    rc_.wait(fmt::format("{} of {}", to_string(spec.op), format_size(shape.bytes)));
+    rc_.wait(what);
     std::vector<double> mine;
     for (int i = 0; i < spec.iters; ++i) mine.push_back(elapsed_ms(a[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)]) * 1e6);
 

@@ -98,22 +98,27 @@ class NcclRanksBackend final : public Backend {
     std::vector<Event> a, b;
     const bool hold = static_cast<long>(s.iters) * rounds * 2 < 600;
     const int gen = ++generation_;
+    const std::string what = fmt::format("{} {} -> {}", to_string(s.pattern), s.src, s.dst);
     if (part) {
-      for (int i = 0; i < std::max(1, s.warmup); ++i) one();  // also loads NCCL's kernels
+      rc_->queue("the warmup of " + what, [&] {
+        for (int i = 0; i < std::max(1, s.warmup); ++i) one();  // also loads NCCL's kernels
+      });
       wait("warmup");
       for (int i = 0; i < s.iters; ++i) a.push_back(make_event(gpu_)), b.push_back(make_event(gpu_));
       if (hold) launch_spin_until(release_, gen, stream(), gpu_);
-      for (int i = 0; i < s.iters; ++i) {
-        P2P_CUDA(cudaEventRecord(a[static_cast<std::size_t>(i)].get(), stream()), gpu_);
-        one();
-        P2P_CUDA(cudaEventRecord(b[static_cast<std::size_t>(i)].get(), stream()), gpu_);
-      }
+      rc_->queue(what, [&] {
+        for (int i = 0; i < s.iters; ++i) {
+          P2P_CUDA(cudaEventRecord(a[static_cast<std::size_t>(i)].get(), stream()), gpu_);
+          one();
+          P2P_CUDA(cudaEventRecord(b[static_cast<std::size_t>(i)].get(), stream()), gpu_);
+        }
+      });
     }
     rc_->boot().barrier();  // both sides' work is queued: start them together
     std::vector<double> mine;
     if (part) {
       *release_ = gen;
-      wait(fmt::format("{} {} -> {}", to_string(s.pattern), s.src, s.dst));
+      wait(what);
       for (int i = 0; i < s.iters; ++i) mine.push_back(elapsed_ms(a[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)]) * 1e6);
     }
     const auto all = rc_->boot().allgather(pack(mine));

@@ -67,7 +67,8 @@ RankComm::~RankComm() {
   }
   dog_cv_.notify_all();
   if (dog_.joinable()) dog_.join();
-  if (comm_) ncclCommDestroy(comm_);
+  // A dead peer may leave kernels waiting on it, which a destroy would wait for too.
+  if (comm_) boot_->peers_alive() ? ncclCommDestroy(comm_) : ncclCommAbort(comm_);
 }
 
 std::string RankComm::describe(int r) const {
@@ -101,26 +102,49 @@ cudaStream_t RankComm::stream() {
   return stream_.get();
 }
 
-void RankComm::wait(const std::string& what) {
-  // A plain synchronize, not a polling loop: polling measured 4 ms per small op when
-  // mpirun bound the rank to one core, starving NCCL's proxy thread.
-  cudaStream_t s = stream();
+void RankComm::arm() {
   {
     std::lock_guard<std::mutex> lk(dog_m_);
     armed_ = true;
     armed_at_ns_ = monotonic_ns();
   }
   dog_cv_.notify_all();
+}
+
+std::string RankComm::disarm() {
+  std::lock_guard<std::mutex> lk(dog_m_);
+  armed_ = false;
+  return std::exchange(dog_why_, std::string());
+}
+
+void RankComm::throw_aborted(const std::string& why, const std::string& what) const {
+  throw Error(fmt::format("{}, rank {} (GPU {}): {} during {}; the NCCL communicator was aborted", who_, rank_, gpu_, why, what));
+}
+
+void RankComm::wait(const std::string& what) {
+  // A plain synchronize, not a polling loop: polling measured 4 ms per small op when
+  // mpirun bound the rank to one core, starving NCCL's proxy thread.
+  cudaStream_t s = stream();
+  arm();
   const cudaError_t e = cudaStreamSynchronize(s);
-  std::string why;
-  {
-    std::lock_guard<std::mutex> lk(dog_m_);
-    armed_ = false;
-    why = std::exchange(dog_why_, std::string());
-  }
-  if (!why.empty())
-    throw Error(fmt::format("{}, rank {} (GPU {}): {} during {}; the NCCL communicator was aborted", who_, rank_, gpu_, why, what));
+  const std::string why = disarm();
+  if (!why.empty()) throw_aborted(why, what);
   P2P_CUDA(e, gpu_);
+}
+
+void RankComm::queue(const std::string& what, const std::function<void()>& enqueue) {
+  arm();
+  try {
+    enqueue();
+  } catch (...) {
+    // After an abort the next NCCL call fails on the null communicator: the reason is
+    // the watchdog's, not that call's.
+    const std::string why = disarm();
+    if (!why.empty()) throw_aborted(why, "queueing " + what);
+    throw;
+  }
+  const std::string why = disarm();
+  if (!why.empty()) throw_aborted(why, "queueing " + what);
 }
 
 void RankComm::watchdog() {

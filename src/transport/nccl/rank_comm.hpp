@@ -9,6 +9,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -55,9 +56,17 @@ class RankComm {
   // error and the bootstrap's sockets meanwhile and aborts the communicator (which
   // ends NCCL's kernels and so the wait); then this throws, naming what happened.
   void wait(const std::string& what);
+  // Runs `enqueue` (calls that queue work on this rank's stream) under the same watchdog:
+  // a long batch fills CUDA's launch queue, and the enqueue then blocks inside NCCL
+  // behind kernels that a dead peer never ends (seen over NVLink, where NCCL reports
+  // no error of its own). The abort unblocks it; this then throws, naming what happened.
+  void queue(const std::string& what, const std::function<void()>& enqueue);
 
  private:
   void watchdog();
+  void arm();
+  std::string disarm();  // the watchdog's reason for an abort meanwhile, "" if none
+  [[noreturn]] void throw_aborted(const std::string& why, const std::string& what) const;
 
   std::shared_ptr<Bootstrap> boot_;
   std::string who_;
