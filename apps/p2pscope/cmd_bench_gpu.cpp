@@ -135,7 +135,8 @@ void add_bench_commands(CLI::App& bench, Context& ctx) {
   c->add_option("--variant", g->variant,
                 "sm: push (source writes) or pull (destination reads); push@N = N blocks per SM. "
                 "ce: push (the source's copy engine), pull (the destination's) or both, @N = each copy of 1 MiB or more "
-                "cut in N slices on N streams");
+                "cut in N slices on N streams, +host[P] = P % (default 8) of each peer copy of 64 MiB or more through "
+                "pinned host memory at the same time (two paths: NVLink and PCIe)");
   c->add_option("--pattern", g->pattern, "uni, bidir, latency (GPU ping-pong, one-way = rtt/2) or blocking (host-observed)")
       ->capture_default_str();
   c->add_option("--pairs", g->pairs, "directed pairs SRC:DST,... (default: every pair); staged: 'host' or N = host memory");
@@ -147,6 +148,7 @@ void add_bench_commands(CLI::App& bench, Context& ctx) {
       "  p2pscope bench gpu --backend sm --variant pull --pairs 0:1 --sizes 1K:1G\n"
       "  p2pscope bench gpu --backend ce-pull --pattern bidir --pairs 0:1  # destination engines, as nvbandwidth read_ce\n"
       "  p2pscope bench gpu --backend ce --pattern latency --pairs 0:1,1:0\n"
+      "  p2pscope bench gpu --backend ce+host10 --pairs 0:1 --sizes 1G     # NVLink and PCIe at once\n"
       "  p2pscope bench gpu --backend staged --pairs host:0,0:host --sizes 1G\n"
       "  p2pscope bench gpu --backend host --pattern bidir --sizes 4M --format json --out results/\n"
       "  mpirun -np 2 p2pscope bench gpu --backend nccl --sizes 8:1G   # one process per GPU, like torchrun\n"

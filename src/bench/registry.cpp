@@ -59,12 +59,12 @@ std::vector<std::string> backend_names() {
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name_in, const BackendOptions& opts_in) {
-  // "sm-pull" / "sm:push" / "ce-pull@4" / "ce@4" name the sm or ce backend with its variant.
+  // "sm-pull" / "sm:push" / "ce-pull@4" / "ce@4" / "ce+host" name the sm or ce backend with its variant.
   std::string name = name_in;
   BackendOptions opts = opts_in;
   for (const std::string base : {"sm", "ce"}) {
-    if (name.size() <= 2 || name.compare(0, 2, base) != 0 || std::string("-:@").find(name[2]) == std::string::npos) continue;
-    const std::string variant = name.substr(name[2] == '@' ? 2 : 3);
+    if (name.size() <= 2 || name.compare(0, 2, base) != 0 || std::string("-:@+").find(name[2]) == std::string::npos) continue;
+    const std::string variant = name.substr(name[2] == '@' || name[2] == '+' ? 2 : 3);
     if (!opts.variant.empty() && opts.variant != variant)
       throw UsageError("backend '" + name + "' and variant '" + opts.variant + "' disagree");
     opts.variant = variant;

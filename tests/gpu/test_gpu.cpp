@@ -100,7 +100,7 @@ TEST(GpuCuda, StagedMovesHostToGpuAndBackOnOneGpu) {
 
 TEST(GpuCuda, PairsThroughEveryCudaBackendAndPattern) {
   NEED_GPUS(2);
-  for (const std::string name : {"ce", "ce@4", "ce-pull", "ce-both@4", "sm", "sm-pull", "staged"}) {
+  for (const std::string name : {"ce", "ce@4", "ce-pull", "ce-both@4", "ce+host10", "sm", "sm-pull", "staged"}) {
     auto b = make_backend(name);
     if (!b->support(0, 1).ok) {
       EXPECT_EQ(b->support(0, 1).reason, "no peer access");
@@ -141,6 +141,11 @@ TEST(GpuCuda, BadInputIsRefusedBeforeAllocating) {
   EXPECT_THROW(make_backend("ce", {"sideways"}), UsageError);
   EXPECT_THROW(make_backend("ce", {"both@17"}), UsageError);
   EXPECT_THROW(make_backend("ce", {"push@0"}), UsageError);
+  EXPECT_EQ(make_backend("ce", {"push+host"})->name(), "ce+host8");
+  EXPECT_EQ(make_backend("ce+host25")->name(), "ce+host25");
+  EXPECT_EQ(make_backend("ce", {"pull@2+host20"})->name(), "ce-pull@2+host20");
+  EXPECT_THROW(make_backend("ce", {"push+disk"}), UsageError);
+  EXPECT_THROW(make_backend("ce", {"push+host60"}), UsageError);
 }
 
 TEST(GpuCuda, ProfileHooksTimerBusyComputeAndBlocking) {

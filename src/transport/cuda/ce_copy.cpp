@@ -11,16 +11,25 @@
 
 namespace p2pscope::bench::cuda {
 
-CeMode parse_ce_variant(const std::string& variant) {
+CeMode parse_ce_variant(const std::string& text) {
+  CeMode m;
+  std::string variant = text;
+  if (const auto plus = text.find('+'); plus != std::string::npos) {
+    const std::string path = text.substr(plus + 1);
+    variant = text.substr(0, plus);
+    if (path.rfind("host", 0) != 0)
+      throw UsageError("backend ce: unknown path '+" + path + "': use +host (8 % through pinned host memory) or +hostP");
+    m.host_pct = path == "host" ? 8 : static_cast<int>(parse_int(path.substr(4), "the share after +host"));
+    if (m.host_pct < 1 || m.host_pct > 50) throw UsageError("ce variant: the +host share must be 1-50 (percent)");
+  }
   const auto at = variant.find('@');
   const std::string v = variant.substr(0, at);
-  CeMode m;
   if (v == "pull" || v == "read") m.engine = CeEngine::destination;
   else if (v == "both") m.engine = CeEngine::both;
   else if (!v.empty() && v != "push" && v != "write")
     throw UsageError("backend ce: unknown variant '" + variant +
                      "': use push (the source's copy engine), pull (the destination's) or both, optionally @N "
-                     "(N copy streams, 1-16)");
+                     "(N copy streams, 1-16) and +host[P] (P % through pinned host memory at once)");
   if (at != std::string::npos) {
     const long long n = parse_int(variant.substr(at + 1), "the number after @");
     if (n < 1 || n > 16) throw UsageError("ce variant: the number of copy streams must be 1-16");
@@ -32,7 +41,13 @@ CeMode parse_ce_variant(const std::string& variant) {
 std::string CeCopier::name() const {
   std::string n = mode_.engine == CeEngine::destination ? "ce-pull" : mode_.engine == CeEngine::both ? "ce-both" : "ce";
   if (mode_.streams > 1) n += fmt::format("@{}", mode_.streams);
+  if (mode_.host_pct > 0) n += fmt::format("+host{}", mode_.host_pct);
   return n;
+}
+
+std::uint64_t CeCopier::host_share(int src, int dst, std::uint64_t n) const {
+  if (mode_.host_pct == 0 || src == dst || n < kHostPathMin) return 0;
+  return n * static_cast<std::uint64_t>(mode_.host_pct) / 100 / kHostPathChunk * kHostPathChunk;
 }
 
 std::string CeCopier::describe(int src, int dst) const {
@@ -43,6 +58,10 @@ std::string CeCopier::describe(int src, int dst) const {
   if (sliced())
     d += fmt::format(" ({} and more: {} slices on {} streams{})", format_size(kCeMinSliced), slices(), slices(),
                      mode_.engine == CeEngine::both ? ", alternating source and destination" : "");
+  if (mode_.host_pct > 0)
+    d += fmt::format("; at the same time {}% of copies of {} and more through pinned host memory (GPU {} -> host -> "
+                     "GPU {}, {} chunks): two paths, not one link",
+                     mode_.host_pct, format_size(kHostPathMin), src, dst, format_size(kHostPathChunk));
   return d;
 }
 

@@ -24,14 +24,21 @@ enum class CeEngine { source, destination, both };
 
 struct CeMode {
   CeEngine engine = CeEngine::source;
-  int streams = 1;  // slices per copy; `both` uses at least 2 (one per engine)
+  int streams = 1;   // slices per copy; `both` uses at least 2 (one per engine)
+  int host_pct = 0;  // multipath: this share of a large peer copy goes GPU -> pinned host -> GPU at once
 };
 
-// "", "push", "write", "pull", "read", "both", each optionally "@N" (1-16). UsageError otherwise.
+// "", "push", "write", "pull", "read", "both", each optionally "@N" (1-16), then
+// optionally "+host" (8 %: the best of 6-15 % on H200 NVLink4 + PCIe Gen5, uni and bidir) or
+// "+hostP" (P % 1-50). UsageError otherwise.
 CeMode parse_ce_variant(const std::string& variant);
 
 // Copies smaller than this stay whole on the lane's own engine.
 constexpr std::uint64_t kCeMinSliced = 1 << 20;
+// Multipath: peer copies from this size on send a share through host memory, in chunks
+// of kHostPathChunk (smaller copies would wait on the PCIe path's latency).
+constexpr std::uint64_t kHostPathMin = 64ull << 20;
+constexpr std::uint64_t kHostPathChunk = 8ull << 20;
 
 class CeCopier {
  public:
@@ -41,6 +48,9 @@ class CeCopier {
   // The device whose stream starts (and times) a copy src -> dst.
   int initiator(int src, int dst) const { return mode_.engine == CeEngine::destination ? dst : src; }
   std::string describe(int src, int dst) const;  // for the result's note
+  // Bytes of an n-byte copy src -> dst that go through host memory (the tail of the
+  // buffer, whole chunks); 0 without +host, for device-local and for small copies.
+  std::uint64_t host_share(int src, int dst, std::uint64_t n) const;
   // Queues one copy of n bytes from `from` on GPU src to `to` on GPU dst on `lane`, a
   // stream of initiator(src, dst). src == dst: a device-local copy.
   void issue(void* to, int dst, const void* from, int src, std::uint64_t n, cudaStream_t lane);

@@ -269,7 +269,8 @@ class CudaBackend final : public Backend {
   };
   struct Stage {  // one direction GPU -> GPU through pinned memory
     PinnedBuffer bounce;
-    Event kick, down[2], up[2];  // kick: on the lane's device; down: on src; up: on dst
+    Event kick;                   // on the lane's device
+    std::vector<Event> down, up;  // per slot: on src, on dst
     std::uint64_t chunk = 0;
   };
 
@@ -347,7 +348,7 @@ class CudaBackend final : public Backend {
     const int d = initiator(src, dst);
     DeviceGuard g(d);
     if (ce_) {
-      ce_->issue(recv_ptr(dst), dst, send_ptr(src), src, n, st);
+      issue_ce(src, dst, n, st);
     } else if (kind_ == "sm") {
       launch_copy(recv_ptr(dst), send_ptr(src), n, sm_blocks(d), 512, st, d);
     } else if (is_host(src)) {
@@ -359,48 +360,75 @@ class CudaBackend final : public Backend {
     }
   }
 
+  // staged: 64 MiB chunks in 2 slots; the ce backend's +host path: 8 MiB in 4.
   Stage& stage_for(int src, int dst) {
     auto& sg = stage_[{src, dst}];
     if (!sg.bounce.get()) {
-      sg.chunk = std::max<std::uint64_t>(1, std::min(kStageChunk, max_bytes_));
-      sg.bounce = pinned_alloc(2 * sg.chunk, src);
+      const bool multipath = ce_.has_value();
+      sg.chunk = std::max<std::uint64_t>(1, std::min(multipath ? kHostPathChunk : kStageChunk, max_bytes_));
+      const int slots = multipath ? 4 : 2;
+      sg.bounce = pinned_alloc(static_cast<std::uint64_t>(slots) * sg.chunk, src);
       sg.kick = make_event(initiator(src, dst));
-      for (int k = 0; k < 2; ++k) {
-        sg.down[k] = make_event(src);
-        sg.up[k] = make_event(dst);
+      for (int k = 0; k < slots; ++k) {
+        sg.down.push_back(make_event(src));
+        sg.up.push_back(make_event(dst));
       }
     }
     return sg;
   }
 
-  // GPU -> pinned bounce (2 slots) -> GPU, chunked: src's `down` stream copies out,
-  // dst's `up` stream copies in; `st` starts the chain and waits for the last chunk.
-  void issue_staged_gpu(int src, int dst, std::uint64_t n, cudaStream_t st) {
+  // GPU -> pinned bounce slots -> GPU for bytes [base, base + n), chunked: src's `down`
+  // stream copies out, dst's `up` stream copies in, starting where `st` stands now.
+  // Returns the event of the last chunk in, for `st` (or another stream) to wait on.
+  cudaEvent_t queue_staged(int src, int dst, std::uint64_t base, std::uint64_t n, cudaStream_t st) {
     Stage& sg = stage_for(src, dst);
     const int lane_dev = initiator(src, dst);
+    const std::size_t slots = sg.down.size();
     cudaStream_t down = dev_[static_cast<std::size_t>(src)].down.get();
     cudaStream_t up = dev_[static_cast<std::size_t>(dst)].up.get();
     { DeviceGuard g(lane_dev); P2P_CUDA(cudaEventRecord(sg.kick.get(), st), lane_dev); }
     { DeviceGuard g(src); P2P_CUDA(cudaStreamWaitEvent(down, sg.kick.get(), 0), src); }
     const std::uint64_t chunks = std::max<std::uint64_t>(1, (n + sg.chunk - 1) / sg.chunk);
     for (std::uint64_t k = 0; k < chunks; ++k) {
-      const std::uint64_t off = k * sg.chunk, len = std::min(sg.chunk, n - off);
-      auto* slot = static_cast<unsigned char*>(sg.bounce.get()) + (k % 2) * sg.chunk;
+      const std::uint64_t off = base + k * sg.chunk, len = std::min(sg.chunk, base + n - off);
+      const std::size_t slot_index = static_cast<std::size_t>(k % slots);
+      auto* slot = static_cast<unsigned char*>(sg.bounce.get()) + slot_index * sg.chunk;
       {
         DeviceGuard g(src);
-        if (k >= 2) P2P_CUDA(cudaStreamWaitEvent(down, sg.up[k % 2].get(), 0), src);  // slot free again
+        if (k >= slots) P2P_CUDA(cudaStreamWaitEvent(down, sg.up[slot_index].get(), 0), src);  // slot free again
         P2P_CUDA(cudaMemcpyAsync(slot, static_cast<unsigned char*>(send_ptr(src)) + off, len, cudaMemcpyDeviceToHost, down), src);
-        P2P_CUDA(cudaEventRecord(sg.down[k % 2].get(), down), src);
+        P2P_CUDA(cudaEventRecord(sg.down[slot_index].get(), down), src);
       }
       {
         DeviceGuard g(dst);
-        P2P_CUDA(cudaStreamWaitEvent(up, sg.down[k % 2].get(), 0), dst);
+        P2P_CUDA(cudaStreamWaitEvent(up, sg.down[slot_index].get(), 0), dst);
         P2P_CUDA(cudaMemcpyAsync(static_cast<unsigned char*>(recv_ptr(dst)) + off, slot, len, cudaMemcpyHostToDevice, up), dst);
-        P2P_CUDA(cudaEventRecord(sg.up[k % 2].get(), up), dst);
+        P2P_CUDA(cudaEventRecord(sg.up[slot_index].get(), up), dst);
       }
     }
+    return sg.up[static_cast<std::size_t>((chunks - 1) % slots)].get();
+  }
+
+  void issue_staged_gpu(int src, int dst, std::uint64_t n, cudaStream_t st) {
+    cudaEvent_t last = queue_staged(src, dst, 0, n, st);
+    const int lane_dev = initiator(src, dst);
     DeviceGuard g(lane_dev);
-    P2P_CUDA(cudaStreamWaitEvent(st, sg.up[(chunks - 1) % 2].get(), 0), lane_dev);  // the last chunk is in
+    P2P_CUDA(cudaStreamWaitEvent(st, last, 0), lane_dev);  // the last chunk is in
+  }
+
+  // The ce backend's +host: the tail of the buffer through host memory while the copy
+  // engine moves the rest over the link; `st` waits for both.
+  void issue_ce(int src, int dst, std::uint64_t n, cudaStream_t st) {
+    const std::uint64_t h = ce_->host_share(src, dst, n);
+    if (h == 0) {
+      ce_->issue(recv_ptr(dst), dst, send_ptr(src), src, n, st);
+      return;
+    }
+    cudaEvent_t last = queue_staged(src, dst, n - h, h, st);
+    ce_->issue(recv_ptr(dst), dst, send_ptr(src), src, n - h, st);
+    const int lane_dev = initiator(src, dst);
+    DeviceGuard g(lane_dev);
+    P2P_CUDA(cudaStreamWaitEvent(st, last, 0), lane_dev);
   }
 
   void sync_all_streams() {
@@ -416,8 +444,9 @@ class CudaBackend final : public Backend {
   // Per-lane samples (ns) and, with 2 lanes, the per-iteration total as out[2].
   std::vector<std::vector<double>> run_timed(const std::vector<Lane>& lanes, int warmup, int iters) {
     // The blocking start holds at most what the launch queue takes without blocking us.
-    const std::size_t ops_per_iter =
-        staged_gpu_pair_ ? 8 + 6 * (max_bytes_ / kStageChunk + 1) : 3 + (ce_ ? ce_->ops_per_copy() : 1);
+    const std::size_t host_path_ops = ce_ ? 3 + 6 * static_cast<std::size_t>(ce_->host_share(0, 1, max_bytes_) / kHostPathChunk) : 0;
+    const std::size_t ops_per_iter = staged_gpu_pair_ ? 8 + 6 * (max_bytes_ / kStageChunk + 1)
+                                                      : 3 + (ce_ ? ce_->ops_per_copy() : 1) + host_path_ops;
     hold_ = static_cast<std::size_t>(iters) * lanes.size() * ops_per_iter < 900;
     return run_timed_lanes(lanes, warmup, iters, hold_ ? release_ : nullptr, ++generation_, [this] { sync_all_streams(); });
   }
