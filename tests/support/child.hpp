@@ -1,11 +1,16 @@
 #pragma once
 // The built p2pscope binary as a child process, for tests that signal or kill it
-// mid-run: spawn (stdout and stderr to /dev/null) and its exit status.
+// mid-run: spawn (stdout and stderr to /dev/null), wait for the rows it writes to a
+// CSV file as it goes, and its exit status.
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace p2pscope::test {
@@ -29,6 +34,26 @@ inline int wait_exit(pid_t pid) {
   int status = 0;
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Lines of a CSV file after its header.
+inline std::size_t data_lines(const std::filesystem::path& csv) {
+  std::ifstream in(csv);
+  std::size_t n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n > 0 ? n - 1 : 0;
+}
+
+// Waits until `csv` holds at least `rows` rows; false when the child ended first (it is
+// then reaped) or 60 s passed.
+inline bool wait_rows(pid_t pid, const std::filesystem::path& csv, std::size_t rows) {
+  for (int i = 0; i < 6000; ++i) {
+    if (std::filesystem::exists(csv) && data_lines(csv) >= rows) return true;
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
 }
 
 }  // namespace p2pscope::test

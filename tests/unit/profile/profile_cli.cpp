@@ -20,28 +20,11 @@
 namespace fs = std::filesystem;
 using namespace p2pscope::profile;
 using p2pscope::test::spawn;
+using p2pscope::test::data_lines;
 using p2pscope::test::wait_exit;
+using p2pscope::test::wait_rows;
 
 namespace {
-
-std::size_t data_lines(const fs::path& log) {
-  std::ifstream in(log);
-  std::size_t n = 0;
-  std::string line;
-  while (std::getline(in, line)) ++n;
-  return n > 0 ? n - 1 : 0;
-}
-
-// Waits until the log holds at least `rows` rows (or the child ended / 60 s passed).
-bool wait_rows(pid_t pid, const fs::path& log, std::size_t rows) {
-  for (int i = 0; i < 6000; ++i) {
-    if (fs::exists(log) && data_lines(log) >= rows) return true;
-    int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
 
 std::vector<std::string> campaign_args(const fs::path& out) {
   // 64 MiB copies keep each op long enough to be caught mid-campaign.

@@ -16,27 +16,11 @@
 
 namespace fs = std::filesystem;
 using p2pscope::test::spawn;
+using p2pscope::test::data_lines;
 using p2pscope::test::wait_exit;
+using p2pscope::test::wait_rows;
 
 namespace {
-
-std::size_t data_lines(const fs::path& csv) {
-  std::ifstream in(csv);
-  std::size_t n = 0;
-  for (std::string line; std::getline(in, line);) ++n;
-  return n > 0 ? n - 1 : 0;
-}
-
-// Waits until sweep.csv holds `rows` runs; false when the child ended first or 60 s passed.
-bool wait_rows(pid_t pid, const fs::path& csv, std::size_t rows) {
-  for (int i = 0; i < 6000; ++i) {
-    if (fs::exists(csv) && data_lines(csv) >= rows) return true;
-    int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
 
 nlohmann::json read_json(const fs::path& p) {
   std::ifstream in(p);
