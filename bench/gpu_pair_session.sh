@@ -2,7 +2,7 @@
 # Everything issue 3 still needs a GPU pair for, in one device call (nvidia-h200-x2 or
 # -x4): the anchors comparison (ce/sm/staged uni and bidir at 1 GiB, GPU ping-pong
 # latency, nccl backend vs torch send/recv, blocking copies), the ce engines (push, pull,
-# both, on 1-4 streams), the one-process-per-GPU
+# both, on 1-4 streams), two-path copies (ce+hostP), the one-process-per-GPU
 # nccl harness and collectives vs torch over NVLink, the TCP engine vs NCCL sockets
 # between two GPUs, and test_gpu. Carry a stripped p2pscope, test_gpu and a copy of
 # shared/reference/torch_sendrecv.py in DIR (the device gets the working tree only).
@@ -18,6 +18,7 @@ mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 ( time P2PSCOPE=$P TORCH_SENDRECV=${TORCH_SENDRECV:-$DIR/torch_sendrecv.py} bash "$HERE/gpu_vs_anchors.sh" "$OUT/anchors" ) \
   > "$OUT/anchors.log" 2>&1
 P2PSCOPE=$P bash "$HERE/ce_engines.sh" "$OUT/ce-engines" > "$OUT/ce-engines.log" 2>&1
+P2PSCOPE=$P bash "$HERE/multipath.sh" "$OUT/multipath" > "$OUT/multipath.log" 2>&1
 P2PSCOPE=$P bash "$HERE/nccl_collectives_ranks.sh" "$OUT/collectives" > "$OUT/collectives.log" 2>&1
 DTYPE=bfloat16 OPS=allreduce P2PSCOPE=$P bash "$HERE/nccl_collectives_ranks.sh" "$OUT/collectives-bf16" > "$OUT/collectives-bf16.log" 2>&1
 P2PSCOPE=$P bash "$HERE/tcp_vs_nccl_socket.sh" "$OUT/tcp-vs-nccl" > "$OUT/tcp-vs-nccl.log" 2>&1
@@ -25,6 +26,7 @@ P2PSCOPE=$P bash "$HERE/tcp_vs_nccl_socket.sh" "$OUT/tcp-vs-nccl" > "$OUT/tcp-vs
 echo "--- test_gpu"; grep -E "PASSED|FAILED|rc=" "$OUT/test_gpu.txt"
 echo "--- anchors"; cat "$OUT/anchors/comparison.md" 2>/dev/null
 echo "--- ce engines"; cat "$OUT/ce-engines/table.md" 2>/dev/null
+echo "--- two paths (ce+hostP)"; cat "$OUT/multipath/table.md" 2>/dev/null
 echo "--- collectives"; tail -n 30 "$OUT/collectives.log"
 echo "--- tcp vs nccl"; tail -n 20 "$OUT/tcp-vs-nccl.log"
 # One archive: the device tool brings back a limited number of files.
