@@ -52,7 +52,7 @@ void prepare_session(Session& s) {
         std::string named;
         for (const auto& e : *b) named += (named.empty() ? "" : ", ") + e.nic;
         s.warnings.push_back(std::string(dir) + " binding has no entry for " + name + " (it names " + named +
-                             "); its workers stay unpinned");
+                             "); its workers stay unpinned: add '" + name + ":CPUS' to pin them");
         continue;
       }
       std::vector<int> missing;
