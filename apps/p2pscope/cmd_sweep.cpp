@@ -82,7 +82,7 @@ void run(const SweepTcpOptions& o, Context& ctx) {
   const profile::InterruptFlag interrupt;
   std::string stopped;
   for (const auto& [c, chunk, w, k] : grid_points) {
-    for (int rep = 0; rep < o.reps && stopped.empty(); ++rep) {
+    for (int rep = 0; rep < o.reps; ++rep) {
       const std::string point = fmt::format("channels {} chunk {} window {} sockets {} rep {}", c,
                                             format_size_compact(chunk), w, k, rep);
       if (interrupt.flag()->load()) {

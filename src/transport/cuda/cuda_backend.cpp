@@ -409,11 +409,15 @@ class CudaBackend final : public Backend {
     return sg.up[static_cast<std::size_t>((chunks - 1) % slots)].get();
   }
 
-  void issue_staged_gpu(int src, int dst, std::uint64_t n, cudaStream_t st) {
-    cudaEvent_t last = queue_staged(src, dst, 0, n, st);
+  // `st`, a stream of initiator(src, dst), waits until the last staged chunk is in.
+  void join_staged(int src, int dst, cudaStream_t st, cudaEvent_t last) {
     const int lane_dev = initiator(src, dst);
     DeviceGuard g(lane_dev);
-    P2P_CUDA(cudaStreamWaitEvent(st, last, 0), lane_dev);  // the last chunk is in
+    P2P_CUDA(cudaStreamWaitEvent(st, last, 0), lane_dev);
+  }
+
+  void issue_staged_gpu(int src, int dst, std::uint64_t n, cudaStream_t st) {
+    join_staged(src, dst, st, queue_staged(src, dst, 0, n, st));
   }
 
   // The ce backend's +host: the tail of the buffer through host memory while the copy
@@ -426,9 +430,7 @@ class CudaBackend final : public Backend {
     }
     cudaEvent_t last = queue_staged(src, dst, n - h, h, st);
     ce_->issue(recv_ptr(dst), dst, send_ptr(src), src, n - h, st);
-    const int lane_dev = initiator(src, dst);
-    DeviceGuard g(lane_dev);
-    P2P_CUDA(cudaStreamWaitEvent(st, last, 0), lane_dev);
+    join_staged(src, dst, st, last);
   }
 
   void sync_all_streams() {
@@ -444,7 +446,9 @@ class CudaBackend final : public Backend {
   // Per-lane samples (ns) and, with 2 lanes, the per-iteration total as out[2].
   std::vector<std::vector<double>> run_timed(const std::vector<Lane>& lanes, int warmup, int iters) {
     // The blocking start holds at most what the launch queue takes without blocking us.
-    const std::size_t host_path_ops = ce_ ? 3 + 6 * static_cast<std::size_t>(ce_->host_share(0, 1, max_bytes_) / kHostPathChunk) : 0;
+    // The +host path's kick, 6 calls per chunk and the join; nothing for a plain ce copy.
+    const std::uint64_t host_chunks = ce_ ? ce_->host_share(0, 1, max_bytes_) / kHostPathChunk : 0;
+    const std::size_t host_path_ops = host_chunks ? 3 + 6 * static_cast<std::size_t>(host_chunks) : 0;
     const std::size_t ops_per_iter = staged_gpu_pair_ ? 8 + 6 * (max_bytes_ / kStageChunk + 1)
                                                       : 3 + (ce_ ? ce_->ops_per_copy() : 1) + host_path_ops;
     hold_ = static_cast<std::size_t>(iters) * lanes.size() * ops_per_iter < 900;
