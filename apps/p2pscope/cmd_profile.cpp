@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "bench/driven_backend.hpp"
+#include "bench/sweep.hpp"
 #include "commands.hpp"
 #include "monitor_options.hpp"
 #include "progress.hpp"
@@ -21,12 +22,13 @@
 #include "p2pscope/monitor.hpp"
 #include "p2pscope/profile.hpp"
 #include "p2pscope/units.hpp"
+#include "profile/batching.hpp"
 
 namespace p2pscope::app {
 namespace {
 
 struct ProfileOptions {
-  std::string gpus, sizes, backend, out, resume;
+  std::string gpus, pairs, sizes, backend, out, resume;
   std::string out_root = "p2pscope-out";
   std::uint64_t seed = 42;
   int warmup = 5, reps = 10;
@@ -34,6 +36,7 @@ struct ProfileOptions {
   std::string thermal_warmup = "50C:60s";
   std::string rewarm_below = "off";
   int rewarm_every = 20;
+  std::string timing = "batch", min_sample_time = "50us";
   MonitorCliOptions monitor;
 };
 
@@ -111,6 +114,13 @@ void print_result(const profile::Result& r) {
   if (!r.lock_clocks_hint.empty())
     std::printf("\np2pscope does not change GPU clocks. To lock them for steadier numbers, you could run:\n  %s\n",
                 r.lock_clocks_hint.c_str());
+  if (r.alignment.is_object() && !r.alignment.empty()) {
+    const auto& a = r.alignment;
+    if (a.value("ops_checked", 0) > 0)
+      std::printf("\nclock alignment: GPU times within +-%.0f ns of host time; causality checked on %d ops: %d violation(s)%s\n",
+                  a.value("offset_uncertainty_ns_max", 0.0), a.value("ops_checked", 0), a.value("causality_violations", 0),
+                  a.value("causality_violations", 0) > 0 ? fmt::format(", worst {:.0f} ns", a.value("worst_violation_ns", 0.0)).c_str() : "");
+  }
   for (const auto& w : r.warnings) std::printf("warning: %s\n", w.c_str());
 }
 
@@ -123,6 +133,8 @@ void add_profile_command(CLI::App& app, Context& ctx) {
       "Profiling campaign for simulator validation: every directed device pair x sizes, shuffled order, "
       "warmup + repetitions, execution log, metadata, temperatures, clock drift, Chrome trace");
   auto* gpus = cmd->add_option("--gpus", o->gpus, "Devices to pair, e.g. 0-3 or 0,2 (default: all)");
+  cmd->add_option("--pairs", o->pairs, "Only these directed pairs SRC:DST,... instead of every pair of --gpus; "
+                                      "0:0 = one GPU's device-local copy (ce, sm)");
   auto* sizes = cmd->add_option("--sizes", o->sizes, "Message sizes, e.g. 1:1G (default, 31 powers of two) or 4K,1M");
   auto* backend = cmd->add_option("--backend", o->backend, "Backend(s), comma-separated: ce, sm, nccl, staged, host (default ce with GPUs, else host)");
   auto* seed = cmd->add_option("--seed", o->seed, "Seed of the shuffled order (default 42)");
@@ -136,12 +148,19 @@ void add_profile_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--thermal-warmup", o->thermal_warmup, "Heat GPUs to TEMP or for TIME first: 50C:60s, or off")->capture_default_str();
   cmd->add_option("--rewarm-below", o->rewarm_below, "Re-warm a GPU that cooled below this, e.g. 45C (default off)");
   cmd->add_option("--rewarm-every", o->rewarm_every, "Check for re-warming every N measured ops")->capture_default_str();
+  cmd->add_option("--timing", o->timing,
+                  "batch: a record times transfers back to back, enough to span --min-sample-time (small sizes "
+                  "are otherwise timer noise); single: one blocking transfer per record (seed 004's method)")
+      ->capture_default_str();
+  cmd->add_option("--min-sample-time", o->min_sample_time, "batch timing: the least time one record spans (e.g. 50us, 1ms)")
+      ->capture_default_str();
   o->monitor.add(*cmd, false);
 
   cmd->callback([o, &ctx, gpus, sizes, backend, seed, warmup, reps] {
     profile::Params p;
     p.argv = ctx.argv;
     if (gpus->count()) p.devices = parse_cpulist(o->gpus);
+    if (!o->pairs.empty()) p.pairs = bench::parse_pairs(o->pairs);
     if (sizes->count()) p.sizes = parse_size_list(o->sizes);
     if (backend->count()) p.backends = split_commas(o->backend);
     if (seed->count()) p.seed = o->seed;
@@ -157,6 +176,8 @@ void add_profile_command(CLI::App& app, Context& ctx) {
     if (o->rewarm_below != "off") p.rewarm_below_c = profile::parse_celsius(o->rewarm_below);
     if (o->rewarm_every < 1) throw UsageError("--rewarm-every must be 1 or more");
     p.rewarm_every = o->rewarm_every;
+    p.timing = profile::parse_timing(o->timing);
+    p.min_sample_ns = profile::parse_min_sample_time(o->min_sample_time);
 
     // Under mpirun/srun/torchrun: one process per GPU. Rank 0 runs the campaign and
     // writes everything; the other ranks serve its collective calls (driven_backend.hpp).

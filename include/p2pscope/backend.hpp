@@ -3,6 +3,7 @@
 // src/transport/ (host, cuda ce/sm/staged, nccl). Benchmarks (bench gpu) use
 // run_batch; the profile campaign uses run_blocking. Devices are numbered from 0
 // (GPUs in CUDA order; for the host backend, NUMA nodes).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -32,6 +33,9 @@ struct OpTiming {
   double device_duration_ns = NAN; // measured on the device (events); host backend: NAN
   std::int64_t device_start_ns = -1;  // GPU global timer at start; -1 when none
   std::int64_t device_end_ns = -1;
+  // How far device_start/end may be off the GPU timer (ns): 0 where they are timer
+  // readings themselves, half the calibration bracket where they come from events.
+  double device_stamp_error_ns = 0;
 };
 
 struct BatchSpec {
@@ -74,9 +78,33 @@ class Backend {
   virtual BatchResult run_batch(const BatchSpec& spec) = 0;
   // One transfer that has completed when this returns.
   virtual OpTiming run_blocking(int src, int dst, std::uint64_t bytes) = 0;
+  // `count` transfers back to back, timed as one sample (the campaign's batch timing:
+  // small transfers are timed as loops, like nccl-tests and nvbandwidth do). GPU
+  // backends queue them behind a blocking start, so the device duration is the
+  // transfers' own; device_start/end bracket the batch on the GPU timer. The default
+  // runs run_blocking `count` times and adds up.
+  virtual OpTiming run_blocking_batch(int src, int dst, std::uint64_t bytes, int count) {
+    OpTiming all;
+    for (int i = 0; i < count; ++i) {
+      const OpTiming t = run_blocking(src, dst, bytes);
+      if (i == 0) {
+        all = t;
+        continue;
+      }
+      all.host_end_ns = t.host_end_ns;
+      all.device_duration_ns += t.device_duration_ns;  // NAN stays NAN
+      all.device_end_ns = t.device_end_ns;
+      all.device_stamp_error_ns = std::max(all.device_stamp_error_ns, t.device_stamp_error_ns);
+    }
+    return all;
+  }
   // After a transfer src->dst of `bytes`: -1 when the destination holds the source's
   // pattern, else the first bad byte offset.
   virtual std::int64_t verify(int src, int dst, std::uint64_t bytes) = 0;
+
+  // Whose timer stamps an op src -> dst (OpTiming's device_start/end): the device
+  // that issues it (for the staged backend's host end, the GPU; ce-pull, the destination).
+  virtual int clock_device(int src, int dst) const { (void)dst; return src; }
 
   // The device's own timer in ns (GPU %globaltimer read by a tiny kernel), with the
   // host CLOCK_MONOTONIC read just before and after, for clock-drift fits. Backends
@@ -86,6 +114,26 @@ class Backend {
     std::int64_t host_before_ns = 0, host_after_ns = 0;
   };
   virtual TimerReading read_device_timer(int device) { (void)device; return {}; }
+
+  // `count` readings as close together as the backend can take them, for the clock
+  // sync: each reading's device time lies between its host_before and host_after.
+  struct TimerBurst {
+    std::vector<TimerReading> readings;  // empty: no device clock
+    std::int64_t step_ns = 0;            // the device timer's update step; 0 unknown
+    std::string method;                  // how the readings were taken
+    std::string note;                    // why there are fewer than asked
+  };
+  // The default brackets a kernel launch and a synchronize per reading (tens of us).
+  virtual TimerBurst read_device_timer_burst(int device, int count) {
+    TimerBurst b;
+    b.method = "launch: a timer kernel between two host reads";
+    for (int i = 0; i < count; ++i) {
+      const TimerReading r = read_device_timer(device);
+      if (r.device_ns < 0) break;
+      b.readings.push_back(r);
+    }
+    return b;
+  }
 
   // Keeps the device busy with compute for about `seconds` (thermal warm-up).
   // No-op where there is nothing to heat.

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -38,13 +39,17 @@ struct Plan {
   int reps = 10;   // measured repetitions, each over all configs in `order`
   std::vector<Config> configs;  // indexed by id
   std::vector<int> order;       // config ids, shuffled with `seed`
+  std::vector<std::pair<int, int>> pairs;  // as asked (--pairs); empty: every pair of `devices`
   std::size_t measured_ops() const { return configs.size() * static_cast<std::size_t>(reps); }
 };
 
 // Builds configs and the shuffled order. Throws UsageError for fewer than 2 devices,
 // no sizes, a size of 0, or warmup/reps < 0 (reps 0 too).
+// With `pairs`, only those directed pairs (src == dst allowed: a device-local copy,
+// the one-GPU path) and their devices; else every ordered pair of distinct devices.
 Plan make_plan(std::vector<std::string> backends, std::vector<int> devices,
-               std::vector<std::uint64_t> sizes, std::uint64_t seed, int warmup, int reps);
+               std::vector<std::uint64_t> sizes, std::uint64_t seed, int warmup, int reps,
+               std::vector<std::pair<int, int>> pairs = {});
 
 // 0..n-1 shuffled by Fisher-Yates driven by SplitMix64(seed): the same on every
 // machine and standard library (std::shuffle is not).
@@ -55,6 +60,11 @@ std::string event_name(const Config& c, int rep);
 
 // The plan as stored in metadata.json ("plan") and read back by --resume.
 nlohmann::json plan_to_json(const Plan& p);
+
+// How a campaign record is timed: `batch` transfers back to back behind a blocking
+// start, sized during warmup so a record spans Params::min_sample_ns, or `single`
+// blocking transfers (seed 004's method). See profile/batching.hpp.
+enum class Timing { batch, single };
 
 struct ThermalTarget {
   double celsius = 50;
@@ -81,6 +91,7 @@ struct Params {
   // value; set fields must then equal the saved plan.
   std::optional<std::vector<std::string>> backends;
   std::optional<std::vector<int>> devices;
+  std::optional<std::vector<std::pair<int, int>>> pairs;  // instead of devices: these directed pairs
   std::optional<std::vector<std::uint64_t>> sizes;
   std::optional<std::uint64_t> seed;
   std::optional<int> warmup, reps;
@@ -93,6 +104,9 @@ struct Params {
   std::optional<ThermalTarget> thermal_warmup;  // nullopt: none
   double rewarm_below_c = -1;          // < 0: never re-warm
   int rewarm_every = 20;               // check every N measured ops
+  // How a record is timed (profile/batching.hpp): batch (default) or single.
+  Timing timing = Timing::batch;
+  double min_sample_ns = 50'000;       // batch: a record spans at least this
 
   // Builds each backend by name; empty: bench::make_backend(name). A run of one
   // process per GPU passes a factory of driven nccl backends here.
@@ -133,6 +147,7 @@ struct Result {
   std::string temperatures_note;   // why there are none, when empty
   std::vector<std::string> warnings;
   std::string lock_clocks_hint;    // nvidia-smi command a user could run; "" for host
+  nlohmann::json alignment;        // clock_drift.json's "alignment": causality and offset bounds
 };
 
 // Runs (or resumes) a campaign. Throws UsageError for bad input before measuring

@@ -21,8 +21,9 @@ struct Op {
   int repetition = 0;
   std::string backend;
   std::int64_t ts_start_ns = 0;
-  double duration_ns = 0;      // the time used: gpu_duration_ns when present, else host
+  double duration_ns = 0;      // one transfer's time: gpu_duration_ns when present, else host; / batch
   bool device_timed = false;
+  int batch = 1;               // transfers the record timed back to back
   std::int64_t gpu_ts_start_ns = -1;  // src GPU's global timer at start; -1 when none
 };
 
@@ -117,6 +118,10 @@ struct LinkModel {
   AlphaBeta fit;
   TwoRegime two;
   bool use_two_regime = false;       // two-regime at most half the worst error and 5%+ better
+  // The recommended model's time for n bytes, and its relative error at size i
+  // ((model - measured) / measured): what the report shows per size.
+  double predict_ns(double n) const;
+  double residual(std::size_t i) const { return (predict_ns(sizes[i]) - median_ns[i]) / median_ns[i]; }
 };
 std::vector<LinkModel> build_link_models(const Campaign& c, const std::vector<ConfigSummary>& s);
 

@@ -176,6 +176,28 @@ void temperature_correlation(const Campaign& c, const std::vector<ConfigSummary>
 }
 
 void drift(const Campaign& c, std::vector<Finding>* out) {
+  if (c.drift.contains("alignment") && c.drift["alignment"].is_object()) {
+    const auto& a = c.drift["alignment"];
+    const int bad = a.value("causality_violations", 0);
+    if (bad > 0)
+      out->push_back({"clock", "warning", "timeline",
+                      fmt::format("{} of {} ops have a GPU interval outside their host interval beyond the clock sync's "
+                                  "bounds (worst {:.0f} ns, {}): the tool's time stamps or clock mapping are wrong there, "
+                                  "not the hardware; do not align traces with these clocks",
+                                  bad, a.value("ops_checked", 0), a.value("worst_violation_ns", 0.0),
+                                  a.contains("worst_op") && a["worst_op"].is_string() ? a["worst_op"].get<std::string>() : "?"),
+                      static_cast<double>(bad)});
+    const double u = a.contains("offset_uncertainty_ns_max") && a["offset_uncertainty_ns_max"].is_number()
+                         ? a["offset_uncertainty_ns_max"].get<double>() : NAN;
+    if (std::isfinite(u) && u > 1000)
+      out->push_back({"clock", "warning", "timeline",
+                      fmt::format("GPU times are placed on the host clock only within +-{:.1f} us (> 1 us)", u / 1e3), u});
+    if (a.contains("unaligned_devices") && a["unaligned_devices"].is_object())
+      for (const auto& [dev, why] : a["unaligned_devices"].items())
+        out->push_back({"clock", "warning", "GPU " + dev,
+                        "clock alignment unavailable (" + (why.is_string() ? why.get<std::string>() : std::string("?")) +
+                            "): its trace lane shows durations, not host-aligned times", NAN});
+  }
   if (!c.drift.contains("devices") || !c.drift["devices"].is_array()) return;
   for (const auto& d : c.drift["devices"]) {
     const std::string subject = fmt::format("GPU {}", d.value("device", -1));

@@ -196,6 +196,11 @@ TwoRegime fit_two_regime(const std::vector<double>& sizes, const std::vector<dou
   return best;
 }
 
+double LinkModel::predict_ns(double n) const {
+  if (use_two_regime) return (n < two.breakpoint_bytes ? two.below : two.above).predict_ns(n);
+  return fit.ok ? fit.predict_ns(n) : NAN;
+}
+
 std::vector<LinkModel> build_link_models(const Campaign& c, const std::vector<ConfigSummary>& s) {
   std::map<std::tuple<std::string, int, int>, LinkModel> links;
   for (const auto& cs : s) {  // summaries are sorted by backend, src, dst, size
@@ -271,7 +276,9 @@ nlohmann::json link_model_json(const LinkModel& m) {
     j["two_regime"] = nullptr;
   j["points"] = nlohmann::json::array();
   for (std::size_t i = 0; i < m.sizes.size(); ++i)
-    j["points"].push_back({{"size_bytes", m.sizes[i]}, {"median_ns", m.median_ns[i]}, {"bytes_per_s", m.bytes_per_s[i]}});
+    j["points"].push_back({{"size_bytes", m.sizes[i]}, {"median_ns", m.median_ns[i]}, {"bytes_per_s", m.bytes_per_s[i]},
+                           {"model_ns", m.fit.ok ? nlohmann::json(m.predict_ns(m.sizes[i])) : nlohmann::json(nullptr)},
+                           {"rel_error", m.fit.ok ? nlohmann::json(m.residual(i)) : nlohmann::json(nullptr)}});
   return j;
 }
 

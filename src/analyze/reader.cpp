@@ -203,7 +203,7 @@ void read_topology(Campaign* c) {
 void parse_execution_log(const std::string& text, const std::string& where, Campaign* c) {
   std::size_t pos = 0, line_no = 0;
   std::vector<std::string_view> header;
-  int icfg = -1, isrc = -1, idst = -1, isize = -1, irep = -1, ib = -1, its = -1, idur = -1, igpu = -1, igts = -1;
+  int icfg = -1, isrc = -1, idst = -1, isize = -1, irep = -1, ib = -1, its = -1, idur = -1, igpu = -1, igts = -1, ibatch = -1;
   auto skip = [&](std::size_t n, std::string_view line, const char* why) {
     ++c->rows_skipped;
     if (c->skipped_examples.size() < 5)
@@ -230,6 +230,7 @@ void parse_execution_log(const std::string& text, const std::string& where, Camp
       idur = column(header, {"duration_ns"});
       igpu = column(header, {"gpu_duration_ns"});
       igts = column(header, {"gpu_ts_start_ns"});
+      ibatch = column(header, {"batch"});
       std::vector<std::string> missing;
       if (isrc < 0) missing.push_back("src");
       if (idst < 0) missing.push_back("dst");
@@ -266,8 +267,13 @@ void parse_execution_log(const std::string& text, const std::string& where, Camp
     }
     // Optional: only the clock timeline uses it, so a bad value drops it, not the row.
     if (igts >= 0 && !parse_num(at(igts), &op.gpu_ts_start_ns)) op.gpu_ts_start_ns = -1;
+    // A batched record times `batch` transfers back to back: the time of one is its share.
+    if (ibatch >= 0 && (!parse_num(at(ibatch), &op.batch) || op.batch < 1)) {
+      skip(line_no, line, "batch is not a positive integer");
+      continue;
+    }
     op.device_timed = std::isfinite(dev) && dev > 0;
-    op.duration_ns = op.device_timed ? dev : host;
+    op.duration_ns = (op.device_timed ? dev : host) / op.batch;
     if (!std::isfinite(op.duration_ns) || op.duration_ns <= 0 || op.size_bytes == 0 || op.src < 0 || op.dst < 0) {
       skip(line_no, line, "duration or size not positive");
       continue;

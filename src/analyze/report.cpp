@@ -211,12 +211,20 @@ std::string drift_table(const Campaign& c) {
   for (const auto& d : c.drift["devices"]) {
     if (!d.is_object()) continue;
     const auto change = d.value("ppm_change", NAN);
+    std::string unc = "-", causal = "-";
+    if (d.contains("campaign_fit") && d["campaign_fit"].is_object() && d["campaign_fit"].contains("offset_uncertainty_ns"))
+      unc = fmt::format("+-{:.0f} ns", d["campaign_fit"].value("offset_uncertainty_ns", 0.0));
+    if (d.contains("causality") && d["causality"].is_object())
+      causal = fmt::format("{} of {} ops", d["causality"].value("violations", 0), d["causality"].value("ops_checked", 0));
     rows.push_back({std::to_string(d.value("device", -1)), ppm(d, "start"), ppm(d, "end"),
-                    std::isfinite(change) ? fmt::format("{:.3f}", change) : "-", ppm(d, "campaign_fit"),
+                    std::isfinite(change) ? fmt::format("{:.3f}", change) : "-", ppm(d, "campaign_fit"), unc, causal,
                     d.value("warning", std::string("-"))});
   }
-  return "<p>Clock drift (clock_drift.json; ppm = (device rate / host rate - 1) x 1e6):</p>\n" +
-         charts::html::table({"GPU", "start ppm", "end ppm", "change", "campaign ppm", "warning"}, rows);
+  return "<p>Clock drift and alignment (clock_drift.json; ppm = (device rate / host rate - 1) x 1e6; a GPU time mapped "
+         "to host time is within the offset bound; a causality violation is an op whose GPU interval leaves its host "
+         "interval for every offset the sync allows):</p>\n" +
+         charts::html::table({"GPU", "start ppm", "end ppm", "change", "campaign ppm", "offset bound", "causality violations",
+                              "warning"}, rows);
 }
 
 // Rows with the warning tint; the table helper escapes cells, so rows are marked after.
@@ -244,6 +252,31 @@ std::string findings_table(const std::vector<Finding>& f) {
   for (const auto& x : f) all.push_back({x.severity, x.kind, x.subject, x.message});
   return tinted_findings(grouped) + "<details><summary>Every finding (" + std::to_string(f.size()) +
          ", findings.json)</summary>\n" + tinted_findings(all) + "</details>\n";
+}
+
+// The recommended model's error at every size, one column per link: where a model
+// stops describing the link is visible at a glance.
+std::string residual_table(const std::vector<LinkModel>& links) {
+  std::vector<std::string> head{"size"};
+  std::map<double, std::vector<std::string>> by_size;
+  for (std::size_t l = 0; l < links.size(); ++l) {
+    const auto& m = links[l];
+    head.push_back(fmt::format("{} {}->{}", m.backend, m.src, m.dst));
+    for (std::size_t i = 0; i < m.sizes.size(); ++i) {
+      auto& row = by_size[m.sizes[i]];
+      row.resize(links.size(), "-");
+      if (m.fit.ok) row[l] = fmt::format("{:+.1f}%", 100 * m.residual(i));
+    }
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (auto& [size, cells] : by_size) {
+    cells.resize(links.size(), "-");
+    std::vector<std::string> r{format_size(static_cast<std::uint64_t>(size))};
+    r.insert(r.end(), cells.begin(), cells.end());
+    rows.push_back(std::move(r));
+  }
+  return "<p>Model error per size: (model - measured) / measured, for the model each link recommends "
+         "(links.json points[].rel_error).</p>\n" + charts::html::table(head, rows);
 }
 
 std::string links_table(const std::vector<LinkModel>& links) {
@@ -350,7 +383,7 @@ std::string render_report(const Campaign& c, const std::vector<ConfigSummary>& s
   body += section("Matrices", matrices(links));
   body += section("Variance", cv_chart(s, links, multi));
   body += section("Findings", findings_table(findings));
-  body += section("Link models (links.json)", links_table(links));
+  body += section("Link models (links.json)", links_table(links) + residual_table(links));
   body += section("Fitted models over the measurements", fitted_models(links, multi));
   body += section("Temperature, power and clocks", temperature_timelines(c) + "<div class=\"charts\">" +
                                                         clock_timeline(c) + "</div>\n" + drift_table(c));

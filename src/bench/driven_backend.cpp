@@ -58,6 +58,11 @@ class DrivenBackend final : public Backend {
     announce({{"call", "read_device_timer"}, {"device", device}});
     return inner_->read_device_timer(device);
   }
+  TimerBurst read_device_timer_burst(int device, int count) override {
+    std::lock_guard<std::mutex> lk(m_);
+    announce({{"call", "read_device_timer_burst"}, {"device", device}, {"count", count}});
+    return inner_->read_device_timer_burst(device, count);
+  }
   void busy_compute(int device, double seconds) override {
     std::lock_guard<std::mutex> lk(m_);
     announce({{"call", "busy_compute"}, {"device", device}, {"seconds", seconds}});
@@ -104,6 +109,8 @@ void serve_backend(Backend& b, Bootstrap& boot) {
       b.verify(c["src"], c["dst"], c["bytes"]);
     } else if (call == "read_device_timer") {
       b.read_device_timer(c["device"]);
+    } else if (call == "read_device_timer_burst") {
+      b.read_device_timer_burst(c["device"], c["count"]);
     } else if (call == "busy_compute") {
       b.busy_compute(c["device"], c["seconds"]);
     } else {

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -20,7 +21,8 @@
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/nvml.hpp"
 #include "p2pscope/profile.hpp"
-#include "profile/drift.hpp"
+#include "profile/alignment.hpp"
+#include "profile/batching.hpp"
 #include "profile/execution_log.hpp"
 #include "profile/setup.hpp"
 #include "profile/temperature.hpp"
@@ -70,64 +72,15 @@ class Ticker {
   std::int64_t t0_, last_ = 0;
 };
 
-struct DriftWindow {
-  std::map<int, std::vector<TimerPoint>> points;  // device -> readings
-  double window_s = 0;
-};
-
-DriftWindow measure_drift(bench::Backend& b, const std::vector<int>& devices, double window_s,
-                          const std::atomic<bool>* stop) {
-  DriftWindow w;
-  w.window_s = window_s;
-  // Without a window, 20 quick readings give the offset; the line through the start
-  // and end readings still gives the slope over the campaign.
-  const auto pts = sample_timers(b, devices, window_s, 20, stop);
-  for (std::size_t i = 0; i < devices.size(); ++i)
-    if (!pts[i].empty()) w.points[devices[i]] = pts[i];
-  return w;
-}
-
-nlohmann::json fit_json(const DriftFit& f) {
-  if (!f.ok) return nullptr;
-  return {{"ppm", f.ppm()}, {"offset_ns", f.offset_ns()}, {"host_ref_ns", f.host_ref_ns},
-          {"device_ref_ns", f.device_ref_ns}, {"points", f.points}, {"residual_max_ns", f.residual_max_ns}};
-}
-
-// clock_drift.json, plus the device->host mapping fits used by trace.json.
-nlohmann::json drift_report(const std::string& backend, const DriftWindow& start, const DriftWindow& end,
-                            std::map<int, DriftFit>* mapping, std::vector<std::string>* warnings) {
-  nlohmann::json devices = nlohmann::json::array();
-  for (const auto& [dev, pts] : start.points) {
-    const bool windowed = start.window_s > 0;
-    const DriftFit fs_ = fit_timer_points(pts, !windowed);
-    nlohmann::json d = {{"device", dev}, {"start", fit_json(fs_)}};
-    std::vector<TimerPoint> all = pts;
-    const auto e = end.points.find(dev);
-    if (e != end.points.end()) {
-      const DriftFit fe = fit_timer_points(e->second, !windowed);
-      d["end"] = fit_json(fe);
-      all.insert(all.end(), e->second.begin(), e->second.end());
-      if (windowed && fs_.ok && fe.ok) {
-        const double change = std::fabs(fe.ppm() - fs_.ppm());
-        d["ppm_change"] = change;
-        if (change > 1.0) {
-          d["warning"] = fmt::format("drift changed by {:.2f} ppm during the campaign (> 1 ppm)", change);
-          warnings->push_back(fmt::format("GPU {}: clock drift changed by {:.2f} ppm between start and end", dev, change));
-        }
-      }
-    }
-    const DriftFit whole = fit_timer_points(all, e == end.points.end());
-    d["campaign_fit"] = fit_json(whole);
-    (*mapping)[dev] = whole;
-    devices.push_back(d);
-  }
-  nlohmann::json out = {{"schema_version", kSchemaVersion}, {"window_s", start.window_s},
-                        {"host_clock", "CLOCK_MONOTONIC"}, {"device_clock", "GPU %globaltimer"},
-                        {"ppm_definition", "(device_rate / host_rate - 1) * 1e6"}, {"devices", devices}};
-  if (start.points.empty())
-    out["note"] = "backend " + backend + " has no device clock: nothing to fit (host times only)";
-  if (start.window_s <= 0) out["note_window"] = "--drift 0: per-window ppm not measured; offsets and the campaign-long fit only";
-  return out;
+nlohmann::json timing_json(const Params& p) {
+  if (p.timing == Timing::single)
+    return {{"method", "single"},
+            {"description", "seed 004's method: one blocking transfer per record; the host time includes launch and "
+                            "synchronisation, the GPU time is two events around the transfer"}};
+  return {{"method", "batch"}, {"min_sample_ns", p.min_sample_ns}, {"max_batch", kMaxBatch},
+          {"description", "each record times `batch` transfers back to back behind a blocking start (sized during warmup "
+                          "so a record spans min_sample_ns); per_transfer_ns = GPU time / batch: the time a transfer "
+                          "occupies the path when issued back to back, as nccl-tests and nvbandwidth time loops"}};
 }
 
 }  // namespace
@@ -159,18 +112,23 @@ Result run_campaign(const Params& p) {
   } else {
     for (int d = 0; d < device_count; ++d) devices.push_back(d);
   }
-  if (devices.size() < 2 && !opt.devices)
-    throw UsageError(fmt::format("backend {} has {} device(s); a campaign needs 2 or more", opt.backends.front(), device_count));
-  Plan plan = make_plan(opt.backends, devices, opt.sizes, opt.seed, opt.warmup, opt.reps);
+  for (const auto& [s, d] : opt.pairs)
+    for (int x : {s, d})
+      if (x < 0 || x >= device_count)
+        throw UsageError(fmt::format("--pairs {}:{}: device {} is out of range: backend {} has {} device(s), numbered 0-{}",
+                                     s, d, x, opt.backends.front(), device_count, device_count - 1));
+  if (devices.size() < 2 && !opt.devices && opt.pairs.empty())
+    throw UsageError(fmt::format("backend {} has {} device(s); a campaign needs 2 or more (or --pairs 0:0 for "
+                                 "device-local copies, or --backend staged for host<->GPU)", opt.backends.front(), device_count));
+  Plan plan = make_plan(opt.backends, devices, opt.sizes, opt.seed, opt.warmup, opt.reps, opt.pairs);
   for (const auto& [name, b] : backends)
-    for (int s : plan.devices)
-      for (int d : plan.devices)
-        if (s != d) {
-          const auto sup = b->support(s, d);
-          if (!sup.ok)
-            throw UsageError(fmt::format("backend {} cannot copy {} -> {}: {}; choose other --gpus or --backend",
-                                         name, s, d, sup.reason));
-        }
+    for (const auto& c : plan.configs) {
+      if (c.backend != name || c.size_bytes != plan.sizes.front()) continue;
+      const auto sup = b->support(c.src, c.dst);
+      if (!sup.ok)
+        throw UsageError(fmt::format("backend {} cannot copy {} -> {}: {}; choose other --gpus, --pairs or --backend",
+                                     name, c.src, c.dst, sup.reason));
+    }
   const bool gpu_backend = primary.name() != "host";
   std::string nvml_why;
   std::unique_ptr<nvml::Nvml> nvml = gpu_backend ? nvml::Nvml::load(&nvml_why) : nullptr;
@@ -202,6 +160,9 @@ Result run_campaign(const Params& p) {
         throw UsageError(fmt::format("--resume {}: {} holds a row (config {}, rep {}) that is not in the saved plan",
                                      dir, kLogFile, r.config_id, r.repetition));
     }
+    if (log.legacy)
+      throw UsageError(fmt::format("--resume {}: {} was written by an older p2pscope (one op per row, no batch column); "
+                                   "analyze it as it is, or start a new campaign", dir, kLogFile));
     if (log.torn_tail) note(fmt::format("{}: dropped a torn last line (the previous run was killed mid-write)", kLogFile));
     rows = std::move(log.rows);
     keep_bytes = log.good_bytes;
@@ -239,6 +200,7 @@ Result run_campaign(const Params& p) {
                         {"rewarm_below_c", p.rewarm_below_c}, {"rewarm_every", p.rewarm_every}};
     meta["sessions"] = nlohmann::json::array();
     meta["warmup_logged"] = false;  // warmup ops are run but not written to the log
+    meta["timing"] = timing_json(p);
   }
   meta["status"] = "running";
   meta["sessions"].push_back(session);
@@ -259,6 +221,7 @@ Result run_campaign(const Params& p) {
 
   std::unique_ptr<TemperatureSampler> sampler;
   DriftWindow drift_start, drift_end;
+  double single_stamp_error_ns = 0;
   std::int64_t warm_t0 = 0, measure_t0 = 0, measure_t1 = 0;
   try {
     // ---- thermal warm-up, sampler, buffers, drift ------------------------------
@@ -282,23 +245,43 @@ Result run_campaign(const Params& p) {
     if (p.on_progress && p.drift_s > 0 && gpu_backend) p.on_progress({"drift-start", 0, 0, 0, p.drift_s, ""});
     drift_start = measure_drift(primary, plan.devices, stopped() ? 0 : p.drift_s, p.stop);
 
-    const auto run_op = [&](const Config& c, const std::string& name) {
+    // Batch timing: each config's warmup sizes its batch from single transfers (timed
+    // the batch's way, behind a blocking start), then warms the batch itself.
+    const bool batched = p.timing == Timing::batch;
+    std::vector<int> batch(plan.configs.size(), 1);
+    const auto run_op = [&](const Config& c, const std::string& name, int count) {
       NvtxRange range(name);
-      return backends.at(c.backend)->run_blocking(c.src, c.dst, c.size_bytes);
+      auto& b = *backends.at(c.backend);
+      return batched ? b.run_blocking_batch(c.src, c.dst, c.size_bytes, count) : b.run_blocking(c.src, c.dst, c.size_bytes);
+    };
+    const auto transfer_ns = [](const bench::OpTiming& t) {
+      return std::isnan(t.device_duration_ns) ? static_cast<double>(t.host_end_ns - t.host_start_ns) : t.device_duration_ns;
     };
     // ---- warmup pass: every config, in the shuffled order ------------------------
     warm_t0 = monotonic_ns();
     {
-      Ticker t(p, "warmup", 0, plan.configs.size() * static_cast<std::size_t>(plan.warmup));
+      const int per_config = batched ? std::max(plan.warmup, 2) : plan.warmup;
+      Ticker t(p, "warmup", 0, plan.configs.size() * static_cast<std::size_t>(per_config));
       std::size_t n = 0;
       for (int id : plan.order) {
         if (stopped()) break;
         const Config& c = plan.configs[static_cast<std::size_t>(id)];
-        for (int w = 0; w < plan.warmup && !stopped(); ++w, ++n) {
-          run_op(c, "warmup_" + event_name(c, w));
+        std::vector<double> singles;
+        for (int w = 0; w < per_config && !stopped(); ++w, ++n) {
+          const bool last = batched && w + 1 == per_config;
+          const bench::OpTiming op = run_op(c, "warmup_" + event_name(c, w), last ? batch[static_cast<std::size_t>(id)] : 1);
+          if (batched && !last) {
+            singles.push_back(transfer_ns(op));
+            batch[static_cast<std::size_t>(id)] = batch_from_warmup(singles, p.min_sample_ns);
+          }
           t.tick(n + 1, event_name(c, w));
         }
       }
+    }
+    if (batched) {
+      nlohmann::json per = nlohmann::json::object();
+      for (const auto& c : plan.configs) per[std::to_string(c.id)] = batch[static_cast<std::size_t>(c.id)];
+      session["batch_per_config"] = per;
     }
     // ---- measured repetitions ----------------------------------------------------
     measure_t0 = monotonic_ns();
@@ -310,9 +293,12 @@ Result run_campaign(const Params& p) {
         if (done.count({id, rep})) continue;
         const Config& c = plan.configs[static_cast<std::size_t>(id)];
         const std::string name = event_name(c, rep);
-        const bench::OpTiming op = run_op(c, name);
+        const int k = batch[static_cast<std::size_t>(id)];
+        const bench::OpTiming op = run_op(c, name, k);
+        if (!batched) single_stamp_error_ns = std::max(single_stamp_error_ns, op.device_stamp_error_ns);
         LogRow r{c.id, c.src, c.dst, c.size_bytes, rep, c.backend, op.host_start_ns, op.host_end_ns,
-                 op.host_end_ns - op.host_start_ns, op.device_duration_ns, op.device_start_ns, op.device_end_ns};
+                 op.host_end_ns - op.host_start_ns, op.device_duration_ns, op.device_start_ns, op.device_end_ns,
+                 k, to_string(p.timing)};
         log.append(r);
         rows.push_back(std::move(r));
         done.insert({id, rep});
@@ -349,10 +335,15 @@ Result run_campaign(const Params& p) {
   res.complete = done.size() == plan.measured_ops();
   res.warmup_s = static_cast<double>(measure_t0 - warm_t0) * 1e-9;
   res.measure_s = static_cast<double>(measure_t1 - measure_t0) * 1e-9;
-  std::map<int, DriftFit> mapping;
-  const nlohmann::json drift = drift_report(primary.name(), drift_start, drift_end, &mapping, &res.warnings);
-  write_json_file(path(kDriftFile), drift);
-  write_trace(path(kTraceFile), make_trace(plan, rows, mapping));
+  const auto clock_device = [&](int src, int dst) { return primary.clock_device(src, dst); };
+  Alignment align = align_clocks(primary.name(), drift_start, drift_end, plan, rows, clock_device, single_stamp_error_ns);
+  for (const auto& w : align.warnings) {
+    res.warnings.push_back(w);
+    note("warning: " + w);
+  }
+  res.alignment = align.report["alignment"];
+  write_json_file(path(kDriftFile), align.report);
+  write_trace(path(kTraceFile), make_trace(plan, rows, align.to_host, clock_device, align.unaligned));
   res.sizes = summarize(plan, rows);
 
   nlohmann::json clocks = nlohmann::json::object();

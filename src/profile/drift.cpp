@@ -13,7 +13,23 @@ double DriftFit::host_of_device(std::int64_t device_ns) const {
   return static_cast<double>(host_ref_ns) + static_cast<double>(device_ns - device_ref_ns) / slope;
 }
 
-DriftFit fit_timer_points(const std::vector<TimerPoint>& all, bool offset_only) {
+double DriftFit::uncertainty_ns() const {
+  if (bounded) return (offset_hi_ns - offset_lo_ns) / 2;
+  return static_cast<double>(min_bracket_ns) / 2 + static_cast<double>(step_ns) + inconsistency_ns;
+}
+
+void DriftFit::shift_offset(double delta_ns) {
+  const auto d = static_cast<std::int64_t>(std::llround(delta_ns));
+  device_ref_ns += d;
+  offset_lo_ns -= static_cast<double>(d);
+  offset_hi_ns -= static_cast<double>(d);
+}
+
+TimerPoint timer_point(const bench::Backend::TimerReading& r) {
+  return {r.host_before_ns + (r.host_after_ns - r.host_before_ns) / 2, r.device_ns, r.host_after_ns - r.host_before_ns};
+}
+
+DriftFit fit_timer_points(const std::vector<TimerPoint>& all, bool offset_only, std::int64_t step_ns) {
   DriftFit f;
   if (all.empty()) return f;
   std::vector<std::int64_t> brackets;
@@ -25,6 +41,7 @@ DriftFit fit_timer_points(const std::vector<TimerPoint>& all, bool offset_only) 
     if (p.bracket_ns <= limit) pts.push_back(p);
   if (pts.empty()) return f;
   f.points = pts.size();
+  f.step_ns = std::max<std::int64_t>(step_ns, 0);
   // Work relative to the first point: absolute ns (GPU global timer ~1.7e18) exceed
   // a double's 53-bit mantissa.
   f.host_ref_ns = pts.front().host_ns;
@@ -47,6 +64,26 @@ DriftFit fit_timer_points(const std::vector<TimerPoint>& all, bool offset_only) 
   // Re-anchor the line at its mean so the reference point lies on the fit.
   const double intercept = my - f.slope * mx;  // device offset at host_ref
   f.device_ref_ns += static_cast<std::int64_t>(std::llround(intercept));
+
+  // The bounds, from every reading (a wide bracket is a weak bound, never a wrong one):
+  // device = ref + c + slope * (h - host_ref) with h in [before, after] and the true
+  // device time in [read, read + step].
+  double lo = -INFINITY, hi = INFINITY;
+  f.min_bracket_ns = all.front().bracket_ns;
+  for (const auto& p : all) {
+    f.min_bracket_ns = std::min(f.min_bracket_ns, p.bracket_ns);
+    const double d = static_cast<double>(p.device_ns - f.device_ref_ns);
+    lo = std::max(lo, d - f.slope * static_cast<double>(p.host_after_ns() - f.host_ref_ns));
+    hi = std::min(hi, d + static_cast<double>(f.step_ns) - f.slope * static_cast<double>(p.host_before_ns() - f.host_ref_ns));
+  }
+  if (lo <= hi) {
+    f.bounded = true;
+    f.offset_lo_ns = lo;
+    f.offset_hi_ns = hi;
+    f.shift_offset((lo + hi) / 2);
+  } else {
+    f.inconsistency_ns = lo - hi;
+  }
   for (const auto& p : pts) {
     const double pred = f.slope * static_cast<double>(p.host_ns - f.host_ref_ns);  // relative to device_ref
     f.residual_max_ns = std::max(f.residual_max_ns, std::fabs(pred - static_cast<double>(p.device_ns - f.device_ref_ns)));
@@ -55,32 +92,34 @@ DriftFit fit_timer_points(const std::vector<TimerPoint>& all, bool offset_only) 
   return f;
 }
 
-std::vector<std::vector<TimerPoint>> sample_timers(bench::Backend& b, const std::vector<int>& devices,
-                                                   double window_s, int min_points,
-                                                   const std::atomic<bool>* stop) {
-  std::vector<std::vector<TimerPoint>> out(devices.size());
+std::vector<TimerSamples> sample_timers(bench::Backend& b, const std::vector<int>& devices, double window_s,
+                                        int min_rounds, const std::atomic<bool>* stop) {
+  constexpr int kBurst = 16;  // pokes per round: a few are always tight
+  std::vector<TimerSamples> out(devices.size());
   const std::int64_t t0 = monotonic_ns();
   const std::int64_t window_ns = static_cast<std::int64_t>(window_s * 1e9);
-  // ~200 readings per device over a long window is plenty for a line fit.
+  // ~200 rounds per device over a long window is plenty for a line fit.
   const auto period = std::chrono::nanoseconds(std::max<std::int64_t>(window_ns / 200, 0));
   std::vector<bool> has_timer(devices.size(), true);
   for (int round = 0;; ++round) {
     bool any = false;
     for (std::size_t i = 0; i < devices.size(); ++i) {
       if (!has_timer[i]) continue;
-      const auto r = b.read_device_timer(devices[i]);
-      if (r.device_ns < 0) {
+      const auto burst = b.read_device_timer_burst(devices[i], kBurst);
+      if (!burst.note.empty()) out[i].note = burst.note;
+      if (burst.readings.empty()) {
         has_timer[i] = false;
         continue;
       }
       any = true;
-      out[i].push_back({r.host_before_ns + (r.host_after_ns - r.host_before_ns) / 2, r.device_ns,
-                        r.host_after_ns - r.host_before_ns});
+      out[i].method = burst.method;
+      out[i].step_ns = std::max(out[i].step_ns, burst.step_ns);
+      for (const auto& r : burst.readings) out[i].points.push_back(timer_point(r));
     }
     if (!any) break;
     if (stop && stop->load()) break;
     const bool time_up = monotonic_ns() - t0 >= window_ns;
-    if (time_up && round + 1 >= min_points) break;
+    if (time_up && round + 1 >= min_rounds) break;
     if (!time_up && period.count() > 0) std::this_thread::sleep_for(period);
   }
   return out;

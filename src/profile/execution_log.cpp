@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <fstream>
@@ -14,12 +15,18 @@
 
 namespace p2pscope::profile {
 
+double LogRow::per_transfer_ns() const {
+  const double whole = std::isnan(gpu_duration_ns) ? static_cast<double>(duration_ns) : gpu_duration_ns;
+  return whole / std::max(batch, 1);
+}
+
 std::string format_log_row(const LogRow& r) {
   std::string gpu_dur = std::isnan(r.gpu_duration_ns) ? "" : fmt::format("{:.1f}", r.gpu_duration_ns);
   std::string gs = r.gpu_ts_start_ns < 0 ? "" : std::to_string(r.gpu_ts_start_ns);
   std::string ge = r.gpu_ts_end_ns < 0 ? "" : std::to_string(r.gpu_ts_end_ns);
-  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}", r.config_id, r.src, r.dst, r.size_bytes,
-                     r.repetition, r.backend, r.ts_start_ns, r.ts_end_ns, r.duration_ns, gpu_dur, gs, ge);
+  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.2f}", r.config_id, r.src, r.dst, r.size_bytes,
+                     r.repetition, r.backend, r.ts_start_ns, r.ts_end_ns, r.duration_ns, gpu_dur, gs, ge, r.batch,
+                     r.timing, r.per_transfer_ns());
 }
 
 namespace {
@@ -43,9 +50,9 @@ bool parse_num(std::string_view s, T& out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
-bool parse_row(std::string_view line, LogRow& r) {
+bool parse_row(std::string_view line, LogRow& r, bool legacy) {
   const auto f = split_commas(line);
-  if (f.size() != 12) return false;
+  if (f.size() != (legacy ? 12u : 15u)) return false;
   if (!parse_num(f[0], r.config_id) || !parse_num(f[1], r.src) || !parse_num(f[2], r.dst) ||
       !parse_num(f[3], r.size_bytes) || !parse_num(f[4], r.repetition) || f[5].empty() ||
       !parse_num(f[6], r.ts_start_ns) || !parse_num(f[7], r.ts_end_ns) || !parse_num(f[8], r.duration_ns))
@@ -60,6 +67,9 @@ bool parse_row(std::string_view line, LogRow& r) {
   r.gpu_ts_end_ns = -1;
   if (!f[10].empty() && !parse_num(f[10], r.gpu_ts_start_ns)) return false;
   if (!f[11].empty() && !parse_num(f[11], r.gpu_ts_end_ns)) return false;
+  if (legacy) return true;
+  if (!parse_num(f[12], r.batch) || r.batch < 1 || (f[13] != "batch" && f[13] != "single")) return false;
+  r.timing = std::string(f[13]);
   return true;
 }
 
@@ -73,7 +83,9 @@ LogContents read_log(const std::string& path) {
   const std::string text = ss.str();
   LogContents out;
   std::size_t pos = text.find('\n');
-  if (pos == std::string::npos || std::string_view(text).substr(0, pos) != kLogHeader)
+  const std::string_view header = pos == std::string::npos ? std::string_view() : std::string_view(text).substr(0, pos);
+  out.legacy = header == kLogHeaderV1;
+  if (header != kLogHeader && !out.legacy)
     throw Error(path + " is not a p2pscope execution log (its first line is not the expected header)");
   out.good_bytes = pos + 1;
   std::size_t start = pos + 1;
@@ -81,7 +93,7 @@ LogContents read_log(const std::string& path) {
     const auto nl = text.find('\n', start);
     if (nl == std::string::npos) break;  // unterminated: torn by a kill
     LogRow r;
-    if (!parse_row(std::string_view(text).substr(start, nl - start), r)) break;
+    if (!parse_row(std::string_view(text).substr(start, nl - start), r, out.legacy)) break;
     out.rows.push_back(std::move(r));
     start = nl + 1;
     out.good_bytes = start;

@@ -19,9 +19,18 @@ struct LogRow {
   std::int64_t duration_ns = 0;                 // ts_end - ts_start
   double gpu_duration_ns = NAN;                 // device-measured; empty in the file when NAN
   std::int64_t gpu_ts_start_ns = -1, gpu_ts_end_ns = -1;  // GPU global timer; empty when -1
+  // Transfers timed by this record: the durations and stamps above cover all of them.
+  int batch = 1;
+  std::string timing = "single";  // "batch" (back to back, blocking start) or "single" (seed 004's)
+  // The time of one transfer: gpu_duration_ns (else duration_ns) / batch.
+  double per_transfer_ns() const;
 };
 
 inline constexpr const char* kLogHeader =
+    "config_id,src,dst,size_bytes,repetition,backend,ts_start_ns,ts_end_ns,duration_ns,"
+    "gpu_duration_ns,gpu_ts_start_ns,gpu_ts_end_ns,batch,timing,per_transfer_ns";
+// The header before batch timing (one op per row): still read, not resumed.
+inline constexpr const char* kLogHeaderV1 =
     "config_id,src,dst,size_bytes,repetition,backend,ts_start_ns,ts_end_ns,duration_ns,"
     "gpu_duration_ns,gpu_ts_start_ns,gpu_ts_end_ns";
 
@@ -31,6 +40,7 @@ struct LogContents {
   std::vector<LogRow> rows;
   std::uint64_t good_bytes = 0;  // file offset just past the last complete, valid line
   bool torn_tail = false;        // something after good_bytes (a kill mid-write)
+  bool legacy = false;           // kLogHeaderV1: rows are single ops; cannot be appended to
 };
 // Throws Error when the file cannot be read or its header is not an execution log.
 LogContents read_log(const std::string& path);

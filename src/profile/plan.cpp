@@ -50,14 +50,24 @@ std::vector<int> shuffled_order(std::size_t n, std::uint64_t seed) {
 }
 
 Plan make_plan(std::vector<std::string> backends, std::vector<int> devices,
-               std::vector<std::uint64_t> sizes, std::uint64_t seed, int warmup, int reps) {
+               std::vector<std::uint64_t> sizes, std::uint64_t seed, int warmup, int reps,
+               std::vector<std::pair<int, int>> pairs) {
+  // Pairs in the order given, each once; their endpoints are the devices.
+  std::vector<std::pair<int, int>> unique_pairs;
+  for (const auto& pr : pairs)
+    if (std::find(unique_pairs.begin(), unique_pairs.end(), pr) == unique_pairs.end()) unique_pairs.push_back(pr);
+  if (!unique_pairs.empty()) {
+    devices.clear();
+    for (const auto& [a, b] : unique_pairs) devices.insert(devices.end(), {a, b});
+  }
   std::sort(devices.begin(), devices.end());
   devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   if (backends.empty()) throw UsageError("no backend given; pass e.g. --backend ce");
-  if (devices.size() < 2)
-    throw UsageError("a campaign needs at least 2 devices to form a pair; pass e.g. --gpus 0-1");
+  if (devices.size() < 2 && unique_pairs.empty())
+    throw UsageError("a campaign needs at least 2 devices to form a pair; pass e.g. --gpus 0-1, or --pairs 0:0 for "
+                     "one GPU's device-local copies");
   if (sizes.empty()) throw UsageError("no message sizes; pass e.g. --sizes 1:1G");
   if (sizes.front() == 0) throw UsageError("message size 0 is not allowed; the smallest is 1 byte");
   if (warmup < 0) throw UsageError("--warmup must be 0 or more");
@@ -70,13 +80,20 @@ Plan make_plan(std::vector<std::string> backends, std::vector<int> devices,
   p.seed = seed;
   p.warmup = warmup;
   p.reps = reps;
-  for (const auto& b : p.backends)
+  p.pairs = unique_pairs;
+  for (const auto& b : p.backends) {
+    if (!p.pairs.empty()) {
+      for (const auto& [s, d] : p.pairs)
+        for (auto sz : p.sizes) p.configs.push_back({static_cast<int>(p.configs.size()), b, s, d, sz});
+      continue;
+    }
     for (int s : p.devices)
       for (int d : p.devices) {
         if (s == d) continue;
         for (auto sz : p.sizes)
           p.configs.push_back({static_cast<int>(p.configs.size()), b, s, d, sz});
       }
+  }
   p.order = shuffled_order(p.configs.size(), seed);
   return p;
 }
@@ -91,7 +108,8 @@ nlohmann::json plan_to_json(const Plan& p) {
     configs.push_back({{"id", c.id}, {"backend", c.backend}, {"src", c.src}, {"dst", c.dst}, {"size_bytes", c.size_bytes}});
   return {{"backends", p.backends}, {"devices", p.devices}, {"sizes", p.sizes},
           {"seed", p.seed},         {"warmup", p.warmup},   {"reps", p.reps},
-          {"order", p.order},       {"configs", configs},   {"order_rng", "splitmix64+fisher-yates"}};
+          {"order", p.order},       {"configs", configs},   {"order_rng", "splitmix64+fisher-yates"},
+          {"pairs", p.pairs}};
 }
 
 namespace {

@@ -63,6 +63,11 @@ ResolvedOptions resolve_options(const Params& p, bool have_gpu) {
   if (p.resume_dir.empty()) {
     r.backends = p.backends.value_or(std::vector<std::string>{have_gpu ? "ce" : "host"});
     r.devices = p.devices;
+    if (p.pairs) {
+      if (p.devices) throw UsageError("--gpus and --pairs both choose the devices: give one of them");
+      if (p.pairs->empty()) throw UsageError("--pairs is empty: give SRC:DST pairs, e.g. 0:1,1:0 or 0:0");
+      r.pairs = *p.pairs;
+    }
     r.sizes = p.sizes.value_or(std::vector<std::uint64_t>{});
     if (!p.sizes)
       for (int i = 0; i <= 30; ++i) r.sizes.push_back(std::uint64_t{1} << i);
@@ -92,6 +97,9 @@ ResolvedOptions resolve_options(const Params& p, bool have_gpu) {
     const auto sizes = plan.at("sizes").get<std::vector<std::uint64_t>>();
     const auto seed = plan.at("seed").get<std::uint64_t>();
     const auto reps = plan.at("reps").get<int>();
+    const auto pairs = plan.value("pairs", std::vector<std::pair<int, int>>{});
+    if (p.pairs && *p.pairs != pairs)
+      throw UsageError("--resume " + dir + ": --pairs differs from the campaign's; leave it out to use the saved plan");
     check_same("seed", p.seed, seed, dir);
     check_same("backend", p.backends, backends, dir);
     std::optional<std::vector<int>> asked_devices = p.devices;
@@ -103,6 +111,7 @@ ResolvedOptions resolve_options(const Params& p, bool have_gpu) {
     check_same("repetitions", p.reps, reps, dir);
     r.backends = backends;
     r.devices = devices;
+    r.pairs = pairs;
     r.sizes = sizes;
     r.seed = seed;
     r.reps = reps;
@@ -220,8 +229,10 @@ std::vector<SizeSummary> summarize(const Plan& plan, const std::vector<LogRow>& 
   std::vector<std::vector<double>> host(plan.configs.size()), device(plan.configs.size());
   for (const auto& r : rows) {
     if (r.config_id < 0 || static_cast<std::size_t>(r.config_id) >= plan.configs.size()) continue;
-    host[static_cast<std::size_t>(r.config_id)].push_back(static_cast<double>(r.duration_ns));
-    if (!std::isnan(r.gpu_duration_ns)) device[static_cast<std::size_t>(r.config_id)].push_back(r.gpu_duration_ns);
+    // Per transfer: a batched record's times are divided by its batch.
+    const double k = std::max(r.batch, 1);
+    host[static_cast<std::size_t>(r.config_id)].push_back(static_cast<double>(r.duration_ns) / k);
+    if (!std::isnan(r.gpu_duration_ns)) device[static_cast<std::size_t>(r.config_id)].push_back(r.gpu_duration_ns / k);
   }
   std::vector<SizeSummary> out;
   for (const auto& b : plan.backends)

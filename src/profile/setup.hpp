@@ -27,6 +27,7 @@ inline constexpr const char* kTraceFile = "trace.json";
 struct ResolvedOptions {
   std::vector<std::string> backends;
   std::optional<std::vector<int>> devices;  // nullopt: every device of the backend
+  std::vector<std::pair<int, int>> pairs;   // non-empty: exactly these directed pairs
   std::vector<std::uint64_t> sizes;
   std::uint64_t seed = 42;
   int warmup = 5, reps = 10;

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <fstream>
+
+#include <fmt/format.h>
 
 #include "p2pscope/error.hpp"
 
@@ -17,43 +20,70 @@ nlohmann::json thread_name(int tid, const std::string& name) {
 }
 }  // namespace
 
-nlohmann::json make_trace(const Plan& plan, const std::vector<LogRow>& rows,
-                          const std::map<int, DriftFit>& device_to_host) {
+nlohmann::json make_trace(const Plan& plan, const std::vector<LogRow>& rows, const std::map<int, DriftFit>& device_to_host,
+                          const std::function<int(int, int)>& clock_device, const std::map<int, std::string>& unaligned) {
   nlohmann::json events = nlohmann::json::array();
   events.push_back({{"ph", "M"}, {"pid", kPid}, {"name", "process_name"}, {"args", {{"name", "p2pscope profile"}}}});
   events.push_back(thread_name(kHostTid, "host (CLOCK_MONOTONIC)"));
   for (const auto& [dev, fit] : device_to_host)
-    if (fit.ok) events.push_back(thread_name(gpu_tid(dev), "GPU " + std::to_string(dev) + " (global timer, copies it sends)"));
+    if (fit.ok)
+      events.push_back(thread_name(gpu_tid(dev), fmt::format("GPU {} (global timer, +-{:.0f} ns; copies it issues)", dev,
+                                                             fit.uncertainty_ns())));
+  for (const auto& [dev, why] : unaligned)
+    events.push_back(thread_name(gpu_tid(dev), fmt::format("GPU {} UNALIGNED ({}): durations only", dev, why)));
 
   std::int64_t origin = 0;
   if (!rows.empty())
     origin = std::min_element(rows.begin(), rows.end(), [](const LogRow& a, const LogRow& b) {
                return a.ts_start_ns < b.ts_start_ns;
              })->ts_start_ns;
+  // An unaligned GPU's first stamp, pinned to the origin.
+  std::map<int, std::int64_t> unaligned_first;
+  for (const auto& r : rows) {
+    const int dev = clock_device(r.src, r.dst);
+    if (r.gpu_ts_start_ns < 0 || !unaligned.count(dev)) continue;
+    auto [it, fresh] = unaligned_first.emplace(dev, r.gpu_ts_start_ns);
+    if (!fresh) it->second = std::min(it->second, r.gpu_ts_start_ns);
+  }
   for (const auto& r : rows) {
     if (r.config_id < 0 || static_cast<std::size_t>(r.config_id) >= plan.configs.size()) continue;
     const Config& c = plan.configs[static_cast<std::size_t>(r.config_id)];
-    const std::string name = event_name(c, r.repetition);
+    const std::string name = event_name(c, r.repetition) + (r.batch > 1 ? fmt::format("_x{}", r.batch) : "");
     nlohmann::json args = {{"config_id", c.id}, {"src", c.src}, {"dst", c.dst}, {"size_bytes", c.size_bytes},
-                           {"repetition", r.repetition}, {"backend", c.backend}};
+                           {"repetition", r.repetition}, {"backend", c.backend}, {"batch", r.batch},
+                           {"timing", r.timing}, {"per_transfer_ns", r.per_transfer_ns()}};
     if (!std::isnan(r.gpu_duration_ns)) args["gpu_duration_ns"] = r.gpu_duration_ns;
     events.push_back({{"name", name}, {"cat", "p2p"}, {"ph", "X"}, {"pid", kPid}, {"tid", kHostTid},
                       {"ts", static_cast<double>(r.ts_start_ns - origin) / 1e3},
                       {"dur", static_cast<double>(r.ts_end_ns - r.ts_start_ns) / 1e3}, {"args", args}});
-    const auto fit = device_to_host.find(r.src);
-    if (r.gpu_ts_start_ns >= 0 && r.gpu_ts_end_ns >= r.gpu_ts_start_ns && fit != device_to_host.end() && fit->second.ok) {
-      const double start = fit->second.host_of_device(r.gpu_ts_start_ns) - static_cast<double>(origin);
-      const double end = fit->second.host_of_device(r.gpu_ts_end_ns) - static_cast<double>(origin);
-      events.push_back({{"name", name}, {"cat", "p2p_gpu"}, {"ph", "X"}, {"pid", kPid}, {"tid", gpu_tid(r.src)},
-                        {"ts", start / 1e3}, {"dur", (end - start) / 1e3}, {"args", args}});
+    if (r.gpu_ts_start_ns < 0 || r.gpu_ts_end_ns < r.gpu_ts_start_ns) continue;
+    const int dev = clock_device(r.src, r.dst);
+    double start = 0, end = 0;
+    const auto fit = device_to_host.find(dev);
+    if (fit != device_to_host.end() && fit->second.ok) {
+      start = fit->second.host_of_device(r.gpu_ts_start_ns) - static_cast<double>(origin);
+      end = fit->second.host_of_device(r.gpu_ts_end_ns) - static_cast<double>(origin);
+    } else if (unaligned_first.count(dev)) {
+      start = static_cast<double>(r.gpu_ts_start_ns - unaligned_first[dev]);
+      end = static_cast<double>(r.gpu_ts_end_ns - unaligned_first[dev]);
+      args["aligned"] = false;
+    } else {
+      continue;
     }
+    events.push_back({{"name", name}, {"cat", "p2p_gpu"}, {"ph", "X"}, {"pid", kPid}, {"tid", gpu_tid(dev)},
+                      {"ts", start / 1e3}, {"dur", (end - start) / 1e3}, {"args", args}});
   }
   nlohmann::json fits = nlohmann::json::object();
   for (const auto& [dev, f] : device_to_host)
-    if (f.ok) fits[std::to_string(dev)] = {{"ppm", f.ppm()}, {"offset_ns", f.offset_ns()}, {"points", f.points}};
+    if (f.ok)
+      fits[std::to_string(dev)] = {{"ppm", f.ppm()}, {"offset_ns", f.offset_ns()}, {"points", f.points},
+                                   {"offset_uncertainty_ns", f.uncertainty_ns()}};
+  nlohmann::json unal = nlohmann::json::object();
+  for (const auto& [dev, why] : unaligned) unal[std::to_string(dev)] = why;
   return {{"traceEvents", events},
           {"displayTimeUnit", "ns"},
-          {"otherData", {{"host_origin_ns", origin}, {"clock", "CLOCK_MONOTONIC"}, {"device_to_host_fits", fits}}}};
+          {"otherData", {{"host_origin_ns", origin}, {"clock", "CLOCK_MONOTONIC"}, {"device_to_host_fits", fits},
+                         {"unaligned_devices", unal}}}};
 }
 
 void write_trace(const std::string& path, const nlohmann::json& trace) {

@@ -2,6 +2,7 @@
 // trace.json in Chrome trace event format (Perfetto, chrome://tracing): one complete
 // ("X") event per op on the host track, and on the source GPU's track where the op
 // carries GPU global-timer stamps, mapped to host time through the drift fit.
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -15,8 +16,12 @@
 namespace p2pscope::profile {
 
 // ts/dur in microseconds relative to the first op's host start (kept in otherData).
-nlohmann::json make_trace(const Plan& plan, const std::vector<LogRow>& rows,
-                          const std::map<int, DriftFit>& device_to_host);
+// An op's GPU event goes on the lane of clock_device(src, dst), the GPU whose timer
+// stamped it. GPUs in `unaligned` (no clock sync: reason) get a lane marked
+// unaligned, its first stamp put at the first op's host start: order and durations
+// hold there, absolute placement does not.
+nlohmann::json make_trace(const Plan& plan, const std::vector<LogRow>& rows, const std::map<int, DriftFit>& device_to_host,
+                          const std::function<int(int, int)>& clock_device, const std::map<int, std::string>& unaligned);
 void write_trace(const std::string& path, const nlohmann::json& trace);
 
 }  // namespace p2pscope::profile

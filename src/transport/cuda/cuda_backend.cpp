@@ -21,6 +21,7 @@
 #include "p2pscope/units.hpp"
 #include "transport/cuda/ce_copy.hpp"
 #include "transport/cuda/cuda_util.hpp"
+#include "transport/cuda/device_clock.hpp"
 #include "transport/cuda/kernels.hpp"
 #include "transport/cuda/timed_lanes.hpp"
 
@@ -51,6 +52,7 @@ class CudaBackend final : public Backend {
     flag_ = pinned_alloc(64);
     release_ = static_cast<volatile int*>(flag_.get());
     *release_ = 0;
+    clock_ = pinned_alloc(kClockWords * 8 + 64);
   }
 
   std::string name() const override {
@@ -145,7 +147,6 @@ class CudaBackend final : public Backend {
       run_latency(s, r);
       return r;
     }
-    staged_gpu_pair_ = kind_ == "staged" && !is_host(s.src) && !is_host(s.dst);
     const int d0 = initiator(s.src, s.dst);
     std::vector<Lane> lanes{{d0, stream0(d0), nullptr}};
     lanes[0].issue = [this, &s, st = lanes[0].stream] { issue(s.src, s.dst, s.bytes, st); };
@@ -154,7 +155,7 @@ class CudaBackend final : public Backend {
       cudaStream_t st1 = d1 == d0 ? stream1(d1) : stream0(d1);
       lanes.push_back({d1, st1, [this, &s, st1] { issue(s.dst, s.src, s.bytes, st1); }});
     }
-    auto t = run_timed(lanes, s.warmup, s.iters);
+    auto t = run_timed(lanes, s.warmup, s.iters, ops_per_transfer(s.src, s.dst));
     r.elapsed_ns = std::move(t[0]);
     if (s.pattern == Pattern::bidirectional) {
       r.reverse_elapsed_ns = std::move(t[1]);
@@ -176,33 +177,76 @@ class CudaBackend final : public Backend {
       x.blk_a = make_event(d);
       x.blk_b = make_event(d);
     }
-    // The op is bracketed by two events only, so the host waits for nothing but the op.
-    // Its place on the device clock comes from a calibration point (a %globaltimer read
-    // followed by an event), renewed every 0.5 s outside the timed window so the
-    // event interval (a float in ms) stays precise to well under a microsecond.
-    auto* ts = static_cast<unsigned long long*>(flag_.get()) + 2;
-    if (!x.cal.get() || monotonic_ns() - x.cal_host_ns > 500'000'000) {
-      if (!x.cal.get()) x.cal = make_event(d);
-      launch_globaltimer(ts, st, d);
-      P2P_CUDA(cudaEventRecord(x.cal.get(), st), d);
-      P2P_CUDA(cudaStreamSynchronize(st), d);
-      x.cal_device_ns = static_cast<std::int64_t>(ts[0]);
-      x.cal_host_ns = monotonic_ns();
-    }
-    // The opening event is recorded before the host clock starts: the stream is idle,
-    // so it marks the op's device start all the same, and its API call (about a
-    // microsecond) stays out of what the host is said to wait.
-    P2P_CUDA(cudaEventRecord(x.blk_a.get(), st), d);
+    // The op is bracketed by two events only, so the host waits for nothing but the op;
+    // both are recorded after the host clock starts (an event recorded on an idle
+    // stream before it could carry a GPU time earlier than the host's issue).
+    // The op's place on the GPU timer comes from a calibration point renewed every
+    // 0.5 s outside the timed window: event, %globaltimer read, event. The read lies
+    // between the two events; taking their midpoint errs by at most half their gap,
+    // reported with the op.
+    if (!x.cal.get() || monotonic_ns() - x.cal_host_ns > 500'000'000) calibrate_events(d, x);
     OpTiming t;
     t.host_start_ns = monotonic_ns();
+    P2P_CUDA(cudaEventRecord(x.blk_a.get(), st), d);
     issue(src, dst, bytes, st);
     P2P_CUDA(cudaEventRecord(x.blk_b.get(), st), d);
     P2P_CUDA(cudaStreamSynchronize(st), d);
     t.host_end_ns = monotonic_ns();
     t.device_duration_ns = elapsed_ms(x.blk_a, x.blk_b) * 1e6;
-    t.device_start_ns = x.cal_device_ns + static_cast<std::int64_t>(std::llround(elapsed_ms(x.cal, x.blk_a) * 1e6));
+    t.device_start_ns = x.cal_device_ns + static_cast<std::int64_t>(std::llround(elapsed_ms(x.cal, x.blk_a) * 1e6 - x.cal_half_gap_ns));
     t.device_end_ns = t.device_start_ns + static_cast<std::int64_t>(std::llround(t.device_duration_ns));
+    t.device_stamp_error_ns = x.cal_half_gap_ns;
     return t;
+  }
+
+  // Batch timing: a spin kernel holds the stream while the host queues a timer read,
+  // `count` transfers between two events and a second timer read, then releases it.
+  // The events time the transfers back to back; the timer reads place the batch on
+  // the GPU clock directly (no event calibration), inside the host's bracket.
+  OpTiming run_blocking_batch(int src, int dst, std::uint64_t bytes, int count) override {
+    const auto sup = support(src, dst);
+    if (!sup.ok) throw UsageError(fmt::format("backend {} cannot copy {} -> {}: {}", kind_, src, dst, sup.reason));
+    check_prepared(src, dst, bytes);
+    if (count < 1) throw UsageError("a batch needs at least one transfer");
+    const int d = initiator(src, dst);
+    auto& x = dev_[static_cast<std::size_t>(d)];
+    DeviceGuard g(d);
+    cudaStream_t st = x.s0.get();
+    if (!x.blk_a.get()) {
+      x.blk_a = make_event(d);
+      x.blk_b = make_event(d);
+    }
+    auto* stamps = static_cast<unsigned long long*>(clock_.get()) + kClockWords;
+    stamps[0] = stamps[1] = 0;
+    // What the launch queue takes without blocking the host behind the held stream.
+    const bool hold = static_cast<std::size_t>(count) * ops_per_transfer(src, dst) + 6 < 900;
+    OpTiming t;
+    t.host_start_ns = monotonic_ns();
+    {
+      Release release(hold ? release_ : nullptr, ++generation_);
+      if (hold) launch_spin_until(release_, generation_, st, d);
+      launch_globaltimer(stamps, st, d);
+      P2P_CUDA(cudaEventRecord(x.blk_a.get(), st), d);
+      for (int i = 0; i < count; ++i) issue(src, dst, bytes, st);
+      P2P_CUDA(cudaEventRecord(x.blk_b.get(), st), d);
+      launch_globaltimer(stamps + 1, st, d);
+    }
+    P2P_CUDA(cudaStreamSynchronize(st), d);
+    t.host_end_ns = monotonic_ns();
+    t.device_duration_ns = elapsed_ms(x.blk_a, x.blk_b) * 1e6;
+    t.device_start_ns = static_cast<std::int64_t>(stamps[0]);
+    t.device_end_ns = static_cast<std::int64_t>(stamps[1]);
+    return t;
+  }
+
+  int clock_device(int src, int dst) const override { return initiator(src, dst); }
+
+  TimerBurst read_device_timer_burst(int device, int count) override {
+    check_device(device);
+    if (is_host(device)) return {};
+    auto& x = ensure_basics(device);
+    DeviceGuard g(device);
+    return poke_device_timer(device, x.s0.get(), static_cast<volatile unsigned long long*>(clock_.get()), count);
   }
 
   std::int64_t verify(int src, int dst, std::uint64_t bytes) override {
@@ -264,8 +308,9 @@ class CudaBackend final : public Backend {
   struct Dev {
     DeviceBuffer send, recv, scratch;
     Stream s0, s1, down, up;  // lanes; staged: device->host and host->device work streams
-    Event blk_a, blk_b, cal;  // run_blocking's brackets and its clock calibration point
+    Event blk_a, blk_b, cal, cal_end;  // run_blocking's brackets; the calibration's events
     std::int64_t cal_device_ns = 0, cal_host_ns = 0;
+    double cal_half_gap_ns = 0;
   };
   struct Stage {  // one direction GPU -> GPU through pinned memory
     PinnedBuffer bounce;
@@ -273,6 +318,30 @@ class CudaBackend final : public Backend {
     std::vector<Event> down, up;  // per slot: on src, on dst
     std::uint64_t chunk = 0;
   };
+
+  // Event `cal`, a %globaltimer read, event `cal_end`: the read lies between them.
+  void calibrate_events(int d, Dev& x) {
+    if (!x.cal.get()) {
+      x.cal = make_event(d);
+      x.cal_end = make_event(d);
+    }
+    cudaStream_t st = x.s0.get();
+    auto* ts = static_cast<unsigned long long*>(flag_.get()) + 2;
+    P2P_CUDA(cudaEventRecord(x.cal.get(), st), d);
+    launch_globaltimer(ts, st, d);
+    P2P_CUDA(cudaEventRecord(x.cal_end.get(), st), d);
+    P2P_CUDA(cudaStreamSynchronize(st), d);
+    x.cal_device_ns = static_cast<std::int64_t>(ts[0]);
+    x.cal_half_gap_ns = elapsed_ms(x.cal, x.cal_end) * 1e6 / 2;
+    x.cal_host_ns = monotonic_ns();
+  }
+  // Stream operations one transfer queues (for the blocking start's budget).
+  std::size_t ops_per_transfer(int src, int dst) const {
+    if (kind_ == "staged" && !is_host(src) && !is_host(dst)) return 8 + 6 * (max_bytes_ / kStageChunk + 1);
+    if (!ce_) return 1;
+    const std::uint64_t host_chunks = ce_->host_share(src, dst, max_bytes_) / kHostPathChunk;
+    return ce_->ops_per_copy() + (host_chunks ? 3 + 6 * static_cast<std::size_t>(host_chunks) : 0);
+  }
 
   Dev& ensure_basics(int d) {
     std::lock_guard<std::mutex> lock(basics_mu_);
@@ -444,14 +513,9 @@ class CudaBackend final : public Backend {
   }
 
   // Per-lane samples (ns) and, with 2 lanes, the per-iteration total as out[2].
-  std::vector<std::vector<double>> run_timed(const std::vector<Lane>& lanes, int warmup, int iters) {
+  std::vector<std::vector<double>> run_timed(const std::vector<Lane>& lanes, int warmup, int iters, std::size_t ops_per_copy) {
     // The blocking start holds at most what the launch queue takes without blocking us.
-    // The +host path's kick, 6 calls per chunk and the join; nothing for a plain ce copy.
-    const std::uint64_t host_chunks = ce_ ? ce_->host_share(0, 1, max_bytes_) / kHostPathChunk : 0;
-    const std::size_t host_path_ops = host_chunks ? 3 + 6 * static_cast<std::size_t>(host_chunks) : 0;
-    const std::size_t ops_per_iter = staged_gpu_pair_ ? 8 + 6 * (max_bytes_ / kStageChunk + 1)
-                                                      : 3 + (ce_ ? ce_->ops_per_copy() : 1) + host_path_ops;
-    hold_ = static_cast<std::size_t>(iters) * lanes.size() * ops_per_iter < 900;
+    hold_ = static_cast<std::size_t>(iters) * lanes.size() * (3 + ops_per_copy) < 900;
     return run_timed_lanes(lanes, warmup, iters, hold_ ? release_ : nullptr, ++generation_, [this] { sync_all_streams(); });
   }
 
@@ -473,12 +537,17 @@ class CudaBackend final : public Backend {
     // legacy stream is not ordered before work on non-blocking streams.
     { DeviceGuard g(s.src); P2P_CUDA(cudaMemsetAsync(fa, 0, 64, a.s0.get()), s.src); P2P_CUDA(cudaStreamSynchronize(a.s0.get()), s.src); }
     { DeviceGuard g(s.dst); P2P_CUDA(cudaMemsetAsync(fb, 0, same ? 8 : 64, pong_stream), s.dst); P2P_CUDA(cudaStreamSynchronize(pong_stream), s.dst); }
+    // Each sender counts its blocks' arrivals in a word of its own GPU, cleared above.
+    PingShape ping = ping_shape_for(msg, sms_[static_cast<std::size_t>(s.src)]);
+    PingShape pong = ping_shape_for(msg, sms_[static_cast<std::size_t>(s.dst)]);
+    ping.arrivals = reinterpret_cast<unsigned int*>(fa + 2);
+    pong.arrivals = reinterpret_cast<unsigned int*>(same ? fa + 3 : fb + 2);
     { DeviceGuard g(s.dst);
       launch_pong(fb, fa, static_cast<unsigned char*>(a.recv.get()), static_cast<const unsigned char*>(b.send.get()), msg,
-                  static_cast<long long>(samples) * rounds, pong_stream, s.dst); }
+                  static_cast<long long>(samples) * rounds, pong, pong_stream, s.dst); }
     { DeviceGuard g(s.src);
       launch_ping(fa, fb, static_cast<unsigned char*>(b.recv.get()), static_cast<const unsigned char*>(a.send.get()), msg,
-                  samples, rounds, out, a.s0.get(), s.src); }
+                  samples, rounds, out, ping, a.s0.get(), s.src); }
     std::vector<unsigned long long> ns(static_cast<std::size_t>(samples));
     { DeviceGuard g(s.src);
       P2P_CUDA(cudaStreamSynchronize(a.s0.get()), s.src);
@@ -488,8 +557,9 @@ class CudaBackend final : public Backend {
       if (v == ~0ull)
         throw Error(fmt::format("GPU ping-pong {} <-> {} timed out: the peer's flag writes never arrived", s.src, s.dst));
     for (int i = s.warmup; i < samples; ++i) r.elapsed_ns.push_back(static_cast<double>(ns[static_cast<std::size_t>(i)]) / rounds / 2.0);
-    r.note = fmt::format("GPU ping-pong: a 1-warp kernel on each GPU writes {} B + a flag into the peer and spins on its own "
-                         "flag; {} round trips per sample timed by %globaltimer; one-way = rtt/2{}", msg, rounds,
+    r.note = fmt::format("GPU ping-pong: a kernel of {} block(s) x {} threads on each GPU writes {} B (16-byte stores) + a "
+                         "flag into the peer and spins on its own flag; {} round trips per sample timed by %globaltimer; "
+                         "one-way = rtt/2{}", ping.blocks, ping.threads, msg, rounds,
                          same ? " (one GPU: two kernels on two streams, no link crossed)" : "");
   }
 
@@ -500,13 +570,12 @@ class CudaBackend final : public Backend {
   int blocks_per_sm_ = 4;
   std::optional<CeCopier> ce_;  // the ce backend's copies and their variant
   bool hold_ = true;
-  bool staged_gpu_pair_ = false;
   int generation_ = 0;
   std::vector<std::string> names_;
   std::vector<int> sms_;
   std::mutex basics_mu_;
   std::vector<Dev> dev_;
-  PinnedBuffer flag_, host_send_, host_recv_;
+  PinnedBuffer flag_, clock_, host_send_, host_recv_;
   std::map<std::pair<int, int>, Stage> stage_;
   volatile int* release_ = nullptr;
   std::uint64_t max_bytes_ = 0;

@@ -57,6 +57,31 @@ __global__ void __launch_bounds__(512) copy_kernel(uint4* __restrict__ dst, cons
 
 __global__ void timer_kernel(unsigned long long* out) { *out = globaltimer(); }
 
+// Answers host pokes for the clock sync: for k = 1..count, waits until the host's
+// request word (host-mapped) reaches k, reads %globaltimer and writes it, then k,
+// into the host's answer words. The read lies between the host's write of k and its
+// seeing k come back: an interval of one PCIe round trip. First it measures the
+// timer's update step (answer[2]), which widens every reading's interval.
+__global__ void timer_responder_kernel(const volatile unsigned long long* request, volatile unsigned long long* answer,
+                                       int count, unsigned long long timeout_ns) {
+  unsigned long long step = ~0ull, prev = globaltimer();
+  for (int i = 0; i < 4096 && step > 1; ++i) {
+    const unsigned long long t = globaltimer();
+    if (t != prev && t - prev < step) step = t - prev;
+    prev = t;
+  }
+  answer[2] = step;
+  const unsigned long long deadline = globaltimer() + timeout_ns;
+  for (unsigned long long k = 1; k <= (unsigned long long)count; ++k) {
+    while (*request < k)
+      if (globaltimer() > deadline) return;
+    const unsigned long long t = globaltimer();
+    answer[0] = t;
+    __threadfence_system();  // the time is visible before the sequence number
+    answer[1] = k;
+  }
+}
+
 __global__ void fma_kernel(float* sink, long long iters) {
   float a = threadIdx.x * 1e-3f, b = 1.0001f, c = 0.9999f, d = blockIdx.x * 1e-3f;
   for (long long i = 0; i < iters; ++i)
@@ -65,51 +90,79 @@ __global__ void fma_kernel(float* sink, long long iters) {
   if (a + d == 12345.0f) sink[threadIdx.x] = a + d;  // keeps the loop alive
 }
 
+// One sample's message: every block copies its slice with 16-byte stores where both
+// buffers allow it, fences it system-wide, and the last block to finish (a counter
+// in the sender's own memory, ever increasing so it needs no reset) raises the
+// peer's flag. One warp moved 64 KiB at 0.2 GB/s: the kernel, not the path.
 __device__ __forceinline__ void send_msg(volatile unsigned long long* peer_flag, unsigned char* peer_msg,
-                                         const unsigned char* my_msg, int msg, unsigned long long value) {
-  for (int i = threadIdx.x; i < msg; i += blockDim.x) peer_msg[i] = my_msg[i];
-  if (msg > 0) __threadfence_system();  // each lane's payload is visible before the flag
-  __syncwarp();
-  if (threadIdx.x == 0) *peer_flag = value;
+                                         const unsigned char* my_msg, int msg, unsigned long long value,
+                                         unsigned int* arrivals) {
+  const int tid = threadIdx.x, nthreads = blockDim.x, block = blockIdx.x, blocks = gridDim.x;
+  const int slice = (msg + blocks - 1) / blocks;
+  const int begin = min(msg, block * slice), end = min(msg, begin + slice);
+  int i = begin;
+  if ((((unsigned long long)(peer_msg + i) | (unsigned long long)(my_msg + i)) & 15) == 0) {
+    const int vecs = (end - i) / 16;
+    for (int v = tid; v < vecs; v += nthreads)
+      reinterpret_cast<uint4*>(peer_msg + i)[v] = reinterpret_cast<const uint4*>(my_msg + i)[v];
+    i += vecs * 16;
+  }
+  for (int j = i + tid; j < end; j += nthreads) peer_msg[j] = my_msg[j];
+  if (msg > 0) __threadfence_system();  // each thread's payload is visible before the flag
+  __syncthreads();
+  if (tid == 0) {
+    const bool last = blocks == 1 || atomicAdd(arrivals, 1u) + 1 == (unsigned int)(value * blocks);
+    if (last) {
+      if (blocks > 1) __threadfence_system();  // the other blocks' slices, seen through the counter, go first
+      *peer_flag = value;
+    }
+  }
 }
 
-// False when the flag did not arrive before `deadline` (%globaltimer ns).
+// False when the flag did not arrive before `deadline` (%globaltimer ns). Every
+// block waits (its slice of the next message must follow the peer's answer).
 __device__ __forceinline__ bool wait_flag(volatile unsigned long long* my_flag, unsigned long long value,
                                           unsigned long long deadline) {
-  int ok = 1;
-  if (threadIdx.x == 0)
+  __shared__ int ok;
+  if (threadIdx.x == 0) {
+    ok = 1;
     while (*my_flag < value)
       if (globaltimer() > deadline) { ok = 0; break; }
-  return __shfl_sync(0xffffffffu, ok, 0) != 0;
+  }
+  __syncthreads();
+  const int r = ok;
+  __syncthreads();  // nobody rewrites `ok` before everyone has read it
+  return r != 0;
 }
 
 // A sample that timed out is written as ~0ull.
 __global__ void ping_kernel(volatile unsigned long long* my_flag, volatile unsigned long long* peer_flag, unsigned char* peer_msg,
                             const unsigned char* my_msg, int msg, int samples, int rounds, unsigned long long* out_ns,
-                            unsigned long long timeout_ns) {
+                            unsigned int* arrivals, unsigned long long timeout_ns) {
   const unsigned long long deadline = globaltimer() + timeout_ns;
   unsigned long long k = 0;
   for (int s = 0; s < samples; ++s) {
     const unsigned long long t0 = globaltimer();
     for (int r = 0; r < rounds; ++r) {
       ++k;
-      send_msg(peer_flag, peer_msg, my_msg, msg, k);
+      send_msg(peer_flag, peer_msg, my_msg, msg, k, arrivals);
       if (!wait_flag(my_flag, k, deadline)) {
-        if (threadIdx.x == 0) out_ns[s] = ~0ull;
+        if (threadIdx.x == 0 && blockIdx.x == 0) out_ns[s] = ~0ull;
         return;
       }
     }
     const unsigned long long t1 = globaltimer();
-    if (threadIdx.x == 0) out_ns[s] = t1 - t0;
+    if (threadIdx.x == 0 && blockIdx.x == 0) out_ns[s] = t1 - t0;
   }
 }
 
 __global__ void pong_kernel(volatile unsigned long long* my_flag, volatile unsigned long long* peer_flag, unsigned char* peer_msg,
-                            const unsigned char* my_msg, int msg, long long total, unsigned long long timeout_ns) {
+                            const unsigned char* my_msg, int msg, long long total, unsigned int* arrivals,
+                            unsigned long long timeout_ns) {
   const unsigned long long deadline = globaltimer() + timeout_ns;
   for (unsigned long long k = 1; k <= (unsigned long long)total; ++k) {
     if (!wait_flag(my_flag, k, deadline)) return;
-    send_msg(peer_flag, peer_msg, my_msg, msg, k);
+    send_msg(peer_flag, peer_msg, my_msg, msg, k, arrivals);
   }
 }
 
@@ -127,7 +180,8 @@ void preload_kernels(int dev) {
   const void* kernels[] = {reinterpret_cast<const void*>(fill_kernel), reinterpret_cast<const void*>(verify_kernel),
                            reinterpret_cast<const void*>(spin_kernel), reinterpret_cast<const void*>(copy_kernel),
                            reinterpret_cast<const void*>(timer_kernel), reinterpret_cast<const void*>(fma_kernel),
-                           reinterpret_cast<const void*>(ping_kernel), reinterpret_cast<const void*>(pong_kernel)};
+                           reinterpret_cast<const void*>(ping_kernel), reinterpret_cast<const void*>(pong_kernel),
+                           reinterpret_cast<const void*>(timer_responder_kernel)};
   for (const void* k : kernels) {
     cudaFuncAttributes a{};
     check(cudaFuncGetAttributes(&a, k), "cudaFuncGetAttributes (kernel preload)", dev);
@@ -165,14 +219,31 @@ void launch_fma(float* sink, int blocks, long long iters, cudaStream_t s, int de
   fma_kernel<<<blocks, 256, 0, s>>>(sink, iters);
   after_launch("fma kernel launch", dev);
 }
+PingShape ping_shape_for(int msg, int sm_count) {
+  PingShape p;
+  const int vecs = msg / 16;
+  if (vecs <= 32) return p;  // a warp: one store each, the least latency
+  p.threads = vecs >= 512 ? 512 : (vecs + 31) / 32 * 32;
+  const int per_block = p.threads * 2;  // two 16-byte stores per thread before the fence
+  const int max_blocks = sm_count / 4 > 1 ? (sm_count / 4 < 16 ? sm_count / 4 : 16) : 1;
+  p.blocks = (vecs + per_block - 1) / per_block;
+  if (p.blocks > max_blocks) p.blocks = max_blocks;
+  return p;
+}
+
+void launch_timer_responder(const volatile unsigned long long* request, volatile unsigned long long* answer, int count,
+                            unsigned long long timeout_ns, cudaStream_t s, int dev) {
+  timer_responder_kernel<<<1, 1, 0, s>>>(request, answer, count, timeout_ns);
+  after_launch("timer responder kernel launch", dev);
+}
 void launch_ping(volatile unsigned long long* mf, volatile unsigned long long* pf, unsigned char* pm, const unsigned char* mm,
-                 int msg, int samples, int rounds, unsigned long long* out, cudaStream_t s, int dev) {
-  ping_kernel<<<1, 32, 0, s>>>(mf, pf, pm, mm, msg, samples, rounds, out, kPingTimeoutNs);
+                 int msg, int samples, int rounds, unsigned long long* out, const PingShape& shape, cudaStream_t s, int dev) {
+  ping_kernel<<<shape.blocks, shape.threads, 0, s>>>(mf, pf, pm, mm, msg, samples, rounds, out, shape.arrivals, kPingTimeoutNs);
   after_launch("ping kernel launch", dev);
 }
 void launch_pong(volatile unsigned long long* mf, volatile unsigned long long* pf, unsigned char* pm, const unsigned char* mm,
-                 int msg, long long total, cudaStream_t s, int dev) {
-  pong_kernel<<<1, 32, 0, s>>>(mf, pf, pm, mm, msg, total, kPingTimeoutNs);
+                 int msg, long long total, const PingShape& shape, cudaStream_t s, int dev) {
+  pong_kernel<<<shape.blocks, shape.threads, 0, s>>>(mf, pf, pm, mm, msg, total, shape.arrivals, kPingTimeoutNs);
   after_launch("pong kernel launch", dev);
 }
 

@@ -23,13 +23,30 @@ void launch_copy(void* dst, const void* src, std::uint64_t bytes, int blocks, in
 void launch_globaltimer(unsigned long long* out, cudaStream_t s, int dev);
 // Runs FMA loops for about `iters` x 4096 FMAs per thread on every SM.
 void launch_fma(float* sink, int blocks, long long iters, cudaStream_t s, int dev);
+// Host pokes -> %globaltimer answers, for the clock sync (device_clock.hpp).
+// request[0]: the host's sequence number; answer[0] the timer, answer[1] the number
+// answered, answer[2] the timer's update step in ns (written first).
+void launch_timer_responder(const volatile unsigned long long* request, volatile unsigned long long* answer, int count,
+                            unsigned long long timeout_ns, cudaStream_t s, int dev);
+
+// The ping-pong's grid: a message is split over `blocks` blocks of `threads`; the
+// last block to finish raises the peer's flag, counted in `arrivals` (device memory
+// of the sending GPU, zeroed before the launch). Ping and pong blocks must all be
+// resident at once: keep blocks x 2 well under the SM count.
+struct PingShape {
+  int blocks = 1, threads = 32;
+  unsigned int* arrivals = nullptr;
+};
+// Enough threads that 16-byte stores, not the kernel, bound a message of `msg` bytes.
+PingShape ping_shape_for(int msg, int sm_count);
+
 // Ping-pong: the initiator writes `msg` bytes + a flag into the responder's memory and
 // waits for the answer in its own; rounds_per_sample round trips per sample, samples
 // durations (ns, from %globaltimer) in out_ns[samples]. Responder mirrors it.
 void launch_ping(volatile unsigned long long* my_flag, volatile unsigned long long* peer_flag, unsigned char* peer_msg,
                  const unsigned char* my_msg, int msg, int samples, int rounds_per_sample, unsigned long long* out_ns,
-                 cudaStream_t s, int dev);
+                 const PingShape& shape, cudaStream_t s, int dev);
 void launch_pong(volatile unsigned long long* my_flag, volatile unsigned long long* peer_flag, unsigned char* peer_msg,
-                 const unsigned char* my_msg, int msg, long long total_rounds, cudaStream_t s, int dev);
+                 const unsigned char* my_msg, int msg, long long total_rounds, const PingShape& shape, cudaStream_t s, int dev);
 
 }  // namespace p2pscope::bench::cuda

@@ -23,6 +23,7 @@
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/units.hpp"
+#include "transport/cuda/device_clock.hpp"
 #include "transport/cuda/kernels.hpp"
 #include "transport/nccl/nccl_util.hpp"
 #include "transport/nccl/rank_comm.hpp"
@@ -44,6 +45,7 @@ class NcclRanksBackend final : public Backend {
       : rc_(std::make_unique<nccl::RankComm>(o.bootstrap, o.rank_device, "backend nccl")),
         rank_(rc_->rank()), size_(rc_->size()), gpu_(rc_->gpu()) {
     flag_ = pinned_alloc(64, gpu_);
+    clock_ = pinned_alloc(kClockWords * 8, gpu_);
     release_ = static_cast<volatile int*>(flag_.get());
     *release_ = 0;
   }
@@ -194,6 +196,27 @@ class NcclRanksBackend final : public Backend {
     return {j.value("device_ns", std::int64_t{-1}), j.value("before", std::int64_t{0}), j.value("after", std::int64_t{0})};
   }
 
+  // Collective: the device's own rank pokes its GPU's timer (device_clock.hpp) and
+  // tells everyone. Host times are that rank's CLOCK_MONOTONIC (shared on one host).
+  TimerBurst read_device_timer_burst(int device, int count) override {
+    check_device(device);
+    nlohmann::json mine;
+    if (device == rank_) {
+      const TimerBurst b = poke_device_timer(gpu_, stream(), static_cast<volatile unsigned long long*>(clock_.get()), count);
+      nlohmann::json r = nlohmann::json::array();
+      for (const auto& x : b.readings) r.push_back({x.device_ns, x.host_before_ns, x.host_after_ns});
+      mine = {{"step", b.step_ns}, {"method", b.method}, {"note", b.note}, {"readings", r}};
+    }
+    const auto j = nlohmann::json::parse(rc_->boot().broadcast(device, mine.dump()));
+    TimerBurst out;
+    out.step_ns = j.value("step", std::int64_t{0});
+    out.method = j.value("method", std::string());
+    out.note = j.value("note", std::string());
+    for (const auto& x : j.value("readings", nlohmann::json::array()))
+      out.readings.push_back({x.at(0).get<std::int64_t>(), x.at(1).get<std::int64_t>(), x.at(2).get<std::int64_t>()});
+    return out;
+  }
+
   // Collective, and it heats every rank's GPU, not only `device`'s: the warm-up calls
   // it from one thread per device, and the calls take turns on the bootstrap, so
   // heating only the named GPU would leave each GPU idle most of the time. Extra heat
@@ -275,7 +298,7 @@ class NcclRanksBackend final : public Backend {
   std::unique_ptr<nccl::RankComm> rc_;
   int rank_, size_, gpu_;
   int generation_ = 0;
-  PinnedBuffer flag_;
+  PinnedBuffer flag_, clock_;
   volatile int* release_ = nullptr;
   DeviceBuffer send_, recv_, scratch_, heat_;
   std::vector<int> prepared_;

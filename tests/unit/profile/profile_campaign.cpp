@@ -48,6 +48,7 @@ std::string fmt_id(int id) {
 }
 
 const std::vector<unsigned long long> kSizes = {1, 4096, 1 << 20};
+constexpr int kMaxBatchForTest = 512;
 
 nlohmann::json load(const fs::path& p) {
   std::ifstream in(p);
@@ -125,6 +126,39 @@ TEST(ProfileCampaign, WritesEveryFileAndLogsEachOpOnce) {
   std::getline(temps, note);
   EXPECT_EQ(header.rfind("time_ns,gpu,temperature_c", 0), 0u);
   EXPECT_EQ(note.rfind("# ", 0), 0u);
+  fs::remove_all(dir);
+}
+
+TEST(ProfileCampaign, BatchTimingTimesSmallTransfersAsLoopsAndSaysSo) {
+  const auto dir = temp_dir("batch");
+  Params p = small_params(dir);
+  p.min_sample_ns = 200'000;
+  const Result r = run_campaign(p);
+  ASSERT_TRUE(r.complete);
+  const auto rows = read_log((dir / "execution_log.csv").string()).rows;
+  int batched_small = 0;
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.timing, "batch");
+    EXPECT_GE(row.batch, 1);
+    EXPECT_LE(row.batch, kMaxBatchForTest);
+    EXPECT_NEAR(row.per_transfer_ns(), static_cast<double>(row.duration_ns) / row.batch, 1e-6);
+    if (row.size_bytes == 1 && row.batch > 1) ++batched_small;
+  }
+  EXPECT_EQ(batched_small, 6);  // a 1-byte memcpy takes far less than 200 us: every record is a loop
+  const auto meta = load(dir / "metadata.json");
+  EXPECT_EQ(meta["timing"]["method"], "batch");
+  EXPECT_DOUBLE_EQ(meta["timing"]["min_sample_ns"].get<double>(), 200'000);
+  EXPECT_TRUE(meta["sessions"][0].contains("batch_per_config"));
+  fs::remove_all(dir);
+
+  Params s = small_params(dir);
+  s.timing = Timing::single;
+  ASSERT_TRUE(run_campaign(s).complete);
+  for (const auto& row : read_log((dir / "execution_log.csv").string()).rows) {
+    EXPECT_EQ(row.timing, "single");
+    EXPECT_EQ(row.batch, 1);
+  }
+  EXPECT_EQ(load(dir / "metadata.json")["timing"]["method"], "single");
   fs::remove_all(dir);
 }
 

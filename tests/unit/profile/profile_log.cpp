@@ -39,7 +39,7 @@ TEST(ProfileLog, RoundTripsRowsWithAndWithoutDeviceTimes) {
   }
   const std::string text = slurp(path);
   EXPECT_EQ(text.substr(0, text.find('\n')), kLogHeader);
-  EXPECT_NE(text.find("3,0,1,1024,0,host,100,250,150,,,\n"), std::string::npos);
+  EXPECT_NE(text.find("3,0,1,1024,0,host,100,250,150,,,,1,single,150.00\n"), std::string::npos);
   const auto back = read_log(path);
   ASSERT_EQ(back.rows.size(), 2u);
   EXPECT_FALSE(back.torn_tail);
@@ -48,6 +48,39 @@ TEST(ProfileLog, RoundTripsRowsWithAndWithoutDeviceTimes) {
   EXPECT_EQ(back.rows[1].size_bytes, 1u << 30);
   EXPECT_DOUBLE_EQ(back.rows[1].gpu_duration_ns, 1875.5);
   EXPECT_EQ(back.rows[1].gpu_ts_end_ns, 1700000000000001875LL);
+  fs::remove_all(dir);
+}
+
+TEST(ProfileLog, ABatchedRowKeepsItsBatchAndPerTransferTime) {
+  const auto dir = temp_dir("batch");
+  const std::string path = (dir / "execution_log.csv").string();
+  {
+    LogWriter w(path, 0);
+    w.append({4, 1, 0, 8, 1, "staged", 1000, 60000, 59000, 50000, 10, 50010, 25, "batch"});
+  }
+  const std::string text = slurp(path);
+  EXPECT_NE(text.find(",25,batch,2000.00\n"), std::string::npos) << text;  // 50000 ns of GPU time / 25
+  const auto back = read_log(path);
+  ASSERT_EQ(back.rows.size(), 1u);
+  EXPECT_FALSE(back.legacy);
+  EXPECT_EQ(back.rows[0].batch, 25);
+  EXPECT_EQ(back.rows[0].timing, "batch");
+  EXPECT_DOUBLE_EQ(back.rows[0].per_transfer_ns(), 2000.0);
+  fs::remove_all(dir);
+}
+
+TEST(ProfileLog, ALogOfBeforeBatchTimingIsReadAsSingleOps) {
+  const auto dir = temp_dir("legacy");
+  const auto path = dir / "execution_log.csv";
+  std::ofstream(path) << kLogHeaderV1 << "\n0,0,1,8,0,ce,100,300,200,150.0,,\n";
+  const auto back = read_log(path.string());
+  EXPECT_TRUE(back.legacy);
+  ASSERT_EQ(back.rows.size(), 1u);
+  EXPECT_EQ(back.rows[0].batch, 1);
+  EXPECT_DOUBLE_EQ(back.rows[0].per_transfer_ns(), 150.0);
+  // A row of the new width under the old header is garbage, not a row.
+  std::ofstream(path, std::ios::app) << "1,0,1,8,0,ce,100,300,200,150.0,,,3,batch,50.00\n";
+  EXPECT_EQ(read_log(path.string()).rows.size(), 1u);
   fs::remove_all(dir);
 }
 
@@ -113,7 +146,7 @@ TEST(ProfileTrace, EventsNamedAndMappedOntoTracks) {
   fit.ok = true;
   fit.host_ref_ns = 0;
   fit.device_ref_ns = 490'000;
-  const auto t = make_trace(plan, rows, {{0, fit}});
+  const auto t = make_trace(plan, rows, {{0, fit}}, [](int src, int) { return src; }, {});
   int host = 0, gpu = 0;
   for (const auto& e : t["traceEvents"]) {
     if (e["ph"] != "X") continue;

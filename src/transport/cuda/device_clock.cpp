@@ -1,0 +1,65 @@
+#include "transport/cuda/device_clock.hpp"
+
+#include <atomic>
+
+#include "p2pscope/clock.hpp"
+#include "transport/cuda/cuda_util.hpp"
+#include "transport/cuda/kernels.hpp"
+
+namespace p2pscope::bench::cuda {
+namespace {
+constexpr std::int64_t kAnswerWaitNs = 1'000'000'000;        // a GPU busy elsewhere: give up the burst
+constexpr unsigned long long kKernelTimeoutNs = 5'000'000'000ull;  // the kernel's own bound
+
+// Lets the kernel run out: every poke up to `count` is then answered at once.
+struct FinishPokes {
+  volatile unsigned long long* request;
+  unsigned long long count;
+  ~FinishPokes() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    *request = count;
+  }
+};
+}  // namespace
+
+Backend::TimerBurst poke_device_timer(int device, cudaStream_t stream, volatile unsigned long long* words, int count) {
+  Backend::TimerBurst burst;
+  burst.method = "poke: a resident kernel answers host writes through mapped memory";
+  if (count < 1) return burst;
+  // The request word and the answers sit on different 128-byte lines.
+  volatile unsigned long long* request = words;
+  volatile unsigned long long* answer = words + 16;
+  *request = 0;
+  answer[0] = answer[1] = answer[2] = 0;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  launch_timer_responder(request, answer, count, kKernelTimeoutNs, stream, device);
+  {
+    FinishPokes finish{request, static_cast<unsigned long long>(count)};
+    const std::int64_t started = monotonic_ns();
+    while (answer[2] == 0 && monotonic_ns() - started < kAnswerWaitNs) {}
+    burst.step_ns = static_cast<std::int64_t>(answer[2]);
+    if (burst.step_ns == 0) burst.note = "the GPU did not start the clock kernel within 1 s (busy?)";
+    for (int k = 1; k <= count && burst.step_ns > 0; ++k) {
+      Backend::TimerReading r;
+      r.host_before_ns = monotonic_ns();
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      *request = static_cast<unsigned long long>(k);
+      std::atomic_thread_fence(std::memory_order_seq_cst);  // the poke leaves the store buffer now
+      bool answered = true;
+      while (answer[1] < static_cast<unsigned long long>(k))
+        if (monotonic_ns() - r.host_before_ns > kAnswerWaitNs) { answered = false; break; }
+      r.host_after_ns = monotonic_ns();
+      if (!answered) {
+        burst.note = "the GPU stopped answering clock pokes (1 s): burst cut short";
+        break;
+      }
+      std::atomic_thread_fence(std::memory_order_acquire);
+      r.device_ns = static_cast<std::int64_t>(answer[0]);
+      burst.readings.push_back(r);
+    }
+  }
+  P2P_CUDA(cudaStreamSynchronize(stream), device);
+  return burst;
+}
+
+}  // namespace p2pscope::bench::cuda
