@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "p2pscope/metadata.hpp"
 #include "profile/causality.hpp"
 
 namespace p2pscope::profile {

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -74,6 +76,48 @@ TEST(GpuCuda, PingPongKernelsOnOneGpuTwoStreams) {
     EXPECT_LT(v, 50e3) << "one-way over 50 us inside one GPU";
   }
   EXPECT_EQ(b->verify(0, 0, 8), -1);
+}
+
+TEST(GpuCuda, PingPongDataArrivesAtEverySizeAndGrid) {
+  NEED_GPUS(1);
+  // Sizes that take one warp, one block, several blocks, a capped grid, and odd tails.
+  for (const std::uint64_t n : {1ull, 17ull, 4096ull + 5, 65536ull, (1ull << 20) - 3}) {
+    auto b = make_backend("ce");
+    b->prepare({0}, n);
+    const auto r = b->run_batch({0, 0, n, Pattern::latency, 1, 3});
+    ASSERT_TRUE(r.support.ok) << r.support.reason;
+    EXPECT_EQ(b->verify(0, 0, n), -1) << n << " B: the ping's payload did not arrive whole";
+    EXPECT_NE(r.note.find("block(s)"), std::string::npos) << r.note;
+  }
+}
+
+TEST(GpuCuda, ClockPokesAreTightAndBatchStampsLieInsideTheHostBracket) {
+  NEED_GPUS(1);
+  auto b = make_backend("staged");
+  const auto burst = b->read_device_timer_burst(0, 64);
+  ASSERT_EQ(burst.readings.size(), 64u) << burst.note;
+  EXPECT_GT(burst.step_ns, 0);
+  std::int64_t tightest = INT64_MAX;
+  for (const auto& r : burst.readings) {
+    EXPECT_LE(r.host_before_ns, r.host_after_ns);
+    tightest = std::min(tightest, r.host_after_ns - r.host_before_ns);
+  }
+  EXPECT_LT(tightest, 5'000) << "a poke round trip over PCIe should take a few us at most";
+  b->prepare({0, 1}, 1 << 20);
+  // A batch's GPU stamps, mapped with the tightest poke's offset, fall inside its host
+  // bracket give or take that poke's half-bracket.
+  const auto& t = *std::min_element(burst.readings.begin(), burst.readings.end(), [](const auto& x, const auto& y) {
+    return x.host_after_ns - x.host_before_ns < y.host_after_ns - y.host_before_ns;
+  });
+  const double offset = static_cast<double>(t.device_ns) - 0.5 * static_cast<double>(t.host_before_ns + t.host_after_ns);
+  const double slack = 0.5 * static_cast<double>(t.host_after_ns - t.host_before_ns) + 2'000;  // + drift over the test
+  const auto op = b->run_blocking_batch(1, 0, 4096, 16);
+  EXPECT_EQ(b->verify(1, 0, 4096), -1);
+  ASSERT_GE(op.device_start_ns, 0);
+  EXPECT_GE(static_cast<double>(op.device_start_ns) - offset, static_cast<double>(op.host_start_ns) - slack);
+  EXPECT_LE(static_cast<double>(op.device_end_ns) - offset, static_cast<double>(op.host_end_ns) + slack);
+  EXPECT_GT(op.device_duration_ns, 0);
+  EXPECT_LT(op.device_duration_ns, static_cast<double>(op.device_end_ns - op.device_start_ns));
 }
 
 TEST(GpuCuda, VerifyNamesTheFirstBadOffsetOnTheGpu) {

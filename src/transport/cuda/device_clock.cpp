@@ -30,7 +30,9 @@ Backend::TimerBurst poke_device_timer(int device, cudaStream_t stream, volatile 
   volatile unsigned long long* request = words;
   volatile unsigned long long* answer = words + 16;
   *request = 0;
-  answer[0] = answer[1] = answer[2] = 0;
+  answer[0] = 0;
+  answer[1] = 0;
+  answer[2] = 0;
   std::atomic_thread_fence(std::memory_order_seq_cst);
   launch_timer_responder(request, answer, count, kKernelTimeoutNs, stream, device);
   {
