@@ -18,14 +18,17 @@ print(f"timing: {meta.get('timing', {}).get('method')}, min sample "
       f"{meta.get('timing', {}).get('min_sample_ns', 0) / 1e3:.0f} us; "
       f"measurement phase {sum(s.get('measure_phase_s', 0) + s.get('warmup_phase_s', 0) for s in meta['sessions']):.1f} s")
 for dev in drift.get('devices', []):
-    f = dev.get('campaign_fit') or {}
+    one = dev.get('one_line_fit') or {}
+    cm = dev.get('clock_map') or {}
     c = dev.get('causality') or {}
-    print(f"GPU {dev['device']}: sync {dev.get('sync_method', '?')}; timer step {f.get('timer_step_ns')} ns; "
-          f"tightest bracket {f.get('min_bracket_ns')} ns; ppm {f.get('ppm', 0):+.3f}; offset bound "
-          f"+-{f.get('offset_uncertainty_ns', float('nan')):.0f} ns (sync alone +-{c.get('offset_uncertainty_from_sync_ns', float('nan')):.0f}); "
+    print(f"GPU {dev['device']}: sync {dev.get('sync_method', '?')}; timer step {one.get('timer_step_ns')} ns; "
+          f"tightest bracket {one.get('min_bracket_ns')} ns; one line over the run: ppm {one.get('ppm', 0):+.3f}, "
+          f"{'bounded' if one.get('bounded') else 'does not fit (off by %.0f ns)' % one.get('inconsistency_ns', 0)}; "
+          f"clock map: {cm.get('pieces')} pieces ({cm.get('sync_bursts_during_run')} bursts during the run), offset bound "
+          f"+-{c.get('offset_uncertainty_ns', float('nan')):.0f} ns (sync alone +-{c.get('offset_uncertainty_from_sync_ns', float('nan')):.0f}); "
           f"causality {c.get('violations')} of {c.get('ops_checked')} ops violate, worst {c.get('worst_violation_ns', 0):.0f} ns; "
           f"least slack start {c.get('min_start_slack_ns') or 0:.0f} ns, end {c.get('min_end_slack_ns') or 0:.0f} ns")
-
+    if 'ppm_change' in dev: print(f"  drift rate changed by {dev['ppm_change']:.3f} ppm between the start and end windows")
 ok = {}
 ok['causality'] = a.get('causality_violations', 1) == 0 and a.get('ops_checked', 0) > 0
 unc = a.get('offset_uncertainty_ns_max')
@@ -55,6 +58,7 @@ ok['medians monotone (3 %)'] = not mono_bad
 ok['model worst error <= 10 %'] = worst_model <= 0.10
 print()
 for m in mono_bad: print('not monotone:', m)
+med = a.get('offset_uncertainty_ns_median')
 print(f"worst CV {100 * worst_cv:.2f} %, worst model error {100 * worst_model:.1f} %, offset bound "
-      f"+-{unc if unc is not None else float('nan'):.0f} ns, violations {a.get('causality_violations')} of {a.get('ops_checked')}")
+      f"+-{unc if unc is not None else float('nan'):.0f} ns (median op +-{med if med is not None else float('nan'):.0f}), violations {a.get('causality_violations')} of {a.get('ops_checked')}")
 for k, v in ok.items(): print(f"{'PASS' if v else 'FAIL'}: {k}")

@@ -203,8 +203,9 @@ void drift(const Campaign& c, std::vector<Finding>* out) {
     const std::string subject = fmt::format("GPU {}", d.value("device", -1));
     if (d.contains("warning") && d["warning"].is_string())
       out->push_back({"drift", "warning", subject, d["warning"].get<std::string>(), d.value("ppm_change", NAN)});
-    if (d.contains("campaign_fit") && d["campaign_fit"].is_object()) {
-      const double ppm = d["campaign_fit"].value("ppm", 0.0);
+    const char* line = d.contains("one_line_fit") ? "one_line_fit" : "campaign_fit";
+    if (d.contains(line) && d[line].is_object()) {
+      const double ppm = d[line].value("ppm", 0.0);
       if (std::fabs(ppm) > 10)
         out->push_back({"drift", "warning", subject,
                         fmt::format("GPU clock runs {:+.1f} ppm against the host clock (> 10 ppm: investigate)", ppm), ppm});

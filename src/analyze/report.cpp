@@ -212,18 +212,22 @@ std::string drift_table(const Campaign& c) {
     if (!d.is_object()) continue;
     const auto change = d.value("ppm_change", NAN);
     std::string unc = "-", causal = "-";
-    if (d.contains("campaign_fit") && d["campaign_fit"].is_object() && d["campaign_fit"].contains("offset_uncertainty_ns"))
-      unc = fmt::format("+-{:.0f} ns", d["campaign_fit"].value("offset_uncertainty_ns", 0.0));
+    // Since the clock map: the bound the ops were checked with; before it: the one line's.
+    const char* line = d.contains("one_line_fit") ? "one_line_fit" : "campaign_fit";
+    if (d.contains("causality") && d["causality"].is_object() && d["causality"].contains("offset_uncertainty_ns"))
+      unc = fmt::format("+-{:.0f} ns", d["causality"].value("offset_uncertainty_ns", 0.0));
+    else if (d.contains(line) && d[line].is_object() && d[line].contains("offset_uncertainty_ns"))
+      unc = fmt::format("+-{:.0f} ns", d[line].value("offset_uncertainty_ns", 0.0));
     if (d.contains("causality") && d["causality"].is_object())
       causal = fmt::format("{} of {} ops", d["causality"].value("violations", 0), d["causality"].value("ops_checked", 0));
     rows.push_back({std::to_string(d.value("device", -1)), ppm(d, "start"), ppm(d, "end"),
-                    std::isfinite(change) ? fmt::format("{:.3f}", change) : "-", ppm(d, "campaign_fit"), unc, causal,
+                    std::isfinite(change) ? fmt::format("{:.3f}", change) : "-", ppm(d, line), unc, causal,
                     d.value("warning", std::string("-"))});
   }
   return "<p>Clock drift and alignment (clock_drift.json; ppm = (device rate / host rate - 1) x 1e6; a GPU time mapped "
          "to host time is within the offset bound; a causality violation is an op whose GPU interval leaves its host "
          "interval for every offset the sync allows):</p>\n" +
-         charts::html::table({"GPU", "start ppm", "end ppm", "change", "campaign ppm", "offset bound", "causality violations",
+         charts::html::table({"GPU", "start ppm", "end ppm", "change", "one-line ppm", "offset bound", "causality violations",
                               "warning"}, rows);
 }
 

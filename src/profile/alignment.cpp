@@ -1,10 +1,12 @@
 #include "profile/alignment.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "p2pscope/clock.hpp"
 #include "p2pscope/metadata.hpp"
 #include "profile/causality.hpp"
 
@@ -42,7 +44,52 @@ DriftWindow measure_drift(bench::Backend& b, const std::vector<int>& devices, do
   return w;
 }
 
-Alignment align_clocks(const std::string& backend, const DriftWindow& start, const DriftWindow& end, const Plan& plan,
+void SyncDuringRun::maybe_sync() {
+  const std::int64_t now = monotonic_ns();
+  if (now - last_ns_ < kPeriodNs) return;
+  last_ns_ = now;
+  for (int dev : devices_) {
+    if (dead_[dev]) continue;
+    const auto burst = b_.read_device_timer_burst(dev, kPokes);
+    if (burst.readings.empty()) {
+      dead_[dev] = true;
+      continue;
+    }
+    auto& s = w_.samples[dev];
+    s.method = burst.method;
+    s.step_ns = std::max(s.step_ns, burst.step_ns);
+    for (const auto& r : burst.readings) s.points.push_back(timer_point(r));
+  }
+}
+
+namespace {
+// Folds one piece's check into the device's: counts add, the worst stays, the
+// uncertainties are the largest of any piece that holds ops.
+void merge(CausalityCheck& into, const CausalityCheck& c) {
+  if (c.ops_checked == 0) return;
+  const bool first = into.ops_checked == 0;
+  into.ops_checked += c.ops_checked;
+  into.violations += c.violations;
+  if (c.worst_violation_ns > into.worst_violation_ns) {
+    into.worst_violation_ns = c.worst_violation_ns;
+    into.worst_op = c.worst_op;
+  }
+  into.refined = into.refined || c.refined;
+  into.uncertainty_before_ns = std::max(into.uncertainty_before_ns, c.uncertainty_before_ns);
+  into.uncertainty_after_ns = std::max(into.uncertainty_after_ns, c.uncertainty_after_ns);
+  into.min_start_slack_ns = first ? c.min_start_slack_ns : std::min(into.min_start_slack_ns, c.min_start_slack_ns);
+  into.min_end_slack_ns = first ? c.min_end_slack_ns : std::min(into.min_end_slack_ns, c.min_end_slack_ns);
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+}  // namespace
+
+Alignment align_clocks(const std::string& backend, const DriftWindow& start, const DriftWindow& during,
+                       const DriftWindow& end, const Plan& plan,
                        const std::vector<LogRow>& rows, const std::function<int(int, int)>& clock_device,
                        double single_stamp_error_ns) {
   Alignment a;
@@ -50,6 +97,7 @@ Alignment align_clocks(const std::string& backend, const DriftWindow& start, con
   nlohmann::json devices = nlohmann::json::array();
   std::size_t checked = 0, violations = 0;
   double worst = 0, worst_uncertainty = 0;
+  std::vector<double> op_uncertainty;  // every checked op's bound, for the median
   std::string worst_op;
   for (const auto& [dev, s] : start.samples) {
     const DriftFit fs_ = fit_timer_points(s.points, !windowed, s.step_ns);
@@ -71,22 +119,49 @@ Alignment align_clocks(const std::string& backend, const DriftWindow& start, con
         }
       }
     }
-    DriftFit whole = fit_timer_points(all, e == end.samples.end(), step);
-    if (whole.ok && !whole.bounded)
-      a.warnings.push_back(fmt::format("GPU {}: the clock sync readings do not fit one line (off by {:.0f} ns): "
-                                       "the timer jumped or drifted unevenly; GPU times are placed within +-{:.0f} ns",
-                                       dev, whole.inconsistency_ns, whole.uncertainty_ns()));
-    // Every op this GPU stamped, checked against its host interval.
-    std::vector<OpSpan> spans;
-    for (const auto& r : rows) {
-      if (r.gpu_ts_start_ns < 0 || clock_device(r.src, r.dst) != dev) continue;
-      if (r.config_id < 0 || static_cast<std::size_t>(r.config_id) >= plan.configs.size()) continue;
-      spans.push_back({r.ts_start_ns, r.ts_end_ns, r.gpu_ts_start_ns, r.gpu_ts_end_ns,
-                       r.timing == "single" ? single_stamp_error_ns : 0.0,
-                       event_name(plan.configs[static_cast<std::size_t>(r.config_id)], r.repetition)});
+    std::size_t bursts_during = 0;
+    const auto m = during.samples.find(dev);
+    if (m != during.samples.end()) {
+      all.insert(all.end(), m->second.points.begin(), m->second.points.end());
+      step = std::max(step, m->second.step_ns);
+      bursts_during = m->second.points.size() / SyncDuringRun::kPokes;
     }
-    const CausalityCheck c = check_causality(spans, &whole);
-    d["campaign_fit"] = fit_json(whole);
+    // One line over the whole campaign, for the record: where the rate wandered it does
+    // not fit, which is why ops are mapped piece by piece.
+    const DriftFit whole = fit_timer_points(all, e == end.samples.end() && m == during.samples.end(), step);
+    d["one_line_fit"] = fit_json(whole);
+    ClockMap map = build_clock_map(all, step);
+    // Every op this GPU stamped, checked against its host interval with its piece's line.
+    std::vector<std::vector<OpSpan>> by_piece(map.pieces.size());
+    for (const auto& r : rows) {
+      if (!map.ok() || r.gpu_ts_start_ns < 0 || clock_device(r.src, r.dst) != dev) continue;
+      if (r.config_id < 0 || static_cast<std::size_t>(r.config_id) >= plan.configs.size()) continue;
+      by_piece[map.piece_index(r.ts_start_ns)].push_back(
+          {r.ts_start_ns, r.ts_end_ns, r.gpu_ts_start_ns, r.gpu_ts_end_ns,
+           r.timing == "single" ? single_stamp_error_ns : 0.0,
+           event_name(plan.configs[static_cast<std::size_t>(r.config_id)], r.repetition)});
+    }
+    CausalityCheck c;
+    std::size_t unbounded = 0, pieces_with_ops = 0;
+    for (std::size_t i = 0; i < map.pieces.size(); ++i) {
+      auto& piece = map.pieces[i];
+      if (!piece.fit.bounded) ++unbounded;
+      if (by_piece[i].empty()) continue;
+      ++pieces_with_ops;
+      merge(c, check_causality(by_piece[i], &piece.fit));
+      for (const auto& op : by_piece[i]) op_uncertainty.push_back(piece.fit.uncertainty_over(op.host_start_ns, op.host_end_ns));
+    }
+    if (c.ops_checked == 0) c.uncertainty_after_ns = c.uncertainty_before_ns = map.uncertainty_max_ns();
+    if (unbounded > 0)
+      a.warnings.push_back(fmt::format("GPU {}: {} of {} clock-map pieces have sync readings that fit no line (the "
+                                       "timer jumped?); their GPU times are placed within +-{:.0f} ns",
+                                       dev, unbounded, map.pieces.size(), map.uncertainty_max_ns()));
+    d["clock_map"] = {{"pieces", map.pieces.size()},
+                      {"pieces_with_ops", pieces_with_ops},
+                      {"sync_bursts_during_run", bursts_during},
+                      {"offset_uncertainty_ns_max", c.uncertainty_after_ns},
+                      {"rule", "each stretch between two sync bursts has its own line, fitted to the readings within "
+                               "1 s of it; a mapped GPU time is within offset_uncertainty_ns of the host clock"}};
     d["causality"] = to_json(c);
     checked += c.ops_checked;
     violations += c.violations;
@@ -94,13 +169,13 @@ Alignment align_clocks(const std::string& backend, const DriftWindow& start, con
       worst = c.worst_violation_ns;
       worst_op = c.worst_op;
     }
-    worst_uncertainty = std::max(worst_uncertainty, whole.uncertainty_ns());
+    worst_uncertainty = std::max(worst_uncertainty, c.ops_checked ? c.uncertainty_after_ns : map.uncertainty_max_ns());
     if (c.violations > 0)
       a.warnings.push_back(fmt::format(
           "GPU {}: {} of {} ops have a GPU interval outside their host interval for every clock offset the sync allows "
           "(worst by {:.0f} ns, {}): the GPU time stamps or the clock mapping are wrong, not the hardware",
           dev, c.violations, c.ops_checked, c.worst_violation_ns, c.worst_op));
-    if (whole.ok) a.to_host[dev] = whole;
+    if (map.ok()) a.to_host[dev] = std::move(map);
     devices.push_back(d);
   }
   // GPUs whose ops carry stamps but which gave no sync readings.
@@ -126,12 +201,13 @@ Alignment align_clocks(const std::string& backend, const DriftWindow& start, con
                            {"worst_violation_ns", worst},
                            {"worst_op", worst_op.empty() ? nlohmann::json(nullptr) : nlohmann::json(worst_op)},
                            {"offset_uncertainty_ns_max", start.samples.empty() ? nlohmann::json(nullptr) : nlohmann::json(worst_uncertainty)},
+                           {"offset_uncertainty_ns_median", op_uncertainty.empty() ? nlohmann::json(nullptr) : nlohmann::json(median_of(op_uncertainty))},
                            {"single_timing_stamp_error_ns", single_stamp_error_ns},
                            {"unaligned_devices", nlohmann::json::object()}};
   for (const auto& [dev, why] : a.unaligned) a.report["alignment"]["unaligned_devices"][std::to_string(dev)] = why;
   if (start.samples.empty())
     a.report["note"] = "backend " + backend + " has no device clock: nothing to fit (host times only)";
-  if (start.window_s <= 0) a.report["note_window"] = "--drift 0: per-window ppm not measured; offsets and the campaign-long fit only";
+  if (start.window_s <= 0) a.report["note_window"] = "--drift 0: per-window ppm not measured; the clock map rests on the quick bursts at start and end and those taken during the run";
   return a;
 }
 

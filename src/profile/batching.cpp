@@ -39,11 +39,4 @@ int batch_size_for(double per_transfer_ns, double min_sample_ns, int max_batch) 
   return static_cast<int>(std::clamp(k, 1.0, static_cast<double>(std::max(1, max_batch))));
 }
 
-int batch_from_warmup(std::vector<double> t, double min_sample_ns, int max_batch) {
-  t.erase(std::remove_if(t.begin(), t.end(), [](double x) { return !(x > 0) || !std::isfinite(x); }), t.end());
-  if (t.empty()) return 1;
-  std::nth_element(t.begin(), t.begin() + static_cast<long>(t.size() / 2), t.end());
-  return batch_size_for(t[t.size() / 2], min_sample_ns, max_batch);
-}
-
 }  // namespace p2pscope::profile

@@ -3,9 +3,8 @@
 // enough that it spans a minimum time (--min-sample-time), so a transfer of a few
 // microseconds is not timed by one event pair whose resolution (0.5 us) and launch
 // jitter are as large as it. The batch is sized during warmup from the transfer's
-// own time. Seed 004's one-blocking-op-per-record method stays as timing "single".
+// own time (campaign.cpp: first alone, then from the batch). Seed 004's one-blocking-op-per-record method stays as timing "single".
 #include <string>
-#include <vector>
 
 #include "p2pscope/profile.hpp"
 
@@ -23,9 +22,5 @@ double parse_min_sample_time(const std::string& text);
 // Transfers per sample so that batch x per_transfer_ns >= min_sample_ns, within
 // [1, max_batch]. A per-transfer time that is not positive or finite gives 1.
 int batch_size_for(double per_transfer_ns, double min_sample_ns, int max_batch = kMaxBatch);
-
-// The batch from warmup samples of one transfer each (their median: one slow
-// first op does not shrink the batch). Empty: 1.
-int batch_from_warmup(std::vector<double> single_transfer_ns, double min_sample_ns, int max_batch = kMaxBatch);
 
 }  // namespace p2pscope::profile

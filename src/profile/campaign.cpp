@@ -221,6 +221,7 @@ Result run_campaign(const Params& p) {
 
   std::unique_ptr<TemperatureSampler> sampler;
   DriftWindow drift_start, drift_end;
+  SyncDuringRun sync(primary, plan.devices);
   double single_stamp_error_ns = 0;
   std::int64_t warm_t0 = 0, measure_t0 = 0, measure_t1 = 0;
   try {
@@ -245,8 +246,10 @@ Result run_campaign(const Params& p) {
     if (p.on_progress && p.drift_s > 0 && gpu_backend) p.on_progress({"drift-start", 0, 0, 0, p.drift_s, ""});
     drift_start = measure_drift(primary, plan.devices, stopped() ? 0 : p.drift_s, p.stop);
 
-    // Batch timing: each config's warmup sizes its batch from single transfers (timed
-    // the batch's way, behind a blocking start), then warms the batch itself.
+    // Batch timing: each config's warmup sizes its batch, first from a single transfer,
+    // then from the batch itself (a lone transfer carries overhead a batch amortises,
+    // so sizing from singles alone leaves samples short of the minimum), and its last
+    // warmup op runs the final batch.
     const bool batched = p.timing == Timing::batch;
     std::vector<int> batch(plan.configs.size(), 1);
     const auto run_op = [&](const Config& c, const std::string& name, int count) {
@@ -254,26 +257,24 @@ Result run_campaign(const Params& p) {
       auto& b = *backends.at(c.backend);
       return batched ? b.run_blocking_batch(c.src, c.dst, c.size_bytes, count) : b.run_blocking(c.src, c.dst, c.size_bytes);
     };
-    const auto transfer_ns = [](const bench::OpTiming& t) {
+    const auto sample_ns = [](const bench::OpTiming& t) {
       return std::isnan(t.device_duration_ns) ? static_cast<double>(t.host_end_ns - t.host_start_ns) : t.device_duration_ns;
     };
     // ---- warmup pass: every config, in the shuffled order ------------------------
     warm_t0 = monotonic_ns();
     {
-      const int per_config = batched ? std::max(plan.warmup, 2) : plan.warmup;
+      const int per_config = batched ? std::max(plan.warmup, 3) : plan.warmup;
       Ticker t(p, "warmup", 0, plan.configs.size() * static_cast<std::size_t>(per_config));
       std::size_t n = 0;
       for (int id : plan.order) {
         if (stopped()) break;
         const Config& c = plan.configs[static_cast<std::size_t>(id)];
-        std::vector<double> singles;
+        int& k = batch[static_cast<std::size_t>(id)];
         for (int w = 0; w < per_config && !stopped(); ++w, ++n) {
           const bool last = batched && w + 1 == per_config;
-          const bench::OpTiming op = run_op(c, "warmup_" + event_name(c, w), last ? batch[static_cast<std::size_t>(id)] : 1);
-          if (batched && !last) {
-            singles.push_back(transfer_ns(op));
-            batch[static_cast<std::size_t>(id)] = batch_from_warmup(singles, p.min_sample_ns);
-          }
+          const int used = batched ? k : 1;
+          const bench::OpTiming op = run_op(c, "warmup_" + event_name(c, w), used);
+          if (batched && !last) k = batch_size_for(sample_ns(op) / used, p.min_sample_ns);
           t.tick(n + 1, event_name(c, w));
         }
       }
@@ -285,6 +286,7 @@ Result run_campaign(const Params& p) {
     }
     // ---- measured repetitions ----------------------------------------------------
     measure_t0 = monotonic_ns();
+    if (gpu_backend) sync.maybe_sync();
     Ticker t(p, "measure", rows.size(), plan.measured_ops());
     std::size_t since_check = 0;
     for (int rep = 0; rep < plan.reps && !stopped(); ++rep)
@@ -304,6 +306,7 @@ Result run_campaign(const Params& p) {
         done.insert({id, rep});
         ++res.ops_this_session;
         t.tick(rows.size(), name);
+        if (gpu_backend) sync.maybe_sync();  // between ops, never inside one
         if (p.rewarm_below_c >= 0 && nvml && gpu_backend && p.rewarm_every > 0 && ++since_check >= static_cast<std::size_t>(p.rewarm_every)) {
           since_check = 0;
           const auto cold = devices_below(*nvml, to_nvml, plan.devices, p.rewarm_below_c);
@@ -336,7 +339,7 @@ Result run_campaign(const Params& p) {
   res.warmup_s = static_cast<double>(measure_t0 - warm_t0) * 1e-9;
   res.measure_s = static_cast<double>(measure_t1 - measure_t0) * 1e-9;
   const auto clock_device = [&](int src, int dst) { return primary.clock_device(src, dst); };
-  Alignment align = align_clocks(primary.name(), drift_start, drift_end, plan, rows, clock_device, single_stamp_error_ns);
+  Alignment align = align_clocks(primary.name(), drift_start, sync.window(), drift_end, plan, rows, clock_device, single_stamp_error_ns);
   for (const auto& w : align.warnings) {
     res.warnings.push_back(w);
     note("warning: " + w);

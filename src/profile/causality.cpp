@@ -8,27 +8,35 @@ namespace p2pscope::profile {
 CausalityCheck check_causality(const std::vector<OpSpan>& ops, DriftFit* fit) {
   CausalityCheck c;
   if (!fit || !fit->ok) return c;
-  // The sync's interval for the offset, relative to the line's device_ref_ns; an
-  // unbounded fit allows its stated uncertainty either side.
-  const double u = fit->uncertainty_ns();
-  const double lo = fit->bounded ? fit->offset_lo_ns : -u;
-  const double hi = fit->bounded ? fit->offset_hi_ns : u;
-  c.uncertainty_before_ns = c.uncertainty_after_ns = (hi - lo) / 2;
-  // An op says: offset <= its start's device time minus its host issue (the GPU
-  // starts after the host issued), and offset >= its end's device time minus its
-  // host completion. Both in the line's frame: device - ref - slope * (host - host_ref).
-  const auto frame = [&](std::int64_t device, std::int64_t host) {
-    return static_cast<double>(device - fit->device_ref_ns) - fit->slope * static_cast<double>(host - fit->host_ref_ns);
-  };
-  double ops_lo = -INFINITY, ops_hi = INFINITY;
+  std::int64_t first = INT64_MAX, last = INT64_MIN;
+  for (const auto& op : ops)
+    if (op.device_start_ns >= 0 && op.device_end_ns >= op.device_start_ns) {
+      first = std::min(first, op.host_start_ns);
+      last = std::max(last, op.host_end_ns);
+    }
+  if (first > last) return c;
+  // The lines the sync allows; for an unbounded fit, its line give or take its stated
+  // uncertainty at the fitted rate.
+  FeasibleLines lines = fit->region;
+  if (!fit->bounded) {
+    const double u = fit->uncertainty_ns();
+    lines = FeasibleLines(-u, u, fit->slope - 1 - 1e-12, fit->slope - 1 + 1e-12);
+  }
+  c.uncertainty_before_ns = fit->uncertainty_over(first, last);
+  // An op says: the line passes at or below its GPU start at its host issue (the GPU
+  // starts after the host issued), and at or above its GPU end at its host completion.
+  const auto x = [&](std::int64_t host) { return static_cast<double>(host - fit->host_ref_ns); };
+  const auto y = [&](std::int64_t device) { return static_cast<double>(device - fit->device_ref_ns); };
   for (const auto& op : ops) {
     if (op.device_start_ns < 0 || op.device_end_ns < op.device_start_ns) continue;
     ++c.ops_checked;
-    const double upper = frame(op.device_start_ns, op.host_start_ns) + op.stamp_error_ns;
-    const double lower = frame(op.device_end_ns, op.host_end_ns) - op.stamp_error_ns;
-    ops_lo = std::max(ops_lo, lower);
-    ops_hi = std::min(ops_hi, upper);
-    const double out = std::max(lo - upper, lower - hi);  // > 0: no allowed offset fits this op
+    const double xs = x(op.host_start_ns), ys = y(op.device_start_ns) + op.stamp_error_ns;
+    const double xe = x(op.host_end_ns), ye = y(op.device_end_ns) - op.stamp_error_ns;
+    double out = std::max(lines.excess_below(xs, ys), lines.excess_above(xe, ye));
+    if (out <= 0) {  // each end fits some allowed line; both together must fit one
+      FeasibleLines both = lines;
+      if (!both.keep_below(xs, ys) || !both.keep_above(xe, ye)) out = 1;
+    }
     if (out > 0) {
       ++c.violations;
       if (out > c.worst_violation_ns) {
@@ -37,25 +45,32 @@ CausalityCheck check_causality(const std::vector<OpSpan>& ops, DriftFit* fit) {
       }
     }
   }
-  if (c.ops_checked == 0) return c;
+  c.uncertainty_after_ns = c.uncertainty_before_ns;
   if (c.violations == 0) {
-    const double nlo = std::max(lo, ops_lo), nhi = std::min(hi, ops_hi);
-    if (nlo <= nhi) {
-      c.refined = nhi - nlo < hi - lo;
+    // Every op holds: together they narrow the lines (unless they contradict each other).
+    FeasibleLines narrowed = lines;
+    bool fits = true;
+    for (const auto& op : ops) {
+      if (!fits || op.device_start_ns < 0 || op.device_end_ns < op.device_start_ns) continue;
+      fits = narrowed.keep_below(x(op.host_start_ns), y(op.device_start_ns) + op.stamp_error_ns) &&
+             narrowed.keep_above(x(op.host_end_ns), y(op.device_end_ns) - op.stamp_error_ns);
+    }
+    if (fits) {
+      fit->region = narrowed;
       fit->bounded = true;
-      fit->offset_lo_ns = nlo;
-      fit->offset_hi_ns = nhi;
-      fit->shift_offset((nlo + nhi) / 2);
-      c.uncertainty_after_ns = (nhi - nlo) / 2;
+      fit->inconsistency_ns = 0;
+      c.uncertainty_after_ns = fit->uncertainty_over(first, last);
+      c.refined = c.uncertainty_after_ns < c.uncertainty_before_ns;
     }
   }
-  // Slack with the final line (0 offset in its frame after the shift).
+  // Slack with the final mapping: the least time from host issue to GPU start, and from
+  // GPU end to host completion.
   c.min_start_slack_ns = INFINITY;
   c.min_end_slack_ns = INFINITY;
   for (const auto& op : ops) {
     if (op.device_start_ns < 0 || op.device_end_ns < op.device_start_ns) continue;
-    c.min_start_slack_ns = std::min(c.min_start_slack_ns, frame(op.device_start_ns, op.host_start_ns));
-    c.min_end_slack_ns = std::min(c.min_end_slack_ns, -frame(op.device_end_ns, op.host_end_ns));
+    c.min_start_slack_ns = std::min(c.min_start_slack_ns, fit->host_of_device(op.device_start_ns) - static_cast<double>(op.host_start_ns));
+    c.min_end_slack_ns = std::min(c.min_end_slack_ns, static_cast<double>(op.host_end_ns) - fit->host_of_device(op.device_end_ns));
   }
   return c;
 }

@@ -3,8 +3,8 @@
 // clock, must lie inside its host issue..completion interval. Checked for every op
 // that carries GPU timer stamps; a violation beyond the clock sync's bounds means the
 // tool's clock mapping or stamps are wrong, and is reported as such. Where every op
-// agrees, the ops also narrow the sync's offset interval (an op's start bounds the
-// offset from one side, its end from the other).
+// agrees, the ops also narrow the set of allowed lines (an op's start bounds them from
+// one side, its end from the other).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,8 +35,8 @@ struct CausalityCheck {
 };
 
 // Checks `ops` against `fit` (a bounded or unbounded sync fit of the stamping GPU)
-// and, when no op violates, narrows `fit` to the ops' bounds (shifting its line into
-// the middle of the interval left).
+// and, when no op violates, narrows `fit`'s allowed lines by the ops. Uncertainties
+// are over the ops' host span.
 CausalityCheck check_causality(const std::vector<OpSpan>& ops, DriftFit* fit);
 
 nlohmann::json to_json(const CausalityCheck& c);

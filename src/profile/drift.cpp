@@ -10,20 +10,25 @@
 namespace p2pscope::profile {
 
 double DriftFit::host_of_device(std::int64_t device_ns) const {
+  if (bounded) {
+    const auto r = region.host_range(static_cast<double>(device_ns - device_ref_ns));
+    return static_cast<double>(host_ref_ns) + (r[0] + r[1]) / 2;
+  }
   return static_cast<double>(host_ref_ns) + static_cast<double>(device_ns - device_ref_ns) / slope;
 }
 
-double DriftFit::uncertainty_ns() const {
-  if (bounded) return (offset_hi_ns - offset_lo_ns) / 2;
-  return static_cast<double>(min_bracket_ns) / 2 + static_cast<double>(step_ns) + inconsistency_ns;
+double DriftFit::uncertainty_over(std::int64_t h0, std::int64_t h1) const {
+  if (!bounded) return static_cast<double>(min_bracket_ns) / 2 + static_cast<double>(step_ns) + inconsistency_ns;
+  // The spread of a convex set of lines is largest at an end of the interval.
+  double u = 0;
+  for (const std::int64_t h : {h0, h1}) {
+    const auto r = region.device_range(static_cast<double>(h - host_ref_ns));
+    u = std::max(u, (r[1] - r[0]) / 2);
+  }
+  return u;
 }
 
-void DriftFit::shift_offset(double delta_ns) {
-  const auto d = static_cast<std::int64_t>(std::llround(delta_ns));
-  device_ref_ns += d;
-  offset_lo_ns -= static_cast<double>(d);
-  offset_hi_ns -= static_cast<double>(d);
-}
+void DriftFit::shift_offset(double delta_ns) { device_ref_ns += static_cast<std::int64_t>(std::llround(delta_ns)); }
 
 TimerPoint timer_point(const bench::Backend::TimerReading& r) {
   return {r.host_before_ns + (r.host_after_ns - r.host_before_ns) / 2, r.device_ns, r.host_after_ns - r.host_before_ns};
@@ -66,23 +71,31 @@ DriftFit fit_timer_points(const std::vector<TimerPoint>& all, bool offset_only, 
   f.device_ref_ns += static_cast<std::int64_t>(std::llround(intercept));
 
   // The bounds, from every reading (a wide bracket is a weak bound, never a wrong one):
-  // device = ref + c + slope * (h - host_ref) with h in [before, after] and the true
+  // device = ref + c + (1 + u) * (h - host_ref) with h in [before, after] and the true
   // device time in [read, read + step].
-  double lo = -INFINITY, hi = INFINITY;
   f.min_bracket_ns = all.front().bracket_ns;
+  f.span_from_ns = all.front().host_before_ns();
+  f.span_to_ns = all.front().host_after_ns();
+  f.region = FeasibleLines(-1e7, 1e7, f.slope - 1 - 2e-4, f.slope - 1 + 2e-4);
+  f.bounded = true;
+  double lo = -INFINITY, hi = INFINITY;  // the offset at the least-squares rate, for the inconsistency
   for (const auto& p : all) {
     f.min_bracket_ns = std::min(f.min_bracket_ns, p.bracket_ns);
+    f.span_from_ns = std::min(f.span_from_ns, p.host_before_ns());
+    f.span_to_ns = std::max(f.span_to_ns, p.host_after_ns());
     const double d = static_cast<double>(p.device_ns - f.device_ref_ns);
-    lo = std::max(lo, d - f.slope * static_cast<double>(p.host_after_ns() - f.host_ref_ns));
-    hi = std::min(hi, d + static_cast<double>(f.step_ns) - f.slope * static_cast<double>(p.host_before_ns() - f.host_ref_ns));
+    const double before = static_cast<double>(p.host_before_ns() - f.host_ref_ns);
+    const double after = static_cast<double>(p.host_after_ns() - f.host_ref_ns);
+    lo = std::max(lo, d - f.slope * after);
+    hi = std::min(hi, d + static_cast<double>(f.step_ns) - f.slope * before);
+    if (f.bounded) f.bounded = f.region.keep_below(before, d + static_cast<double>(f.step_ns)) && f.region.keep_above(after, d);
   }
-  if (lo <= hi) {
-    f.bounded = true;
-    f.offset_lo_ns = lo;
-    f.offset_hi_ns = hi;
-    f.shift_offset((lo + hi) / 2);
-  } else {
-    f.inconsistency_ns = lo - hi;
+  if (!f.bounded) {
+    f.region = FeasibleLines();
+    f.inconsistency_ns = std::max(lo - hi, 0.0);
+  } else if (lo <= hi) {
+    f.shift_offset((lo + hi) / 2);  // the reported line in the middle of what its rate allows
+    f.region.shift_c(-std::llround((lo + hi) / 2));
   }
   for (const auto& p : pts) {
     const double pred = f.slope * static_cast<double>(p.host_ns - f.host_ref_ns);  // relative to device_ref

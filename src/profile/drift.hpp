@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "p2pscope/backend.hpp"
+#include "profile/feasible_lines.hpp"
 
 namespace p2pscope::profile {
 
@@ -23,9 +24,11 @@ struct TimerPoint {
 };
 TimerPoint timer_point(const bench::Backend::TimerReading& r);
 
-// device = host_ref-relative line: device_ns ~ device_ref + slope * (host_ns - host_ref).
+// device = host_ref-relative line: device_ns ~ device_ref + slope * (host_ns - host_ref),
+// the least-squares line (its rate is what clock_drift.json reports), and around it
+// every line the readings allow (feasible_lines.hpp), which is what maps and bounds.
 struct DriftFit {
-  bool ok = false;             // false: fewer than 2 usable points
+  bool ok = false;             // false: no usable points
   std::size_t points = 0;
   std::int64_t host_ref_ns = 0, device_ref_ns = 0;
   double slope = 1.0;
@@ -33,29 +36,33 @@ struct DriftFit {
   // device - host at host_ref (ns).
   double offset_ns() const { return static_cast<double>(device_ref_ns - host_ref_ns); }
   double residual_max_ns = 0;  // worst |fit - reading| over the points used
-  // Bounds on the offset: every reading says the device read lies inside its host
-  // bracket (and inside one timer step after the value read). Intersecting them
-  // over all readings bounds device_ref_ns to [device_ref_ns + offset_lo_ns,
-  // device_ref_ns + offset_hi_ns]; the fit is centred in it. When the intersection
-  // is empty (a clock that jumped, drift that is not a line), bounded is false,
-  // inconsistency_ns says by how much, and the least-squares line stays.
+  // The lines no reading contradicts: each reading puts the device read inside its
+  // host bracket and inside one timer step after the value read. Relative to
+  // (host_ref_ns, device_ref_ns). When they leave no line (a clock that jumped, drift
+  // that bends within the window) bounded is false, inconsistency_ns says by how much
+  // (at the least-squares rate), and the least-squares line maps.
+  FeasibleLines region;
   bool bounded = false;
-  double offset_lo_ns = 0, offset_hi_ns = 0;
   double inconsistency_ns = 0;
+  std::int64_t span_from_ns = 0, span_to_ns = 0;  // host times the readings cover
   std::int64_t step_ns = 0;         // the device timer's update step, as measured
   std::int64_t min_bracket_ns = 0;  // the tightest reading's host bracket
-  // How far a mapped device time may be off the host clock (ns): half the bounded
-  // interval, or for an unbounded fit half the tightest bracket plus the inconsistency.
-  double uncertainty_ns() const;
-  // Host time of a device timestamp.
+  // How far a device time mapped to host time may be off (ns), for device times
+  // stamped between host times h0 and h1: half the spread of the allowed lines there.
+  // Unbounded: half the tightest bracket plus a step plus the inconsistency.
+  double uncertainty_over(std::int64_t h0, std::int64_t h1) const;
+  double uncertainty_ns() const { return uncertainty_over(span_from_ns, span_to_ns); }
+  // Host time of a device timestamp: the middle of the host times the allowed lines give.
   double host_of_device(std::int64_t device_ns) const;
-  // Moves the line by delta_ns on the device axis, keeping the bounds where they are.
+  // Moves the mapping (line and region) by delta_ns on the device axis.
   void shift_offset(double delta_ns);
 };
 
 // Drops readings whose bracket is more than twice the median (preempted reads),
-// then fits. A single window shorter than ~1 ms cannot give a meaningful slope:
-// callers then force slope 1 (offset only) via `offset_only`.
+// then fits the least-squares line (slope 1 with `offset_only`: a window of a few ms
+// gives no meaningful slope) and bounds it with every reading. The bounding region
+// lets the rate vary within +-200 ppm of the fit whatever `offset_only` says, so a
+// short window's bound honestly widens away from it.
 DriftFit fit_timer_points(const std::vector<TimerPoint>& pts, bool offset_only = false, std::int64_t step_ns = 0);
 
 // One device's readings of a sampling window, with how they were taken.

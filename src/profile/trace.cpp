@@ -20,15 +20,15 @@ nlohmann::json thread_name(int tid, const std::string& name) {
 }
 }  // namespace
 
-nlohmann::json make_trace(const Plan& plan, const std::vector<LogRow>& rows, const std::map<int, DriftFit>& device_to_host,
+nlohmann::json make_trace(const Plan& plan, const std::vector<LogRow>& rows, const std::map<int, ClockMap>& device_to_host,
                           const std::function<int(int, int)>& clock_device, const std::map<int, std::string>& unaligned) {
   nlohmann::json events = nlohmann::json::array();
   events.push_back({{"ph", "M"}, {"pid", kPid}, {"name", "process_name"}, {"args", {{"name", "p2pscope profile"}}}});
   events.push_back(thread_name(kHostTid, "host (CLOCK_MONOTONIC)"));
-  for (const auto& [dev, fit] : device_to_host)
-    if (fit.ok)
+  for (const auto& [dev, map] : device_to_host)
+    if (map.ok())
       events.push_back(thread_name(gpu_tid(dev), fmt::format("GPU {} (global timer, +-{:.0f} ns; copies it issues)", dev,
-                                                             fit.uncertainty_ns())));
+                                                             map.uncertainty_max_ns())));
   for (const auto& [dev, why] : unaligned)
     events.push_back(thread_name(gpu_tid(dev), fmt::format("GPU {} UNALIGNED ({}): durations only", dev, why)));
 
@@ -48,7 +48,8 @@ nlohmann::json make_trace(const Plan& plan, const std::vector<LogRow>& rows, con
   for (const auto& r : rows) {
     if (r.config_id < 0 || static_cast<std::size_t>(r.config_id) >= plan.configs.size()) continue;
     const Config& c = plan.configs[static_cast<std::size_t>(r.config_id)];
-    const std::string name = event_name(c, r.repetition) + (r.batch > 1 ? fmt::format("_x{}", r.batch) : "");
+    // The seed's event name, unchanged for batches (tools match it); args carry the batch.
+    const std::string name = event_name(c, r.repetition);
     nlohmann::json args = {{"config_id", c.id}, {"src", c.src}, {"dst", c.dst}, {"size_bytes", c.size_bytes},
                            {"repetition", r.repetition}, {"backend", c.backend}, {"batch", r.batch},
                            {"timing", r.timing}, {"per_transfer_ns", r.per_transfer_ns()}};
@@ -60,9 +61,10 @@ nlohmann::json make_trace(const Plan& plan, const std::vector<LogRow>& rows, con
     const int dev = clock_device(r.src, r.dst);
     double start = 0, end = 0;
     const auto fit = device_to_host.find(dev);
-    if (fit != device_to_host.end() && fit->second.ok) {
-      start = fit->second.host_of_device(r.gpu_ts_start_ns) - static_cast<double>(origin);
-      end = fit->second.host_of_device(r.gpu_ts_end_ns) - static_cast<double>(origin);
+    if (fit != device_to_host.end() && fit->second.ok()) {
+      start = fit->second.host_of_device(r.ts_start_ns, r.gpu_ts_start_ns) - static_cast<double>(origin);
+      end = fit->second.host_of_device(r.ts_start_ns, r.gpu_ts_end_ns) - static_cast<double>(origin);
+      args["offset_uncertainty_ns"] = fit->second.at(r.ts_start_ns).uncertainty_ns();
     } else if (unaligned_first.count(dev)) {
       start = static_cast<double>(r.gpu_ts_start_ns - unaligned_first[dev]);
       end = static_cast<double>(r.gpu_ts_end_ns - unaligned_first[dev]);
@@ -74,10 +76,11 @@ nlohmann::json make_trace(const Plan& plan, const std::vector<LogRow>& rows, con
                       {"ts", start / 1e3}, {"dur", (end - start) / 1e3}, {"args", args}});
   }
   nlohmann::json fits = nlohmann::json::object();
-  for (const auto& [dev, f] : device_to_host)
-    if (f.ok)
-      fits[std::to_string(dev)] = {{"ppm", f.ppm()}, {"offset_ns", f.offset_ns()}, {"points", f.points},
-                                   {"offset_uncertainty_ns", f.uncertainty_ns()}};
+  for (const auto& [dev, m] : device_to_host)
+    if (m.ok())
+      fits[std::to_string(dev)] = {{"pieces", m.pieces.size()}, {"ppm_first", m.pieces.front().fit.ppm()},
+                                   {"ppm_last", m.pieces.back().fit.ppm()},
+                                   {"offset_uncertainty_ns_max", m.uncertainty_max_ns()}};
   nlohmann::json unal = nlohmann::json::object();
   for (const auto& [dev, why] : unaligned) unal[std::to_string(dev)] = why;
   return {{"traceEvents", events},

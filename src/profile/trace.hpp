@@ -1,7 +1,7 @@
 #pragma once
 // trace.json in Chrome trace event format (Perfetto, chrome://tracing): one complete
 // ("X") event per op on the host track, and on the source GPU's track where the op
-// carries GPU global-timer stamps, mapped to host time through the drift fit.
+// carries GPU global-timer stamps, mapped to host time through the clock map.
 #include <functional>
 #include <map>
 #include <string>
@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "p2pscope/profile.hpp"
-#include "profile/drift.hpp"
+#include "profile/clock_map.hpp"
 #include "profile/execution_log.hpp"
 
 namespace p2pscope::profile {
@@ -20,7 +20,7 @@ namespace p2pscope::profile {
 // stamped it. GPUs in `unaligned` (no clock sync: reason) get a lane marked
 // unaligned, its first stamp put at the first op's host start: order and durations
 // hold there, absolute placement does not.
-nlohmann::json make_trace(const Plan& plan, const std::vector<LogRow>& rows, const std::map<int, DriftFit>& device_to_host,
+nlohmann::json make_trace(const Plan& plan, const std::vector<LogRow>& rows, const std::map<int, ClockMap>& device_to_host,
                           const std::function<int(int, int)>& clock_device, const std::map<int, std::string>& unaligned);
 void write_trace(const std::string& path, const nlohmann::json& trace);
 

@@ -542,6 +542,7 @@ class CudaBackend final : public Backend {
     PingShape pong = ping_shape_for(msg, sms_[static_cast<std::size_t>(s.dst)]);
     ping.arrivals = reinterpret_cast<unsigned int*>(fa + 2);
     pong.arrivals = reinterpret_cast<unsigned int*>(same ? fa + 3 : fb + 2);
+    ping.system_scope = pong.system_scope = !same;
     { DeviceGuard g(s.dst);
       launch_pong(fb, fa, static_cast<unsigned char*>(a.recv.get()), static_cast<const unsigned char*>(b.send.get()), msg,
                   static_cast<long long>(samples) * rounds, pong, pong_stream, s.dst); }
@@ -560,7 +561,7 @@ class CudaBackend final : public Backend {
     r.note = fmt::format("GPU ping-pong: a kernel of {} block(s) x {} threads on each GPU writes {} B (16-byte stores) + a "
                          "flag into the peer and spins on its own flag; {} round trips per sample timed by %globaltimer; "
                          "one-way = rtt/2{}", ping.blocks, ping.threads, msg, rounds,
-                         same ? " (one GPU: two kernels on two streams, no link crossed)" : "");
+                         same ? " (one GPU: two kernels on two streams, no link crossed, GPU-scope fences)" : "");
   }
 
   std::string kind_;

@@ -94,9 +94,16 @@ __global__ void fma_kernel(float* sink, long long iters) {
 // buffers allow it, fences it system-wide, and the last block to finish (a counter
 // in the sender's own memory, ever increasing so it needs no reset) raises the
 // peer's flag. One warp moved 64 KiB at 0.2 GB/s: the kernel, not the path.
+__device__ __forceinline__ void fence(bool sys) {
+  if (sys)
+    __threadfence_system();
+  else
+    __threadfence();
+}
+
 __device__ __forceinline__ void send_msg(volatile unsigned long long* peer_flag, unsigned char* peer_msg,
                                          const unsigned char* my_msg, int msg, unsigned long long value,
-                                         unsigned int* arrivals) {
+                                         unsigned int* arrivals, bool sys) {
   const int tid = threadIdx.x, nthreads = blockDim.x, block = blockIdx.x, blocks = gridDim.x;
   const int slice = (msg + blocks - 1) / blocks;
   const int begin = min(msg, block * slice), end = min(msg, begin + slice);
@@ -108,12 +115,14 @@ __device__ __forceinline__ void send_msg(volatile unsigned long long* peer_flag,
     i += vecs * 16;
   }
   for (int j = i + tid; j < end; j += nthreads) peer_msg[j] = my_msg[j];
-  if (msg > 0) __threadfence_system();  // each thread's payload is visible before the flag
+  // Each thread's payload is visible before the flag: to the whole system where the
+  // peer is another GPU, to this GPU where both kernels run on it (a cheaper fence).
+  if (msg > 0) fence(sys);
   __syncthreads();
   if (tid == 0) {
     const bool last = blocks == 1 || atomicAdd(arrivals, 1u) + 1 == (unsigned int)(value * blocks);
     if (last) {
-      if (blocks > 1) __threadfence_system();  // the other blocks' slices, seen through the counter, go first
+      if (blocks > 1) fence(sys);  // the other blocks' slices, seen through the counter, go first
       *peer_flag = value;
     }
   }
@@ -138,14 +147,14 @@ __device__ __forceinline__ bool wait_flag(volatile unsigned long long* my_flag, 
 // A sample that timed out is written as ~0ull.
 __global__ void ping_kernel(volatile unsigned long long* my_flag, volatile unsigned long long* peer_flag, unsigned char* peer_msg,
                             const unsigned char* my_msg, int msg, int samples, int rounds, unsigned long long* out_ns,
-                            unsigned int* arrivals, unsigned long long timeout_ns) {
+                            unsigned int* arrivals, bool sys, unsigned long long timeout_ns) {
   const unsigned long long deadline = globaltimer() + timeout_ns;
   unsigned long long k = 0;
   for (int s = 0; s < samples; ++s) {
     const unsigned long long t0 = globaltimer();
     for (int r = 0; r < rounds; ++r) {
       ++k;
-      send_msg(peer_flag, peer_msg, my_msg, msg, k, arrivals);
+      send_msg(peer_flag, peer_msg, my_msg, msg, k, arrivals, sys);
       if (!wait_flag(my_flag, k, deadline)) {
         if (threadIdx.x == 0 && blockIdx.x == 0) out_ns[s] = ~0ull;
         return;
@@ -157,12 +166,12 @@ __global__ void ping_kernel(volatile unsigned long long* my_flag, volatile unsig
 }
 
 __global__ void pong_kernel(volatile unsigned long long* my_flag, volatile unsigned long long* peer_flag, unsigned char* peer_msg,
-                            const unsigned char* my_msg, int msg, long long total, unsigned int* arrivals,
+                            const unsigned char* my_msg, int msg, long long total, unsigned int* arrivals, bool sys,
                             unsigned long long timeout_ns) {
   const unsigned long long deadline = globaltimer() + timeout_ns;
   for (unsigned long long k = 1; k <= (unsigned long long)total; ++k) {
     if (!wait_flag(my_flag, k, deadline)) return;
-    send_msg(peer_flag, peer_msg, my_msg, msg, k, arrivals);
+    send_msg(peer_flag, peer_msg, my_msg, msg, k, arrivals, sys);
   }
 }
 
@@ -223,9 +232,9 @@ PingShape ping_shape_for(int msg, int sm_count) {
   PingShape p;
   const int vecs = msg / 16;
   if (vecs <= 32) return p;  // a warp: one store each, the least latency
-  p.threads = vecs >= 512 ? 512 : (vecs + 31) / 32 * 32;
-  const int per_block = p.threads * 2;  // two 16-byte stores per thread before the fence
-  const int max_blocks = sm_count / 4 > 1 ? (sm_count / 4 < 16 ? sm_count / 4 : 16) : 1;
+  p.threads = vecs >= 256 ? 256 : (vecs + 31) / 32 * 32;
+  const int per_block = p.threads;  // one 16-byte store per thread before the fence
+  const int max_blocks = sm_count / 2 > 1 ? (sm_count / 2 < 32 ? sm_count / 2 : 32) : 1;
   p.blocks = (vecs + per_block - 1) / per_block;
   if (p.blocks > max_blocks) p.blocks = max_blocks;
   return p;
@@ -238,12 +247,14 @@ void launch_timer_responder(const volatile unsigned long long* request, volatile
 }
 void launch_ping(volatile unsigned long long* mf, volatile unsigned long long* pf, unsigned char* pm, const unsigned char* mm,
                  int msg, int samples, int rounds, unsigned long long* out, const PingShape& shape, cudaStream_t s, int dev) {
-  ping_kernel<<<shape.blocks, shape.threads, 0, s>>>(mf, pf, pm, mm, msg, samples, rounds, out, shape.arrivals, kPingTimeoutNs);
+  ping_kernel<<<shape.blocks, shape.threads, 0, s>>>(mf, pf, pm, mm, msg, samples, rounds, out, shape.arrivals,
+                                                     shape.system_scope, kPingTimeoutNs);
   after_launch("ping kernel launch", dev);
 }
 void launch_pong(volatile unsigned long long* mf, volatile unsigned long long* pf, unsigned char* pm, const unsigned char* mm,
                  int msg, long long total, const PingShape& shape, cudaStream_t s, int dev) {
-  pong_kernel<<<shape.blocks, shape.threads, 0, s>>>(mf, pf, pm, mm, msg, total, shape.arrivals, kPingTimeoutNs);
+  pong_kernel<<<shape.blocks, shape.threads, 0, s>>>(mf, pf, pm, mm, msg, total, shape.arrivals, shape.system_scope,
+                                                     kPingTimeoutNs);
   after_launch("pong kernel launch", dev);
 }
 

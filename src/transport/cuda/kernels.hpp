@@ -36,6 +36,7 @@ void launch_timer_responder(const volatile unsigned long long* request, volatile
 struct PingShape {
   int blocks = 1, threads = 32;
   unsigned int* arrivals = nullptr;
+  bool system_scope = true;  // false: both kernels on one GPU, a GPU-scope fence orders the payload
 };
 // Enough threads that 16-byte stores, not the kernel, bound a message of `msg` bytes.
 PingShape ping_shape_for(int msg, int sm_count);

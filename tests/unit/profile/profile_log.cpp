@@ -146,7 +146,7 @@ TEST(ProfileTrace, EventsNamedAndMappedOntoTracks) {
   fit.ok = true;
   fit.host_ref_ns = 0;
   fit.device_ref_ns = 490'000;
-  const auto t = make_trace(plan, rows, {{0, fit}}, [](int src, int) { return src; }, {});
+  const auto t = make_trace(plan, rows, {{0, ClockMap::one_line(fit)}}, [](int src, int) { return src; }, {});
   int host = 0, gpu = 0;
   for (const auto& e : t["traceEvents"]) {
     if (e["ph"] != "X") continue;
