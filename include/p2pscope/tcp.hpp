@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "p2pscope/bindings.hpp"
+#include "p2pscope/error.hpp"
 
 namespace p2pscope::tcp {
 
@@ -126,6 +127,13 @@ std::string format_text(const Results& r);
 // Runs the client side against a server; returns both sides' figures.
 Results run_client(const ClientOptions& opts, const Params& params);
 
+// No client came: Server::serve_one waited accept_timeout_s, or stop() was called,
+// before a session began (a server's normal end, not a failed session).
+class NoClient : public Error {
+ public:
+  using Error::Error;
+};
+
 // A server: listens in the constructor (so port() is known), serves sessions.
 class Server {
  public:
@@ -135,7 +143,8 @@ class Server {
   Server& operator=(const Server&) = delete;
   std::uint16_t port() const;
   // Accepts one client, runs its session, returns what both sides measured.
-  // A peer speaking another protocol is refused (told why) and this throws Error.
+  // A peer speaking another protocol is refused (told why) and this throws Error;
+  // NoClient when no client connected in time or stop() was called while waiting.
   Results serve_one();
   // Closes the listeners so a serve_one blocked in accept returns; thread-safe.
   void stop();

@@ -192,7 +192,12 @@ Results Server::serve_one() {
   const std::size_t total = per_dir * ((s.dir_used(true) ? 1 : 0) + (s.dir_used(false) ? 1 : 0));
   std::vector<std::unique_ptr<Conn>> slots(2 * per_dir);
   for (std::size_t n = 0; n < total; ++n) {
-    Socket sock = impl_->listener.accept(p.timeout_s);
+    Socket sock;
+    try {
+      sock = impl_->listener.accept(p.timeout_s);
+    } catch (const NoClient& e) {  // inside a session: that session failed
+      throw Error("waiting for the data connections of " + ctrl.peer_addr() + ": " + e.what());
+    }
     configure(sock, p);
     sock.set_label("data connection from " + sock.peer_addr());
     Frame f = recv_frame(sock, true);
