@@ -111,6 +111,11 @@ struct SideReport {
   std::uint64_t verified_bytes = 0;
   std::vector<std::string> warnings;
   std::vector<std::string> buffer_numa;            // "gpu0 src: numa 0" notes
+  // Set-up cost: data buffers allocated, placed and filled before the first round.
+  double setup_s = 0;
+  std::uint64_t buffer_bytes = 0;  // data buffers of this side, all GPU slots
+  std::string buffer_layout;       // e.g. "ring of 4 x 1 MiB per socket", "whole message (--verify source)"
+  double rounds_s = 0;             // wall time of every round, warm-up included
 };
 
 struct Results {
