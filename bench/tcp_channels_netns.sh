@@ -34,7 +34,7 @@ echo "|---:|---:|---:|---|---:|---:|"
 for ch in ${LIST//,/ }; do
   : > "$tmp/runs"
   for r in $(seq "$REPS"); do
-    timeout 60 ip netns exec "$NS" "$P2PSCOPE" bench tcp --server --bind "$H" --port "$PORT" --accept-timeout 10 \
+    timeout 60 ip netns exec "$NS" "$P2PSCOPE" bench tcp --server --sessions 1 --bind "$H" --port "$PORT" --accept-timeout 10 \
       --format json > "$tmp/s.json" 2>/dev/null &
     spid=$!; sleep 0.3
     timeout 60 "$P2PSCOPE" bench tcp --client "$H" --nics "$N" --port "$PORT" --mode "$MODE" --channels "$ch" \

@@ -24,7 +24,7 @@ iperf_gbps() {  # streams
 }
 
 p2p_gbps() {  # channels (= TCP streams: one socket per channel)
-  timeout 60 "$P2PSCOPE" bench tcp --server --bind 127.0.0.1 --port "$PORT" --accept-timeout 10 --format json \
+  timeout 60 "$P2PSCOPE" bench tcp --server --sessions 1 --bind 127.0.0.1 --port "$PORT" --accept-timeout 10 --format json \
     > "$tmp/server.json" 2>"$tmp/server.err" &
   local spid=$!; sleep 0.3
   timeout 60 "$P2PSCOPE" bench tcp --client 127.0.0.1 --port "$PORT" --channels "$1" --sockets-per-channel 1 \

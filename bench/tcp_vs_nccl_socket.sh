@@ -23,9 +23,9 @@ log "gpus: $NGPU; GPU $SRC -> GPU $DST; size $SIZE"
 # 1. The TCP engine, GPU memory at both ends, 1/2/4 channels.
 for ch in 1 2 4; do
   port=$((18600 + ch))
-  log "CUDA_VISIBLE_DEVICES=$DST p2pscope bench tcp --server --bind 127.0.0.1 --port $port --format json"
+  log "CUDA_VISIBLE_DEVICES=$DST p2pscope bench tcp --server --sessions 1 --bind 127.0.0.1 --port $port --format json"
   log "CUDA_VISIBLE_DEVICES=$SRC p2pscope bench tcp --client 127.0.0.1 --port $port --mem gpu --gpus 0 --channels $ch --chunk 1M --window 8 --size $SIZE --iters 10 --verify"
-  CUDA_VISIBLE_DEVICES=$DST timeout 120 "$P" bench tcp --server --bind 127.0.0.1 --port $port --accept-timeout 30 \
+  CUDA_VISIBLE_DEVICES=$DST timeout 120 "$P" bench tcp --server --sessions 1 --bind 127.0.0.1 --port $port --accept-timeout 30 \
       --format json > "$OUT/tcp_server_ch$ch.json" 2> "$OUT/tcp_server_ch$ch.err" &
   sleep 1
   CUDA_VISIBLE_DEVICES=$SRC timeout 120 "$P" bench tcp --client 127.0.0.1 --port $port --mem gpu --gpus 0 --channels $ch \

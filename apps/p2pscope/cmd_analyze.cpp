@@ -1,5 +1,5 @@
 // `p2pscope analyze DIR`: per-config stats, link models, findings, predictions
-// comparison and report.html, written into the campaign directory.
+// comparison and report.html, written into the campaign directory or --out.
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -11,7 +11,7 @@ namespace p2pscope::app {
 namespace {
 
 struct AnalyzeOptions {
-  std::string dir, predictions, outliers = "tukey";
+  std::string dir, predictions, outliers = "tukey", out;
   bool no_report = false;
 };
 
@@ -29,11 +29,13 @@ void add_analyze_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--outliers", opt->outliers, "outlier rule per config: tukey (1.5 IQR), mad, none")
       ->capture_default_str();
   cmd->add_flag("--no-report", opt->no_report, "skip report.html");
+  cmd->add_option("--out", opt->out, "directory for the outputs (default: the campaign directory; created when missing)");
   cmd->callback([opt, &ctx] {
     analyze::Options o;
     o.predictions_path = opt->predictions;
     o.outliers = analyze::parse_outlier_rule(opt->outliers);
     o.write_report = !opt->no_report;
+    o.out_dir = opt->out;
     const auto r = analyze::analyze(opt->dir, o);
     for (const auto& n : r.notes) std::fprintf(stderr, "note: %s\n", n.c_str());
     std::printf("%s", fmt::format("analyzed {} ops ({} garbled rows skipped): {} configs, {} links, {} findings\n",

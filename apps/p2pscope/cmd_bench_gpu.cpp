@@ -11,6 +11,7 @@
 
 #include "bench/sweep.hpp"
 #include "bench_common.hpp"
+#include "profile/setup.hpp"
 #include "progress.hpp"
 #include "p2pscope/backend.hpp"
 #include "p2pscope/bootstrap.hpp"
@@ -37,7 +38,8 @@ void run_gpu(const GpuOptions& o, Context& ctx) {
   const LaunchInfo launch = detect_launch();
   std::vector<std::string> rank_cpus;  // per rank: the CPUs it may run on
   std::string backend = o.backend;
-  if (backend.empty()) backend = launch.multi_process() ? "nccl" : rt.device_count > 0 ? "ce" : "host";
+  // One process: the default `run` and `profile` take (staged with one GPU, which has no pair for ce).
+  if (backend.empty()) backend = launch.multi_process() ? "nccl" : profile::default_backend(rt.device_count);
   bench::BackendOptions bo;
   bo.variant = o.variant;
   bo.verify = !o.no_verify;
@@ -131,7 +133,7 @@ void add_bench_commands(CLI::App& bench, Context& ctx) {
   auto* c = bench.add_subcommand("gpu", "GPU point-to-point bandwidth and latency (ce, sm, staged, nccl; host without a GPU)");
   std::string names;
   for (const auto& n : bench::backend_names()) names += (names.empty() ? "" : ", ") + n;
-  c->add_option("--backend", g->backend, "one of: " + names + " (default: ce with a GPU, else host)");
+  c->add_option("--backend", g->backend, "one of: " + names + " (default: ce with 2+ GPUs, staged with one, else host)");
   c->add_option("--variant", g->variant,
                 "sm: push (source writes) or pull (destination reads); push@N = N blocks per SM. "
                 "ce: push (the source's copy engine), pull (the destination's) or both, @N = each copy of 1 MiB or more "

@@ -162,7 +162,8 @@ void add_doctor_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--nccl-log", opt->logs, "NCCL_DEBUG=INFO log file(s) to analyse")->check(CLI::ExistingFile);
   cmd->add_option("--root", opt->root, "Root of a captured tree instead of /");
   cmd->add_option("--format", opt->format, "text or json")->check(CLI::IsMember({"text", "json"}));
-  cmd->add_option("--report", opt->report, "Write the NCCL optimization report (markdown) here");
+  // --out as every other command that writes a file spells it.
+  cmd->add_option("--report,--out", opt->report, "Write the NCCL optimization report (markdown) here");
   cmd->add_option("--results", opt->results, "p2pscope result JSON(s) for the report's performance table")
       ->check(CLI::ExistingFile);
   cmd->add_flag("--compare-transports", opt->compare,

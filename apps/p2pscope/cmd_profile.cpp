@@ -23,6 +23,7 @@
 #include "p2pscope/profile.hpp"
 #include "p2pscope/units.hpp"
 #include "profile/batching.hpp"
+#include "profile/setup.hpp"
 
 namespace p2pscope::app {
 namespace {
@@ -136,7 +137,7 @@ void add_profile_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--pairs", o->pairs, "Only these directed pairs SRC:DST,... instead of every pair of --gpus; "
                                       "0:0 = one GPU's device-local copy (ce, sm)");
   auto* sizes = cmd->add_option("--sizes", o->sizes, "Message sizes, e.g. 1:1G (default, 31 powers of two) or 4K,1M");
-  auto* backend = cmd->add_option("--backend", o->backend, "Backend(s), comma-separated: ce, sm, nccl, staged, host (default ce with GPUs, else host)");
+  auto* backend = cmd->add_option("--backend", o->backend, "Backend(s), comma-separated: ce, sm, nccl, staged, host (default ce with 2+ GPUs, staged with one, else host)");
   auto* seed = cmd->add_option("--seed", o->seed, "Seed of the shuffled order (default 42)");
   auto* warmup = cmd->add_option("--warmup", o->warmup, "Warmup ops per config, not logged (default 5)");
   auto* reps = cmd->add_option("--reps", o->reps, "Measured repetitions over all configs (default 10)");
@@ -203,6 +204,14 @@ void add_profile_command(CLI::App& app, Context& ctx) {
       };
     }
 
+    // The default backend (the one `run` picks): chosen here so it is said before the
+    // campaign starts, and so a one-GPU host gets staged, not a refusal.
+    const int gpu_count = gpu::runtime_info().device_count;
+    if (!p.backends && p.resume_dir.empty()) {
+      p.backends = std::vector<std::string>{profile::default_backend(gpu_count)};
+      std::fprintf(stderr, "profile: backend %s (no --backend given; --backend chooses)\n",
+                   profile::default_backend_reason(gpu_count).c_str());
+    }
     ProgressPrinter progress;
     p.on_progress = [&progress](const profile::Progress& pr) { progress(pr); };
     p.on_note = [&progress](const std::string& s) {
@@ -216,8 +225,8 @@ void add_profile_command(CLI::App& app, Context& ctx) {
     // A campaign on GPUs waits in cudaStreamSynchronize: tell the monitor, so a spinning
     // waiter is not called CPU-bound. A host-memcpy campaign really is CPU work.
     monitor::Options mo;
-    const auto backends = p.backends.value_or(std::vector<std::string>{"ce"});
-    mo.host_waits_on_gpu = gpu::runtime_info().device_count > 0 &&
+    const auto backends = p.backends.value_or(std::vector<std::string>{profile::default_backend(gpu_count)});
+    mo.host_waits_on_gpu = gpu_count > 0 &&
                            std::none_of(backends.begin(), backends.end(), [](const std::string& b) { return b == "host"; });
     if (o->monitor.enabled) mon = std::make_unique<monitor::MonitorSession>(monitor_dir_for(*o), monitor_interval_s, mo);
     profile::Result r;

@@ -17,6 +17,7 @@
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/profile.hpp"
+#include "profile/setup.hpp"
 #include "run_steps.hpp"
 
 namespace p2pscope::app {
@@ -49,7 +50,7 @@ std::vector<Step> plan_steps(const RunOptions& o, const gpu::RuntimeInfo& rt, co
   const bool gpus = rt.cuda_built && rt.device_count >= 1;
   const bool pairs = rt.cuda_built && rt.device_count >= 2;
   // One GPU has no GPU pair, but the staged backend pairs it with host memory (PCIe).
-  const std::string gpu_backend = pairs ? "ce" : gpus ? "staged" : "host";
+  const std::string gpu_backend = profile::default_backend(rt.cuda_built ? rt.device_count : 0);
   const std::string backend = !o.backend.empty() ? o.backend : gpu_backend;
   const bool gpu_campaign = backend != "host";
   const std::string sizes = !o.sizes.empty() ? o.sizes : gpu_campaign ? "1:1G" : "1:64M";

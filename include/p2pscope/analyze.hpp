@@ -1,6 +1,6 @@
 #pragma once
 // `p2pscope analyze DIR`: reads a campaign directory written by `p2pscope profile`
-// and writes, into the same directory, summary.csv/summary.json (per-config stats),
+// and writes, into the same directory (or Options::out_dir), summary.csv/summary.json (per-config stats),
 // links.json (the per-link model a simulator takes as input; fields in
 // docs/link-model.md), findings.json, comparison.csv (with predictions) and
 // report.html (self-contained, inline SVG). Library code: never prints; notes
@@ -22,6 +22,7 @@ struct Options {
   std::string predictions_path;  // "" = no comparison
   OutlierRule outliers = OutlierRule::tukey;
   bool write_report = true;      // report.html
+  std::string out_dir;           // "" = the campaign directory; created when missing
 };
 
 struct Result {
@@ -43,8 +44,9 @@ struct Result {
   std::vector<std::string> notes;   // one line each, for the CLI to print
 };
 
-// Throws UsageError when `dir` is not a campaign (no execution_log.csv) or the log
-// lacks a required column (src, dst, size_bytes, duration_ns); Error on I/O failure.
+// Throws UsageError when `dir` is not a campaign (no execution_log.csv), the log
+// lacks a required column (src, dst, size_bytes, duration_ns) or out_dir cannot be
+// created; Error on I/O failure.
 // A bad predictions file is not fatal: it is reported in notes and predictions_failed.
 Result analyze(const std::string& dir, const Options& options = {});
 

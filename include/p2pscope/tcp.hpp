@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "p2pscope/bindings.hpp"
+#include "p2pscope/error.hpp"
 
 namespace p2pscope::tcp {
 
@@ -110,6 +111,11 @@ struct SideReport {
   std::uint64_t verified_bytes = 0;
   std::vector<std::string> warnings;
   std::vector<std::string> buffer_numa;            // "gpu0 src: numa 0" notes
+  // Set-up cost: data buffers allocated, placed and filled before the first round.
+  double setup_s = 0;
+  std::uint64_t buffer_bytes = 0;  // data buffers of this side, all GPU slots
+  std::string buffer_layout;       // e.g. "ring of 4 x 1 MiB per socket", "whole message (--verify source)"
+  double rounds_s = 0;             // wall time of every round, warm-up included
 };
 
 struct Results {
@@ -126,6 +132,13 @@ std::string format_text(const Results& r);
 // Runs the client side against a server; returns both sides' figures.
 Results run_client(const ClientOptions& opts, const Params& params);
 
+// No client came: Server::serve_one waited accept_timeout_s, or stop() was called,
+// before a session began (a server's normal end, not a failed session).
+class NoClient : public Error {
+ public:
+  using Error::Error;
+};
+
 // A server: listens in the constructor (so port() is known), serves sessions.
 class Server {
  public:
@@ -135,7 +148,8 @@ class Server {
   Server& operator=(const Server&) = delete;
   std::uint16_t port() const;
   // Accepts one client, runs its session, returns what both sides measured.
-  // A peer speaking another protocol is refused (told why) and this throws Error.
+  // A peer speaking another protocol is refused (told why) and this throws Error;
+  // NoClient when no client connected in time or stop() was called while waiting.
   Results serve_one();
   // Closes the listeners so a serve_one blocked in accept returns; thread-safe.
   void stop();

@@ -20,7 +20,7 @@ constexpr int kSchemaVersion = 1;
 void write_file(const fs::path& p, const std::string& text, Result* r) {
   {
     std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("cannot write " + p.string() + " (is the campaign directory writable?)");
+    if (!out) throw Error("cannot write " + p.string() + " (is the output directory writable? --out chooses another)");
     out << text;
     if (!out.flush()) throw Error("write failed: " + p.string());
   }
@@ -118,7 +118,14 @@ Result analyze(const std::string& dir, const Options& options) {
     if (g.head.severity == "warning" && r.top_findings.size() < 5)
       r.top_findings.push_back(g.head.subject + ": " + g.head.message);
 
-  const fs::path d(dir);
+  const fs::path d(options.out_dir.empty() ? dir : options.out_dir);
+  if (!options.out_dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(d, ec);
+    if (ec || !fs::is_directory(d))
+      throw UsageError("--out " + d.string() + ": cannot create the directory (" +
+                       (ec ? ec.message() : std::string("exists and is not a directory")) + ")");
+  }
   write_file(d / "summary.csv", summary_csv(summaries, options.outliers), &r);
   write_file(d / "summary.json", summary_json(summaries, options.outliers, c).dump(1) + "\n", &r);
   nlohmann::json lj = {{"schema_version", kSchemaVersion}, {"kind", "p2pscope_link_models"},

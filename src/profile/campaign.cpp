@@ -91,7 +91,7 @@ Result run_campaign(const Params& p) {
 
   // ---- resolve everything that can be wrong before touching any device --------
   const auto rt = gpu::runtime_info();
-  ResolvedOptions opt = resolve_options(p, rt.device_count > 0);
+  ResolvedOptions opt = resolve_options(p, rt.device_count);
   const bool resuming = !opt.resumed_metadata.is_null();
   std::map<std::string, std::unique_ptr<bench::Backend>> backends;
   int device_count = 1 << 30;

@@ -58,10 +58,18 @@ void check_same(const char* what, const std::optional<T>& asked, const T& saved,
 }
 }  // namespace
 
-ResolvedOptions resolve_options(const Params& p, bool have_gpu) {
+std::string default_backend(int gpu_count) { return gpu_count >= 2 ? "ce" : gpu_count == 1 ? "staged" : "host"; }
+
+std::string default_backend_reason(int gpu_count) {
+  if (gpu_count >= 2) return fmt::format("ce: the copy engines between every pair of the {} GPUs", gpu_count);
+  if (gpu_count == 1) return "staged: one GPU has no GPU pair, so it is paired with host memory (PCIe)";
+  return "host: no GPU, host memory copies";
+}
+
+ResolvedOptions resolve_options(const Params& p, int gpu_count) {
   ResolvedOptions r;
   if (p.resume_dir.empty()) {
-    r.backends = p.backends.value_or(std::vector<std::string>{have_gpu ? "ce" : "host"});
+    r.backends = p.backends.value_or(std::vector<std::string>{default_backend(gpu_count)});
     r.devices = p.devices;
     if (p.pairs) {
       if (p.devices) throw UsageError("--gpus and --pairs both choose the devices: give one of them");

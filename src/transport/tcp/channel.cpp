@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "p2pscope/affinity.hpp"
+#include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/units.hpp"
@@ -34,8 +35,74 @@ std::uint64_t Session::seed(bool c2s, std::uint32_t g, std::uint32_t round) cons
   return 0x5eedull ^ (static_cast<std::uint64_t>(c2s) << 40) ^ (static_cast<std::uint64_t>(p.gpus[g]) << 20) ^ (r << 1);
 }
 
+Layout Layout::ring_if_smaller(const Params& p) {
+  const std::uint64_t chunks = (p.size_bytes + p.chunk_bytes - 1) / p.chunk_bytes;
+  const std::uint64_t per_channel = (chunks + p.channels - 1) / p.channels;
+  const std::uint64_t per_socket = (per_channel + p.sockets_per_channel - 1) / p.sockets_per_channel;
+  Layout l;
+  l.ring = true;
+  l.slots = std::max<std::uint64_t>(1, std::min<std::uint64_t>(p.window, per_socket));
+  if (l.bytes(p) >= p.size_bytes) return {};
+  return l;
+}
+
+std::uint64_t Layout::bytes(const Params& p) const {
+  return ring ? std::uint64_t{p.channels} * p.sockets_per_channel * slots * p.chunk_bytes : p.size_bytes;
+}
+
+namespace {
+
+// Host memory in bandwidth modes needs real memory only for the chunks in flight: a
+// ring (whole-message buffers cost 10 ms per MiB in page faults and memset). --verify
+// keeps a whole source, its pattern filled before the round; received chunks are
+// checked one by one, so the destination is a ring either way. Latency mode sends
+// whole messages; GPU memory is staged chunk by chunk already.
+void allocate_buffers(Session& s) {
+  const Params& p = s.p;
+  const bool host = p.mem == MemKind::host;
+  const bool sends = s.dir_used(s.is_client), receives = s.dir_used(!s.is_client);
+  const bool bw = p.mode != Mode::latency;
+  s.dst_layout = host && bw ? Layout::ring_if_smaller(p) : Layout{};
+  s.src_layout = host && bw && !p.verify ? Layout::ring_if_smaller(p) : Layout{};
+  const std::uint64_t src_bytes = sends ? s.src_layout.bytes(p) : 0;  // latency: the client pings
+  const std::uint64_t dst_bytes = p.mode == Mode::latency || receives ? s.dst_layout.bytes(p) : 0;
+  for (std::uint32_t g = 0; g < p.gpus.size(); ++g) {
+    std::string nic;
+    for (const auto& c : s.conns)
+      if (c->gpu_slot == g) {
+        nic = c->nic.name;
+        break;
+      }
+    std::string placement;
+    auto make = [&](std::uint64_t bytes, bool prefault) {
+      if (bytes == 0) return Buffer{};
+      Buffer b = host ? Buffer::host(bytes, nic_numa(s.local.fsroot, nic), prefault) : Buffer::device(bytes, p.gpus[g]);
+      placement = b.placement;
+      s.report.buffer_bytes += bytes;
+      return b;
+    };
+    // fill_sources writes every source at once: that is its first touch, no memset first.
+    s.src.push_back(make(src_bytes, false));
+    s.dst.push_back(make(dst_bytes, true));
+    s.report.buffer_numa.push_back("gpu " + std::to_string(p.gpus[g]) + ": " + placement + " (NIC " + nic + ")");
+  }
+  auto describe = [&](const Layout& l) {
+    return l.ring ? "ring of " + std::to_string(l.slots) + " x " + format_size(p.chunk_bytes) + " per socket"
+                  : std::string("whole message");
+  };
+  std::string layout;
+  if (sends && p.mode != Mode::latency)
+    layout += "source " + describe(s.src_layout) + (p.verify && host ? " (--verify: the pattern is filled before each round)" : "");
+  if (receives && p.mode != Mode::latency) layout += (layout.empty() ? "" : ", ") + ("destination " + describe(s.dst_layout));
+  if (p.mode == Mode::latency) layout = "whole message";
+  s.report.buffer_layout = layout;
+}
+
+}  // namespace
+
 void prepare_session(Session& s) {
   const Params& p = s.p;
+  const std::int64_t setup0 = monotonic_ns();
   s.allowed_cpus = p2pscope::allowed_cpus();
   s.report.side = s.is_client ? "client" : "server";
   char host[256] = {};
@@ -66,24 +133,7 @@ void prepare_session(Session& s) {
                            (none ? "its workers stay unpinned" : "pinned to the allowed rest"));
     }
 
-  for (std::uint32_t g = 0; g < p.gpus.size(); ++g) {
-    std::string nic;
-    for (const auto& c : s.conns)
-      if (c->gpu_slot == g) {
-        nic = c->nic.name;
-        break;
-      }
-    if (p.mem == MemKind::gpu) {
-      s.src.push_back(Buffer::device(p.size_bytes, p.gpus[g]));
-      s.dst.push_back(Buffer::device(p.size_bytes, p.gpus[g]));
-    } else {
-      const int numa = nic_numa(s.local.fsroot, nic);
-      s.src.push_back(Buffer::host(p.size_bytes, numa));
-      s.dst.push_back(Buffer::host(p.size_bytes, numa));
-    }
-    s.report.buffer_numa.push_back("gpu " + std::to_string(p.gpus[g]) + ": " + s.src.back().placement + " (NIC " +
-                                   nic + ")");
-  }
+  allocate_buffers(s);
   for (int dir = 0; dir < 2; ++dir)
     for (std::uint32_t g = 0; g < p.gpus.size(); ++g)
       for (std::uint32_t c = 0; c < p.channels; ++c) s.chans.push_back(std::make_unique<ChannelState>(p.window));
@@ -115,6 +165,7 @@ void prepare_session(Session& s) {
     }
   }
   fill_sources(s, 0);
+  s.report.setup_s = static_cast<double>(monotonic_ns() - setup0) * 1e-9;
 }
 
 void fill_sources(Session& s, std::uint32_t round) {
@@ -122,7 +173,8 @@ void fill_sources(Session& s, std::uint32_t round) {
   const bool c2s = s.is_client;  // the direction this side sends in
   // A receive-only side must not fill: the peer is already sending while it would.
   if (!s.dir_used(c2s)) return;
-  for (std::uint32_t g = 0; g < s.src.size(); ++g) fill_pattern(s.src[g], s.seed(c2s, g, round));
+  for (std::uint32_t g = 0; g < s.src.size(); ++g)
+    if (s.src[g].size() > 0) fill_pattern(s.src[g], s.seed(c2s, g, round));
 }
 
 void run_round(Session& s, std::uint32_t round, bool timed) {

@@ -43,12 +43,31 @@ struct ChannelState {
   void mark(std::int64_t first, std::int64_t last);
 };
 
+// Where a chunk's bytes live in a data buffer. Whole: the message, at its offset.
+// Ring (host memory, bandwidth modes): `slots` chunk slots per socket, so only what
+// can be in flight is real memory. A socket's chunks are sent and acked in order and
+// its channel has at most `window` unacked, so its m-th chunk and its (m + slots)-th
+// never share a slot at once.
+struct Layout {
+  bool ring = false;
+  std::uint64_t slots = 0;  // per socket, when ring
+  // Ring when window x chunk per socket is smaller than the message, else whole.
+  static Layout ring_if_smaller(const Params& p);
+  std::uint64_t bytes(const Params& p) const;
+  // Chunk `m` (index within its socket) of (channel, socket), message offset `off`.
+  std::uint64_t offset(const Params& p, std::uint32_t channel, std::uint32_t socket, std::uint64_t m,
+                       std::uint64_t off) const {
+    return ring ? ((std::uint64_t{channel} * p.sockets_per_channel + socket) * slots + m % slots) * p.chunk_bytes : off;
+  }
+};
+
 struct Session {
   Params p;
   bool is_client = true;
   LocalOptions local;
   std::vector<std::unique_ptr<Conn>> conns;
-  std::vector<Buffer> src, dst;                       // per GPU slot
+  std::vector<Buffer> src, dst;                       // per GPU slot (src empty on a receive-only side)
+  Layout src_layout, dst_layout;
   std::vector<std::unique_ptr<ChannelState>> chans;   // index chan_index()
   std::vector<WorkerReport> workers;                  // one per worker thread of a round
   std::vector<std::size_t> worker_conn;               // its connection (index into conns)
@@ -65,7 +84,8 @@ struct Session {
   std::uint64_t seed(bool c2s, std::uint32_t g, std::uint32_t round) const;
 };
 
-// Allocates buffers and channel states, fills patterns (after conns are set up).
+// Allocates buffers and channel states, fills patterns (after conns are set up);
+// sets report.setup_s, buffer_bytes and buffer_layout.
 void prepare_session(Session& s);
 // Fills this side's source buffers for `round` (when verifying, each round differs).
 void fill_sources(Session& s, std::uint32_t round);

@@ -68,6 +68,7 @@ void run_rounds(Session& s, Socket& ctrl) {
     expect_frame(ctrl, FrameType::done, "waiting for the server to set up");
   else
     send_frame(ctrl, FrameType::done, {{"round", -1}});
+  std::int64_t rounds0 = 0;  // from the first go: not the peer's set-up
   for (std::uint32_t r = 0; r < rounds_of(s.p); ++r) {
     if (s.is_client) {
       if (r > 0) fill_sources(s, r);
@@ -76,6 +77,7 @@ void run_rounds(Session& s, Socket& ctrl) {
       const auto body = expect_frame(ctrl, FrameType::go, "waiting for round " + std::to_string(r));
       if (body.value("round", -1) != static_cast<int>(r)) throw Error("client is out of step: round mismatch");
     }
+    if (r == 0) rounds0 = monotonic_ns();
     try {
       run_round(s, r, timed_round(s.p, r));
       after_round(s, r);
@@ -89,6 +91,7 @@ void run_rounds(Session& s, Socket& ctrl) {
       send_frame(ctrl, FrameType::done, {{"round", r}});
     }
   }
+  s.report.rounds_s = static_cast<double>(monotonic_ns() - rounds0) * 1e-9;
   finish_report(s);
 }
 
@@ -192,7 +195,12 @@ Results Server::serve_one() {
   const std::size_t total = per_dir * ((s.dir_used(true) ? 1 : 0) + (s.dir_used(false) ? 1 : 0));
   std::vector<std::unique_ptr<Conn>> slots(2 * per_dir);
   for (std::size_t n = 0; n < total; ++n) {
-    Socket sock = impl_->listener.accept(p.timeout_s);
+    Socket sock;
+    try {
+      sock = impl_->listener.accept(p.timeout_s);
+    } catch (const NoClient& e) {  // inside a session: that session failed
+      throw Error("waiting for the data connections of " + ctrl.peer_addr() + ": " + e.what());
+    }
     configure(sock, p);
     sock.set_label("data connection from " + sock.peer_addr());
     Frame f = recv_frame(sock, true);

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/tcp.hpp"
 
 namespace p2pscope::tcp {
 
@@ -59,9 +60,9 @@ Socket Listener::accept(double timeout_s) {
     if (rc < 0 && errno == EINTR) continue;
     if (rc < 0) throw_errno("poll on listeners");
     if (rc == 0)
-      throw Error("no connection on port " + std::to_string(port_) + " within " + std::to_string(timeout_s) +
-                  " s (client gone, or its address unreachable?)");
-    if (fds.back().revents) throw Error("server stopped");
+      throw NoClient("no connection on port " + std::to_string(port_) + " within " + std::to_string(timeout_s) +
+                     " s (client gone, or its address unreachable?)");
+    if (fds.back().revents) throw NoClient("server stopped");
     for (std::size_t i = 0; i + 1 < fds.size(); ++i) {
       if (!(fds[i].revents & POLLIN)) continue;
       const int fd = ::accept4(fds[i].fd, nullptr, nullptr, SOCK_CLOEXEC);

@@ -3,6 +3,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -28,7 +29,7 @@ inline unsigned char byte_at(std::uint64_t seed, std::uint64_t o) {
 
 }  // namespace
 
-Buffer Buffer::host(std::size_t bytes, int numa) {
+Buffer Buffer::host(std::size_t bytes, int numa, bool prefault) {
   Buffer b;
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw_errno("mmap of " + std::to_string(bytes) + " bytes");
@@ -43,7 +44,7 @@ Buffer Buffer::host(std::size_t bytes, int numa) {
     else
       b.placement = "host (mbind to numa " + std::to_string(numa) + " failed: " + errno_text(errno) + ")";
   }
-  std::memset(p, 0, bytes);  // fault pages in now, on the chosen node, not in the timed loop
+  if (prefault) std::memset(p, 0, bytes);  // fault pages in now, on the chosen node, not in the timed loop
   return b;
 }
 
@@ -67,14 +68,19 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
   return *this;
 }
 
-static void fill_host_pattern(char* p, std::size_t n, std::uint64_t seed) {
+// Bytes [offset, offset + n) of the pattern into p; offset a multiple of 8.
+static void fill_host_pattern(char* p, std::uint64_t offset, std::size_t n, std::uint64_t seed) {
   std::size_t o = 0;
   for (; o + 8 <= n; o += 8) {
-    const std::uint64_t w = word_at(seed, o / 8);
+    const std::uint64_t w = word_at(seed, (offset + o) / 8);
     std::memcpy(p + o, &w, 8);
   }
-  for (; o < n; ++o) p[o] = static_cast<char>(byte_at(seed, o));
+  for (; o < n; ++o) p[o] = static_cast<char>(byte_at(seed, offset + o));
 }
+
+// GPU buffers are filled and checked through a bounded host piece, not a host copy
+// of the whole message.
+constexpr std::size_t kPieceBytes = 64u << 20;
 
 std::uint64_t check_pattern(const char* p, std::uint64_t offset, std::uint64_t len, std::uint64_t seed) {
   std::uint64_t i = 0;
@@ -93,17 +99,24 @@ std::uint64_t check_pattern(const char* p, std::uint64_t offset, std::uint64_t l
 }
 
 void fill_pattern(Buffer& b, std::uint64_t seed) {
-  if (!b.on_gpu()) return fill_host_pattern(b.data(), b.size(), seed);
-  std::vector<char> tmp(b.size());
-  fill_host_pattern(tmp.data(), tmp.size(), seed);
-  copy_to_device(b, tmp.data());
+  if (!b.on_gpu()) return fill_host_pattern(b.data(), 0, b.size(), seed);
+  std::vector<char> tmp(std::min(b.size(), kPieceBytes));
+  for (std::size_t o = 0; o < b.size(); o += kPieceBytes) {
+    const std::size_t n = std::min(kPieceBytes, b.size() - o);
+    fill_host_pattern(tmp.data(), o, n, seed);
+    copy_to_device(b, o, tmp.data(), n);
+  }
 }
 
 std::uint64_t check_buffer(const Buffer& b, std::uint64_t seed) {
   if (!b.on_gpu()) return check_pattern(b.data(), 0, b.size(), seed);
-  std::vector<char> tmp(b.size());
-  copy_from_device(b, tmp.data());
-  return check_pattern(tmp.data(), 0, tmp.size(), seed);
+  std::vector<char> tmp(std::min(b.size(), kPieceBytes));
+  for (std::size_t o = 0; o < b.size(); o += kPieceBytes) {
+    const std::size_t n = std::min(kPieceBytes, b.size() - o);
+    copy_from_device(b, o, tmp.data(), n);
+    if (const std::uint64_t bad = check_pattern(tmp.data(), o, n, seed); bad != n) return o + bad;
+  }
+  return b.size();
 }
 
 void Buffer::release() noexcept {

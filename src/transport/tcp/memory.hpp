@@ -11,7 +11,9 @@ namespace p2pscope::tcp {
 class Buffer {
  public:
   // Host memory; numa >= 0 asks the kernel to place pages there (MPOL_PREFERRED).
-  static Buffer host(std::size_t bytes, int numa);
+  // prefault touches every page now (placed, and not faulted in a timed loop); a
+  // buffer that is filled right away leaves it false, so it is written once, not twice.
+  static Buffer host(std::size_t bytes, int numa, bool prefault = true);
   // Device memory on CUDA device `gpu`; Error when built without CUDA or no such GPU.
   static Buffer device(std::size_t bytes, int gpu);
   Buffer() = default;
@@ -64,9 +66,9 @@ class Staging {
 
 bool cuda_built();
 
-// memory_cuda.cpp: device copies of whole buffers (fill and check) and cudaFree.
-void copy_to_device(Buffer& b, const char* host);
-void copy_from_device(const Buffer& b, char* host);
+// memory_cuda.cpp: device copies of n bytes at `offset` of b (fill and check), cudaFree.
+void copy_to_device(Buffer& b, std::size_t offset, const char* host, std::size_t n);
+void copy_from_device(const Buffer& b, std::size_t offset, char* host, std::size_t n);
 void free_device(void* p) noexcept;
 
 }  // namespace p2pscope::tcp

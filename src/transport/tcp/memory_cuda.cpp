@@ -40,14 +40,14 @@ Buffer Buffer::device(std::size_t bytes, int gpu) {
 
 void free_device(void* p) noexcept { cudaFree(p); }
 
-void copy_to_device(Buffer& b, const char* host) {
+void copy_to_device(Buffer& b, std::size_t offset, const char* host, std::size_t n) {
   check(cudaSetDevice(b.gpu()), "cudaSetDevice");
-  check(cudaMemcpy(b.data(), host, b.size(), cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+  check(cudaMemcpy(b.data() + offset, host, n, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
 }
 
-void copy_from_device(const Buffer& b, char* host) {
+void copy_from_device(const Buffer& b, std::size_t offset, char* host, std::size_t n) {
   check(cudaSetDevice(b.gpu()), "cudaSetDevice");
-  check(cudaMemcpy(host, b.data(), b.size(), cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+  check(cudaMemcpy(host, b.data() + offset, n, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
 }
 
 struct Staging::Impl {
@@ -106,8 +106,8 @@ namespace {
 bool cuda_built() { return false; }
 Buffer Buffer::device(std::size_t, int) { no_cuda(); }
 void free_device(void*) noexcept {}
-void copy_to_device(Buffer&, const char*) { no_cuda(); }
-void copy_from_device(const Buffer&, char*) { no_cuda(); }
+void copy_to_device(Buffer&, std::size_t, const char*, std::size_t) { no_cuda(); }
+void copy_from_device(const Buffer&, std::size_t, char*, std::size_t) { no_cuda(); }
 struct Staging::Impl {};
 Staging::Staging(int, std::size_t, int) { no_cuda(); }
 Staging::~Staging() = default;

@@ -43,7 +43,11 @@ nlohmann::json to_json(const SideReport& s) {
                       {"channels", ch},
                       {"workers", wk},
                       {"warnings", s.warnings},
-                      {"buffers", s.buffer_numa}};
+                      {"buffers", s.buffer_numa},
+                      {"setup_s", s.setup_s},
+                      {"buffer_bytes", s.buffer_bytes},
+                      {"buffer_layout", s.buffer_layout},
+                      {"rounds_s", s.rounds_s}};
   if (!s.latency_ns.empty()) j["latency_ns"] = stats_json(s.latency_ns);
   return j;
 }
@@ -60,6 +64,11 @@ SideReport side_from_json(const nlohmann::json& j) {
     s.verified_bytes = j.at("verified_bytes").get<std::uint64_t>();
     s.warnings = j.at("warnings").get<std::vector<std::string>>();
     s.buffer_numa = j.at("buffers").get<std::vector<std::string>>();
+    // Absent from an older peer's figures: zero / empty.
+    s.setup_s = j.value("setup_s", 0.0);
+    s.buffer_bytes = j.value("buffer_bytes", std::uint64_t{0});
+    s.buffer_layout = j.value("buffer_layout", std::string());
+    s.rounds_s = j.value("rounds_s", 0.0);
     for (const auto& c : j.at("channels")) {
       ChannelReport r;
       r.dir = c.at("dir");
@@ -159,6 +168,11 @@ std::string format_text(const Results& r) {
                  x.nic, x.expected_cpus.empty() ? "(unbound)" : format_cpulist(x.expected_cpus),
                  format_cpulist(x.actual_cpus), x.mismatch ? "MISMATCH" : "", fixed(x.cpu_time_s, 3)});
   out << "Workers (binding and CPU time)\n" << w.to_text();
+  // Set-up is outside every timed round but inside the command's wall time: say it.
+  for (const auto* s : {&r.client, &r.server})
+    if (!s->buffer_layout.empty())
+      out << s->side << " setup: " << fixed(s->setup_s, 3) << " s for " << format_size(s->buffer_bytes)
+          << " of data buffers (" << s->buffer_layout << "); rounds " << fixed(s->rounds_s, 3) << " s\n";
   for (const auto* s : {&r.client, &r.server}) {
     for (const auto& b : s->buffer_numa) out << s->side << " buffer: " << b << "\n";
     for (const auto& x : s->warnings) out << "warning (" << s->side << "): " << x << "\n";

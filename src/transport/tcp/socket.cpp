@@ -36,6 +36,12 @@ std::string io_error(const std::string& label, const char* op, int err) {
   return label + ": " + op + " failed: " + errno_text(err);
 }
 
+std::string refused_hint(int err) {
+  if (err != ECONNREFUSED) return "";
+  return " (is `p2pscope bench tcp --server` running there? A server started with --sessions N exits after N "
+         "sessions: it may have finished them)";
+}
+
 }  // namespace
 
 std::uint32_t parse_ipv4(const std::string& text, const std::string& what) {
@@ -82,7 +88,7 @@ Socket Socket::connect_to(const std::string& addr, std::uint16_t port, const std
   const int flags = fcntl(s.fd(), F_GETFL);
   fcntl(s.fd(), F_SETFL, flags | O_NONBLOCK);
   int rc = ::connect(s.fd(), reinterpret_cast<const sockaddr*>(&dst), sizeof dst);
-  if (rc != 0 && errno != EINPROGRESS) throw Error(what + " failed: " + errno_text(errno));
+  if (rc != 0 && errno != EINPROGRESS) throw Error(what + " failed: " + errno_text(errno) + refused_hint(errno));
   if (rc != 0) {
     pollfd p{s.fd(), POLLOUT, 0};
     const int ms = static_cast<int>(std::ceil(timeout_s * 1000));
@@ -94,7 +100,7 @@ Socket Socket::connect_to(const std::string& addr, std::uint16_t port, const std
     getsockopt(s.fd(), SOL_SOCKET, SO_ERROR, &err, &len);
     if (err != 0)
       throw Error(what + " failed: " + errno_text(err) +
-                  (err == ECONNREFUSED ? " (is `p2pscope bench tcp --server` running there?)" : ""));
+                  refused_hint(err));
   }
   fcntl(s.fd(), F_SETFL, flags);
   s.set_label(addr + ":" + std::to_string(port));

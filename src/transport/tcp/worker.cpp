@@ -108,7 +108,7 @@ void tx_worker(WorkerArgs a) {
     for (std::size_t j = 0; j < chunks.size(); ++j) {
       if (!acquire_slot(a)) return;
       const std::uint64_t off = chunks[j] * p.chunk_bytes, len = chunk_len(p, chunks[j]);
-      const char* data = src.data() + off;
+      const char* data = src.data() + a.s.src_layout.offset(p, a.c.channel, a.c.socket, j, off);
       const int slot = static_cast<int>(j % static_cast<std::size_t>(std::max(slots, 1)));
       if (st) {
         st->wait(slot);
@@ -180,7 +180,7 @@ void rx_worker(WorkerArgs a) {
                     std::to_string(h.length) + " round " + std::to_string(h.round) + "; expected offset " +
                     std::to_string(off) + " length " + std::to_string(len) + " round " + std::to_string(a.round) + ")");
       const int slot = static_cast<int>(j % 2);
-      char* into = st ? st->slot(slot) : dst.data() + off;
+      char* into = st ? st->slot(slot) : dst.data() + a.s.dst_layout.offset(p, a.c.channel, a.c.socket, j, off);
       a.c.sock.recv_all(into, len);
       std::uint32_t status = 0;
       if (p.verify) {

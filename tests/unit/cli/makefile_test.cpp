@@ -1,0 +1,59 @@
+// The README's `make run` builds the p2pscope target alone (a fresh 2-core machine
+// spent most of 12 minutes building tests first); `make test` still builds everything.
+// Checked on `make -n`: the commands make would run, none of them run.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Dry {
+  int code = -1;
+  std::vector<std::string> builds;  // the `cmake --build` lines
+  std::string out;
+};
+
+Dry dry_run(const std::string& goal) {
+  Dry d;
+  // BUILD elsewhere: a dry run must not depend on, or touch, a real build directory.
+  const std::string cmd = "make --no-print-directory -n -C " + std::string(P2PSCOPE_SOURCE_DIR) + " " + goal +
+                          " BUILD=/nonexistent/p2pscope-build JOBS=1 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return d;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), p)) d.out += buf.data();
+  const int status = pclose(p);
+  d.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::istringstream in(d.out);
+  for (std::string line; std::getline(in, line);)
+    if (line.find("cmake --build") != std::string::npos) d.builds.push_back(line);
+  return d;
+}
+
+bool have_make() { return std::system("make --version > /dev/null 2>&1") == 0; }
+
+}  // namespace
+
+TEST(Makefile, RunBuildsOnlyTheP2pscopeTarget) {
+  if (!have_make()) GTEST_SKIP() << "no make here";
+  const Dry d = dry_run("run");
+  ASSERT_EQ(d.code, 0) << d.out;
+  ASSERT_FALSE(d.builds.empty()) << "make run builds nothing?\n" << d.out;
+  for (const auto& line : d.builds) EXPECT_NE(line.find("--target p2pscope"), std::string::npos) << line;
+  EXPECT_NE(d.out.find("/nonexistent/p2pscope-build/p2pscope run"), std::string::npos) << d.out;
+}
+
+TEST(Makefile, TestStillBuildsEveryTarget) {
+  if (!have_make()) GTEST_SKIP() << "no make here";
+  const Dry d = dry_run("test");
+  ASSERT_EQ(d.code, 0) << d.out;
+  bool whole = false;
+  for (const auto& line : d.builds) whole = whole || line.find("--target") == std::string::npos;
+  EXPECT_TRUE(whole) << "make test must build every target (the tests)\n" << d.out;
+}
