@@ -198,9 +198,15 @@ std::string export_astra(const LinkSet& s, const std::string& backend, std::vect
       if (l->link_class == d.cls) d.links.push_back(l);
 
   const std::string host = s.metadata.value("hostname", "?"), start = s.metadata.value("start_time", "?");
+  // Device names as the campaign recorded them (metadata.json "devices": the staged
+  // backend's host end is "host pinned memory", not a GPU).
+  std::map<int, std::string> names;
+  for (const auto& g : s.metadata.value("devices", nlohmann::json::array()))
+    if (g.is_object() && g.contains("device") && g["device"].is_number_integer() && g.contains("name") && g["name"].is_string())
+      names[g["device"].get<int>()] = g["name"].get<std::string>();
   std::string gpu_names;
-  for (const auto& g : s.metadata.value("gpus", nlohmann::json::array()))
-    if (g.is_object() && g.contains("name")) gpu_names += (gpu_names.empty() ? "" : ", ") + g.value("name", "?");
+  for (int d : dev)
+    if (names.count(d)) gpu_names += (gpu_names.empty() ? "" : "; ") + std::to_string(d) + ": " + names[d];
   const bool gpu_timed = s.time_source == "gpu";
   const double endpoint = gpu_timed ? endpoint_delay_ns(s.dir, backend) : NAN;
 
