@@ -47,7 +47,11 @@ void run_profile_pattern(const PatternOptions& p, const std::string& gpus, const
                                     : fs::path(out_root) / fmt::format("contention-{}-{}-{}", p.pattern, spec.backend,
                                                                        compact_timestamp(realtime_ns()));
   fs::create_directories(dir);
-  std::ofstream(dir / "contention_log.csv") << profile::contention_csv(spec, r);
+  const auto write = [](const fs::path& path, const std::string& text) {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    if (!f || !(f << text).flush()) throw Error("cannot write " + path.string());
+  };
+  write(dir / "contention_log.csv", profile::contention_csv(spec, r));
   Table t({"size", "flow", "flows", "alone_GBps", "together_GBps", "together/alone", "aggregate_GBps"});
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : profile::summarize_contention(r)) {
@@ -72,7 +76,7 @@ void run_profile_pattern(const PatternOptions& p, const std::string& gpus, const
                 "per repetition; every flow of a contended round also runs alone first (mode alone); bandwidth = "
                 "size / median duration; aggregate = all flows' bytes / (last end - first start)";
   j["summary"] = rows;
-  std::ofstream(dir / "contention.json") << j.dump(1) << "\n";
+  write(dir / "contention.json", j.dump(1) + "\n");
   std::printf("# p2pscope profile --pattern %s: backend %s, %s; GB/s = 1e9 B/s, medians of %d reps\n", p.pattern.c_str(),
               spec.backend.c_str(), fmt::format("{} devices", r.device_names.size()).c_str(), reps);
   std::printf("%s", t.to_text().c_str());

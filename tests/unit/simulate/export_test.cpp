@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "p2pscope/analyze.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/simulate.hpp"
 #include "../cli/run_binary.hpp"
@@ -153,6 +154,29 @@ TEST(Export, BadInput) {
   EXPECT_NO_THROW(export_campaign(test::write_links(one).string(), ExportFormat::astra_sim));
 }
 
+// Real campaigns: the GPU-timed staged one (an H200 and its host memory) separates the
+// software overhead into the system file's endpoint delay; a host-timed one cannot.
+TEST(Export, AstraSimEndpointDelayOnlyWhereGpuTimed) {
+  analyze::Options ao;
+  ao.write_report = false;
+  const auto staged = test::copy_fixture("campaigns/h200-staged");
+  analyze::analyze(staged.string(), ao);
+  auto e = export_campaign(staged.string(), ExportFormat::astra_sim);
+  const auto at = e.text.find("\"endpoint-delay\": ");
+  ASSERT_NE(at, std::string::npos) << e.text;
+  const double delay = std::stod(e.text.substr(at + 18));
+  EXPECT_GT(delay, 1000);  // a blocking cudaMemcpy's host cost is microseconds
+  EXPECT_LT(delay, 100000);
+  EXPECT_TRUE(has(e.text, "1: host pinned memory")) << e.text;
+  EXPECT_TRUE(has(e.text, "class host-PCIe -> Switch"));
+
+  const auto host = test::copy_fixture("campaigns/host2");
+  analyze::analyze(host.string(), ao);
+  e = export_campaign(host.string(), ExportFormat::astra_sim);
+  EXPECT_TRUE(has(e.text, "alpha is HOST-timed")) << e.text;
+  EXPECT_FALSE(has(e.text, "\"endpoint-delay\": "));
+}
+
 // The CLI end to end on a fixture campaign: analyze, export csv, analyze --predictions:
 // every prediction within 1 % of the model analyze fitted (here: equal to print precision).
 TEST(ExportCli, CsvRoundTripsThroughAnalyzePredictions) {
@@ -202,6 +226,27 @@ TEST(ExportCli, MessagesAndExitCodes) {
   EXPECT_TRUE(has(r.out, "built without NCCL")) << r.out;
   EXPECT_TRUE(has(r.out, "predictions only")) << r.out;
 #endif
+}
+
+TEST(ExportCli, ProfilePatternLogsEveryFlow) {
+  const auto dir = test::temp_dir("pattern") / "c";
+  auto r = test::run_binary("profile --pattern ring-shift --backend host --sizes 4K --warmup 0 --reps 2 --out " +
+                            dir.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "together/alone")) << r.out;
+  std::istringstream in(test::slurp(dir / "contention_log.csv"));
+  std::string line;
+  std::size_t alone = 0, together = 0;
+  while (std::getline(in, line)) {
+    alone += line.rfind("ring-shift,alone,", 0) == 0;
+    together += line.rfind("ring-shift,together,", 0) == 0;
+  }
+  EXPECT_EQ(alone, 4u);     // 2 flows x 2 reps, each alone
+  EXPECT_EQ(together, 4u);  // the same at once
+  EXPECT_EQ(nlohmann::json::parse(test::slurp(dir / "contention.json"))["kind"], "p2pscope_contention");
+  r = test::run_binary("profile --pattern fanin --backend host");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.out, "fan-in, fan-out")) << r.out;
 }
 
 }  // namespace
