@@ -277,6 +277,10 @@ std::string export_astra(const LinkSet& s, const std::string& backend, std::vect
     lat.push_back(fmt::format("{:.3f}", am / hops));
   }
   if (!flattened.empty()) o += "#\n# FLATTENED: " + flattened + "\n";
+  for (const auto& c : contention_notes(s.dir)) {
+    o += "#\n# " + c + "\n";
+    notes->push_back(c);
+  }
   if (dims.size() == 2)
     o += "#\n# Pairs in different groups are routed through both dimensions by ASTRA-sim, as the measured class of\n"
          "# such pairs says they cross the slower path.\n";

@@ -40,6 +40,10 @@ analyze::LinkModel link_model_from_json(const nlohmann::json& j, const std::stri
 // one, or the first of nccl, ce, sm, staged, host present (a note says which).
 std::string choose_backend(const LinkSet& s, const std::string& wanted, std::vector<std::string>* notes);
 
+// One line per contention.json (from `profile --pattern ... --out DIR/<sub>`) in DIR or
+// a subdirectory: the worst flow's bandwidth together against alone (contention_notes.cpp).
+std::vector<std::string> contention_notes(const std::string& dir);
+
 // Whole-file text, or Error naming the path.
 std::string read_text_file(const std::string& path);
 

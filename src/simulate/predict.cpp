@@ -119,6 +119,7 @@ Predictor::Predictor(const std::string& dir, const std::string& backend) : impl_
         assumed.push_back(fmt::format("{}->{}", a, b));
       }
     }
+  for (auto& n : contention_notes(dir)) s.notes.push_back(std::move(n));
   if (!assumed.empty()) {
     std::string list;
     for (const auto& x : assumed) list += (list.empty() ? "" : ", ") + x;

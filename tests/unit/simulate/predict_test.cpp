@@ -115,6 +115,26 @@ TEST(Predict, BadInput) {
   }
 }
 
+// A contention run saved next to the campaign (profile --pattern --out DIR/sub) is
+// quoted where a flow together fell well below itself alone.
+TEST(Predict, QuotesContentionMeasuredNextToTheCampaign) {
+  const auto dir = test::copy_fixture("links/uniform4");
+  test::fs::create_directories(dir / "fanin");
+  nlohmann::json j = {{"kind", "p2pscope_contention"}, {"pattern", "fan-in"}, {"backend", "ce"},
+                      {"summary", {{{"size_bytes", 1 << 24}, {"src", 1}, {"dst", 0}, {"flows", 3},
+                                    {"alone_bytes_per_s", 1e11}, {"together_bytes_per_s", 4e10}},
+                                   {{"size_bytes", 1 << 24}, {"src", 2}, {"dst", 0}, {"flows", 3},
+                                    {"alone_bytes_per_s", 1e11}, {"together_bytes_per_s", 9.5e10}}}}};
+  std::ofstream(dir / "fanin" / "contention.json") << j.dump();
+  const Predictor pr(dir.string());
+  std::string all;
+  for (const auto& n : pr.notes()) all += n + "\n";
+  EXPECT_NE(all.find("contention (fan-in on ce, fanin/contention.json): 1->0 at 16 MiB with 3 flows at once ran at 40%"),
+            std::string::npos) << all;
+  const auto e = export_campaign(dir.string(), ExportFormat::astra_sim);
+  EXPECT_NE(e.text.find("# contention (fan-in"), std::string::npos) << e.text;
+}
+
 TEST(Predict, BatchOverEveryOpAndSize) {
   PredictOptions o;
   o.ops = parse_collective_list("allreduce,allgather,reducescatter,alltoall,broadcast");
