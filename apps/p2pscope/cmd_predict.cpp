@@ -30,7 +30,10 @@ struct PredictOptions {
 };
 
 // Why --measure cannot run here, or "" when it can.
-std::string why_no_measure(const std::vector<int>& devices) {
+std::string why_no_measure(const std::vector<int>& devices, const std::string& backend) {
+  if (backend == "host" || backend == "staged")
+    return fmt::format("the campaign's links are backend {} (host memory at one end), not GPU to GPU, so there is no "
+                       "NCCL run to compare with; nothing was measured", backend);
   if (!bench::nccl_collectives_built())
     return "this p2pscope was built without NCCL (no CUDA/NCCL found at build time), so nothing was measured";
   const auto rt = gpu::runtime_info();
@@ -60,7 +63,7 @@ void run_predict(const PredictOptions& o, Context& ctx) {
   for (const auto& n : pr.notes()) std::fprintf(stderr, "note: %s\n", n.c_str());
 
   std::string no_measure;
-  if (o.measure) no_measure = why_no_measure(pr.devices());
+  if (o.measure) no_measure = why_no_measure(pr.devices(), pr.backend());
   const bool measuring = o.measure && no_measure.empty();
   std::vector<std::string> head = {"op", "algo", "size", "size_bytes", "steps", "predicted_us", "algbw_GBps",
                                    "busbw_GBps", "bottleneck"};
