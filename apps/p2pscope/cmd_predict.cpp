@@ -111,7 +111,7 @@ void run_predict(const PredictOptions& o, Context& ctx) {
   std::string devs;
   for (int d : pr.devices()) devs += (devs.empty() ? "" : ",") + std::to_string(d);
   const std::string what = fmt::format("collectives predicted from {}/links.json: backend {}, {} ranks (devices {}), {} "
-                                       "timing, {} algorithm; error_pct = (predicted - measured) / measured",
+                                       "timing, {} algorithm; GB/s = 1e9 B/s; error_pct = (predicted - measured) / measured",
                                        o.dir, pr.backend(), p, devs, pr.time_source(), simulate::to_string(algo));
   std::string text;
   if (o.format == "json") {
