@@ -6,7 +6,8 @@ set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config
           libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev
-          iproute2 iperf3 clang)
+          iproute2 iperf3 clang
+          python3 python3-yaml)  # python3-yaml: tests/scripts/check_export_yaml.py
 if [ "${P2PSCOPE_WITH_BROWSER:-1}" = 1 ]; then
   packages+=(chromium)  # report rendering test (headless)
 fi

@@ -15,6 +15,7 @@
 #include "bench/sweep.hpp"
 #include "commands.hpp"
 #include "monitor_options.hpp"
+#include "profile_pattern.hpp"
 #include "progress.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
@@ -39,6 +40,7 @@ struct ProfileOptions {
   int rewarm_every = 20;
   std::string timing = "batch", min_sample_time = "50us";
   MonitorCliOptions monitor;
+  PatternOptions pattern;  // --pattern: contention instead of the isolated campaign
 };
 
 // --monitor: the campaign directory is named inside run_campaign, so without --out the
@@ -156,8 +158,14 @@ void add_profile_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--min-sample-time", o->min_sample_time, "batch timing: the least time one record spans (e.g. 50us, 1ms)")
       ->capture_default_str();
   o->monitor.add(*cmd, false);
+  add_pattern_options(*cmd, o->pattern);
 
   cmd->callback([o, &ctx, gpus, sizes, backend, seed, warmup, reps] {
+    if (!o->pattern.pattern.empty()) {  // profile_pattern.cpp
+      if (!o->pairs.empty() || !o->resume.empty()) throw UsageError("--pattern takes --gpus, not --pairs or --resume");
+      run_profile_pattern(o->pattern, o->gpus, o->sizes, o->backend, o->warmup, o->reps, o->out, o->out_root, ctx);
+      return;
+    }
     profile::Params p;
     p.argv = ctx.argv;
     if (gpus->count()) p.devices = parse_cpulist(o->gpus);

@@ -26,6 +26,8 @@ void add_analyze_command(CLI::App& app, Context& ctx);
 void add_irq_commands(CLI::App& app, Context& ctx);
 void add_doctor_command(CLI::App& app, Context& ctx);
 void add_monitor_command(CLI::App& app, Context& ctx);
+void add_export_command(CLI::App& app, Context& ctx);   // export DIR --to astra-sim|json|csv
+void add_predict_command(CLI::App& app, Context& ctx);  // predict DIR: collectives from link models
 
 // Version text: version, git hash, CUDA/NCCL built in and found at run time.
 std::string version_text();

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   app::add_irq_commands(root, ctx);
   app::add_doctor_command(root, ctx);
   app::add_monitor_command(root, ctx);
+  app::add_export_command(root, ctx);
+  app::add_predict_command(root, ctx);
 
   try {
     root.parse(argc, argv);

@@ -1,0 +1,183 @@
+// `p2pscope predict DIR`: collective times from the campaign's link models (ring or
+// tree schedules, the slowest link of each step), and with --measure the same ops and
+// sizes run through `bench nccl`'s machinery, predicted against measured per size.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "bench/nccl_collective.hpp"
+#include "commands.hpp"
+#include "p2pscope/error.hpp"
+#include "p2pscope/gpu_runtime.hpp"
+#include "p2pscope/metadata.hpp"
+#include "p2pscope/simulate.hpp"
+#include "p2pscope/stats.hpp"
+#include "p2pscope/table.hpp"
+#include "p2pscope/units.hpp"
+
+namespace p2pscope::app {
+namespace {
+
+struct PredictOptions {
+  std::string dir, ops = "allreduce,allgather,reducescatter,alltoall,broadcast", algo = "ring", sizes = "1K:1G";
+  std::string backend, format = "text", out, dtype = "float";
+  bool measure = false;
+  int warmup = 5, iters = 20;
+};
+
+// Why --measure cannot run here, or "" when it can.
+std::string why_no_measure(const std::vector<int>& devices, const std::string& backend) {
+  if (backend == "host" || backend == "staged")
+    return fmt::format("the campaign's links are backend {} (host memory at one end), not GPU to GPU, so there is no "
+                       "NCCL run to compare with; nothing was measured", backend);
+  if (!bench::nccl_collectives_built())
+    return "this p2pscope was built without NCCL (no CUDA/NCCL found at build time), so nothing was measured";
+  const auto rt = gpu::runtime_info();
+  if (rt.device_count < 1) return "no GPU here (" + rt.why_no_gpu + "), so nothing was measured";
+  for (int d : devices)
+    if (d >= rt.device_count)
+      return fmt::format("the campaign's device {} is not a GPU here ({} visible), so nothing was measured", d,
+                         rt.device_count);
+  return "";
+}
+
+struct Measured {
+  double median_ns = 0;
+  std::uint64_t bytes = 0;
+  std::string check;
+};
+
+void run_predict(const PredictOptions& o, Context& ctx) {
+  if (o.format != "text" && o.format != "json" && o.format != "csv")
+    throw UsageError("--format '" + o.format + "': expected text, json or csv");
+  const auto ops = simulate::parse_collective_list(o.ops);
+  const auto algo = simulate::parse_algorithm(o.algo);
+  const auto sizes = parse_size_list(o.sizes);
+  if (sizes.empty()) throw UsageError("--sizes gave no sizes");
+  const simulate::Predictor pr(o.dir, o.backend);
+  const int p = static_cast<int>(pr.devices().size());
+  for (const auto& n : pr.notes()) std::fprintf(stderr, "note: %s\n", n.c_str());
+
+  std::string no_measure;
+  if (o.measure) no_measure = why_no_measure(pr.devices(), pr.backend());
+  const bool measuring = o.measure && no_measure.empty();
+  std::vector<std::string> head = {"op", "algo", "size", "size_bytes", "steps", "predicted_us", "algbw_GBps",
+                                   "busbw_GBps", "bottleneck"};
+  if (measuring) head.insert(head.end(), {"measured_us", "error_pct", "check"});
+  Table t(head);
+  std::vector<std::string> unmeasured;
+  for (const auto op : ops) {
+    bench::CollectiveSpec spec;
+    const bool nccl_has = op != simulate::Collective::broadcast;  // bench nccl has no broadcast
+    if (measuring && nccl_has) {
+      spec.op = bench::parse_nccl_op(simulate::to_string(op));
+      spec.type = bench::parse_nccl_type(o.dtype);
+      spec.gpus = pr.devices();
+      spec.warmup = o.warmup;
+      spec.iters = o.iters;
+    }
+    if (measuring && !nccl_has) unmeasured.push_back(simulate::to_string(op) + " (bench nccl has no broadcast)");
+    for (const std::uint64_t size : sizes) {
+      std::optional<Measured> m;
+      std::uint64_t at = size;
+      if (measuring && nccl_has) {
+        spec.bytes = size;
+        const auto res = bench::run_collective(spec);
+        m = Measured{compute_stats(res.elapsed_ns).median, res.bytes,
+                     res.first_bad < 0 ? "ok" : fmt::format("BAD rank {}", res.bad_rank)};
+        at = res.bytes;  // NCCL rounds S to whole elements per rank: predict what ran
+      }
+      const auto r = pr.predict(op, algo, at);
+      std::vector<std::string> row = {simulate::to_string(op), simulate::to_string(algo), format_size_compact(at),
+                                      std::to_string(at), std::to_string(r.steps), fixed(r.time_ns / 1e3, 3),
+                                      fixed(r.algbw_bytes_per_s / 1e9, 3), fixed(r.busbw_bytes_per_s / 1e9, 3),
+                                      r.bottleneck};
+      if (measuring) {
+        if (m)
+          row.insert(row.end(), {fixed(m->median_ns / 1e3, 3), fixed((r.time_ns - m->median_ns) / m->median_ns * 100, 2),
+                                 m->check});
+        else
+          row.insert(row.end(), {"", "", "not measured"});
+      }
+      t.add_row(row);
+    }
+  }
+
+  const auto assumptions = pr.assumptions(algo);
+  std::string devs;
+  for (int d : pr.devices()) devs += (devs.empty() ? "" : ",") + std::to_string(d);
+  const std::string what = fmt::format("collectives predicted from {}/links.json: backend {}, {} ranks (devices {}), {} "
+                                       "timing, {} algorithm; GB/s = 1e9 B/s; error_pct = (predicted - measured) / measured",
+                                       o.dir, pr.backend(), p, devs, pr.time_source(), simulate::to_string(algo));
+  std::string text;
+  if (o.format == "json") {
+    nlohmann::json j = run_metadata(ctx.argv);
+    j["kind"] = "p2pscope_predict";
+    j["campaign"] = o.dir;
+    j["backend"] = pr.backend();
+    j["devices"] = pr.devices();
+    j["time_source"] = pr.time_source();
+    j["algorithm"] = simulate::to_string(algo);
+    j["description"] = what;
+    j["assumptions"] = assumptions;
+    j["notes"] = pr.notes();
+    j["measure"] = {{"asked", o.measure}, {"ran", measuring}, {"why_not", no_measure}, {"dtype", o.dtype},
+                    {"unmeasured", unmeasured}};
+    j["rows"] = t.to_json();
+    text = j.dump(1) + "\n";
+  } else if (o.format == "csv") {
+    text = t.to_csv();
+  } else {
+    text = "# p2pscope predict: " + what + "\n";
+    for (const auto& a : assumptions) text += "# assumes: " + a + "\n";
+    text += t.to_text();
+  }
+  if (o.out.empty() || o.out == "-") {
+    std::cout << text;
+    std::cout.flush();
+  } else {
+    std::ofstream f(o.out, std::ios::binary | std::ios::trunc);
+    if (!f || !(f << text).flush()) throw Error("cannot write '" + o.out + "': " + errno_text(errno));
+    std::cerr << "wrote " << o.out << "\n";
+  }
+  for (const auto& u : unmeasured) std::fprintf(stderr, "note: not measured: %s\n", u.c_str());
+  if (o.measure && !measuring) {
+    // Asked for and not made: say so, and in the exit status, after the predictions.
+    std::fprintf(stderr, "predict --measure: %s; the table holds predictions only\n", no_measure.c_str());
+    ctx.exit_code = 1;
+  }
+}
+
+}  // namespace
+
+void add_predict_command(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<PredictOptions>();
+  auto* cmd = app.add_subcommand("predict",
+                                 "Predict collective times (ring or tree) from a campaign's link models (links.json); "
+                                 "--measure runs the same ops and sizes with NCCL and reports the error per size");
+  cmd->add_option("dir", o->dir, "campaign directory holding links.json (run `p2pscope analyze DIR` first)")->required();
+  cmd->add_option("--ops", o->ops, "comma-separated: allreduce, allgather, reducescatter, alltoall, broadcast")
+      ->capture_default_str();
+  cmd->add_option("--algo", o->algo, "ring or tree")->capture_default_str();
+  cmd->add_option("--sizes", o->sizes, "sizes S as nccl-tests counts them, e.g. 1K:1G")->capture_default_str();
+  cmd->add_option("--backend", o->backend, "the links of this backend (default: the only one, else nccl, ce, sm, ...)");
+  cmd->add_option("--format", o->format, "text, json or csv")->capture_default_str();
+  cmd->add_option("--out", o->out, "output file (default stdout)");
+  cmd->add_flag("--measure", o->measure, "also run the ops with NCCL on the campaign's GPUs (bench nccl) and compare");
+  cmd->add_option("--dtype", o->dtype, "--measure: element type (as bench nccl)")->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "--measure: warmup iterations per size")->capture_default_str();
+  cmd->add_option("--iters", o->iters, "--measure: timed iterations per size")->capture_default_str();
+  cmd->footer(
+      "Examples:\n"
+      "  p2pscope predict run/campaign --ops allreduce,allgather --sizes 1M:1G\n"
+      "  p2pscope predict run/campaign --algo tree --format json --out predict.json\n"
+      "  p2pscope predict run/campaign --ops allreduce --measure     # predicted vs NCCL, per size\n"
+      "Assumptions (printed with every table): see docs/predict.md.");
+  cmd->callback([o, &ctx] { run_predict(*o, ctx); });
+}
+
+}  // namespace p2pscope::app

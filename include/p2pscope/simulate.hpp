@@ -1,0 +1,103 @@
+#pragma once
+// Closing the simulator loop from a campaign's links.json (written by `p2pscope
+// analyze`): `export` writes the link models for a simulator (ASTRA-sim's analytical
+// network.yml, a documented JSON schema, or the predictions CSV that `analyze
+// --predictions` reads); `predict` computes collective times from the same models.
+// Library code: never prints; what the CLI should say comes back in `notes`.
+// Units in names: ns, bytes, bytes/s (GB/s = 1e9 B/s unless a comment says otherwise).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace p2pscope::simulate {
+
+// ---- export -------------------------------------------------------------------
+enum class ExportFormat { astra_sim, json, csv };
+// "astra-sim", "json", "csv"
+std::vector<std::string> export_format_names();
+// Throws UsageError naming the formats that exist.
+ExportFormat parse_export_format(const std::string& text);
+
+struct ExportOptions {
+  std::string backend;                // "" = every backend (json, csv); astra-sim picks one
+  std::vector<std::uint64_t> sizes;   // csv: sizes to predict; empty = each link's measured sizes
+};
+
+struct Exported {
+  std::string text;                   // the file's contents
+  std::string file_name;              // suggested name: network.yml, links_export.json, predictions.csv
+  std::vector<std::string> notes;     // flattened dimensions, links of a class that differ, ...
+};
+
+// Throws UsageError when DIR has no links.json (saying to run analyze first), when the
+// file is not analyze's, or when the format cannot be written from it (astra-sim with
+// fewer than two devices); Error on I/O failure.
+Exported export_campaign(const std::string& dir, ExportFormat format, const ExportOptions& options = {});
+
+// ---- predict ------------------------------------------------------------------
+enum class Collective { allreduce, allgather, reducescatter, alltoall, broadcast };
+enum class Algorithm { ring, tree };
+std::string to_string(Collective c);
+std::string to_string(Algorithm a);
+Collective parse_collective(const std::string& text);  // throws UsageError listing the names
+Algorithm parse_algorithm(const std::string& text);    // ring | tree
+std::vector<Collective> parse_collective_list(const std::string& text);  // "allreduce,allgather"
+
+// nccl-tests' busbw factor (doc/PERFORMANCE.md): allreduce 2(p-1)/p; allgather,
+// reducescatter, alltoall (p-1)/p; broadcast 1.
+double busbw_factor(Collective c, int ranks);
+
+struct PredictOptions {
+  std::vector<Collective> ops;
+  Algorithm algorithm = Algorithm::ring;
+  std::vector<std::uint64_t> sizes;  // nccl-tests' S per op (see docs/predict.md)
+  std::string backend;               // "" = the campaign's only backend, or the first of nccl, ce, sm, ...
+};
+
+struct Prediction {
+  Collective op = Collective::allreduce;
+  Algorithm algorithm = Algorithm::ring;
+  std::uint64_t size_bytes = 0;
+  double time_ns = 0;
+  int steps = 0;                // communication steps (rounds) of the schedule
+  std::string bottleneck;       // the slowest link of the costliest step: "1->2 (SYS)"
+  double algbw_bytes_per_s = 0; // S / t
+  double busbw_bytes_per_s = 0; // algbw x busbw_factor
+};
+
+struct PredictResult {
+  std::string dir, backend, time_source;
+  std::vector<int> devices;                  // the ranks, in ring / tree order
+  std::vector<Prediction> rows;              // op-major, sizes ascending
+  std::vector<std::string> assumptions;      // one line each, for every output
+  std::vector<std::string> notes;            // links assumed symmetric, ...
+};
+
+// The link models of one backend of a campaign, ready to cost schedules. Throws
+// UsageError for no links.json, fewer than two devices, or an unknown backend.
+class Predictor {
+ public:
+  Predictor(const std::string& dir, const std::string& backend = "");
+  ~Predictor();
+  Predictor(const Predictor&) = delete;
+  Predictor& operator=(const Predictor&) = delete;
+  // Throws UsageError when the schedule needs a pair measured in neither direction.
+  Prediction predict(Collective op, Algorithm algorithm, std::uint64_t size_bytes) const;
+  const std::vector<int>& devices() const;
+  const std::string& backend() const;
+  const std::string& time_source() const;
+  std::vector<std::string> assumptions(Algorithm algorithm) const;
+  const std::vector<std::string>& notes() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Every op x size of `options` (throws as Predictor does).
+PredictResult predict(const std::string& dir, const PredictOptions& options);
+
+}  // namespace p2pscope::simulate

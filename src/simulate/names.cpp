@@ -1,0 +1,71 @@
+// Names of the export formats, collectives and algorithms, and nccl-tests' busbw factor.
+#include <fmt/format.h>
+
+#include "p2pscope/error.hpp"
+#include "p2pscope/simulate.hpp"
+
+namespace p2pscope::simulate {
+namespace {
+constexpr const char* kCollectives[] = {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast"};
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+}  // namespace
+
+std::vector<std::string> export_format_names() { return {"astra-sim", "json", "csv"}; }
+
+ExportFormat parse_export_format(const std::string& text) {
+  if (text == "astra-sim" || text == "astrasim" || text == "astra") return ExportFormat::astra_sim;
+  if (text == "json") return ExportFormat::json;
+  if (text == "csv") return ExportFormat::csv;
+  throw UsageError(fmt::format("--to '{}': no such export format; the formats are: {}", text, join(export_format_names())));
+}
+
+std::string to_string(Collective c) { return kCollectives[static_cast<int>(c)]; }
+std::string to_string(Algorithm a) { return a == Algorithm::ring ? "ring" : "tree"; }
+
+Collective parse_collective(const std::string& text) {
+  for (int i = 0; i < 5; ++i)
+    if (text == kCollectives[i]) return static_cast<Collective>(i);
+  throw UsageError(fmt::format("--ops '{}': no such collective; the collectives are: {}", text,
+                               join({std::begin(kCollectives), std::end(kCollectives)})));
+}
+
+std::vector<Collective> parse_collective_list(const std::string& text) {
+  std::vector<Collective> out;
+  std::size_t start = 0;
+  for (;;) {
+    const auto pos = text.find(',', start);
+    const std::string item = text.substr(start, pos == std::string::npos ? std::string::npos : pos - start);
+    const Collective c = parse_collective(item);
+    bool seen = false;
+    for (const auto x : out) seen = seen || x == c;
+    if (!seen) out.push_back(c);
+    if (pos == std::string::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+Algorithm parse_algorithm(const std::string& text) {
+  if (text == "ring") return Algorithm::ring;
+  if (text == "tree") return Algorithm::tree;
+  throw UsageError(fmt::format("--algo '{}': expected ring or tree", text));
+}
+
+double busbw_factor(Collective c, int ranks) {
+  const double p = ranks;
+  switch (c) {
+    case Collective::allreduce: return 2 * (p - 1) / p;
+    case Collective::allgather:
+    case Collective::reducescatter:
+    case Collective::alltoall: return (p - 1) / p;
+    case Collective::broadcast: return 1;
+  }
+  return 1;
+}
+
+}  // namespace p2pscope::simulate

@@ -1,0 +1,265 @@
+// Collective times from measured point-to-point link models. A schedule is a list of
+// steps; in a step some pairs send at once, and the step lasts as long as its slowest
+// link's model time for the bytes it carries (no contention between the pairs of a
+// step: the isolated link's model, which is what the campaign measured).
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "p2pscope/error.hpp"
+#include "p2pscope/simulate.hpp"
+#include "simulate/link_set.hpp"
+
+namespace p2pscope::simulate {
+namespace {
+
+using Pairs = std::vector<std::pair<int, int>>;  // rank indices (into devices)
+
+struct StepCost {
+  double ns = 0;
+  int src = -1, dst = -1;  // ranks of the slowest link
+};
+
+int ceil_log2(int p) {
+  int r = 0;
+  while ((1 << r) < p) ++r;
+  return r;
+}
+
+}  // namespace
+
+struct Predictor::Impl {
+  LinkSet set;
+  std::string backend;
+  std::vector<int> devices;
+  std::vector<const analyze::LinkModel*> m;  // p x p, by rank; nullptr where never measured
+  std::vector<bool> reversed;                // p x p: the model is the other direction's
+  std::vector<std::string> notes;
+
+  int p() const { return static_cast<int>(devices.size()); }
+
+  const analyze::LinkModel& link(int i, int j) const {
+    const auto* l = m[static_cast<std::size_t>(i * p() + j)];
+    if (!l)
+      throw UsageError(fmt::format("the schedule needs link {}->{}, which the campaign measured in neither direction; "
+                                   "profile every pair of the GPUs (p2pscope profile measures all by default)",
+                                   devices[static_cast<std::size_t>(i)], devices[static_cast<std::size_t>(j)]));
+    return *l;
+  }
+
+  StepCost step(const Pairs& pairs, double bytes) const {
+    StepCost c;
+    for (const auto& [i, j] : pairs) {
+      const double t = link(i, j).predict_ns(bytes);
+      if (t > c.ns || c.src < 0) c = {t, i, j};
+    }
+    return c;
+  }
+
+  // A pipeline of `depth` hops carrying S in k chunks lasts (depth + k - 1) chunk steps;
+  // k is the power of two (chunks of at least 1 byte) with the least time.
+  StepCost pipeline(const Pairs& a, const Pairs& b, int depth, double bytes, int* steps) const {
+    StepCost best;
+    best.ns = INFINITY;
+    for (double k = 1; k <= bytes && k <= (1 << 24); k *= 2) {
+      StepCost s = step(a, bytes / k);
+      if (!b.empty()) {
+        const StepCost sb = step(b, bytes / k);
+        if (sb.ns > s.ns) s = sb;
+      }
+      const double t = (depth + k - 1) * s.ns;
+      if (t < best.ns) {
+        best = {t, s.src, s.dst};
+        *steps = depth + static_cast<int>(k) - 1;
+      }
+    }
+    return best;
+  }
+
+  std::string name(const StepCost& c) const {
+    if (c.src < 0) return "";
+    const auto& l = link(c.src, c.dst);
+    return fmt::format("{}->{} ({}{})", devices[static_cast<std::size_t>(c.src)], devices[static_cast<std::size_t>(c.dst)],
+                       l.link_class, reversed[static_cast<std::size_t>(c.src * p() + c.dst)] ? ", reverse model" : "");
+  }
+};
+
+Predictor::Predictor(const std::string& dir, const std::string& backend) : impl_(std::make_unique<Impl>()) {
+  auto& s = *impl_;
+  s.set = read_link_set(dir);
+  s.notes = s.set.notes;
+  s.backend = choose_backend(s.set, backend, &s.notes);
+  std::map<std::pair<int, int>, const analyze::LinkModel*> by_pair;
+  for (const auto& l : s.set.links) {
+    if (l.backend != s.backend) continue;
+    by_pair[{l.src, l.dst}] = &l;
+    for (int d : {l.src, l.dst})
+      if (std::find(s.devices.begin(), s.devices.end(), d) == s.devices.end()) s.devices.push_back(d);
+  }
+  std::sort(s.devices.begin(), s.devices.end());
+  if (s.devices.size() < 2)
+    throw UsageError(fmt::format("{}: the {} links span {} device(s); a collective needs at least 2", dir, s.backend,
+                                 s.devices.size()));
+  const int p = s.p();
+  s.m.assign(static_cast<std::size_t>(p * p), nullptr);
+  s.reversed.assign(static_cast<std::size_t>(p * p), false);
+  std::vector<std::string> assumed;
+  for (int i = 0; i < p; ++i)
+    for (int j = 0; j < p; ++j) {
+      if (i == j) continue;
+      const int a = s.devices[static_cast<std::size_t>(i)], b = s.devices[static_cast<std::size_t>(j)];
+      const std::size_t k = static_cast<std::size_t>(i * p + j);
+      if (const auto it = by_pair.find({a, b}); it != by_pair.end()) {
+        s.m[k] = it->second;
+      } else if (const auto rt = by_pair.find({b, a}); rt != by_pair.end()) {
+        s.m[k] = rt->second;
+        s.reversed[k] = true;
+        assumed.push_back(fmt::format("{}->{}", a, b));
+      }
+    }
+  for (auto& n : contention_notes(dir)) s.notes.push_back(std::move(n));
+  if (!assumed.empty()) {
+    std::string list;
+    for (const auto& x : assumed) list += (list.empty() ? "" : ", ") + x;
+    s.notes.push_back("not measured, the reverse direction's model used: " + list);
+  }
+}
+
+Predictor::~Predictor() = default;
+const std::vector<int>& Predictor::devices() const { return impl_->devices; }
+const std::string& Predictor::backend() const { return impl_->backend; }
+const std::string& Predictor::time_source() const { return impl_->set.time_source; }
+const std::vector<std::string>& Predictor::notes() const { return impl_->notes; }
+
+std::vector<std::string> Predictor::assumptions(Algorithm a) const {
+  std::vector<std::string> out = {
+      "per step, every pair of the step sends at once and the step lasts as long as its slowest link's model "
+      "time t(n) = alpha + n / beta (links.json's recommended model, two-regime where analyze chose it)",
+      "no contention: each link runs as fast as it did alone in the campaign (shared switches, PCIe root ports "
+      "and copy engines are not modelled)",
+      "one channel, no overlap of steps, no reduction compute, Simple protocol: NCCL's LL / LL128 protocols "
+      "(small messages) and its several channels are not modelled",
+      "S as nccl-tests counts it: allreduce and broadcast S per rank; allgather S output; reducescatter S input; "
+      "alltoall S sent per rank",
+      fmt::format("ranks in device order {}", [&] {
+        std::string s;
+        for (int d : impl_->devices) s += (s.empty() ? "" : ",") + std::to_string(d);
+        return s;
+      }())};
+  if (a == Algorithm::ring)
+    out.push_back(
+        "ring: allreduce 2(p-1) steps of S/p (reduce-scatter then all-gather), allgather and reducescatter (p-1) "
+        "steps of S/p, rank i sending to i+1; alltoall pairwise, step k (1..p-1) rank i sending S/p to i+k; "
+        "broadcast a pipelined chain from rank 0, (p-2+k) steps of S/k with the best power-of-two k");
+  else
+    out.push_back(
+        "tree: allreduce and broadcast a binary tree (parent of rank i is (i-1)/2, depth floor(log2 p)), pipelined "
+        "in k chunks (the best power of two): allreduce (2 depth + k - 1) steps up and down, broadcast "
+        "(depth + k - 1); allgather recursive doubling and reducescatter recursive halving, ceil(log2 p) rounds "
+        "of S/p x 2^r; alltoall Bruck, ceil(log2 p) rounds, round r sending the blocks whose index has bit r set");
+  if (a == Algorithm::tree && (impl_->p() & (impl_->p() - 1)) != 0)
+    out.push_back(fmt::format("{} ranks is not a power of two: recursive doubling / halving rounds skip the partners "
+                              "that do not exist, an approximation", impl_->p()));
+  return out;
+}
+
+Prediction Predictor::predict(Collective op, Algorithm algo, std::uint64_t size_bytes) const {
+  const Impl& s = *impl_;
+  const int p = s.p();
+  const double S = static_cast<double>(size_bytes), chunk = S / p;
+  Prediction r;
+  r.op = op;
+  r.algorithm = algo;
+  r.size_bytes = size_bytes;
+  StepCost worst;  // the costliest step, for the bottleneck
+  auto add = [&](const StepCost& c, int times) {
+    r.time_ns += c.ns * times;
+    r.steps += times;
+    if (c.ns > worst.ns || worst.src < 0) worst = c;
+  };
+  Pairs ring, chain, up, down;
+  for (int i = 0; i < p; ++i) ring.emplace_back(i, (i + 1) % p);
+  for (int i = 0; i + 1 < p; ++i) chain.emplace_back(i, i + 1);
+  for (int i = 1; i < p; ++i) {
+    up.emplace_back(i, (i - 1) / 2);
+    down.emplace_back((i - 1) / 2, i);
+  }
+  const int depth = static_cast<int>(std::floor(std::log2(p)));
+  if (algo == Algorithm::ring) {
+    switch (op) {
+      case Collective::allreduce: add(s.step(ring, chunk), 2 * (p - 1)); break;
+      case Collective::allgather:
+      case Collective::reducescatter: add(s.step(ring, chunk), p - 1); break;
+      case Collective::alltoall:
+        for (int k = 1; k < p; ++k) {
+          Pairs shift;
+          for (int i = 0; i < p; ++i) shift.emplace_back(i, (i + k) % p);
+          add(s.step(shift, chunk), 1);
+        }
+        break;
+      case Collective::broadcast: {
+        int steps = 0;
+        const StepCost c = s.pipeline(chain, {}, p - 1, S, &steps);
+        r.time_ns = c.ns;
+        r.steps = steps;
+        worst = c;
+        break;
+      }
+    }
+  } else {
+    const int rounds = ceil_log2(p);
+    switch (op) {
+      case Collective::allreduce:
+      case Collective::broadcast: {
+        int steps = 0;
+        const StepCost c = op == Collective::allreduce ? s.pipeline(up, down, 2 * depth, S, &steps)
+                                                       : s.pipeline(down, {}, depth, S, &steps);
+        r.time_ns = c.ns;
+        r.steps = steps;
+        worst = c;
+        break;
+      }
+      case Collective::allgather:
+      case Collective::reducescatter:
+        for (int q = 0; q < rounds; ++q) {
+          const int rr = op == Collective::allgather ? q : rounds - 1 - q;  // halving: the largest block first
+          Pairs x;
+          for (int i = 0; i < p; ++i)
+            if ((i ^ (1 << rr)) < p) x.emplace_back(i, i ^ (1 << rr));
+          add(s.step(x, chunk * (1 << rr)), 1);
+        }
+        break;
+      case Collective::alltoall:
+        for (int q = 0; q < rounds; ++q) {
+          int blocks = 0;
+          for (int j = 1; j < p; ++j) blocks += (j >> q) & 1;
+          Pairs x;
+          for (int i = 0; i < p; ++i) x.emplace_back(i, (i + (1 << q)) % p);
+          add(s.step(x, chunk * blocks), 1);
+        }
+        break;
+    }
+  }
+  r.bottleneck = s.name(worst);
+  r.algbw_bytes_per_s = r.time_ns > 0 ? S / r.time_ns * 1e9 : 0;
+  r.busbw_bytes_per_s = r.algbw_bytes_per_s * busbw_factor(op, p);
+  return r;
+}
+
+PredictResult predict(const std::string& dir, const PredictOptions& o) {
+  const Predictor pr(dir, o.backend);
+  PredictResult r;
+  r.dir = dir;
+  r.backend = pr.backend();
+  r.time_source = pr.time_source();
+  r.devices = pr.devices();
+  r.assumptions = pr.assumptions(o.algorithm);
+  r.notes = pr.notes();
+  for (const Collective op : o.ops)
+    for (const std::uint64_t n : o.sizes) r.rows.push_back(pr.predict(op, o.algorithm, n));
+  return r;
+}
+
+}  // namespace p2pscope::simulate
