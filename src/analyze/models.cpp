@@ -5,6 +5,8 @@
 #include <numeric>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "analyze/campaign.hpp"
 
 namespace p2pscope::analyze {
@@ -196,7 +198,35 @@ TwoRegime fit_two_regime(const std::vector<double>& sizes, const std::vector<dou
   return best;
 }
 
+ThreeRegime fit_three_regime(const std::vector<double>& sizes, const std::vector<double>& times_ns) {
+  ThreeRegime best;
+  const std::size_t m = sizes.size();
+  if (m < 9 || times_ns.size() != m) return best;
+  const auto part = [&](std::size_t a, std::size_t b) {
+    return fit_alpha_beta(std::vector<double>(sizes.begin() + static_cast<long>(a), sizes.begin() + static_cast<long>(b)),
+                          std::vector<double>(times_ns.begin() + static_cast<long>(a), times_ns.begin() + static_cast<long>(b)));
+  };
+  double best_worst = INFINITY;
+  for (std::size_t j = 3; j + 6 <= m; ++j) {
+    const AlphaBeta low = part(0, j);
+    if (!low.ok) continue;
+    for (std::size_t k = j + 3; k + 3 <= m; ++k) {
+      const AlphaBeta mid = part(j, k), high = part(k, m);
+      if (!mid.ok || !high.ok) continue;
+      ThreeRegime t{true, sizes[j], sizes[k], low, mid, high, 0};
+      for (std::size_t i = 0; i < m; ++i)
+        t.worst_rel_error = std::max(t.worst_rel_error, std::fabs(t.predict_ns(sizes[i]) - times_ns[i]) / times_ns[i]);
+      if (t.worst_rel_error < best_worst) {
+        best_worst = t.worst_rel_error;
+        best = t;
+      }
+    }
+  }
+  return best;
+}
+
 double LinkModel::predict_ns(double n) const {
+  if (model == "three_regime" && three.ok) return three.predict_ns(n);
   if (use_two_regime) return (n < two.breakpoint_bytes ? two.below : two.above).predict_ns(n);
   return fit.ok ? fit.predict_ns(n) : NAN;
 }
@@ -242,8 +272,23 @@ std::vector<LinkModel> build_link_models(const Campaign& c, const std::vector<Co
     }
     m.fit = fit_alpha_beta(m.sizes, m.median_ns);
     m.two = fit_two_regime(m.sizes, m.median_ns);
-    m.use_two_regime = m.fit.ok && m.two.ok && m.two.worst_rel_error <= 0.5 * m.fit.worst_rel_error &&
-                       m.fit.worst_rel_error - m.two.worst_rel_error >= 0.05;
+    m.three = fit_three_regime(m.sizes, m.median_ns);
+    // The simplest model that reproduces every size within the tolerance; where none
+    // does, the one that comes closest (a regime more must buy a point of error).
+    const std::pair<const char*, double> candidates[] = {
+        {"alpha_beta", m.fit.ok ? m.fit.worst_rel_error : INFINITY},
+        {"two_regime", m.fit.ok && m.two.ok ? m.two.worst_rel_error : INFINITY},
+        {"three_regime", m.fit.ok && m.three.ok ? m.three.worst_rel_error : INFINITY}};
+    m.model = "alpha_beta";
+    double closest = candidates[0].second;
+    for (const auto& [name, worst] : candidates) {
+      if (closest <= kModelTolerance) break;
+      if (worst < closest - 0.01) {
+        m.model = name;
+        closest = worst;
+      }
+    }
+    m.use_two_regime = m.model == "two_regime";
     out.push_back(std::move(m));
   }
   return out;
@@ -267,7 +312,15 @@ nlohmann::json link_model_json(const LinkModel& m) {
                       {"asymptotic_bytes_per_s", m.asymptotic_bytes_per_s},
                       {"n_half_bytes", std::isnan(m.n_half_bytes) ? nlohmann::json(nullptr) : nlohmann::json(m.n_half_bytes)},
                       {"alpha_beta", ab_json(m.fit)},
-                      {"model", m.use_two_regime ? "two_regime" : "alpha_beta"}};
+                      {"model", m.model},
+                      {"model_rule", fmt::format("the simplest of alpha_beta, two_regime, three_regime whose worst error over "
+                                                 "the sizes is <= {:.0f} %; where none is, the closest", kModelTolerance * 100)}};
+  if (m.three.ok)
+    j["three_regime"] = {{"mid_from_bytes", m.three.mid_from_bytes}, {"high_from_bytes", m.three.high_from_bytes},
+                         {"low", ab_json(m.three.low)}, {"mid", ab_json(m.three.mid)}, {"high", ab_json(m.three.high)},
+                         {"worst_rel_error", m.three.worst_rel_error}, {"recommended", m.model == "three_regime"}};
+  else
+    j["three_regime"] = nullptr;
   if (m.two.ok)
     j["two_regime"] = {{"breakpoint_bytes", m.two.breakpoint_bytes}, {"below", ab_json(m.two.below)},
                        {"above", ab_json(m.two.above)}, {"worst_rel_error", m.two.worst_rel_error},

@@ -50,7 +50,7 @@ std::string curves(const std::vector<LinkModel>& links, bool multi_backend) {
 
 std::string fitted_models(const std::vector<LinkModel>& links, bool multi_backend) {
   std::string o = "<p class=\"note\">Markers: measured medians. Solid line: alpha-beta fit t(n) = alpha + n/beta. "
-                  "Dashed: two-regime model, drawn where it is recommended.</p>\n<div class=\"charts\">";
+                  "Dashed: two- or three-regime model, drawn where it is recommended.</p>\n<div class=\"charts\">";
   for (const auto& m : links) {
     charts::LineChart c{"Model " + pair_name(m, multi_backend), {"message size", true, Format::size_bytes},
                         {"time", true, Format::duration_ns}, {}, 520, 300, true};
@@ -60,10 +60,11 @@ std::string fitted_models(const std::vector<LinkModel>& links, bool multi_backen
       for (double n : m.sizes) y.push_back(m.fit.predict_ns(n));
       c.series.push_back({"alpha-beta", charts::palette(3), m.sizes, y, true, false, false});
     }
-    if (m.use_two_regime) {
+    if (m.model != "alpha_beta") {
       std::vector<double> y;
-      for (double n : m.sizes) y.push_back((n < m.two.breakpoint_bytes ? m.two.below : m.two.above).predict_ns(n));
-      c.series.push_back({"two-regime", charts::palette(2), m.sizes, y, true, false, true});
+      for (double n : m.sizes) y.push_back(m.predict_ns(n));
+      c.series.push_back({m.model == "two_regime" ? "two-regime" : "three-regime", charts::palette(2), m.sizes, y, true,
+                          false, true});
     }
     o += charts::render_line_chart(c);
   }
@@ -288,7 +289,10 @@ std::string links_table(const std::vector<LinkModel>& links) {
   auto pct = [](double v) { return fmt::format("{:.1f}%", v * 100); };
   for (const auto& m : links) {
     std::string two = "-";
-    if (m.two.ok)
+    if (m.model == "three_regime")
+      two = fmt::format("three regimes from {} and {}: worst {}", format_size(static_cast<std::uint64_t>(m.three.mid_from_bytes)),
+                        format_size(static_cast<std::uint64_t>(m.three.high_from_bytes)), pct(m.three.worst_rel_error));
+    else if (m.two.ok)
       two = fmt::format("{} at {}: worst {}", m.use_two_regime ? "recommended" : "not needed",
                         format_size(static_cast<std::uint64_t>(m.two.breakpoint_bytes)), pct(m.two.worst_rel_error));
     rows.push_back({m.backend, fmt::format("{}->{}", m.src, m.dst), m.link_class, format_duration_ns(m.latency_floor_ns),

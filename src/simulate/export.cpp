@@ -47,15 +47,21 @@ std::string export_json(const LinkSet& s, const std::string& backend) {
     if (l.two.ok)
       two = {{"breakpoint_bytes", l.two.breakpoint_bytes}, {"below", fit_json(l.two.below)},
              {"above", fit_json(l.two.above)}, {"worst_rel_error", l.two.worst_rel_error}};
+    nlohmann::json three = nullptr;
+    if (l.three.ok)
+      three = {{"mid_from_bytes", l.three.mid_from_bytes}, {"high_from_bytes", l.three.high_from_bytes},
+               {"low", fit_json(l.three.low)}, {"mid", fit_json(l.three.mid)}, {"high", fit_json(l.three.high)},
+               {"worst_rel_error", l.three.worst_rel_error}};
     links.push_back({{"backend", l.backend},
                      {"src", l.src},
                      {"dst", l.dst},
                      {"class", l.link_class},
-                     {"model", l.use_two_regime ? "two_regime" : "alpha_beta"},
+                     {"model", l.model},
                      {"alpha_ns", l.fit.alpha_ns},
                      {"beta_bytes_per_s", l.fit.beta_bytes_per_s},
                      {"fit", fit_json(l.fit)},
                      {"two_regime", two},
+                     {"three_regime", three},
                      {"latency_floor_ns", l.latency_floor_ns},
                      {"asymptotic_bytes_per_s", l.asymptotic_bytes_per_s},
                      {"n_half_bytes", num_or_null(l.n_half_bytes)},

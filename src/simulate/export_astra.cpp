@@ -245,7 +245,7 @@ std::string export_astra(const LinkSet& s, const std::string& backend, std::vect
       a.push_back(l->fit.alpha_ns);
       b.push_back(l->fit.beta_bytes_per_s);
       worst.push_back(l->fit.worst_rel_error);
-      two += l->use_two_regime;
+      two += l->model != "alpha_beta";
     }
     const double am = median(a), bm = median(b);
     o += fmt::format("#\n# dimension {}: class {} -> {} ({}), {} NPUs{}\n", k, d.cls, t, why, d.npus,
@@ -255,8 +255,8 @@ std::string export_astra(const LinkSet& s, const std::string& backend, std::vect
                      d.links.size(), am, am / hops, bm, bm / 1e9, bm / kAstraGB);
     o += fmt::format("#   fit quality: worst relative error {:.1f}%..{:.1f}% over the measured sizes{}\n",
                      100 * *std::min_element(worst.begin(), worst.end()), 100 * *std::max_element(worst.begin(), worst.end()),
-                     two ? fmt::format("; analyze recommends a two-regime model for {} of them, which one line per "
-                                       "dimension cannot hold", two)
+                     two ? fmt::format("; analyze recommends a two- or three-regime model for {} of them, which one "
+                                       "line per dimension cannot hold", two)
                          : "");
     const auto [bmin, bmax] = std::minmax_element(b.begin(), b.end());
     const auto [amin, amax] = std::minmax_element(a.begin(), a.end());

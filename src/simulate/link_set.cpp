@@ -64,8 +64,21 @@ analyze::LinkModel link_model_from_json(const nlohmann::json& j, const std::stri
     m.two.worst_rel_error = two.value("worst_rel_error", 0.0);
     m.two.ok = m.two.below.ok && m.two.above.ok;
   }
+  const auto three = j.value("three_regime", nlohmann::json());
+  if (three.is_object()) {
+    const std::string w = where + " three_regime";
+    m.three.mid_from_bytes = number(three, "mid_from_bytes", w);
+    m.three.high_from_bytes = number(three, "high_from_bytes", w);
+    m.three.low = alpha_beta(three.value("low", nlohmann::json()), w + ".low");
+    m.three.mid = alpha_beta(three.value("mid", nlohmann::json()), w + ".mid");
+    m.three.high = alpha_beta(three.value("high", nlohmann::json()), w + ".high");
+    m.three.worst_rel_error = three.value("worst_rel_error", 0.0);
+    m.three.ok = m.three.low.ok && m.three.mid.ok && m.three.high.ok;
+  }
   // analyze's rule, as it wrote it: "model" names the one to use.
-  m.use_two_regime = j.value("model", "alpha_beta") == "two_regime" && m.two.ok && m.fit.ok;
+  const std::string model = j.value("model", "alpha_beta");
+  m.use_two_regime = model == "two_regime" && m.two.ok && m.fit.ok;
+  m.model = m.use_two_regime || (model == "three_regime" && m.three.ok && m.fit.ok) ? model : "alpha_beta";
   for (const auto& p : j.value("points", nlohmann::json::array())) {
     m.sizes.push_back(number(p, "size_bytes", where + " points"));
     m.median_ns.push_back(number(p, "median_ns", where + " points"));

@@ -31,8 +31,8 @@ Backend::TimerBurst poke_device_timer(int device, cudaStream_t stream, volatile 
   volatile unsigned long long* answer = words + 16;
   *request = 0;
   answer[0] = 0;
-  answer[1] = 0;
   answer[2] = 0;
+  answer[3] = 0;
   std::atomic_thread_fence(std::memory_order_seq_cst);
   launch_timer_responder(request, answer, count, kKernelTimeoutNs, stream, device);
   {
@@ -41,6 +41,9 @@ Backend::TimerBurst poke_device_timer(int device, cudaStream_t stream, volatile 
     while (answer[2] == 0 && monotonic_ns() - started < kAnswerWaitNs) {}
     burst.step_ns = static_cast<std::int64_t>(answer[2]);
     if (burst.step_ns == 0) burst.note = "the GPU did not start the clock kernel within 1 s (busy?)";
+    std::atomic_thread_fence(std::memory_order_acquire);
+    const unsigned long long base = answer[3];  // the full timer, for the answers' high bits
+    constexpr unsigned long long kLow48 = (1ull << 48) - 1;
     for (int k = 1; k <= count && burst.step_ns > 0; ++k) {
       Backend::TimerReading r;
       r.host_before_ns = monotonic_ns();
@@ -48,15 +51,17 @@ Backend::TimerBurst poke_device_timer(int device, cudaStream_t stream, volatile 
       *request = static_cast<unsigned long long>(k);
       std::atomic_thread_fence(std::memory_order_seq_cst);  // the poke leaves the store buffer now
       bool answered = true;
-      while (answer[1] < static_cast<unsigned long long>(k))
+      unsigned long long word = 0;
+      while (((word = answer[0]) & 0xffffull) != (static_cast<unsigned long long>(k) & 0xffffull))
         if (monotonic_ns() - r.host_before_ns > kAnswerWaitNs) { answered = false; break; }
       r.host_after_ns = monotonic_ns();
       if (!answered) {
         burst.note = "the GPU stopped answering clock pokes (1 s): burst cut short";
         break;
       }
-      std::atomic_thread_fence(std::memory_order_acquire);
-      r.device_ns = static_cast<std::int64_t>(answer[0]);
+      unsigned long long t = (base & ~kLow48) | (word >> 16);
+      if (t < base) t += 1ull << 48;  // the low bits wrapped since the base (every 78 h)
+      r.device_ns = static_cast<std::int64_t>(t);
       burst.readings.push_back(r);
     }
   }

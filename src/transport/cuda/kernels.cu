@@ -58,10 +58,13 @@ __global__ void __launch_bounds__(512) copy_kernel(uint4* __restrict__ dst, cons
 __global__ void timer_kernel(unsigned long long* out) { *out = globaltimer(); }
 
 // Answers host pokes for the clock sync: for k = 1..count, waits until the host's
-// request word (host-mapped) reaches k, reads %globaltimer and writes it, then k,
-// into the host's answer words. The read lies between the host's write of k and its
-// seeing k come back: an interval of one PCIe round trip. First it measures the
-// timer's update step (answer[2]), which widens every reading's interval.
+// request word (host-mapped) reaches k, reads %globaltimer and writes it with k into
+// the host's answer word. The read lies between the host's write of k and its seeing
+// k come back: an interval of one PCIe round trip. Time and number travel in one
+// 8-byte store (the timer's low 48 bits, k's low 16), so no fence sits between them:
+// a system fence there waited for the store to reach the host, and widened every
+// interval by that. First it measures the timer's update step (answer[2]) and gives
+// the full timer (answer[3]), from which the host restores the high bits.
 __global__ void timer_responder_kernel(const volatile unsigned long long* request, volatile unsigned long long* answer,
                                        int count, unsigned long long timeout_ns) {
   unsigned long long step = ~0ull, prev = globaltimer();
@@ -70,15 +73,14 @@ __global__ void timer_responder_kernel(const volatile unsigned long long* reques
     if (t != prev && t - prev < step) step = t - prev;
     prev = t;
   }
+  answer[3] = globaltimer();
+  __threadfence_system();  // the base is visible before the step that announces it
   answer[2] = step;
   const unsigned long long deadline = globaltimer() + timeout_ns;
   for (unsigned long long k = 1; k <= (unsigned long long)count; ++k) {
     while (*request < k)
       if (globaltimer() > deadline) return;
-    const unsigned long long t = globaltimer();
-    answer[0] = t;
-    __threadfence_system();  // the time is visible before the sequence number
-    answer[1] = k;
+    answer[0] = (globaltimer() << 16) | (k & 0xffffull);
   }
 }
 

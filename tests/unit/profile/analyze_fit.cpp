@@ -126,6 +126,33 @@ TEST(AnalyzeFit, TwoRegimeFoundAtTheProtocolSwitch) {
   EXPECT_LT(m.two.worst_rel_error, 0.05);
 }
 
+// The H100 device-local copy: a latency floor, buffers that fit in L2 copied at
+// 2.4 TB/s from 2 MiB to 16 MiB, HBM at 1.5 TB/s from 32 MiB on. Two lines cannot hold
+// the L2 regime; three can, and are chosen because the simpler ones miss by over 10 %.
+TEST(AnalyzeFit, ThreeRegimesWhenTheMiddleIsACache) {
+  std::vector<double> n = sizes_1b_to_1g(), t;
+  for (double x : n)
+    t.push_back(x < (2 << 20) ? 1850 + x / 1e12 * 1e9 : x < (32 << 20) ? 2200 + x / 2.4e12 * 1e9 : 400 + x / 1.5e12 * 1e9);
+  Campaign c;
+  for (std::size_t i = 0; i < n.size(); ++i)
+    for (int r = 0; r < 3; ++r)
+      c.ops.push_back({static_cast<int>(i), 0, 0, static_cast<std::uint64_t>(n[i]), r, "ce", 1000 + r, t[i], true});
+  const auto links = build_link_models(c, summarize_configs(c, OutlierRule::tukey));
+  ASSERT_EQ(links.size(), 1u);
+  const auto& m = links[0];
+  ASSERT_TRUE(m.three.ok);
+  EXPECT_GT(m.two.worst_rel_error, kModelTolerance);
+  EXPECT_EQ(m.model, "three_regime");
+  EXPECT_FALSE(m.use_two_regime);
+  EXPECT_LT(m.three.worst_rel_error, 0.01);
+  EXPECT_EQ(m.three.mid_from_bytes, 2 << 20);
+  EXPECT_EQ(m.three.high_from_bytes, 32 << 20);
+  for (std::size_t i = 0; i < n.size(); ++i) EXPECT_NEAR(m.residual(i), 0, 0.01) << n[i];
+  const auto j = link_model_json(m);
+  EXPECT_EQ(j["model"], "three_regime");
+  EXPECT_EQ(j["three_regime"]["recommended"], true);
+}
+
 TEST(AnalyzeFit, OutlierRules) {
   const std::vector<double> x = {100, 102, 98, 101, 99, 100, 103, 97, 300};
   for (auto rule : {OutlierRule::tukey, OutlierRule::mad}) {
