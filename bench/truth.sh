@@ -27,6 +27,8 @@ campaign() {  # NAME ARGS...
 
 campaign staged --backend staged
 campaign ce00 --backend ce --pairs 0:0
+# The same staged campaign with samples 4x longer: does host<->GPU jitter average out?
+[ -n "${LONG_SAMPLES:-}" ] && campaign staged-200us --backend staged --min-sample-time 200us
 echo "## ping-pong on GPU 0 (two kernels, two streams)"
 run "$BIN" bench gpu --backend ce --pairs 0:0 --pattern latency --sizes 8,1K,64K --format json > "$OUT/pingpong.json" 2> "$OUT/pingpong.err"
 run "$BIN" bench gpu --backend ce --pairs 0:0 --sizes 64K,256M --format json > "$OUT/ce00_bw.json" 2> "$OUT/ce00_bw.err"

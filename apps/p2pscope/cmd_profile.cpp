@@ -38,7 +38,7 @@ struct ProfileOptions {
   std::string thermal_warmup = "50C:60s";
   std::string rewarm_below = "off";
   int rewarm_every = 20;
-  std::string timing = "batch", min_sample_time = "50us";
+  std::string timing = "batch", min_sample_time = "200us";
   MonitorCliOptions monitor;
   PatternOptions pattern;  // --pattern: contention instead of the isolated campaign
 };
@@ -155,7 +155,7 @@ void add_profile_command(CLI::App& app, Context& ctx) {
                   "batch: a record times transfers back to back, enough to span --min-sample-time (small sizes "
                   "are otherwise timer noise); single: one blocking transfer per record (seed 004's method)")
       ->capture_default_str();
-  cmd->add_option("--min-sample-time", o->min_sample_time, "batch timing: the least time one record spans (e.g. 50us, 1ms)")
+  cmd->add_option("--min-sample-time", o->min_sample_time, "batch timing: the least time one record spans (default 200us; e.g. 50us, 1ms)")
       ->capture_default_str();
   o->monitor.add(*cmd, false);
   add_pattern_options(*cmd, o->pattern);

@@ -13,7 +13,7 @@ namespace p2pscope::profile {
 std::string to_string(Timing t);
 Timing parse_timing(const std::string& text);  // "batch" | "single"; UsageError otherwise
 
-inline constexpr double kDefaultMinSampleNs = 50'000;
+inline constexpr double kDefaultMinSampleNs = 200'000;
 inline constexpr int kMaxBatch = 512;  // what a launch queue holds behind a blocking start
 
 // "50us", "0.2ms", "1e-4" (seconds) -> ns. UsageError for 0, negative, or over 1 s.
