@@ -27,7 +27,8 @@ namespace {
 
 class FakeGpu final : public Backend {
  public:
-  explicit FakeGpu(std::int64_t stamp_bias_ns) : bias_(stamp_bias_ns), t0_(monotonic_ns()) {}
+  explicit FakeGpu(std::int64_t stamp_bias_ns, bool timer_readable = true)
+      : bias_(stamp_bias_ns), readable_(timer_readable), t0_(monotonic_ns()) {}
   std::string name() const override { return "fake-gpu"; }
   int device_count() const override { return 2; }
   std::string device_name(int d) const override { return "fake GPU " + std::to_string(d); }
@@ -56,6 +57,10 @@ class FakeGpu final : public Backend {
   std::int64_t verify(int, int, std::uint64_t) override { return -1; }
   TimerBurst read_device_timer_burst(int, int count) override {
     TimerBurst b;
+    if (!readable_) {
+      b.note = "fake: the timer cannot be read";
+      return b;
+    }
     b.method = "fake poke";
     b.step_ns = 32;
     for (int i = 0; i < count; ++i) {
@@ -74,21 +79,25 @@ class FakeGpu final : public Backend {
   std::int64_t timer_at(std::int64_t host_ns) const {
     return host_ns + 1'000'000 + (host_ns - t0_) * 3 / 1'000'000;
   }
-  std::int64_t bias_, t0_;
+  std::int64_t bias_;
+  bool readable_;
+  std::int64_t t0_;
 };
 
 struct Campaign {
-  nlohmann::json drift, meta;
+  nlohmann::json drift, meta, trace;
   std::vector<profile::LogRow> rows;
 };
 
-Campaign run(std::int64_t bias_ns, const std::string& tag) {
+Campaign run(std::int64_t bias_ns, const std::string& tag, bool timer_readable = true) {
   const fs::path dir = fs::temp_directory_path() / ("p2pscope_fakegpu_" + tag + "_" + std::to_string(getpid()));
   fs::remove_all(dir);
   profile::Params p;
   p.argv = {"p2pscope", "profile", "(test)"};
   p.backends = std::vector<std::string>{"fake-gpu"};
-  p.make_backend = [bias_ns](const std::string&) { return std::make_unique<FakeGpu>(bias_ns); };
+  p.make_backend = [bias_ns, timer_readable](const std::string&) {
+    return std::make_unique<FakeGpu>(bias_ns, timer_readable);
+  };
   p.devices = std::vector<int>{0, 1};
   p.sizes = std::vector<std::uint64_t>{1, 4096, 1 << 20};
   p.warmup = 1;
@@ -103,6 +112,7 @@ Campaign run(std::int64_t bias_ns, const std::string& tag) {
   c.drift = nlohmann::json::parse(std::ifstream(dir / "clock_drift.json"));
   c.meta = nlohmann::json::parse(std::ifstream(dir / "metadata.json"));
   c.rows = profile::read_log((dir / "execution_log.csv").string()).rows;
+  c.trace = nlohmann::json::parse(std::ifstream(dir / "trace.json"));
   fs::remove_all(dir);
   return c;
 }
@@ -143,4 +153,23 @@ TEST(FakeGpuCampaign, BatchesAreSizedFromTheBatchAndSpanTheMinimum) {
       EXPECT_GE(r.gpu_duration_ns, 50'000.0) << r.size_bytes << " B x " << r.batch;
     }
   }
+}
+
+TEST(FakeGpuCampaign, ATimerThatCannotBeReadLeavesTheLaneUnalignedNotGuessed) {
+  const Campaign c = run(0, "notimer", false);
+  EXPECT_EQ(c.rows.size(), 18u) << "the campaign still measures";
+  const auto& a = c.drift["alignment"];
+  EXPECT_EQ(a["ops_checked"], 0);
+  ASSERT_EQ(a["unaligned_devices"].size(), 2u);
+  EXPECT_NE(a["unaligned_devices"]["0"].get<std::string>().find("cannot be read"), std::string::npos);
+  int unaligned_lanes = 0, unaligned_events = 0;
+  for (const auto& e : c.trace["traceEvents"]) {
+    if (e["ph"] == "M" && e["args"]["name"].get<std::string>().find("UNALIGNED") != std::string::npos) ++unaligned_lanes;
+    if (e["ph"] == "X" && e["args"].contains("aligned") && e["args"]["aligned"] == false) ++unaligned_events;
+  }
+  EXPECT_EQ(unaligned_lanes, 2);
+  EXPECT_EQ(unaligned_events, 18);
+  bool said = false;
+  for (const auto& w : c.meta["warnings"]) said = said || w.get<std::string>().find("alignment unavailable") != std::string::npos;
+  EXPECT_TRUE(said) << c.meta["warnings"].dump();
 }
