@@ -145,7 +145,7 @@ inline constexpr double kModelTolerance = 0.10;
 std::vector<LinkModel> build_link_models(const Campaign& c, const std::vector<ConfigSummary>& s);
 
 struct Finding {
-  std::string kind;      // high_cv, asymmetry, class_outlier, temperature, drift, throttling, data
+  std::string kind;      // high_cv, non_monotone, asymmetry, class_outlier, temperature, drift, clock, throttling, data
   std::string severity;  // warning, info
   std::string subject;   // "0->1 @ 4 KiB", "GPU 2", ...
   std::string message;

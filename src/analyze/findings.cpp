@@ -1,6 +1,7 @@
 // Findings: the checks the seed's "Quality" criteria ask for, each a row the report
 // lists: variance, asymmetry, outlier links, thermal effects, drift, throttling.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <tuple>
@@ -249,6 +250,41 @@ void throttling(const Campaign& c, std::vector<Finding>* out) {
 
 }  // namespace
 
+// A larger message that takes less time than a smaller one: either the samples are
+// too noisy to order them (the tool's problem: say so) or the path really is faster at
+// that size (a copy engine or protocol that switches strategy: the hardware's, said as
+// such). The medians' standard errors decide which.
+void non_monotone(const std::vector<ConfigSummary>& s, std::vector<Finding>* out) {
+  constexpr double kDrop = 0.03;  // below every smaller size by more than this
+  const ConfigSummary* slowest = nullptr;  // the slowest smaller size of the current link
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto& c = s[i];
+    const bool new_link = i == 0 || c.backend != s[i - 1].backend || c.src != s[i - 1].src || c.dst != s[i - 1].dst;
+    if (new_link) slowest = nullptr;
+    if (c.stats.n == 0) continue;
+    if (slowest && c.stats.median < slowest->stats.median * (1 - kDrop)) {
+      const auto se = [](const Stats& st) { return st.n > 0 ? 1.2533 * st.stddev / std::sqrt(static_cast<double>(st.n)) : 0.0; };
+      const double spread = std::hypot(se(c.stats), se(slowest->stats));
+      const double gap = slowest->stats.median - c.stats.median;
+      const bool real = spread > 0 && gap > 3 * spread;
+      out->push_back({"non_monotone", real ? "info" : "warning",
+                      fmt::format("{} @ {}", pair_text(c.backend, c.src, c.dst), format_size(c.size_bytes)),
+                      fmt::format("{} takes {:.1f}% less than {} ({} vs {}); {}", format_size(c.size_bytes),
+                                  100 * gap / slowest->stats.median, format_size(slowest->size_bytes),
+                                  format_duration_ns(c.stats.median), format_duration_ns(slowest->stats.median),
+                                  real ? fmt::format("the gap is {:.0f}x the medians' standard error, so not sampling noise: "
+                                                     "the path is faster at this size (a copy or protocol that changes with "
+                                                     "the size), or it switches between states that these reps hit more "
+                                                     "often (CV {:.1f}% vs {:.1f}%)",
+                                                     gap / spread, 100 * c.stats.cv, 100 * slowest->stats.cv)
+                                       : "within the medians' standard error: noise, not the hardware; more --reps or a "
+                                         "longer --min-sample-time will order them"),
+                      gap / slowest->stats.median});
+    }
+    if (!slowest || c.stats.median > slowest->stats.median) slowest = &c;
+  }
+}
+
 std::vector<Finding> find_issues(const Campaign& c, const std::vector<ConfigSummary>& s,
                                  const std::vector<LinkModel>& links) {
   std::vector<Finding> out;
@@ -263,6 +299,7 @@ std::vector<Finding> find_issues(const Campaign& c, const std::vector<ConfigSumm
                                  format_duration_ns(cs.stats.p95)),
                      cs.stats.cv});
   asymmetry(s, &out);
+  non_monotone(s, &out);
   class_outliers(links, &out);
   temperature_correlation(c, s, &out);
   drift(c, &out);

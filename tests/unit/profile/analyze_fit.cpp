@@ -252,3 +252,43 @@ TEST(AnalyzePredictions, ByConfigIdAndNoMatch) {
 
 }  // namespace
 }  // namespace p2pscope::analyze
+
+namespace p2pscope::analyze {
+namespace {
+// Ops of one link: sizes 1 KiB..64 KiB at 2 us, with 16 KiB given `t16` per rep.
+Campaign flat_link_with(const std::vector<double>& t16) {
+  Campaign c;
+  int id = 0;
+  for (std::uint64_t n = 1024; n <= 65536; n *= 2, ++id)
+    for (int r = 0; r < static_cast<int>(t16.size()); ++r) {
+      const double t = n == 16384 ? t16[static_cast<std::size_t>(r)] : 2000 + (r % 2) * 2;
+      c.ops.push_back({id, 0, 1, n, r, "ce", 1000 + r, t, true});
+    }
+  return c;
+}
+std::vector<Finding> non_monotone_findings(const Campaign& c) {
+  const auto s = summarize_configs(c, OutlierRule::none);
+  std::vector<Finding> out;
+  for (const auto& f : find_issues(c, s, build_link_models(c, s)))
+    if (f.kind == "non_monotone") out.push_back(f);
+  return out;
+}
+}  // namespace
+
+TEST(AnalyzeFindings, ASizeFasterThanSmallerOnesIsCalledRealOrNoiseByItsSpread) {
+  // Every rep 5 % faster, tight: the path is faster there (hardware), an info.
+  auto f = non_monotone_findings(flat_link_with(std::vector<double>(10, 1900)));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, "info");
+  EXPECT_NE(f[0].message.find("not sampling noise"), std::string::npos) << f[0].message;
+  EXPECT_NE(f[0].subject.find("16 KiB"), std::string::npos) << f[0].subject;
+  // Half the reps far off either way: a median 5 % low that the spread cannot order.
+  f = non_monotone_findings(flat_link_with({1900, 1000, 3000, 1900, 1000, 3000, 1900, 1000, 3000, 1900}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, "warning");
+  EXPECT_NE(f[0].message.find("noise, not the hardware"), std::string::npos) << f[0].message;
+  // Within 3 %: no finding.
+  EXPECT_TRUE(non_monotone_findings(flat_link_with(std::vector<double>(10, 1960))).empty());
+}
+
+}  // namespace p2pscope::analyze
