@@ -46,8 +46,9 @@ CausalityCheck check_causality(const std::vector<OpSpan>& ops, DriftFit* fit) {
     }
   }
   c.uncertainty_after_ns = c.uncertainty_before_ns;
-  if (c.violations == 0) {
+  if (c.violations == 0 && fit->bounded) {
     // Every op holds: together they narrow the lines (unless they contradict each other).
+    // An unbounded fit is not narrowed: its box around the line is a guess, not a bound.
     FeasibleLines narrowed = lines;
     bool fits = true;
     for (const auto& op : ops) {
@@ -57,8 +58,6 @@ CausalityCheck check_causality(const std::vector<OpSpan>& ops, DriftFit* fit) {
     }
     if (fits) {
       fit->region = narrowed;
-      fit->bounded = true;
-      fit->inconsistency_ns = 0;
       c.uncertainty_after_ns = fit->uncertainty_over(first, last);
       c.refined = c.uncertainty_after_ns < c.uncertainty_before_ns;
     }
