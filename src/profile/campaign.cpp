@@ -392,6 +392,14 @@ Result run_campaign(const Params& p) {
                     {"note", "p2pscope never changes GPU settings; constant SM clocks over the run suggest locked clocks"}};
   if (nvml) meta["gpus_at_end"] = gpu_facts(*nvml, to_nvml);
   meta["warnings"] = res.warnings;
+  // Each GPU's (under a launcher: each rank's) clock bound, beside the campaign's
+  // summary; clock_drift.json has the detail.
+  meta["clock_alignment"] = res.alignment;
+  meta["clock_alignment"]["per_device"] = nlohmann::json::array();
+  for (const auto& d : align.report["devices"])
+    meta["clock_alignment"]["per_device"].push_back(
+        {{"device", d["device"]}, {"offset_uncertainty_ns", d["causality"]["offset_uncertainty_ns"]},
+         {"ops_checked", d["causality"]["ops_checked"]}, {"causality_violations", d["causality"]["violations"]}});
   write_json_file(path(kMetadataFile), meta);
   return res;
 }

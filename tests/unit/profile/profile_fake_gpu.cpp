@@ -128,6 +128,12 @@ TEST(FakeGpuCampaign, ACorrectTimerPassesEveryOpWithinAMicrosecond) {
   EXPECT_TRUE(a["unaligned_devices"].empty());
   ASSERT_EQ(c.drift["devices"].size(), 2u);
   EXPECT_GE(c.drift["devices"][0]["clock_map"]["sync_bursts_during_run"].get<int>(), 1);
+  // metadata.json carries each GPU's bound too.
+  ASSERT_EQ(c.meta["clock_alignment"]["per_device"].size(), 2u);
+  for (const auto& d : c.meta["clock_alignment"]["per_device"]) {
+    EXPECT_EQ(d["ops_checked"], 9);
+    EXPECT_LE(d["offset_uncertainty_ns"].get<double>(), 1000.0);
+  }
 }
 
 TEST(FakeGpuCampaign, StampsTwentyMicrosecondsEarlyAreCaughtOnEveryOp) {
