@@ -1,6 +1,7 @@
 // `p2pscope predict DIR`: collective times from the campaign's link models (ring or
 // tree schedules, the slowest link of each step), and with --measure the same ops and
 // sizes run through `bench nccl`'s machinery, predicted against measured per size.
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include "bench/nccl_collective.hpp"
 #include "commands.hpp"
+#include "p2pscope/charts.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/metadata.hpp"
@@ -24,7 +26,7 @@ namespace {
 
 struct PredictOptions {
   std::string dir, ops = "allreduce,allgather,reducescatter,alltoall,broadcast", algo = "ring", sizes = "1K:1G";
-  std::string backend, format = "text", out, dtype = "float";
+  std::string backend, format = "text", out, dtype = "float", html;
   bool measure = false;
   int warmup = 5, iters = 20;
 };
@@ -51,6 +53,37 @@ struct Measured {
   std::string check;
 };
 
+// One op's curve: sizes, predicted and (NaN where not run) measured times.
+struct Curve {
+  std::vector<double> bytes, predicted_ns, measured_ns;
+};
+
+// The page people look at: per op, predicted and measured time against size (log-log),
+// the error per size where measured, then the assumptions and the table.
+std::string predict_page(const std::string& what, const std::vector<std::string>& assumptions,
+                         const std::vector<std::pair<std::string, Curve>>& curves, const Table& t, bool measured) {
+  using charts::Format;
+  std::string body = "<h1>p2pscope predict</h1>\n<p>" + charts::xml_escape(what) + "</p>\n<ul>";
+  for (const auto& a : assumptions) body += "<li>" + charts::xml_escape(a) + "</li>";
+  body += "</ul>\n<div class=\"charts\">";
+  for (const auto& [op, c] : curves) {
+    charts::LineChart ch{op + ": time per size", {"size S (nccl-tests' count)", true, Format::size_bytes},
+                         {"time", true, Format::duration_ns}, {}, 520, 320, true};
+    ch.series.push_back({"predicted (link models)", charts::palette(2), c.bytes, c.predicted_ns, true, false, true});
+    if (measured) ch.series.push_back({"measured (NCCL)", charts::palette(0), c.bytes, c.measured_ns, false, true, false});
+    body += charts::render_line_chart(ch);
+    if (!measured) continue;
+    charts::LineChart err{op + ": (predicted - measured) / measured", {"size S", true, Format::size_bytes},
+                          {"error", false, Format::percent}, {}, 520, 320, false};
+    std::vector<double> e;
+    for (std::size_t i = 0; i < c.bytes.size(); ++i) e.push_back((c.predicted_ns[i] - c.measured_ns[i]) / c.measured_ns[i]);
+    err.series.push_back({"error", charts::palette(3), c.bytes, e, true, true, false});
+    body += charts::render_line_chart(err);
+  }
+  body += "</div>\n" + charts::html::table(t.headers(), t.rows());
+  return charts::html::page("p2pscope predict", body);
+}
+
 void run_predict(const PredictOptions& o, Context& ctx) {
   if (o.format != "text" && o.format != "json" && o.format != "csv")
     throw UsageError("--format '" + o.format + "': expected text, json or csv");
@@ -70,6 +103,7 @@ void run_predict(const PredictOptions& o, Context& ctx) {
   if (measuring) head.insert(head.end(), {"measured_us", "error_pct", "check"});
   Table t(head);
   std::vector<std::string> unmeasured;
+  std::vector<std::pair<std::string, Curve>> curves;
   for (const auto op : ops) {
     bench::CollectiveSpec spec;
     const bool nccl_has = op != simulate::Collective::broadcast;  // bench nccl has no broadcast
@@ -81,6 +115,7 @@ void run_predict(const PredictOptions& o, Context& ctx) {
       spec.iters = o.iters;
     }
     if (measuring && !nccl_has) unmeasured.push_back(simulate::to_string(op) + " (bench nccl has no broadcast)");
+    Curve& curve = curves.emplace_back(simulate::to_string(op), Curve{}).second;
     for (const std::uint64_t size : sizes) {
       std::optional<Measured> m;
       std::uint64_t at = size;
@@ -92,6 +127,9 @@ void run_predict(const PredictOptions& o, Context& ctx) {
         at = res.bytes;  // NCCL rounds S to whole elements per rank: predict what ran
       }
       const auto r = pr.predict(op, algo, at);
+      curve.bytes.push_back(static_cast<double>(at));
+      curve.predicted_ns.push_back(r.time_ns);
+      curve.measured_ns.push_back(m ? m->median_ns : NAN);
       std::vector<std::string> row = {simulate::to_string(op), simulate::to_string(algo), format_size_compact(at),
                                       std::to_string(at), std::to_string(r.steps), fixed(r.time_ns / 1e3, 3),
                                       fixed(r.algbw_bytes_per_s / 1e9, 3), fixed(r.busbw_bytes_per_s / 1e9, 3),
@@ -144,6 +182,12 @@ void run_predict(const PredictOptions& o, Context& ctx) {
     if (!f || !(f << text).flush()) throw Error("cannot write '" + o.out + "': " + errno_text(errno));
     std::cerr << "wrote " << o.out << "\n";
   }
+  if (!o.html.empty()) {
+    std::ofstream f(o.html, std::ios::binary | std::ios::trunc);
+    if (!f || !(f << predict_page(what, assumptions, curves, t, measuring)).flush())
+      throw Error("cannot write '" + o.html + "': " + errno_text(errno));
+    std::cerr << "wrote " << o.html << "\n";
+  }
   for (const auto& u : unmeasured) std::fprintf(stderr, "note: not measured: %s\n", u.c_str());
   if (o.measure && !measuring) {
     // Asked for and not made: say so, and in the exit status, after the predictions.
@@ -167,6 +211,7 @@ void add_predict_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--backend", o->backend, "the links of this backend (default: the only one, else nccl, ce, sm, ...)");
   cmd->add_option("--format", o->format, "text, json or csv")->capture_default_str();
   cmd->add_option("--out", o->out, "output file (default stdout)");
+  cmd->add_option("--html", o->html, "also write a page with a chart per op (predicted, and measured with --measure)");
   cmd->add_flag("--measure", o->measure, "also run the ops with NCCL on the campaign's GPUs (bench nccl) and compare");
   cmd->add_option("--dtype", o->dtype, "--measure: element type (as bench nccl)")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "--measure: warmup iterations per size")->capture_default_str();

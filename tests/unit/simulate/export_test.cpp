@@ -228,6 +228,21 @@ TEST(ExportCli, MessagesAndExitCodes) {
 #endif
 }
 
+TEST(ExportCli, PredictDrawsAChartPerOp) {
+  const auto page = test::temp_dir("predict-html") / "predict.html";
+  const auto r = test::run_binary("predict " + uniform4().string() + " --ops allreduce,alltoall --sizes 1K,1M,1G --html " +
+                                  page.string() + " --format csv");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string html = test::slurp(page);
+  std::size_t svgs = 0;
+  for (auto at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1)) ++svgs;
+  EXPECT_EQ(svgs, 2u) << "one chart per op (no error charts without --measure)";
+  EXPECT_TRUE(has(html, "allreduce: time per size")) << html.substr(0, 400);
+  EXPECT_TRUE(has(html, "predicted (link models)"));
+  EXPECT_FALSE(has(html, "measured (NCCL)"));
+  EXPECT_TRUE(has(html, "<table")) << "the table is on the page too";
+}
+
 TEST(ExportCli, ProfilePatternLogsEveryFlow) {
   const auto dir = test::temp_dir("pattern") / "c";
   auto r = test::run_binary("profile --pattern ring-shift --backend host --sizes 4K --warmup 0 --reps 2 --out " +
