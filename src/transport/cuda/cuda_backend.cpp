@@ -165,18 +165,26 @@ class CudaBackend final : public Backend {
     return r;
   }
 
-  OpTiming run_blocking(int src, int dst, std::uint64_t bytes) override {
+  // What both blocking paths check and set up first: the pair, the buffers, and the
+  // initiating GPU's two events; returns that GPU.
+  int blocking_initiator(int src, int dst, std::uint64_t bytes) {
     const auto sup = support(src, dst);
     if (!sup.ok) throw UsageError(fmt::format("backend {} cannot copy {} -> {}: {}", kind_, src, dst, sup.reason));
     check_prepared(src, dst, bytes);
     const int d = initiator(src, dst);
     auto& x = dev_[static_cast<std::size_t>(d)];
-    DeviceGuard g(d);
-    cudaStream_t st = x.s0.get();
     if (!x.blk_a.get()) {
       x.blk_a = make_event(d);
       x.blk_b = make_event(d);
     }
+    return d;
+  }
+
+  OpTiming run_blocking(int src, int dst, std::uint64_t bytes) override {
+    const int d = blocking_initiator(src, dst, bytes);
+    auto& x = dev_[static_cast<std::size_t>(d)];
+    DeviceGuard g(d);
+    cudaStream_t st = x.s0.get();
     // The op is bracketed by two events only, so the host waits for nothing but the op;
     // both are recorded after the host clock starts (an event recorded on an idle
     // stream before it could carry a GPU time earlier than the host's issue).
@@ -204,18 +212,11 @@ class CudaBackend final : public Backend {
   // The events time the transfers back to back; the timer reads place the batch on
   // the GPU clock directly (no event calibration), inside the host's bracket.
   OpTiming run_blocking_batch(int src, int dst, std::uint64_t bytes, int count) override {
-    const auto sup = support(src, dst);
-    if (!sup.ok) throw UsageError(fmt::format("backend {} cannot copy {} -> {}: {}", kind_, src, dst, sup.reason));
-    check_prepared(src, dst, bytes);
     if (count < 1) throw UsageError("a batch needs at least one transfer");
-    const int d = initiator(src, dst);
+    const int d = blocking_initiator(src, dst, bytes);
     auto& x = dev_[static_cast<std::size_t>(d)];
     DeviceGuard g(d);
     cudaStream_t st = x.s0.get();
-    if (!x.blk_a.get()) {
-      x.blk_a = make_event(d);
-      x.blk_b = make_event(d);
-    }
     auto* stamps = static_cast<unsigned long long*>(clock_.get()) + kClockWords;
     stamps[0] = stamps[1] = 0;
     // What the launch queue takes without blocking the host behind the held stream.
