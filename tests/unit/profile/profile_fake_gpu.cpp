@@ -27,8 +27,8 @@ namespace {
 
 class FakeGpu final : public Backend {
  public:
-  explicit FakeGpu(std::int64_t stamp_bias_ns, bool timer_readable = true)
-      : bias_(stamp_bias_ns), readable_(timer_readable), t0_(monotonic_ns()) {}
+  explicit FakeGpu(std::int64_t stamp_bias_ns, bool timer_readable = true, bool faster_after_large = false)
+      : bias_(stamp_bias_ns), readable_(timer_readable), faster_after_large_(faster_after_large), t0_(monotonic_ns()) {}
   std::string name() const override { return "fake-gpu"; }
   int device_count() const override { return 2; }
   std::string device_name(int d) const override { return "fake GPU " + std::to_string(d); }
@@ -41,7 +41,10 @@ class FakeGpu final : public Backend {
   }
   OpTiming run_blocking(int s, int d, std::uint64_t n) override { return run_blocking_batch(s, d, n, 1); }
   OpTiming run_blocking_batch(int, int, std::uint64_t n, int count) override {
-    const double gpu_ns = (count == 1 ? 8'000.0 : 0.0) + count * (2'000.0 + static_cast<double>(n) / 100.0);
+    // Optionally a path with state: transfers right after a large one cost 1.9 us, not 2.
+    const double base = faster_after_large_ && last_large_ ? 1'900.0 : 2'000.0;
+    last_large_ = n >= (1u << 20);
+    const double gpu_ns = (count == 1 ? 8'000.0 : 0.0) + count * (base + static_cast<double>(n) / 100.0);
     OpTiming t;
     t.host_start_ns = monotonic_ns();
     // The GPU starts 300 ns after the host issues and ends 300 ns before the host sees it.
@@ -80,7 +83,7 @@ class FakeGpu final : public Backend {
     return host_ns + 1'000'000 + (host_ns - t0_) * 3 / 1'000'000;
   }
   std::int64_t bias_;
-  bool readable_;
+  bool readable_, faster_after_large_, last_large_ = false;
   std::int64_t t0_;
 };
 
@@ -89,14 +92,14 @@ struct Campaign {
   std::vector<profile::LogRow> rows;
 };
 
-Campaign run(std::int64_t bias_ns, const std::string& tag, bool timer_readable = true) {
+Campaign run(std::int64_t bias_ns, const std::string& tag, bool timer_readable = true, bool faster_after_large = false) {
   const fs::path dir = fs::temp_directory_path() / ("p2pscope_fakegpu_" + tag + "_" + std::to_string(getpid()));
   fs::remove_all(dir);
   profile::Params p;
   p.argv = {"p2pscope", "profile", "(test)"};
   p.backends = std::vector<std::string>{"fake-gpu"};
-  p.make_backend = [bias_ns, timer_readable](const std::string&) {
-    return std::make_unique<FakeGpu>(bias_ns, timer_readable);
+  p.make_backend = [bias_ns, timer_readable, faster_after_large](const std::string&) {
+    return std::make_unique<FakeGpu>(bias_ns, timer_readable, faster_after_large);
   };
   p.devices = std::vector<int>{0, 1};
   p.sizes = std::vector<std::uint64_t>{1, 4096, 1 << 20};
@@ -178,4 +181,19 @@ TEST(FakeGpuCampaign, ATimerThatCannotBeReadLeavesTheLaneUnalignedNotGuessed) {
   bool said = false;
   for (const auto& w : c.meta["warnings"]) said = said || w.get<std::string>().find("alignment unavailable") != std::string::npos;
   EXPECT_TRUE(said) << c.meta["warnings"].dump();
+}
+
+TEST(FakeGpuCampaign, EachBatchIsTimedInItsOwnStateNotTheOneTheShuffleLeft) {
+  // The shuffled order puts small configs after the 1 MiB ones in some repetitions;
+  // the unlogged batch before each record means every small record sees its own state.
+  const Campaign c = run(0, "state", true, true);
+  std::size_t small = 0;
+  for (const auto& r : c.rows) {
+    if (r.size_bytes >= (1u << 20)) continue;
+    ++small;
+    EXPECT_NEAR(r.per_transfer_ns(), 2'000.0 + static_cast<double>(r.size_bytes) / 100.0, 0.01)
+        << r.size_bytes << " B rep " << r.repetition << " was timed in the state a large transfer left";
+  }
+  EXPECT_EQ(small, 12u);
+  EXPECT_TRUE(c.meta["timing"].contains("prewarm"));
 }
