@@ -34,7 +34,8 @@ struct RunOptions {
 };
 
 const std::vector<std::string> kStepNames{"topo",          "topo-text",      "profile",      "bench-gpu",
-                                          "bench-latency", "nccl-allreduce", "tcp-loopback", "analyze"};
+                                          "bench-latency", "nccl-allreduce", "tcp-loopback", "analyze",
+                                          "export",        "predict"};
 
 // A previous run's campaign is kept (renamed), never overwritten.
 void set_aside(const fs::path& dir) {
@@ -82,6 +83,14 @@ std::vector<Step> plan_steps(const RunOptions& o, const gpu::RuntimeInfo& rt, co
   s.push_back({"tcp-loopback", {"bench", "tcp", "--loopback", "--channels", "2", "--size", "64M", "--iters", "10"},
                "tcp-loopback.txt", ""});
   s.push_back({"analyze", {"analyze", campaign}, "analyze.txt", ""});
+  // The simulator loop: the campaign's links as an ASTRA-sim network, and collectives
+  // predicted from them; checked against NCCL where GPU pairs and NCCL are here.
+  s.push_back({"export", {"export", campaign, "--to", "astra-sim", "--out", (out / "network.yml").string()},
+               "export.txt", ""});
+  std::vector<std::string> predict = {"predict", campaign, "--ops", "allreduce,allgather", "--sizes", "1M,64M,1G",
+                                      "--html", (out / "predict.html").string()};
+  if (pairs && rt.nccl_built && backend != "staged" && backend != "host") predict.push_back("--measure");
+  s.push_back({"predict", predict, "predict.txt", ""});
   return s;
 }
 
@@ -92,7 +101,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand(
       "run",
       "The main job: topology, a short profiling campaign, bench matrix, NCCL all-reduce, TCP loopback, "
-      "then analyze; prints where report.html is");
+      "then analyze, export (ASTRA-sim network.yml) and predict (predict.html); prints where report.html is");
   cmd->add_option("--out", o->out, "Output directory (a previous campaign in it is kept, renamed)")
       ->capture_default_str();
   cmd->add_option("--sizes", o->sizes,

@@ -50,17 +50,22 @@ TEST(Run, ShortJobWritesReportAndRecordsEveryStep) {
   EXPECT_NE(html.find("<svg"), std::string::npos);
 
   const auto j = read_json(dir / "run.json");
-  EXPECT_EQ(j.at("steps").size(), 8u);
+  EXPECT_EQ(j.at("steps").size(), 10u);
   EXPECT_EQ(step(j, "topo").at("status"), "ok");
   EXPECT_EQ(step(j, "profile").at("status"), "ok");
   EXPECT_EQ(step(j, "analyze").at("status"), "ok");
   EXPECT_EQ(step(j, "tcp-loopback").at("status"), "skipped");
   EXPECT_TRUE(read_json(dir / "topology.json").contains("cpus"));
   EXPECT_TRUE(fs::exists(dir / "campaign" / "execution_log.csv"));
+  // The simulator loop ran on the campaign's links.
+  EXPECT_EQ(step(j, "export").at("status"), "ok");
+  EXPECT_EQ(step(j, "predict").at("status"), "ok");
+  EXPECT_TRUE(fs::exists(dir / "network.yml"));
+  EXPECT_TRUE(fs::exists(dir / "predict.html"));
 
   // A second run keeps the first campaign instead of overwriting it.
   const auto r2 = run("run --out " + dir.string() + " --reps 1 --sizes 1K --backend host --skip "
-                      "topo,topo-text,bench-gpu,bench-latency,tcp-loopback,analyze");
+                      "topo,topo-text,bench-gpu,bench-latency,tcp-loopback,analyze,export,predict");
   EXPECT_EQ(r2.code, 1) << r2.out;  // no report without analyze: said, and exit 1
   int kept = 0;
   for (const auto& e : fs::directory_iterator(dir))
@@ -88,7 +93,7 @@ TEST(Run, StepOverItsTimeLimitIsStopped) {
   const auto dir = fresh_dir("timeout");
   const auto r = run("run --out " + dir.string() +
                      " --step-timeout 0.3 --backend host --sizes 1K --reps 1000000 --skip "
-                     "topo,topo-text,bench-gpu,bench-latency,tcp-loopback,analyze");
+                     "topo,topo-text,bench-gpu,bench-latency,tcp-loopback,analyze,export,predict");
   EXPECT_EQ(r.code, 1) << r.out;
   const auto j = read_json(dir / "run.json");
   EXPECT_EQ(step(j, "profile").at("status"), "timed out");
