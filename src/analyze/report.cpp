@@ -397,6 +397,7 @@ std::string render_report(const Campaign& c, const std::vector<ConfigSummary>& s
                                                         clock_timeline(c) + "</div>\n" + drift_table(c));
   if (!c.monitor.empty()) body += section("Monitor timelines (monitor.csv)", monitor_timelines(c));
   if (cmp) body += section("Simulator predictions", comparison_section(*cmp));
+  if (const std::string h = contention_section(c.dir); !h.empty()) body += section("Contention (profile --pattern)", h);
   body += section("Per-config statistics (summary.csv)", summary_table(s));
   return charts::html::page("p2pscope report", body);
 }

@@ -337,5 +337,29 @@ TEST(AnalyzeCli, AnalyzesWhatProfileWrites) {
   fs::remove_all(dir);
 }
 
+TEST(AnalyzeReport, ShowsContentionRunsSavedBesideTheCampaign) {
+  const fs::path dir = copy_fixture("host2");
+  fs::create_directories(dir / "fan-in");
+  const nlohmann::json j = {
+      {"kind", "p2pscope_contention"}, {"pattern", "fan-in"}, {"backend", "host"},
+      {"summary",
+       {{{"size_bytes", 1 << 20}, {"src", 1}, {"dst", 0}, {"flows", 2}, {"alone_bytes_per_s", 20e9},
+         {"together_bytes_per_s", 10e9}, {"aggregate_bytes_per_s", 19e9}},
+        {{"size_bytes", 1 << 20}, {"src", 2}, {"dst", 0}, {"flows", 2}, {"alone_bytes_per_s", 18e9},
+         {"together_bytes_per_s", 9e9}, {"aggregate_bytes_per_s", 19e9}},
+        {{"size_bytes", 4096}, {"src", 1}, {"dst", 0}, {"flows", 1}, {"alone_bytes_per_s", 2e9},
+         {"together_bytes_per_s", nullptr}, {"aggregate_bytes_per_s", nullptr}}}}};
+  std::ofstream(dir / "fan-in" / "contention.json") << j.dump(1);
+  std::ofstream(dir / "contention.json") << "{ torn";  // a garbled one is named, not fatal
+  analyze(dir.string());
+  const std::string html = slurp(dir / "report.html");
+  EXPECT_NE(html.find("Contention (profile --pattern)"), std::string::npos);
+  EXPECT_NE(html.find("fan-in on host: bandwidth per flow"), std::string::npos);
+  EXPECT_NE(html.find("1-&gt;0 together"), std::string::npos) << "the contended series is drawn";
+  EXPECT_NE(html.find("<td>0.50</td>"), std::string::npos) << "together / alone per flow and size";
+  EXPECT_NE(html.find("not readable JSON, left out"), std::string::npos);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace p2pscope::analyze
