@@ -175,6 +175,7 @@ Alignment align_clocks(const std::string& backend, const DriftWindow& start, con
           "GPU {}: {} of {} ops have a GPU interval outside their host interval for every clock offset the sync allows "
           "(worst by {:.0f} ns, {}): the GPU time stamps or the clock mapping are wrong, not the hardware",
           dev, c.violations, c.ops_checked, c.worst_violation_ns, c.worst_op));
+    map.ops_bound_ns = c.ops_checked ? c.uncertainty_after_ns : 0;
     if (map.ok()) a.to_host[dev] = std::move(map);
     devices.push_back(d);
   }

@@ -22,6 +22,9 @@ struct ClockMap {
     double uncertainty_ns() const { return fit.uncertainty_over(burst_ns, next_burst_ns); }
   };
   std::vector<Piece> pieces;  // sorted by from_host_ns; the first also covers earlier times
+  // The largest bound over the pieces that hold logged ops (set by the alignment; 0:
+  // not known, uncertainty_max_ns() then stands in).
+  double ops_bound_ns = 0;
 
   bool ok() const { return !pieces.empty(); }
   std::size_t piece_index(std::int64_t host_ns) const;

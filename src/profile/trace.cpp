@@ -28,7 +28,7 @@ nlohmann::json make_trace(const Plan& plan, const std::vector<LogRow>& rows, con
   for (const auto& [dev, map] : device_to_host)
     if (map.ok())
       events.push_back(thread_name(gpu_tid(dev), fmt::format("GPU {} (global timer, +-{:.0f} ns; copies it issues)", dev,
-                                                             map.uncertainty_max_ns())));
+                                                             map.ops_bound_ns > 0 ? map.ops_bound_ns : map.uncertainty_max_ns())));
   for (const auto& [dev, why] : unaligned)
     events.push_back(thread_name(gpu_tid(dev), fmt::format("GPU {} UNALIGNED ({}): durations only", dev, why)));
 
