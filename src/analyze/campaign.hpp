@@ -187,8 +187,10 @@ std::string render_report(const Campaign& c, const std::vector<ConfigSummary>& s
                           const std::vector<LinkModel>& links, const std::vector<Finding>& findings,
                           const Comparison* cmp, OutlierRule rule);
 
-// The contention section of report.html from DIR's `profile --pattern` runs
-// (contention_report.cpp); "" when there are none.
+// The `profile --pattern` runs saved beside a campaign: DIR/contention.json and
+// DIR/*/contention.json, sorted (contention_report.cpp).
+std::vector<std::string> contention_files(const std::string& dir);
+// The contention section of report.html from those runs; "" when there are none.
 std::string contention_section(const std::string& dir);
 
 // The monitor.csv section of report.html (monitor_report.cpp).

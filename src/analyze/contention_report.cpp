@@ -17,17 +17,19 @@
 
 namespace p2pscope::analyze {
 namespace fs = std::filesystem;
-namespace {
 
-std::vector<fs::path> contention_files(const std::string& dir) {
-  std::vector<fs::path> files;
+std::vector<std::string> contention_files(const std::string& dir) {
+  std::vector<std::string> files;
   std::error_code ec;
-  if (fs::exists(fs::path(dir) / "contention.json", ec)) files.push_back(fs::path(dir) / "contention.json");
+  if (fs::exists(fs::path(dir) / "contention.json", ec)) files.push_back((fs::path(dir) / "contention.json").string());
   for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_directory(ec) && fs::exists(e.path() / "contention.json", ec)) files.push_back(e.path() / "contention.json");
+    if (e.is_directory(ec) && fs::exists(e.path() / "contention.json", ec))
+      files.push_back((e.path() / "contention.json").string());
   std::sort(files.begin(), files.end());
   return files;
 }
+
+namespace {
 
 double number_or_nan(const nlohmann::json& r, const char* key) {
   return r.contains(key) && r[key].is_number() ? r[key].get<double>() : NAN;
@@ -86,7 +88,7 @@ std::string contention_section(const std::string& dir) {
     try {
       j = nlohmann::json::parse(ss.str());
     } catch (const std::exception&) {
-      out += "<p class=\"note\">" + charts::xml_escape(f.string()) + ": not readable JSON, left out</p>\n";
+      out += "<p class=\"note\">" + charts::xml_escape(f) + ": not readable JSON, left out</p>\n";
       continue;
     }
     if (!j.is_object() || j.value("kind", "") != "p2pscope_contention") continue;

@@ -193,6 +193,14 @@ void drift(const Campaign& c, std::vector<Finding>* out) {
     if (std::isfinite(u) && u > 1000)
       out->push_back({"clock", "warning", "timeline",
                       fmt::format("GPU times are placed on the host clock only within +-{:.1f} us (> 1 us)", u / 1e3), u});
+    const double stamp = a.value("single_timing_stamp_error_ns", 0.0);
+    if (stamp > 1000)
+      out->push_back({"clock", "warning", "timeline",
+                      fmt::format("--timing single: GPU stamps come from events placed through a calibration point, "
+                                  "within +-{:.1f} us; trace.json may show such an op start before its host issue or end "
+                                  "after its completion by up to that much. For GPU times on the host clock, use batch "
+                                  "timing (the default): its stamps are timer reads", stamp / 1e3),
+                      stamp});
     if (a.contains("unaligned_devices") && a["unaligned_devices"].is_object())
       for (const auto& [dev, why] : a["unaligned_devices"].items())
         out->push_back({"clock", "warning", "GPU " + dev,

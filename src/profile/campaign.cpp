@@ -353,7 +353,7 @@ Result run_campaign(const Params& p) {
   }
   res.alignment = align.report["alignment"];
   write_json_file(path(kDriftFile), align.report);
-  write_trace(path(kTraceFile), make_trace(plan, rows, align.to_host, clock_device, align.unaligned));
+  write_trace(path(kTraceFile), make_trace(plan, rows, align.to_host, clock_device, align.unaligned, single_stamp_error_ns));
   res.sizes = summarize(plan, rows);
 
   nlohmann::json clocks = nlohmann::json::object();

@@ -35,6 +35,8 @@ CausalityCheck check_causality(const std::vector<OpSpan>& ops, DriftFit* fit) {
     double out = std::max(lines.excess_below(xs, ys), lines.excess_above(xe, ye));
     if (out <= 0) {  // each end fits some allowed line; both together must fit one
       FeasibleLines both = lines;
+      // No single line fits both ends, though each end alone is within the bounds:
+      // a violation smaller than either end's own excess, counted as 1 ns.
       if (!both.keep_below(xs, ys) || !both.keep_above(xe, ye)) out = 1;
     }
     if (out > 0) {

@@ -21,7 +21,8 @@ nlohmann::json thread_name(int tid, const std::string& name) {
 }  // namespace
 
 nlohmann::json make_trace(const Plan& plan, const std::vector<LogRow>& rows, const std::map<int, ClockMap>& device_to_host,
-                          const std::function<int(int, int)>& clock_device, const std::map<int, std::string>& unaligned) {
+                          const std::function<int(int, int)>& clock_device, const std::map<int, std::string>& unaligned,
+                          double single_stamp_error_ns) {
   nlohmann::json events = nlohmann::json::array();
   events.push_back({{"ph", "M"}, {"pid", kPid}, {"name", "process_name"}, {"args", {{"name", "p2pscope profile"}}}});
   events.push_back(thread_name(kHostTid, "host (CLOCK_MONOTONIC)"));
@@ -65,6 +66,7 @@ nlohmann::json make_trace(const Plan& plan, const std::vector<LogRow>& rows, con
       start = fit->second.host_of_device(r.ts_start_ns, r.gpu_ts_start_ns) - static_cast<double>(origin);
       end = fit->second.host_of_device(r.ts_start_ns, r.gpu_ts_end_ns) - static_cast<double>(origin);
       args["offset_uncertainty_ns"] = fit->second.at(r.ts_start_ns).uncertainty_ns();
+      if (r.timing == "single") args["stamp_error_ns"] = single_stamp_error_ns;
     } else if (unaligned_first.count(dev)) {
       start = static_cast<double>(r.gpu_ts_start_ns - unaligned_first[dev]);
       end = static_cast<double>(r.gpu_ts_end_ns - unaligned_first[dev]);

@@ -19,9 +19,12 @@ namespace p2pscope::profile {
 // An op's GPU event goes on the lane of clock_device(src, dst), the GPU whose timer
 // stamped it. GPUs in `unaligned` (no clock sync: reason) get a lane marked
 // unaligned, its first stamp put at the first op's host start: order and durations
-// hold there, absolute placement does not.
+// hold there, absolute placement does not. Rows timed `single` carry their event
+// stamps' error (`single_stamp_error_ns`) in args: their GPU events may cross the host
+// event by that much.
 nlohmann::json make_trace(const Plan& plan, const std::vector<LogRow>& rows, const std::map<int, ClockMap>& device_to_host,
-                          const std::function<int(int, int)>& clock_device, const std::map<int, std::string>& unaligned);
+                          const std::function<int(int, int)>& clock_device, const std::map<int, std::string>& unaligned,
+                          double single_stamp_error_ns = 0);
 void write_trace(const std::string& path, const nlohmann::json& trace);
 
 }  // namespace p2pscope::profile

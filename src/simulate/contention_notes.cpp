@@ -13,14 +13,8 @@ namespace p2pscope::simulate {
 namespace fs = std::filesystem;
 
 std::vector<std::string> contention_notes(const std::string& dir) {
-  std::vector<fs::path> files;
-  std::error_code ec;
-  if (fs::exists(fs::path(dir) / "contention.json", ec)) files.push_back(fs::path(dir) / "contention.json");
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_directory(ec) && fs::exists(e.path() / "contention.json", ec)) files.push_back(e.path() / "contention.json");
-  std::sort(files.begin(), files.end());
   std::vector<std::string> out;
-  for (const auto& f : files) {
+  for (const fs::path f : analyze::contention_files(dir)) {
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(read_text_file(f.string()));

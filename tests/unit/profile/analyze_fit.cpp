@@ -1,5 +1,6 @@
 // analyze: outlier rule, alpha-beta and two-regime fits recovering known links from
 // noisy synthetic logs, n-half, garbled-row counting, predictions comparison.
+#include <algorithm>
 #include <cstdio>
 #include <random>
 
@@ -291,4 +292,20 @@ TEST(AnalyzeFindings, ASizeFasterThanSmallerOnesIsCalledRealOrNoiseByItsSpread) 
   EXPECT_TRUE(non_monotone_findings(flat_link_with(std::vector<double>(10, 1960))).empty());
 }
 
+}  // namespace p2pscope::analyze
+
+namespace p2pscope::analyze {
+TEST(AnalyzeFindings, SingleTimingStampsLooserThanAMicrosecondAreSaid) {
+  Campaign c;
+  c.drift = {{"alignment", {{"causality_violations", 0}, {"single_timing_stamp_error_ns", 25'232.0}}}};
+  const auto said = [](const std::vector<Finding>& f) {
+    return std::any_of(f.begin(), f.end(), [](const Finding& x) {
+      return x.kind == "clock" && x.message.find("--timing single") != std::string::npos &&
+             x.message.find("+-25.2 us") != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(said(find_issues(c, {}, {})));
+  c.drift["alignment"]["single_timing_stamp_error_ns"] = 0.0;  // batch timing: timer reads
+  EXPECT_FALSE(said(find_issues(c, {}, {})));
+}
 }  // namespace p2pscope::analyze

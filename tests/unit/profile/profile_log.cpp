@@ -146,7 +146,7 @@ TEST(ProfileTrace, EventsNamedAndMappedOntoTracks) {
   fit.ok = true;
   fit.host_ref_ns = 0;
   fit.device_ref_ns = 490'000;
-  const auto t = make_trace(plan, rows, {{0, ClockMap::one_line(fit)}}, [](int src, int) { return src; }, {});
+  const auto t = make_trace(plan, rows, {{0, ClockMap::one_line(fit)}}, [](int src, int) { return src; }, {}, 3'000);
   int host = 0, gpu = 0;
   for (const auto& e : t["traceEvents"]) {
     if (e["ph"] != "X") continue;
@@ -158,6 +158,7 @@ TEST(ProfileTrace, EventsNamedAndMappedOntoTracks) {
       EXPECT_EQ(e["tid"], 1);
       EXPECT_NEAR(e["ts"].get<double>(), 0.0, 1e-9);  // 500000-490000 = 10000 = origin
       EXPECT_NEAR(e["dur"].get<double>(), 1.5, 1e-9);
+      EXPECT_EQ(e["args"]["stamp_error_ns"], 3'000.0) << "a single-timing stamp says how far it may be off";
     }
   }
   EXPECT_EQ(host, 2);
