@@ -258,7 +258,14 @@ TEST(ExportCli, ProfilePatternLogsEveryFlow) {
   }
   EXPECT_EQ(alone, 4u);     // 2 flows x 2 reps, each alone
   EXPECT_EQ(together, 4u);  // the same at once
-  EXPECT_EQ(nlohmann::json::parse(test::slurp(dir / "contention.json"))["kind"], "p2pscope_contention");
+  const auto j = nlohmann::json::parse(test::slurp(dir / "contention.json"));
+  EXPECT_EQ(j["kind"], "p2pscope_contention");
+  // A size whose flows did not overlap is named, in the JSON and on screen, and nothing else is.
+  ASSERT_TRUE(j["not_concurrent_sizes"].is_array());
+  for (const auto& size : j["not_concurrent_sizes"]) {
+    EXPECT_EQ(size, "4K");
+    EXPECT_TRUE(has(r.out, "at 4K the flows barely overlapped")) << r.out;
+  }
   r = test::run_binary("profile --pattern fanin --backend host");
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(has(r.out, "fan-in, fan-out")) << r.out;
