@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "monitor_options.hpp"
+#include "p2pscope/auth.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/profile.hpp"
 #include "p2pscope/tcp.hpp"
@@ -27,8 +28,18 @@ struct BenchTcpOptions {
   int sessions = 0;  // 0: until killed
   double accept_timeout_s = 0;
   std::string format = "text";
+  std::string max_memory;  // server: host buffers one session may take (default a quarter of RAM)
+  std::uint32_t max_conns = 1024;
+  double max_timeout_s = 120;
   MonitorCliOptions monitor;
 };
+
+// A session that failed after measuring: its rounds are printed, then why it ended.
+void report_failure(const tcp::Results& r, Context& ctx) {
+  std::fprintf(stderr, "p2pscope bench tcp: session failed after %u timed round%s (%s): %s\n", r.rounds_completed,
+               r.rounds_completed == 1 ? "" : "s", r.failure_cause.c_str(), r.failure.c_str());
+  ctx.exit_code = 1;
+}
 
 // With --monitor, `mon` is the stopped monitor of the run: its summary goes into the
 // JSON ("monitor"), its verdicts under the text (stderr for json, to keep stdout JSON).
@@ -74,7 +85,15 @@ void serve(const BenchTcpOptions& o, const tcp::LocalOptions& local, double moni
   so.port = static_cast<std::uint16_t>(o.port);
   so.local = local;
   so.accept_timeout_s = o.accept_timeout_s;
+  so.limits.max_memory_bytes = o.max_memory.empty() ? 0 : parse_size(o.max_memory);
+  so.limits.max_connections = o.max_conns;
+  so.limits.max_timeout_s = o.max_timeout_s;
+  so.token = auth::load_token();
+  so.log = [](const std::string& line) { std::fprintf(stderr, "p2pscope bench tcp: %s\n", line.c_str()); };
   tcp::Server server(so);
+  if (!so.token)
+    std::fprintf(stderr, "p2pscope bench tcp: no shared secret (P2PSCOPE_TOKEN): any host that reaches this port can "
+                         "run sessions; set one on both sides, or --bind one address\n");
   if (o.sessions == 0)
     std::fprintf(stderr, "p2pscope bench tcp: listening on port %u until stopped (Ctrl-C; --sessions N stops after N)\n",
                  server.port());
@@ -98,6 +117,7 @@ void serve(const BenchTcpOptions& o, const tcp::LocalOptions& local, double moni
       } else {
         print(r, o.format, ctx);
       }
+      if (!r.failure.empty()) report_failure(r, ctx);
     } catch (const tcp::NoClient& e) {
       if (interrupt.flag()->load()) break;
       if (served == 0) throw;
@@ -130,9 +150,13 @@ void run(const BenchTcpOptions& o, Context& ctx) {
   const tcp::Params p = o.engine.params();
   const auto mon = start_monitor(o, monitor_interval_s);
   const tcp::Results r = run_as_client_or_loopback(o.client, o.port, local, p);  // --loopback: no --client (one role)
-  if (!mon) return print(r, o.format, ctx);
-  const monitor::SessionResult m = stop_monitor(*mon, ctx);
-  print(r, o.format, ctx, &m);
+  if (!mon) {
+    print(r, o.format, ctx);
+  } else {
+    const monitor::SessionResult m = stop_monitor(*mon, ctx);
+    print(r, o.format, ctx, &m);
+  }
+  if (!r.failure.empty()) report_failure(r, ctx);
 }
 
 }  // namespace
@@ -148,6 +172,11 @@ void add_bench_tcp_command(CLI::App& bench, Context& ctx) {
   c->add_option("--sessions", o->sessions, "server: sessions to serve, then exit (0 = until killed)")->capture_default_str();
   c->add_option("--accept-timeout", o->accept_timeout_s, "server: seconds to wait for a client (0 = forever)");
   c->add_option("--format", o->format, "text or json")->capture_default_str();
+  c->add_option("--max-memory", o->max_memory, "server: host buffer bytes one session may take (default: a quarter "
+                                               "of RAM; K/M/G)");
+  c->add_option("--max-conns", o->max_conns, "server: data connections one session may open")->capture_default_str();
+  c->add_option("--max-timeout", o->max_timeout_s, "server: the most seconds a client's --timeout may ask for")
+      ->capture_default_str();
   o->engine.add_engine_options(*c);
   o->monitor.add(*c, true);
   c->footer(
@@ -156,7 +185,9 @@ void add_bench_tcp_command(CLI::App& bench, Context& ctx) {
       "  p2pscope bench tcp --client 10.0.1.1,10.0.2.1 --nics eth1,eth2 --channels 8 --window 16 --chunk 512K\n"
       "  p2pscope bench tcp --loopback --mode bidir --channels 2 --verify\n"
       "  p2pscope bench tcp --loopback --monitor --monitor-dir out/  (monitor.csv, summary.json, verdicts)\n"
-      "Bindings default to $NCCL_GPUDIRECTTCPX_TX_BINDINGS / _RX_BINDINGS when set.");
+      "Bindings default to $NCCL_GPUDIRECTTCPX_TX_BINDINGS / _RX_BINDINGS when set.\n"
+      "Set the same P2PSCOPE_TOKEN (or P2PSCOPE_TOKEN_FILE) on server and client: the server then refuses\n"
+      "anyone without it, before reading any parameter.");
   c->callback([o, &ctx] { run(*o, ctx); });
 }
 

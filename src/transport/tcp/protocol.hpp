@@ -19,14 +19,16 @@ inline constexpr std::uint64_t kMaxSizeBytes = 64ull << 30;  // per GPU pair
 inline constexpr std::uint32_t kMaxConnections = 4096;
 
 enum class FrameType : std::uint32_t {
-  hello = 1,       // client -> server: {params, session}
-  accept = 2,      // server -> client: {}
+  hello = 1,       // client -> server: {nonce}
+  accept = 2,      // server -> client: {session, proof, timeout_s}
   reject = 3,      // either way: {reason}
-  data_hello = 4,  // first frame of a data socket: {session, dir, gpu, channel, socket}
+  data_hello = 4,  // first frame of a data socket: {session, c2s, gpu_slot, channel, socket}
   go = 5,          // client -> server: {round}
   done = 6,        // server -> client: {round} when its side of the round finished
   result = 7,      // server -> client: the server's SideReport
   error = 8,       // either way: {reason} (the sender's side failed)
+  challenge = 9,   // server -> client, answering hello: {nonce, auth: "required" | "none"}
+  params = 10,     // client -> server: {proof, params}; the server reads params only after the proof
 };
 
 struct FrameHeader {

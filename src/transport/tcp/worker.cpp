@@ -2,9 +2,12 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <memory>
 
@@ -33,17 +36,47 @@ std::uint64_t chunk_len(const Params& p, std::uint64_t i) {
 }
 
 // Runs body with pinning, CPU time and failure reporting around it.
+// Time this thread waited runnable for a CPU (/proc/thread-self/schedstat, second field,
+// ns): other load on the machine shows here, not in CPU time.
+double runqueue_wait_s() {
+  FILE* f = std::fopen("/proc/thread-self/schedstat", "r");
+  if (!f) return 0;
+  unsigned long long run = 0, wait = 0;
+  const int n = std::fscanf(f, "%llu %llu", &run, &wait);
+  std::fclose(f);
+  return n == 2 ? static_cast<double>(wait) * 1e-9 : 0;
+}
+
+struct ThreadSwitches {
+  std::int64_t voluntary = 0, involuntary = 0;
+  static ThreadSwitches now() {
+    rusage ru{};
+    getrusage(RUSAGE_THREAD, &ru);
+    return {ru.ru_nvcsw, ru.ru_nivcsw};
+  }
+};
+
 template <class F>
 void guarded(WorkerArgs& a, F&& body) {
   const double cpu0 = thread_cpu_s();
+  const double wall0 = static_cast<double>(monotonic_ns()) * 1e-9;
+  const ThreadSwitches sw0 = ThreadSwitches::now();
+  const double wait0 = runqueue_wait_s();
   try {
     pin_self(a.cpus, a.s.allowed_cpus, a.rep);
     if (a.s.p.mem == MemKind::gpu) Staging::set_device(a.s.p.gpus[a.c.gpu_slot]);
     body();
+  } catch (const IoError& e) {
+    a.ctl.fail(where(a) + ": " + e.what(), e.cause(), a.c.nic.name);
   } catch (const std::exception& e) {
-    a.ctl.fail(where(a) + ": " + e.what());
+    a.ctl.fail(where(a) + ": " + e.what(), IoCause::other, a.c.nic.name);
   }
   a.rep.cpu_time_s += thread_cpu_s() - cpu0;
+  a.rep.wall_time_s += static_cast<double>(monotonic_ns()) * 1e-9 - wall0;
+  a.rep.runqueue_wait_s += runqueue_wait_s() - wait0;
+  const ThreadSwitches sw1 = ThreadSwitches::now();
+  a.rep.voluntary_switches += static_cast<std::uint64_t>(sw1.voluntary - sw0.voluntary);
+  a.rep.involuntary_switches += static_cast<std::uint64_t>(sw1.involuntary - sw0.involuntary);
 }
 
 // Stagger-free wait for a window slot that gives up when the round failed.
@@ -59,20 +92,13 @@ bool acquire_slot(WorkerArgs& a) {
 
 }  // namespace
 
-void RoundCtl::fail(const std::string& msg) noexcept {
+void RoundCtl::fail(const std::string& msg, IoCause why, const std::string& nic_name) noexcept {
   std::lock_guard lk(mu);
   if (failed.exchange(true)) return;  // keep the first (root) cause
   error = msg;
+  cause = why;
+  nic = nic_name;
   for (Socket* s : socks) s->shutdown();
-}
-
-std::vector<std::uint64_t> chunks_of(const Params& p, std::uint32_t channel, std::uint32_t socket) {
-  std::vector<std::uint64_t> out;
-  const std::uint64_t n = (p.size_bytes + p.chunk_bytes - 1) / p.chunk_bytes;
-  std::uint64_t j = 0;  // index within the channel
-  for (std::uint64_t i = channel; i < n; i += p.channels, ++j)
-    if (j % p.sockets_per_channel == socket) out.push_back(i);
-  return out;
 }
 
 void pin_self(const std::vector<int>& cpus, const std::vector<int>& allowed, WorkerReport& rep) {
@@ -93,11 +119,66 @@ void pin_self(const std::vector<int>& cpus, const std::vector<int>& allowed, Wor
   rep.mismatch = !cpus.empty() && rep.actual_cpus != cpus;
 }
 
+// Acks of one socket, read by its TX thread (no thread of their own: at 4-8 channels a
+// third thread per channel cost more in wakeups and scheduling than reading 8 bytes
+// between sends). An ack's time is when the TX thread saw it: at most one chunk's send
+// call late, so chunk latency is an upper bound (said in the report).
+class AckReader {
+ public:
+  AckReader(WorkerArgs& a, std::size_t n) : a_(a), n_(n) {}
+  std::size_t outstanding(std::size_t sent) const { return sent - acked_; }
+  bool all_acked() const { return acked_ == n_; }
+  // Reads what has arrived without waiting (wait = false), or waits for one ack first.
+  void read(bool wait) {
+    while (acked_ + have_ / sizeof(Ack) < n_) {  // never past this round's acks: the peer may close after them
+      std::size_t got = 0;
+      if (wait) {
+        got = sizeof(Ack) - have_ % sizeof(Ack);
+        a_.c.sock.recv_all(buf_ + have_, got);
+        wait = false;  // one whole ack is in: drain the rest without waiting
+      } else {
+        got = a_.c.sock.recv_now(buf_ + have_, sizeof buf_ - have_);
+        if (got == 0) return;
+      }
+      ++a_.rep.syscalls;
+      have_ += got;
+      const std::int64_t t = monotonic_ns();
+      std::size_t used = 0;
+      for (; have_ - used >= sizeof(Ack); used += sizeof(Ack)) {
+        Ack ack;
+        std::memcpy(&ack, buf_ + used, sizeof ack);
+        on_ack(ack, t);
+      }
+      std::memmove(buf_, buf_ + used, have_ - used);
+      have_ -= used;
+    }
+  }
+
+ private:
+  void on_ack(const Ack& ack, std::int64_t t) {
+    if (ack.status != 0) throw Error("receiver reports a verify mismatch (see the peer's message)");
+    if (ack.round != a_.round)
+      throw Error("ack for round " + std::to_string(ack.round) + " in round " + std::to_string(a_.round));
+    if (acked_ >= n_) throw Error("more acks than chunks sent (peer out of step)");
+    a_.ch.in_flight.fetch_sub(1);
+    a_.ch.permits.release();
+    const std::int64_t sent = a_.c.send_ns[acked_++].load(std::memory_order_relaxed);
+    std::lock_guard lk(a_.ch.mu);
+    if (a_.timed) a_.ch.lat_ns.push_back(static_cast<double>(t - sent));
+    a_.ch.round_last_ns = std::max(a_.ch.round_last_ns, t);
+  }
+
+  WorkerArgs& a_;
+  std::size_t n_, acked_ = 0, have_ = 0;
+  char buf_[64 * sizeof(Ack)];
+};
+
 void tx_worker(WorkerArgs a) {
   guarded(a, [&] {
     const Params& p = a.s.p;
     const auto chunks = chunks_of(p, a.c.channel, a.c.socket);
     const Buffer& src = a.s.src[a.c.gpu_slot];
+    AckReader acks(a, chunks.size());
     std::unique_ptr<Staging> st;
     const int slots = static_cast<int>(std::min<std::size_t>(4, chunks.size()));
     if (src.on_gpu() && slots > 0) {
@@ -106,7 +187,17 @@ void tx_worker(WorkerArgs a) {
         st->d2h(k, src.data() + chunks[static_cast<std::size_t>(k)] * p.chunk_bytes, chunk_len(p, chunks[static_cast<std::size_t>(k)]));
     }
     for (std::size_t j = 0; j < chunks.size(); ++j) {
-      if (!acquire_slot(a)) return;
+      // A full window frees up through acks: this socket's, read here, or (several
+      // sockets per channel) another socket's, read by that socket's TX thread.
+      while (!a.ch.permits.try_acquire()) {
+        if (a.ctl.failed.load(std::memory_order_relaxed)) return;
+        if (acks.outstanding(j) > 0) {
+          acks.read(true);
+        } else {
+          if (!acquire_slot(a)) return;
+          break;
+        }
+      }
       const std::uint64_t off = chunks[j] * p.chunk_bytes, len = chunk_len(p, chunks[j]);
       const char* data = src.data() + a.s.src_layout.offset(p, a.c.channel, a.c.socket, j, off);
       const int slot = static_cast<int>(j % static_cast<std::size_t>(std::max(slots, 1)));
@@ -116,7 +207,7 @@ void tx_worker(WorkerArgs a) {
       }
       const std::uint32_t occ = a.ch.in_flight.fetch_add(1) + 1;
       const std::int64_t t = monotonic_ns();
-      a.c.send_ns[j].store(t, std::memory_order_relaxed);  // read by ack_worker (acks are FIFO per socket)
+      a.c.send_ns[j].store(t, std::memory_order_relaxed);
       {
         std::lock_guard lk(a.ch.mu);
         if (a.timed) {
@@ -128,30 +219,14 @@ void tx_worker(WorkerArgs a) {
       }
       ChunkHeader h{off, static_cast<std::uint32_t>(len), a.round};
       a.c.sock.send_two(&h, sizeof h, data, len);
+      ++a.rep.syscalls;
       if (st && j + static_cast<std::size_t>(slots) < chunks.size()) {
         const std::uint64_t nx = chunks[j + static_cast<std::size_t>(slots)];
         st->d2h(slot, src.data() + nx * p.chunk_bytes, chunk_len(p, nx));
       }
+      acks.read(false);
     }
-  });
-}
-
-void ack_worker(WorkerArgs a) {
-  guarded(a, [&] {
-    const auto n = chunks_of(a.s.p, a.c.channel, a.c.socket).size();
-    for (std::size_t j = 0; j < n; ++j) {
-      Ack ack;
-      a.c.sock.recv_all(&ack, sizeof ack);
-      const std::int64_t t = monotonic_ns();
-      if (ack.status != 0) throw Error("receiver reports a verify mismatch (see the peer's message)");
-      if (ack.round != a.round) throw Error("ack for round " + std::to_string(ack.round) + " in round " + std::to_string(a.round));
-      a.ch.in_flight.fetch_sub(1);
-      a.ch.permits.release();
-      const std::int64_t sent = a.c.send_ns[j].load(std::memory_order_relaxed);
-      std::lock_guard lk(a.ch.mu);
-      if (a.timed) a.ch.lat_ns.push_back(static_cast<double>(t - sent));
-      a.ch.round_last_ns = std::max(a.ch.round_last_ns, t);
-    }
+    while (!acks.all_acked()) acks.read(true);
   });
 }
 
@@ -169,11 +244,13 @@ void rx_worker(WorkerArgs a) {
     auto send_ack = [&](std::uint32_t status) {
       Ack ack{a.round, status};
       a.c.sock.send_all(&ack, sizeof ack);
+      ++a.rep.syscalls;
     };
     for (std::size_t j = 0; j < chunks.size(); ++j) {
       const std::uint64_t off = chunks[j] * p.chunk_bytes, len = chunk_len(p, chunks[j]);
       ChunkHeader h;
       a.c.sock.recv_all(&h, sizeof h);
+      a.rep.syscalls += 2;  // header, payload (MSG_WAITALL: one call unless interrupted)
       const std::int64_t t0 = monotonic_ns();
       if (h.offset != off || h.length != len || h.round != a.round)
         throw Error("malformed or out-of-order chunk header (offset " + std::to_string(h.offset) + " length " +
