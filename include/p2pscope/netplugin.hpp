@@ -224,7 +224,8 @@ class CommBase {
   std::uint64_t next_seq_ = 0;
   std::deque<Request> queue_;
   std::optional<Request> last_done_;  // the request test_oldest just completed
-  bool test_front(const char* call);
+  bool test_front(std::deque<Request>& q, const char* call, bool receive);
+  virtual void on_complete(const Request&) {}  // a receive (not a flush) completed
 };
 
 class SendComm : public CommBase {
@@ -269,7 +270,7 @@ class RecvComm : public CommBase {
   std::deque<Request> to_consume_;  // UNPACK receives done but not yet consumed
   void* dev_handle_ = nullptr;      // ncclNetDeviceHandle from accept (UNPACK)
   std::uint64_t unpack_head_ = 0;   // slot of the next receive to consume
-  void on_done(const Request& r);
+  void on_complete(const Request& r) override;
 };
 
 class ListenComm {
