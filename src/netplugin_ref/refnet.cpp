@@ -522,6 +522,8 @@ Result isend(void* send_comm, void* data, std::size_t size, int, void*, void** r
   auto* c = static_cast<Comm*>(send_comm);
   if (c->err != abi::kSuccess) return c->err;
   *request = post(c, static_cast<char*>(data), size);
+  // Start moving bytes now (latency); an error stays on the comm for test() to report.
+  if (*request && c->active + 1 == c->tail) progress(c);
   return abi::kSuccess;
 }
 
