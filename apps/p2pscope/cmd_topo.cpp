@@ -52,6 +52,7 @@ void add_topo_command(CLI::App& app, Context& ctx) {
     if (!f.flush()) throw Error("write '" + opt->out + "' failed: " + errno_text(errno));
     std::cerr << "wrote " << opt->out << "\n";
   });
+  add_topo_net_plugin_option(*cmd, ctx);  // --net-plugin [P]: topo_plugin.cpp (issue 20)
 }
 
 }  // namespace p2pscope::app
