@@ -12,15 +12,19 @@
 #include "monitor_options.hpp"
 #include "p2pscope/auth.hpp"
 #include "p2pscope/metadata.hpp"
+#include "p2pscope/netplugin.hpp"
 #include "p2pscope/profile.hpp"
 #include "p2pscope/tcp.hpp"
 #include "p2pscope/units.hpp"
 #include "tcp_options.hpp"
+#include "transport/tcp/datapath.hpp"
 
 namespace p2pscope::app {
 namespace {
 
 struct BenchTcpOptions {
+  bool net = false;    // bench net: the data path is an NCCL net plugin
+  std::string plugin;  // bench net --plugin: path, file or name (NCCL_NET_PLUGIN rules)
   TcpCliOptions engine;
   bool server = false, loopback = false;
   std::vector<std::string> bind{"0.0.0.0"}, client;
@@ -36,7 +40,7 @@ struct BenchTcpOptions {
 
 // A session that failed after measuring: its rounds are printed, then why it ended.
 void report_failure(const tcp::Results& r, Context& ctx) {
-  std::fprintf(stderr, "p2pscope bench tcp: session failed after %u timed round%s (%s): %s\n", r.rounds_completed,
+  std::fprintf(stderr, "p2pscope: session failed after %u timed round%s (%s): %s\n", r.rounds_completed,
                r.rounds_completed == 1 ? "" : "s", r.failure_cause.c_str(), r.failure.c_str());
   ctx.exit_code = 1;
 }
@@ -44,13 +48,15 @@ void report_failure(const tcp::Results& r, Context& ctx) {
 // With --monitor, `mon` is the stopped monitor of the run: its summary goes into the
 // JSON ("monitor"), its verdicts under the text (stderr for json, to keep stdout JSON).
 void print(const tcp::Results& r, const std::string& format, const Context& ctx,
-           const monitor::SessionResult* mon = nullptr) {
+           const monitor::SessionResult* mon = nullptr, const net::Plugin* plugin = nullptr) {
   if (format == "json") {
     nlohmann::json j = tcp::to_json(r);
     j["run_metadata"] = run_metadata(ctx.argv);
+    if (plugin) j["plugin"] = net::properties_json(*plugin);
     if (mon) j["monitor"] = mon->json;
     std::cout << j.dump(2) << "\n";
   } else {
+    if (plugin) std::cout << "data path: " << plugin->describe() << ", " << plugin->devices().size() << " device(s)\n";
     std::cout << tcp::format_text(r);
   }
   std::cout.flush();
@@ -78,7 +84,10 @@ monitor::SessionResult stop_monitor(monitor::MonitorSession& mon, const Context&
 // sessions ends it cleanly (monitor lines printed, exit 128 + signal); one during a
 // session lets that session finish first. A failed session does not end a server of
 // many; an --accept-timeout with no client ends it (an error if none was served).
-void serve(const BenchTcpOptions& o, const tcp::LocalOptions& local, double monitor_interval_s, Context& ctx) {
+const char* command_name(const BenchTcpOptions& o) { return o.net ? "p2pscope bench net" : "p2pscope bench tcp"; }
+
+void serve(const BenchTcpOptions& o, const tcp::LocalOptions& local, double monitor_interval_s, Context& ctx,
+           const net::Plugin* plugin) {
   if (o.sessions < 0) throw UsageError("--sessions must be 0 (serve until killed) or a count of sessions");
   tcp::ServerOptions so;
   so.bind_addrs = o.bind;
@@ -89,16 +98,16 @@ void serve(const BenchTcpOptions& o, const tcp::LocalOptions& local, double moni
   so.limits.max_connections = o.max_conns;
   so.limits.max_timeout_s = o.max_timeout_s;
   so.token = auth::load_token();
-  so.log = [](const std::string& line) { std::fprintf(stderr, "p2pscope bench tcp: %s\n", line.c_str()); };
+  so.log = [&o](const std::string& line) { std::fprintf(stderr, "%s: %s\n", command_name(o), line.c_str()); };
   tcp::Server server(so);
   if (!so.token)
-    std::fprintf(stderr, "p2pscope bench tcp: no shared secret (P2PSCOPE_TOKEN): any host that reaches this port can "
-                         "run sessions; set one on both sides, or --bind one address\n");
+    std::fprintf(stderr, "%s: no shared secret (P2PSCOPE_TOKEN): any host that reaches this port can "
+                         "run sessions; set one on both sides, or --bind one address\n", command_name(o));
   if (o.sessions == 0)
-    std::fprintf(stderr, "p2pscope bench tcp: listening on port %u until stopped (Ctrl-C; --sessions N stops after N)\n",
+    std::fprintf(stderr, "%s: listening on port %u until stopped (Ctrl-C; --sessions N stops after N)\n", command_name(o),
                  server.port());
   else
-    std::fprintf(stderr, "p2pscope bench tcp: listening on port %u for %d session%s\n", server.port(), o.sessions,
+    std::fprintf(stderr, "%s: listening on port %u for %d session%s\n", command_name(o), server.port(), o.sessions,
                  o.sessions == 1 ? "" : "s");
   const profile::InterruptFlag interrupt;
   std::jthread watch([&](std::stop_token st) {  // accept() waits in poll: stop() wakes it
@@ -113,15 +122,15 @@ void serve(const BenchTcpOptions& o, const tcp::LocalOptions& local, double moni
       ++served;
       if (mon && o.sessions == 1) {
         const monitor::SessionResult m = stop_monitor(*mon, ctx);
-        print(r, o.format, ctx, &m);
+        print(r, o.format, ctx, &m, plugin);
       } else {
-        print(r, o.format, ctx);
+        print(r, o.format, ctx, nullptr, plugin);
       }
       if (!r.failure.empty()) report_failure(r, ctx);
     } catch (const tcp::NoClient& e) {
       if (interrupt.flag()->load()) break;
       if (served == 0) throw;
-      std::fprintf(stderr, "p2pscope bench tcp: %s; served %d session%s\n", e.what(), served, served == 1 ? "" : "s");
+      std::fprintf(stderr, "%s: %s; served %d session%s\n", command_name(o), e.what(), served, served == 1 ? "" : "s");
       break;
     } catch (const Error& e) {
       if (interrupt.flag()->load()) break;
@@ -133,7 +142,7 @@ void serve(const BenchTcpOptions& o, const tcp::LocalOptions& local, double moni
   }
   if (mon && !(o.sessions == 1 && served == 1)) print_monitor_lines(stop_monitor(*mon, ctx), stderr);  // all sessions
   if (interrupt.signal_number() != 0) {
-    std::fprintf(stderr, "p2pscope bench tcp: stopped by signal %d after %d session%s\n", interrupt.signal_number(),
+    std::fprintf(stderr, "%s: stopped by signal %d after %d session%s\n", command_name(o), interrupt.signal_number(),
                  served, served == 1 ? "" : "s");
     ctx.exit_code = 128 + interrupt.signal_number();
   }
@@ -141,29 +150,45 @@ void serve(const BenchTcpOptions& o, const tcp::LocalOptions& local, double moni
 
 void run(const BenchTcpOptions& o, Context& ctx) {
   const int roles = (o.server ? 1 : 0) + (o.client.empty() ? 0 : 1) + (o.loopback ? 1 : 0);
-  if (roles != 1) throw UsageError("bench tcp: give exactly one of --server, --client HOST[,HOST...] or --loopback");
+  if (roles != 1) throw UsageError(std::string(o.net ? "bench net" : "bench tcp") + ": give exactly one of --server, --client HOST[,HOST...] or --loopback");
   if (o.port < 0 || o.port > 65535) throw UsageError("--port must be in 0-65535");
   if (o.format != "text" && o.format != "json") throw UsageError("--format must be text or json");
-  const tcp::LocalOptions local = o.engine.local();
+  tcp::LocalOptions local = o.engine.local();
   const double monitor_interval_s = o.monitor.enabled ? o.monitor.interval_s() : 0;  // bad value: exit 2 now
-  if (o.server) return serve(o, local, monitor_interval_s, ctx);
+  std::shared_ptr<net::Plugin> plugin;
+  if (o.net) {
+    net::LoadOptions lo;
+    lo.plugin = o.plugin;
+    plugin = net::Plugin::load(lo);
+    local.path = tcp::make_plugin_path(plugin);
+    std::fprintf(stderr, "p2pscope bench net: loaded %s\n", plugin->describe().c_str());
+  }
+  if (o.server) return serve(o, local, monitor_interval_s, ctx, plugin.get());
   const tcp::Params p = o.engine.params();
   const auto mon = start_monitor(o, monitor_interval_s);
   const tcp::Results r = run_as_client_or_loopback(o.client, o.port, local, p);  // --loopback: no --client (one role)
   if (!mon) {
-    print(r, o.format, ctx);
+    print(r, o.format, ctx, nullptr, plugin.get());
   } else {
     const monitor::SessionResult m = stop_monitor(*mon, ctx);
-    print(r, o.format, ctx, &m);
+    print(r, o.format, ctx, &m, plugin.get());
   }
   if (!r.failure.empty()) report_failure(r, ctx);
 }
 
 }  // namespace
 
-void add_bench_tcp_command(CLI::App& bench, Context& ctx) {
+namespace {
+
+CLI::App* add_engine_command(CLI::App& bench, Context& ctx, bool net) {
   auto o = std::make_shared<BenchTcpOptions>();
-  auto* c = bench.add_subcommand("tcp", "TCP transfer engine: channels over NICs, windows, pinned TX/RX workers");
+  o->net = net;
+  auto* c = net ? bench.add_subcommand("net", "NCCL net plugin engine (TCPX, aws-ofi-nccl, IB, socket plugins) without "
+                                              "NCCL: channels = plugin comms over its devices, windows, pinned workers")
+                : bench.add_subcommand("tcp", "TCP transfer engine: channels over NICs, windows, pinned TX/RX workers");
+  if (net)
+    c->add_option("--plugin", o->plugin, "plugin: a path, a file name or NAME (libnccl-net-NAME.so); default "
+                                         "$NCCL_NET_PLUGIN, else libnccl-net.so, as NCCL resolves it");
   c->add_flag("--server", o->server, "serve clients (each proposes its parameters) until killed, or --sessions N");
   c->add_option("--bind", o->bind, "server: local addresses to listen on (one per NIC)")->delimiter(',')->capture_default_str();
   c->add_option("--client", o->client, "client: server addresses; channel c goes to HOST[c % n]")->delimiter(',');
@@ -189,6 +214,21 @@ void add_bench_tcp_command(CLI::App& bench, Context& ctx) {
       "Set the same P2PSCOPE_TOKEN (or P2PSCOPE_TOKEN_FILE) on server and client: the server then refuses\n"
       "anyone without it, before reading any parameter.");
   c->callback([o, &ctx] { run(*o, ctx); });
+  return c;
+}
+
+}  // namespace
+
+void add_bench_tcp_command(CLI::App& bench, Context& ctx) {
+  add_engine_command(bench, ctx, false);
+  auto* n = add_engine_command(bench, ctx, true);
+  n->footer(
+      "Examples:\n"
+      "  p2pscope bench net --plugin build/lib/libnccl-net-p2pscope.so --loopback --channels 4 --size 256M --verify\n"
+      "  NCCL_NET_PLUGIN=gpudirecttcpx p2pscope bench net --server --bind 10.0.0.2 --mem gpu --gpus 0-7\n"
+      "  p2pscope bench net --client 10.0.0.2 --mem gpu --gpus 0-7 --channels 8 --tx-bind \"$NCCL_GPUDIRECTTCPX_TX_BINDINGS\"\n"
+      "Both sides load the same plugin; the server and the client must both be bench net (or both bench tcp).\n"
+      "Set the same P2PSCOPE_TOKEN on both sides to keep strangers out of the server.");
 }
 
 }  // namespace p2pscope::app

@@ -55,3 +55,11 @@ class DataPath {
 std::shared_ptr<DataPath> make_socket_path();
 
 }  // namespace p2pscope::tcp
+namespace p2pscope::net {
+class Plugin;
+}
+namespace p2pscope::tcp {
+// One loaded plugin serves every session of the process (and both sides of --loopback).
+std::shared_ptr<DataPath> make_plugin_path(std::shared_ptr<net::Plugin> plugin);
+
+}  // namespace p2pscope::tcp

@@ -57,6 +57,7 @@ class Staging {
   void h2d(int i, void* dev, std::size_t n);        // async copy out of slot i
   void wait(int i);                                 // the last copy on slot i finished
   static void set_device(int gpu);                  // cudaSetDevice for this thread
+  static void synchronize_device();                 // cudaDeviceSynchronize (this thread's GPU)
 
  private:
   struct Impl;

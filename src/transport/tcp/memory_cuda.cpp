@@ -94,6 +94,7 @@ void Staging::h2d(int i, void* dev, std::size_t n) {
 void Staging::wait(int i) { check(cudaEventSynchronize(impl_->events[static_cast<std::size_t>(i)]), "cudaEventSynchronize"); }
 
 void Staging::set_device(int gpu) { check(cudaSetDevice(gpu), "cudaSetDevice(" + std::to_string(gpu) + ")"); }
+void Staging::synchronize_device() { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
 
 #else  // no CUDA
 
@@ -116,6 +117,7 @@ void Staging::d2h(int, const void*, std::size_t) { no_cuda(); }
 void Staging::h2d(int, void*, std::size_t) { no_cuda(); }
 void Staging::wait(int) {}
 void Staging::set_device(int) { no_cuda(); }
+void Staging::synchronize_device() { no_cuda(); }
 
 #endif
 

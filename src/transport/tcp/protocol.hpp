@@ -29,6 +29,7 @@ enum class FrameType : std::uint32_t {
   error = 8,       // either way: {reason} (the sender's side failed)
   challenge = 9,   // server -> client, answering hello: {nonce, auth: "required" | "none"}
   params = 10,     // client -> server: {proof, params}; the server reads params only after the proof
+  net_handles = 11,  // either way (bench net): {handles: [hex listen handle or null per link]}
 };
 
 struct FrameHeader {

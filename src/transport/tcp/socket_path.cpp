@@ -110,26 +110,12 @@ class SocketPath final : public DataPath {
 
   void run_workers(Session& s, std::uint32_t round, bool timed) override {
     RoundCtl ctl;
-    for (auto& c : s.conns) ctl.socks.push_back(&c->sock);
-    {
-      std::vector<std::jthread> threads;
-      threads.reserve(s.workers.size());
-      try {
-        for (std::size_t w = 0; w < s.workers.size(); ++w) {
-          Conn& c = *s.conns[s.worker_conn[w]];
-          ChannelState& ch = *s.chans[s.chan_index(c.c2s, c.gpu_slot, c.channel)];
-          const std::string& role = s.workers[w].role;
-          WorkerArgs a{s, c, ch, round, timed, ctl, s.workers[w],
-                       cpus_for(role == "rx" ? s.local.rx_bind : s.local.tx_bind, c.nic)};
-          void (*fn)(WorkerArgs) = role == "tx" ? tx_worker : rx_worker;
-          if (s.p.mode == Mode::latency) fn = role == "tx" ? ping_worker : pong_worker;
-          threads.emplace_back(fn, a);
-        }
-      } catch (const std::system_error& e) {  // out of threads: stop the ones started
-        ctl.fail(std::string("could not start a worker thread: ") + e.what(), IoCause::other, "");
-      }
-    }  // jthreads join here
-    if (ctl.failed) throw RoundFailure(ctl.error, ctl.cause, ctl.nic);
+    for (auto& c : s.conns) ctl.socks.push_back(&c->sock);  // a failure shuts them all: every worker stops
+    const bool latency = s.p.mode == Mode::latency;
+    run_worker_threads(s, round, timed, ctl, [latency](const WorkerReport& w) -> WorkerFn {
+      if (latency) return w.role == "tx" ? ping_worker : pong_worker;
+      return w.role == "tx" ? tx_worker : rx_worker;
+    });
   }
 };
 

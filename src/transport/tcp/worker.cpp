@@ -9,12 +9,16 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <memory>
+#include <system_error>
+#include <thread>
 
 #include "p2pscope/affinity.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/units.hpp"
+#include "transport/tcp/datapath.hpp"
 #include "transport/tcp/protocol.hpp"
 
 namespace p2pscope::tcp {
@@ -56,28 +60,6 @@ struct ThreadSwitches {
   }
 };
 
-template <class F>
-void guarded(WorkerArgs& a, F&& body) {
-  const double cpu0 = thread_cpu_s();
-  const double wall0 = static_cast<double>(monotonic_ns()) * 1e-9;
-  const ThreadSwitches sw0 = ThreadSwitches::now();
-  const double wait0 = runqueue_wait_s();
-  try {
-    pin_self(a.cpus, a.s.allowed_cpus, a.rep);
-    if (a.s.p.mem == MemKind::gpu) Staging::set_device(a.s.p.gpus[a.c.gpu_slot]);
-    body();
-  } catch (const IoError& e) {
-    a.ctl.fail(where(a) + ": " + e.what(), e.cause(), a.c.nic.name);
-  } catch (const std::exception& e) {
-    a.ctl.fail(where(a) + ": " + e.what(), IoCause::other, a.c.nic.name);
-  }
-  a.rep.cpu_time_s += thread_cpu_s() - cpu0;
-  a.rep.wall_time_s += static_cast<double>(monotonic_ns()) * 1e-9 - wall0;
-  a.rep.runqueue_wait_s += runqueue_wait_s() - wait0;
-  const ThreadSwitches sw1 = ThreadSwitches::now();
-  a.rep.voluntary_switches += static_cast<std::uint64_t>(sw1.voluntary - sw0.voluntary);
-  a.rep.involuntary_switches += static_cast<std::uint64_t>(sw1.involuntary - sw0.involuntary);
-}
 
 // Stagger-free wait for a window slot that gives up when the round failed.
 bool acquire_slot(WorkerArgs& a) {
@@ -99,6 +81,48 @@ void RoundCtl::fail(const std::string& msg, IoCause why, const std::string& nic_
   cause = why;
   nic = nic_name;
   for (Socket* s : socks) s->shutdown();
+}
+
+void run_guarded(WorkerArgs& a, const std::function<void()>& body) {
+  const double cpu0 = thread_cpu_s();
+  const double wall0 = static_cast<double>(monotonic_ns()) * 1e-9;
+  const ThreadSwitches sw0 = ThreadSwitches::now();
+  const double wait0 = runqueue_wait_s();
+  try {
+    pin_self(a.cpus, a.s.allowed_cpus, a.rep);
+    if (a.s.p.mem == MemKind::gpu) Staging::set_device(a.s.p.gpus[a.c.gpu_slot]);
+    body();
+  } catch (const IoError& e) {
+    a.ctl.fail(where(a) + ": " + e.what(), e.cause(), a.c.nic.name);
+  } catch (const std::exception& e) {
+    a.ctl.fail(where(a) + ": " + e.what(), IoCause::other, a.c.nic.name);
+  }
+  a.rep.cpu_time_s += thread_cpu_s() - cpu0;
+  a.rep.wall_time_s += static_cast<double>(monotonic_ns()) * 1e-9 - wall0;
+  a.rep.runqueue_wait_s += runqueue_wait_s() - wait0;
+  const ThreadSwitches sw1 = ThreadSwitches::now();
+  a.rep.voluntary_switches += static_cast<std::uint64_t>(sw1.voluntary - sw0.voluntary);
+  a.rep.involuntary_switches += static_cast<std::uint64_t>(sw1.involuntary - sw0.involuntary);
+}
+
+void run_worker_threads(Session& s, std::uint32_t round, bool timed, RoundCtl& ctl,
+                        const std::function<WorkerFn(const WorkerReport&)>& pick) {
+  {
+    std::vector<std::jthread> threads;
+    threads.reserve(s.workers.size());
+    try {
+      for (std::size_t w = 0; w < s.workers.size(); ++w) {
+        Conn& c = *s.conns[s.worker_conn[w]];
+        ChannelState& ch = *s.chans[s.chan_index(c.c2s, c.gpu_slot, c.channel)];
+        WorkerArgs a{s, c, ch, round, timed, ctl, s.workers[w],
+                     cpus_for(s.workers[w].role == "rx" ? s.local.rx_bind : s.local.tx_bind, c.nic)};
+        threads.emplace_back(pick(s.workers[w]), a);
+      }
+    } catch (const std::system_error& e) {  // out of threads: the ones started stop on the failure
+      ctl.fail(std::string("could not start a worker thread: ") + e.what(), IoCause::other, "");
+    }
+  }  // jthreads join here
+  if (ctl.failed) throw RoundFailure(ctl.error, ctl.cause, ctl.nic);
 }
 
 void pin_self(const std::vector<int>& cpus, const std::vector<int>& allowed, WorkerReport& rep) {
@@ -174,7 +198,7 @@ class AckReader {
 };
 
 void tx_worker(WorkerArgs a) {
-  guarded(a, [&] {
+  run_guarded(a, [&] {
     const Params& p = a.s.p;
     const auto chunks = chunks_of(p, a.c.channel, a.c.socket);
     const Buffer& src = a.s.src[a.c.gpu_slot];
@@ -231,7 +255,7 @@ void tx_worker(WorkerArgs a) {
 }
 
 void rx_worker(WorkerArgs a) {
-  guarded(a, [&] {
+  run_guarded(a, [&] {
     const Params& p = a.s.p;
     const auto chunks = chunks_of(p, a.c.channel, a.c.socket);
     Buffer& dst = a.s.dst[a.c.gpu_slot];
@@ -295,7 +319,7 @@ void rx_worker(WorkerArgs a) {
 }
 
 void ping_worker(WorkerArgs a) {
-  guarded(a, [&] {
+  run_guarded(a, [&] {
     const Params& p = a.s.p;
     const std::size_t n = p.size_bytes;
     const std::uint32_t total = p.warmup + p.iters;
@@ -317,7 +341,7 @@ void ping_worker(WorkerArgs a) {
 }
 
 void pong_worker(WorkerArgs a) {
-  guarded(a, [&] {
+  run_guarded(a, [&] {
     const Params& p = a.s.p;
     const std::size_t n = p.size_bytes;
     char* buf = a.s.dst[a.c.gpu_slot].data();

@@ -3,6 +3,7 @@
 // failures through RoundCtl, which shuts every socket of the round down so the
 // other workers (and the peer) stop at once instead of waiting for a timeout.
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -36,6 +37,17 @@ void rx_worker(WorkerArgs a);    // receives chunks (verifies), sends acks
 void ping_worker(WorkerArgs a);  // latency: send, wait for the echo
 void pong_worker(WorkerArgs a);  // latency: echo
 
+
+// Runs a worker's body with what every data path's worker needs around it: pinning
+// (verified), the GPU of its slot current, CPU / wall / run-queue time and context
+// switches into a.rep, and any exception turned into a.ctl.fail (first cause kept).
+void run_guarded(WorkerArgs& a, const std::function<void()>& body);
+
+// Starts one thread per s.workers entry running fn(args), joins them all; a thread
+// that cannot start fails the round. Throws RoundFailure with the first cause.
+using WorkerFn = void (*)(WorkerArgs);
+void run_worker_threads(Session& s, std::uint32_t round, bool timed, RoundCtl& ctl,
+                        const std::function<WorkerFn(const WorkerReport&)>& pick);
 
 // Pins the calling thread to cpus (those allowed), fills rep's expected/actual.
 void pin_self(const std::vector<int>& cpus, const std::vector<int>& allowed, WorkerReport& rep);
