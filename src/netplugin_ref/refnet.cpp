@@ -85,7 +85,8 @@ struct Cuda {
   void* lib = nullptr;
   int (*ptr_attr)(void* data, int attribute, unsigned long long ptr) = nullptr;  // cuPointerGetAttribute
   int (*set_current)(void* ctx) = nullptr;                                         // cuCtxSetCurrent
-  int (*copy)(unsigned long long dst, unsigned long long src, std::size_t n) = nullptr;  // cuMemcpy (UVA)
+  int (*dtoh)(void* dst, unsigned long long src, std::size_t n) = nullptr;        // cuMemcpyDtoH_v2
+  int (*htod)(unsigned long long dst, const void* src, std::size_t n) = nullptr;  // cuMemcpyHtoD_v2
 } cu;
 constexpr int kCuPointerAttributeContext = 1;
 
@@ -95,8 +96,9 @@ bool load_cuda() {
   if (!cu.lib) return false;
   cu.ptr_attr = reinterpret_cast<decltype(cu.ptr_attr)>(dlsym(cu.lib, "cuPointerGetAttribute"));
   cu.set_current = reinterpret_cast<decltype(cu.set_current)>(dlsym(cu.lib, "cuCtxSetCurrent"));
-  cu.copy = reinterpret_cast<decltype(cu.copy)>(dlsym(cu.lib, "cuMemcpy"));
-  return cu.ptr_attr && cu.set_current && cu.copy;
+  cu.dtoh = reinterpret_cast<decltype(cu.dtoh)>(dlsym(cu.lib, "cuMemcpyDtoH_v2"));
+  cu.htod = reinterpret_cast<decltype(cu.htod)>(dlsym(cu.lib, "cuMemcpyHtoD_v2"));
+  return cu.ptr_attr && cu.set_current && cu.dtoh && cu.htod;
 }
 
 struct Mr {
@@ -106,11 +108,17 @@ struct Mr {
   void* ctx = nullptr;  // the CUDA context that owns the memory
 };
 
-// Synchronous copy between a CUDA buffer and a host one, in the buffer's context.
-bool cuda_copy(const Mr* mr, void* dst, const void* src, std::size_t n) {
+// Synchronous copies between a CUDA buffer and a (pageable) host one, in the
+// buffer's context: the calling thread may never have touched CUDA.
+bool cuda_to_host(const Mr* mr, void* host, const void* dev, std::size_t n) {
   if (n == 0) return true;
   if (cu.set_current(mr->ctx) != 0) return false;
-  return cu.copy(reinterpret_cast<unsigned long long>(dst), reinterpret_cast<unsigned long long>(src), n) == 0;
+  return cu.dtoh(host, reinterpret_cast<unsigned long long>(dev), n) == 0;
+}
+bool host_to_cuda(const Mr* mr, void* dev, const void* host, std::size_t n) {
+  if (n == 0) return true;
+  if (cu.set_current(mr->ctx) != 0) return false;
+  return cu.htod(reinterpret_cast<unsigned long long>(dev), host, n) == 0;
 }
 
 struct Comm;
@@ -279,7 +287,7 @@ Result progress(Comm* c) {
       }
     }
     if (r.hdr_done == 8 && r.done == r.total) {
-      if (r.cuda_mr && !cuda_copy(r.cuda_mr, r.user, r.data, r.total)) {
+      if (r.cuda_mr && !host_to_cuda(r.cuda_mr, r.user, r.data, r.total)) {
         WARN("refnet: copying %llu received bytes to CUDA memory %p failed", (unsigned long long)r.total,
              static_cast<void*>(r.user));
         return fail(c, abi::kUnhandledCudaError);
@@ -581,7 +589,7 @@ Result isend(void* send_comm, void* data, std::size_t size, int, void* mhandle, 
     Req* r = static_cast<Req*>(*request);
     std::vector<char>& st = c->stage[r->seq % kMaxRequests];
     if (st.size() < size) st.resize(size);
-    if (!cuda_copy(mr, st.data(), data, size)) {
+    if (!cuda_to_host(mr, st.data(), data, size)) {
       WARN("refnet: copying %zu bytes from CUDA memory %p failed", size, data);
       return fail(c, abi::kUnhandledCudaError);
     }
