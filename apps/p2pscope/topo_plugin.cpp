@@ -46,6 +46,9 @@ std::string plugin_text(const net::Plugin& p) {
   for (std::size_t i = 1; i < rows.size(); ++i) t.add_row(rows[i]);
   s += t.to_text();
   s += "GPU memory: " + net::gpu_memory_verdict(p) + "\n";
+  // The plugin's own warnings explain missing devices or memory types.
+  for (const auto& line : p.log())
+    if (line.rfind("WARN", 0) == 0) s += "plugin log: " + line + "\n";
   return s;
 }
 

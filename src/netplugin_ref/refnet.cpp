@@ -4,6 +4,7 @@
 #include "netplugin_ref/refnet.hpp"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -42,6 +43,7 @@ struct Config {
   std::uint64_t fail_after = kOff, die_after = kOff;
   bool fault_send = true, fault_recv = false;
   bool zero_devices = false, init_fail = false;
+  bool cuda = false;  // P2PSCOPE_REFNET_CUDA=1 and libcuda.so.1 loaded
   abi::Logger log = nullptr;
 };
 Config g;  // set by init; read-only while comms exist
@@ -77,10 +79,47 @@ struct Listen {
   std::size_t hello_got = 0;
 };
 
+// CUDA memory (P2PSCOPE_REFNET_CUDA=1): staged through host buffers with the driver
+// API, loaded at run time so that the plugin needs no CUDA to build or for host memory.
+struct Cuda {
+  void* lib = nullptr;
+  int (*ptr_attr)(void* data, int attribute, unsigned long long ptr) = nullptr;  // cuPointerGetAttribute
+  int (*set_current)(void* ctx) = nullptr;                                         // cuCtxSetCurrent
+  int (*dtoh)(void* dst, unsigned long long src, std::size_t n) = nullptr;        // cuMemcpyDtoH_v2
+  int (*htod)(unsigned long long dst, const void* src, std::size_t n) = nullptr;  // cuMemcpyHtoD_v2
+} cu;
+constexpr int kCuPointerAttributeContext = 1;
+
+bool load_cuda() {
+  if (cu.lib) return true;
+  cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!cu.lib) return false;
+  cu.ptr_attr = reinterpret_cast<decltype(cu.ptr_attr)>(dlsym(cu.lib, "cuPointerGetAttribute"));
+  cu.set_current = reinterpret_cast<decltype(cu.set_current)>(dlsym(cu.lib, "cuCtxSetCurrent"));
+  cu.dtoh = reinterpret_cast<decltype(cu.dtoh)>(dlsym(cu.lib, "cuMemcpyDtoH_v2"));
+  cu.htod = reinterpret_cast<decltype(cu.htod)>(dlsym(cu.lib, "cuMemcpyHtoD_v2"));
+  return cu.ptr_attr && cu.set_current && cu.dtoh && cu.htod;
+}
+
 struct Mr {
   void* data;
   std::size_t size;
+  bool cuda = false;
+  void* ctx = nullptr;  // the CUDA context that owns the memory
 };
+
+// Synchronous copies between a CUDA buffer and a (pageable) host one, in the
+// buffer's context: the calling thread may never have touched CUDA.
+bool cuda_to_host(const Mr* mr, void* host, const void* dev, std::size_t n) {
+  if (n == 0) return true;
+  if (cu.set_current(mr->ctx) != 0) return false;
+  return cu.dtoh(host, reinterpret_cast<unsigned long long>(dev), n) == 0;
+}
+bool host_to_cuda(const Mr* mr, void* dev, const void* host, std::size_t n) {
+  if (n == 0) return true;
+  if (cu.set_current(mr->ctx) != 0) return false;
+  return cu.htod(reinterpret_cast<unsigned long long>(dev), host, n) == 0;
+}
 
 struct Comm;
 struct Req {
@@ -94,6 +133,8 @@ struct Req {
   std::size_t hdr_done = 0;
   bool complete = false;
   bool retired = true;
+  const Mr* cuda_mr = nullptr;  // CUDA receive: copy staging -> user at completion
+  char* user = nullptr;
 };
 
 struct Comm {
@@ -110,6 +151,7 @@ struct Comm {
   char* bounce = nullptr;
   abi::UnpackDevHandle* udh = nullptr;
   std::uint64_t consumed = 0;
+  std::vector<char> stage[kMaxRequests];  // CUDA staging, one per request slot
   bool faulty() const { return send ? g.fault_send : g.fault_recv; }
 };
 
@@ -245,6 +287,11 @@ Result progress(Comm* c) {
       }
     }
     if (r.hdr_done == 8 && r.done == r.total) {
+      if (r.cuda_mr && !host_to_cuda(r.cuda_mr, r.user, r.data, r.total)) {
+        WARN("refnet: copying %llu received bytes to CUDA memory %p failed", (unsigned long long)r.total,
+             static_cast<void*>(r.user));
+        return fail(c, abi::kUnhandledCudaError);
+      }
       r.complete = true;
       if (c->meta) {
         const std::size_t slot = r.seq % abi::kUnpackQueueDepth;
@@ -316,6 +363,10 @@ Result init(abi::Logger log) {
     return abi::kSystemError;
   }
   g.unpack = env_u64("P2PSCOPE_REFNET_UNPACK", 0) != 0;
+  if (env_u64("P2PSCOPE_REFNET_CUDA", 0)) {
+    g.cuda = load_cuda();
+    if (!g.cuda) WARN("refnet: P2PSCOPE_REFNET_CUDA=1 but libcuda.so.1 could not be loaded: host memory only");
+  }
   g.fail_after = env_u64("P2PSCOPE_REFNET_FAIL_AFTER_BYTES", kOff);
   g.die_after = env_u64("P2PSCOPE_REFNET_DIE_AFTER_BYTES", kOff);
   const char* side = std::getenv("P2PSCOPE_REFNET_FAULT_SIDE");
@@ -358,7 +409,7 @@ Result properties(int dev, abi::PropsV11* p) {
   p->name = const_cast<char*>(d.name.c_str());
   p->pci_path = d.pci_path.empty() ? nullptr : const_cast<char*>(d.pci_path.c_str());
   p->guid = static_cast<std::uint64_t>(dev);
-  p->ptr_support = 0x1;  // host memory
+  p->ptr_support = g.cuda ? 0x3 : 0x1;  // host (and CUDA, staged)
   p->speed = d.speed_mbps;
   p->port = 0;
   p->latency = 0;
@@ -505,8 +556,18 @@ Result accept(void* listen_comm, void** recv_comm, abi::DeviceHandle** dev_handl
 }
 
 Result reg_mr(void*, void* data, std::size_t size, int type, void** mhandle) {
+  if (type == 0x2 && g.cuda) {
+    void* ctx = nullptr;
+    if (cu.ptr_attr(&ctx, kCuPointerAttributeContext, reinterpret_cast<unsigned long long>(data)) != 0 || !ctx) {
+      WARN("refnet: regMr: %p is not CUDA device memory", data);
+      return abi::kInvalidArgument;
+    }
+    *mhandle = new Mr{data, size, true, ctx};
+    return abi::kSuccess;
+  }
   if (type != 0x1) {
-    WARN("refnet: regMr of memory type %d: this plugin registers host memory only (NCCL_PTR_HOST)", type);
+    WARN("refnet: regMr of memory type %d: this plugin registers host memory only (NCCL_PTR_HOST%s)", type,
+         g.cuda ? "|NCCL_PTR_CUDA" : "; P2PSCOPE_REFNET_CUDA=1 adds CUDA");
     return abi::kInvalidArgument;
   }
   *mhandle = new Mr{data, size};
@@ -518,16 +579,28 @@ Result dereg_mr(void*, void* mhandle) {
   return abi::kSuccess;
 }
 
-Result isend(void* send_comm, void* data, std::size_t size, int, void*, void** request) {
+Result isend(void* send_comm, void* data, std::size_t size, int, void* mhandle, void** request) {
   auto* c = static_cast<Comm*>(send_comm);
   if (c->err != abi::kSuccess) return c->err;
+  const Mr* mr = static_cast<const Mr*>(mhandle);
   *request = post(c, static_cast<char*>(data), size);
+  if (*request && mr && mr->cuda) {
+    // Stage the GPU bytes now: the send then runs from host memory like any other.
+    Req* r = static_cast<Req*>(*request);
+    std::vector<char>& st = c->stage[r->seq % kMaxRequests];
+    if (st.size() < size) st.resize(size);
+    if (!cuda_to_host(mr, st.data(), data, size)) {
+      WARN("refnet: copying %zu bytes from CUDA memory %p failed", size, data);
+      return fail(c, abi::kUnhandledCudaError);
+    }
+    r->data = st.data();
+  }
   // Start moving bytes now (latency); an error stays on the comm for test() to report.
   if (*request && c->active + 1 == c->tail) progress(c);
   return abi::kSuccess;
 }
 
-Result irecv(void* recv_comm, int n, void** data, const std::size_t* sizes, int*, void**, void** request) {
+Result irecv(void* recv_comm, int n, void** data, const std::size_t* sizes, int*, void** mhandles, void** request) {
   auto* c = static_cast<Comm*>(recv_comm);
   if (c->err != abi::kSuccess) return c->err;
   if (n != 1) {
@@ -539,6 +612,15 @@ Result irecv(void* recv_comm, int n, void** data, const std::size_t* sizes, int*
     return abi::kInvalidUsage;
   }
   *request = post(c, static_cast<char*>(data[0]), sizes[0]);
+  const Mr* mr = mhandles ? static_cast<const Mr*>(mhandles[0]) : nullptr;
+  if (*request && mr && mr->cuda && !c->meta) {
+    Req* r = static_cast<Req*>(*request);
+    std::vector<char>& st = c->stage[r->seq % kMaxRequests];
+    if (st.size() < sizes[0]) st.resize(sizes[0]);
+    r->user = r->data;
+    r->data = st.data();
+    r->cuda_mr = mr;
+  }
   return abi::kSuccess;
 }
 

@@ -12,6 +12,8 @@
 //   P2PSCOPE_REFNET_DIE_AFTER_BYTES=N   the comm closes its socket after N bytes
 //   P2PSCOPE_REFNET_FAULT_SIDE=send|recv|both  which comms the two above hit (send)
 //   P2PSCOPE_REFNET_DEVICES=0           report zero devices (tests the caller's error)
+//   P2PSCOPE_REFNET_CUDA=1              also register CUDA memory (NCCL_PTR_CUDA), staged
+//                                      through host buffers with libcuda.so.1 (loaded at run time)
 //   P2PSCOPE_REFNET_INIT_FAIL=1         init fails (tests the caller's error)
 #include <cstddef>
 #include <cstdint>

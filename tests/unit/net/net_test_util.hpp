@@ -3,6 +3,7 @@
 // the reference plugin on 127.0.0.1, and a windowed transfer driven from one thread.
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -14,7 +15,20 @@ namespace nettest {
 
 using namespace p2pscope::net;
 
-inline const char* kRefnet = P2PSCOPE_REFNET_PATH;
+// The reference plugin: $P2PSCOPE_REFNET, else where CMake built it, else next to the
+// test binary (or ../lib), for a test binary copied to another machine with it.
+inline std::string find_refnet() {
+  if (const char* e = std::getenv("P2PSCOPE_REFNET"); e && *e) return e;
+  namespace fs = std::filesystem;
+  if (fs::exists(P2PSCOPE_REFNET_PATH)) return P2PSCOPE_REFNET_PATH;
+  std::error_code ec;
+  const fs::path exe_dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  for (const fs::path& p : {exe_dir / "libnccl-net-p2pscope.so", exe_dir / "lib" / "libnccl-net-p2pscope.so",
+                            exe_dir / ".." / "lib" / "libnccl-net-p2pscope.so"})
+    if (fs::exists(p)) return p.string();
+  return P2PSCOPE_REFNET_PATH;
+}
+inline const std::string kRefnet = find_refnet();
 
 // Sets variables for its lifetime; the plugin reads them at init (Plugin::load).
 class Env {

@@ -37,6 +37,7 @@ TEST(NetLoader, NotASharedObject) {
   fs::path f = temp_dir() / "libnccl-net-text.so";
   std::ofstream(f) << "#!/bin/sh\necho this is a script\n";
   std::string msg = load_error(f.string());
+  fs::remove_all(f.parent_path());
   EXPECT_NE(msg.find(f.string()), std::string::npos) << msg;
   EXPECT_NE(msg.find("not a shared object"), std::string::npos) << msg;
 }
