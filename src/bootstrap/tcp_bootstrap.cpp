@@ -191,8 +191,8 @@ class TcpBootstrap final : public Bootstrap {
       refused_connect = false;
       root_.set_label(fmt::format("rank 0 ({})", where_));
       root_.set_timeout(std::min(left, 30.0));
-      if (introduce()) break;
-      last = fmt::format("{} closed the connection before answering", where_);
+      last = introduce();
+      if (last.empty()) break;
       root_.close();
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -202,15 +202,19 @@ class TcpBootstrap final : public Bootstrap {
     if (start != "W") throw Error(fmt::format("bootstrap: rank 0 at {}: {}", where_, refusal_text(start)));
   }
 
-  // One attempt at the meeting's handshake (wire.hpp). False: the connection dropped
-  // before an answer (try again); throws Error for a refusal or an impostor.
-  bool introduce() {
+  // One attempt at the meeting's handshake (wire.hpp). Empty when admitted, else why the
+  // connection dropped before an answer (try again); throws Error for a refusal or an
+  // impostor.
+  std::string introduce() {
     std::string challenge;
     try {
       root_.send_all(rdv::intro_bytes().data(), rdv::kIntroBytes);
       challenge = recv_frame(root_, kMaxMeetingFrame);
-    } catch (const Error&) {
-      return false;
+    } catch (const rdv::FrameTooLarge& e) {
+      throw Error(fmt::format("bootstrap: rank {} at rendezvous {}: the process there is not a p2pscope rank 0 ({})",
+                              rank_, where_, e.what()));
+    } catch (const Error& e) {
+      return e.what();
     }
     const auto fail = [&](const std::string& why) {
       return Error(fmt::format("bootstrap: rank {} at rendezvous {}: {}", rank_, where_, why));
@@ -238,15 +242,17 @@ class TcpBootstrap final : public Bootstrap {
       const std::string bytes = rdv::hello_bytes(h);
       root_.send_all(bytes.data(), bytes.size());
       answer = recv_frame(root_, kMaxMeetingFrame);
-    } catch (const Error&) {
-      return false;
+    } catch (const rdv::FrameTooLarge& e) {
+      throw fail(fmt::format("the process there is not a p2pscope rank 0 ({})", e.what()));
+    } catch (const Error& e) {
+      return e.what();
     }
     if (answer.empty() || answer[0] != 'A') throw fail("rank 0 " + refusal_text(answer));
     if (opts_.token &&
         !auth::equal_constant_time(answer.substr(1), auth::proof(*opts_.token, rdv::kRootRole, nonce0, h.nonce)))
       throw fail("the process at the rendezvous did not prove the shared secret: it is not this run's rank 0 "
                  "(another program on that port?)");
-    return true;
+    return {};
   }
 
   int rank_, size_;

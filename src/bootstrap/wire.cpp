@@ -77,7 +77,7 @@ std::string recv_frame(tcp::Socket& s, std::uint32_t limit) {
   s.recv_all(head, sizeof head);
   const std::uint32_t n = get_u32(head);
   if (n > limit)
-    throw Error(fmt::format("bootstrap: {} announced a message of {} bytes (limit {}): not a p2pscope peer?",
+    throw FrameTooLarge(fmt::format("bootstrap: {} announced a message of {} bytes (limit {}): not a p2pscope peer?",
                             s.label(), n, limit));
   std::string data(n, '\0');
   if (n) s.recv_all(data.data(), n);

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string>
 
+#include "p2pscope/error.hpp"
 #include "transport/tcp/socket.hpp"
 
 namespace p2pscope::rdv {
@@ -53,7 +54,13 @@ std::string job_digest(const std::string& job_id);
 // u32 length + data; `data` over `limit` throws Error.
 std::string frame(const std::string& data);
 void send_frame(tcp::Socket& s, const std::string& data, std::uint32_t limit = kMaxFrame);
-// Reads one frame, refusing (Error) an announced length over `limit` before allocating.
+// An announced length over the limit: the other end is no p2pscope peer of ours.
+class FrameTooLarge : public Error {
+ public:
+  using Error::Error;
+};
+// Reads one frame, refusing (FrameTooLarge) an announced length over `limit` before
+// allocating.
 std::string recv_frame(tcp::Socket& s, std::uint32_t limit = kMaxFrame);
 
 }  // namespace p2pscope::rdv
