@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <thread>
@@ -167,32 +168,25 @@ class TcpBootstrap final : public Bootstrap {
   // tried again until the deadline; a refusal is final.
   void join(const std::string& ip, std::uint16_t port) {
     const std::int64_t deadline = monotonic_ns() + static_cast<std::int64_t>(timeout_s_ * 1e9);
-    std::string last;
-    bool refused_connect = false;
+    std::string last = "none yet";
+    int connect_err = 0;
+    bool answered_badly = false;  // something accepted our connection but did not answer as rank 0
     for (;;) {
       const double left = static_cast<double>(deadline - monotonic_ns()) / 1e9;
       if (left <= 0)
-        throw Error(fmt::format(
-            "bootstrap: rank {} could not reach rank 0 at {} within {:.0f} s (last error: {}). {}", rank_, where_,
-            timeout_s_, last,
-            refused_connect
-                ? "Nothing listens there: rank 0 has not started, has stopped, or started the run already with "
-                  "another process in this rank's place (set the same P2PSCOPE_TOKEN for every rank so that no "
-                  "stranger can take it)"
-                : "Is rank 0 running, and is the address reachable from here?"));
-      try {
-        root_ = Socket::connect_to(ip, port, "", std::min(left, 2.0));
-      } catch (const Error& e) {
-        last = e.what();
-        refused_connect = last.find("refused") != std::string::npos;
+        throw Error(fmt::format("bootstrap: rank {} could not reach rank 0 at {} within {:.0f} s (last error: {}). {}",
+                                rank_, where_, timeout_s_, last, unreachable_hint(connect_err, answered_badly)));
+      root_ = rdv::connect_ipv4(ip, port, std::min(left, 2.0), connect_err);
+      if (!root_.valid()) {
+        last = fmt::format("connect to {}: {}", where_, errno_text(connect_err));
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         continue;
       }
-      refused_connect = false;
       root_.set_label(fmt::format("rank 0 ({})", where_));
       root_.set_timeout(std::min(left, 30.0));
       last = introduce();
       if (last.empty()) break;
+      answered_badly = true;
       root_.close();
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -200,6 +194,17 @@ class TcpBootstrap final : public Bootstrap {
     root_.set_timeout(timeout_s_);
     const std::string start = guarded(root_, [&] { return recv_frame(root_, kMaxMeetingFrame); });
     if (start != "W") throw Error(fmt::format("bootstrap: rank 0 at {}: {}", where_, refusal_text(start)));
+  }
+
+  static std::string unreachable_hint(int connect_err, bool answered_badly) {
+    if (connect_err == ECONNREFUSED)
+      return "Nothing listens there: rank 0 has not started, has stopped, or started the run already with another "
+             "process in this rank's place (set the same P2PSCOPE_TOKEN for every rank so that no stranger can "
+             "take it)";
+    if (connect_err == 0 && answered_badly)
+      return "Something there accepts connections but does not answer as a p2pscope rank 0 (another program on "
+             "that port? then give this run its own P2PSCOPE_RENDEZVOUS)";
+    return "Is rank 0 running, and is the address reachable from here?";
   }
 
   // One attempt at the meeting's handshake (wire.hpp). Empty when admitted, else why the

@@ -1,6 +1,15 @@
 #include "bootstrap/wire.hpp"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cmath>
 #include <cstring>
+#include <algorithm>
 
 #include <fmt/format.h>
 
@@ -82,6 +91,41 @@ std::string recv_frame(tcp::Socket& s, std::uint32_t limit) {
   std::string data(n, '\0');
   if (n) s.recv_all(data.data(), n);
   return data;
+}
+
+tcp::Socket connect_ipv4(const std::string& ip, std::uint16_t port, double timeout_s, int& err) {
+  err = 0;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = tcp::parse_ipv4(ip, "rendezvous address");
+  tcp::Socket s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!s.valid()) throw_errno("bootstrap: socket()");
+  if (::connect(s.fd(), reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
+    if (errno != EINPROGRESS) {
+      err = errno;
+      return {};
+    }
+    pollfd p{s.fd(), POLLOUT, 0};
+    const int ms = static_cast<int>(std::ceil(std::clamp(timeout_s, 0.001, 3600.0) * 1000));
+    int rc;
+    do {
+      rc = ::poll(&p, 1, ms);
+    } while (rc < 0 && errno == EINTR);
+    if (rc <= 0) {
+      err = rc == 0 ? ETIMEDOUT : errno;
+      return {};
+    }
+    socklen_t len = sizeof err;
+    if (::getsockopt(s.fd(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    if (err != 0) return {};
+  }
+  const int flags = ::fcntl(s.fd(), F_GETFL);
+  if (flags < 0 || ::fcntl(s.fd(), F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    err = errno;
+    return {};
+  }
+  return s;
 }
 
 }  // namespace p2pscope::rdv

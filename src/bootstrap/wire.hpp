@@ -63,4 +63,9 @@ class FrameTooLarge : public Error {
 // allocating.
 std::string recv_frame(tcp::Socket& s, std::uint32_t limit = kMaxFrame);
 
+// One connection attempt to ip:port within timeout_s. An invalid socket on failure,
+// with `err` the errno value (ETIMEDOUT when the time ran out): the caller words the hint
+// (the rendezvous's "nothing listens there" is not bench tcp's).
+tcp::Socket connect_ipv4(const std::string& ip, std::uint16_t port, double timeout_s, int& err);
+
 }  // namespace p2pscope::rdv

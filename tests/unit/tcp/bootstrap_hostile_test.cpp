@@ -20,6 +20,7 @@
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
 #include "support/loopback_port.hpp"
+#include "transport/tcp/listener.hpp"
 #include "transport/tcp/socket.hpp"
 
 using namespace p2pscope;
@@ -231,4 +232,36 @@ TEST(RendezvousHostile, ARankWhosePlaceIsHeldIsToldByWhomAndWhatToDo) {
 TEST(RendezvousHostile, AbsurdTimeoutsAreRefusedNotOverflowed) {
   for (double t : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()})
     EXPECT_THROW(make_tcp_bootstrap(1, 2, "127.0.0.1", free_port(), t), UsageError) << t;
+}
+
+TEST(RendezvousHostile, ARankWhosePlaceWasTakenBeforeItCameIsToldSoNotAskedWhetherRankZeroRuns) {
+  // The real rank 1: another process took its place and the run started without
+  // it. Today it is told "Is rank 0 running?" after its whole timeout.
+  const std::uint16_t port = free_port();
+  auto root = start_root(port, 2, 10);
+  auto impostor = start_rank(port, 1, 2, 10);
+  EXPECT_EQ(impostor.get(), kCommandLine);
+  EXPECT_EQ(root.get().size(), 2u);
+  const std::string why = error_of([=] { make_tcp_bootstrap(1, 2, "127.0.0.1", port, 1); });
+  EXPECT_NE(why.find("started the run already with another process in this rank's place"), std::string::npos) << why;
+  EXPECT_NE(why.find("P2PSCOPE_TOKEN"), std::string::npos) << why;
+}
+
+TEST(RendezvousHostile, SomethingSilentAtTheRendezvousIsNamedAsNotRankZero) {
+  const std::uint16_t port = free_port();
+  tcp::Listener squatter({"127.0.0.1"}, port);
+  std::vector<tcp::Socket> held;
+  auto accepting = std::async(std::launch::async, [&] {
+    for (int i = 0; i < 3; ++i) try {
+        held.push_back(squatter.accept(3));
+      } catch (const Error&) {
+        return;
+      }
+  });
+  const auto t0 = Clock::now();
+  const std::string why = error_of([=] { make_tcp_bootstrap(1, 2, "127.0.0.1", port, 1.5); });
+  EXPECT_LT(seconds_since(t0), 3.0);
+  EXPECT_NE(why.find("does not answer as a p2pscope rank 0"), std::string::npos) << why;
+  squatter.stop();
+  accepting.get();
 }
