@@ -9,6 +9,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -19,8 +20,6 @@
 #include <cmath>
 #include <cstring>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "bootstrap/wire.hpp"
 #include "p2pscope/auth.hpp"
@@ -55,19 +54,24 @@ struct Pending {
   tcp::Socket s;
   std::string addr;
   std::int64_t deadline_ns = 0;
-  std::string got;        // bytes of the current step (intro, then hello)
+  std::string got;  // bytes of the current step (intro, then hello)
   bool intro_done = false;
-  std::string nonce;      // rank 0's challenge to this connection
-  bool done = false;      // admitted or refused: drop from the list
+  std::string nonce;  // rank 0's challenge to this connection
+  bool done = false;  // admitted or refused: drop from the list
 };
 
 class Meeting {
  public:
   Meeting(const MeetingPlace& place, const RendezvousOptions& opts)
-      : place_(place), opts_(opts), job_(job_digest(opts.job_id)), peers_(static_cast<std::size_t>(place.size)),
-        peer_addr_(static_cast<std::size_t>(place.size)), joined_at_ns_(static_cast<std::size_t>(place.size), 0) {
+      : place_(place),
+        opts_(opts),
+        job_(job_digest(opts.job_id)),
+        peers_(static_cast<std::size_t>(place.size)),
+        peer_addr_(static_cast<std::size_t>(place.size)),
+        joined_at_ns_(static_cast<std::size_t>(place.size), 0) {
     hello_ns_ = seconds_to_ns(std::max(opts.hello_timeout_s, 0.1));
-    max_pending_ = opts.max_pending ? opts.max_pending : std::max<std::size_t>(64, 4 * static_cast<std::size_t>(place.size));
+    max_pending_ =
+        opts.max_pending ? opts.max_pending : std::max<std::size_t>(64, 4 * static_cast<std::size_t>(place.size));
     listen();
   }
 
@@ -133,7 +137,8 @@ class Meeting {
       wake = std::min(wake, p.deadline_ns);
     }
     if (!accepting) wake = std::min(wake, accept_paused_until_ns_);
-    for (std::size_t r = 1; r < peers_.size(); ++r) fds.push_back({peers_[r].valid() ? peers_[r].fd() : -1, POLLRDHUP, 0});
+    for (std::size_t r = 1; r < peers_.size(); ++r)
+      fds.push_back({peers_[r].valid() ? peers_[r].fd() : -1, POLLRDHUP, 0});
     const int ms = static_cast<int>(std::clamp<std::int64_t>((wake - now + 999'999) / 1'000'000, 0, 1000));
     if (::poll(fds.data(), fds.size(), ms) < 0 && errno != EINTR) throw_errno("bootstrap: poll");
 
@@ -149,7 +154,8 @@ class Meeting {
     for (auto& p : pending_)
       if (!p.done && now >= p.deadline_ns)
         refuse(p, "no hello in time",
-               fmt::format("refused: no complete hello within {:.1f} s", static_cast<double>(hello_ns_) / 1e9), p.intro_done);
+               fmt::format("refused: no complete hello within {:.1f} s", static_cast<double>(hello_ns_) / 1e9),
+               p.intro_done);
     std::erase_if(pending_, [](const Pending& p) { return p.done; });
     if (fds[0].revents & POLLIN) accept_all();
   }
@@ -164,8 +170,8 @@ class Meeting {
         if (errno == EAGAIN || errno == EWOULDBLOCK) return;
         // Out of descriptors or memory: the listener stays readable, so pause instead of
         // spinning, and make room by closing the oldest stranger.
-        note("accept failed", fmt::format("rendezvous {}: accept failed ({}); pausing 100 ms", place_.where,
-                                          errno_text(errno)));
+        note("accept failed",
+             fmt::format("rendezvous {}: accept failed ({}); pausing 100 ms", place_.where, errno_text(errno)));
         accept_paused_until_ns_ = monotonic_ns() + 100'000'000;
         if (!pending_.empty()) evict_oldest();
         return;
@@ -232,32 +238,35 @@ class Meeting {
   void on_hello(Pending& p) {
     const Hello h = parse_hello(p.got.data());
     // The secret first: nothing else a stranger says is looked at.
-    if (opts_.token &&
-        !auth::equal_constant_time(h.proof, auth::proof(*opts_.token, kRankRole, p.nonce, h.nonce)))
-      return refuse_hello(p, "wrong secret",
-                    "refused: wrong shared secret: this rank's P2PSCOPE_TOKEN (or P2PSCOPE_TOKEN_FILE) differs from "
-                    "rank 0's; give every rank the same one");
+    if (opts_.token && !auth::equal_constant_time(h.proof, auth::proof(*opts_.token, kRankRole, p.nonce, h.nonce)))
+      return refuse_hello(
+          p, "wrong secret",
+          "refused: wrong shared secret: this rank's P2PSCOPE_TOKEN (or P2PSCOPE_TOKEN_FILE) differs from "
+          "rank 0's; give every rank the same one");
     if (!auth::equal_constant_time(h.job, job_))
-      return refuse_hello(p, "another job",
-                    fmt::format("refused: this rank belongs to another job (its launcher's job id differs from rank "
-                                "0's). Two runs meet at {}: give each its own P2PSCOPE_RENDEZVOUS",
-                                place_.where));
+      return refuse_hello(
+          p, "another job",
+          fmt::format("refused: this rank belongs to another job (its launcher's job id differs from rank "
+                      "0's). Two runs meet at {}: give each its own P2PSCOPE_RENDEZVOUS",
+                      place_.where));
     const auto size = static_cast<std::uint32_t>(place_.size);
     if (h.size != size)
-      return refuse_hello(p, "world size",
-                    fmt::format("refused: this rank says the run has {} processes but rank 0 says {}", h.size, size));
+      return refuse_hello(
+          p, "world size",
+          fmt::format("refused: this rank says the run has {} processes but rank 0 says {}", h.size, size));
     if (h.rank == 0 || h.rank >= size)  // unsigned: 0xffffffff is no rank, not -1
       return refuse_hello(p, "bad rank", fmt::format("refused: rank {} is not a peer rank of {}", h.rank, size));
     const auto r = static_cast<std::size_t>(h.rank);
     if (peers_[r].valid() && hung_up(peers_[r].fd())) free_place(static_cast<int>(r));
     if (peers_[r].valid())
-      return refuse_hello(p, "duplicate rank",
-                    fmt::format("refused: rank {} has already joined, from {} {:.1f} s ago. If that is not this "
-                                "process, something else holds its place: another run meeting at {} (give each run "
-                                "its own P2PSCOPE_RENDEZVOUS) or a stranger (set the same P2PSCOPE_TOKEN for every "
-                                "rank so that strangers are refused)",
-                                h.rank, peer_addr_[r], static_cast<double>(monotonic_ns() - joined_at_ns_[r]) / 1e9,
-                                place_.where));
+      return refuse_hello(
+          p, "duplicate rank",
+          fmt::format("refused: rank {} has already joined, from {} {:.1f} s ago. If that is not this "
+                      "process, something else holds its place: another run meeting at {} (give each run "
+                      "its own P2PSCOPE_RENDEZVOUS) or a stranger (set the same P2PSCOPE_TOKEN for every "
+                      "rank so that strangers are refused)",
+                      h.rank, peer_addr_[r], static_cast<double>(monotonic_ns() - joined_at_ns_[r]) / 1e9,
+                      place_.where));
     const std::string answer =
         std::string("A") + (opts_.token ? auth::proof(*opts_.token, kRootRole, p.nonce, h.nonce) : std::string());
     if (!send_now(p.s.fd(), frame(answer))) return refuse(p, "closed early", "could not send the answer", false, false);
@@ -329,13 +338,15 @@ class Meeting {
     for (int r = 1; r < place_.size; ++r)
       if (!peers_[static_cast<std::size_t>(r)].valid()) missing += (missing.empty() ? "" : ",") + std::to_string(r);
     for (const auto& [kind, n] : refused_) refused += fmt::format("{}{} {}", refused.empty() ? "" : ", ", n, kind);
-    const std::string told = fmt::format("Rrank 0 gave up after {:.0f} s: rank(s) {} never joined", place_.timeout_s, missing);
+    const std::string told =
+        fmt::format("Rrank 0 gave up after {:.0f} s: rank(s) {} never joined", place_.timeout_s, missing);
     for (auto& s : peers_)
       if (s.valid()) send_now(s.fd(), frame(told));
-    throw Error(fmt::format("bootstrap: rank 0 waited {:.0f} s at {} and {} of {} ranks came (missing: {}). Did "
-                            "every process start, with the same rendezvous address?{}",
-                            place_.timeout_s, place_.where, joined(), place_.size, missing,
-                            refused.empty() ? "" : fmt::format(" Connections refused or dropped meanwhile: {}", refused)));
+    throw Error(
+        fmt::format("bootstrap: rank 0 waited {:.0f} s at {} and {} of {} ranks came (missing: {}). Did "
+                    "every process start, with the same rendezvous address?{}",
+                    place_.timeout_s, place_.where, joined(), place_.size, missing,
+                    refused.empty() ? "" : fmt::format(" Connections refused or dropped meanwhile: {}", refused)));
   }
 
   MeetingPlace place_;

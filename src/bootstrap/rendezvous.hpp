@@ -13,7 +13,7 @@ namespace p2pscope::rdv {
 struct MeetingPlace {
   std::string listen_ip;  // "127.0.0.1" or "0.0.0.0"
   std::uint16_t port = 0;
-  std::string where;      // "host:port" as the user wrote it, for messages
+  std::string where;  // "host:port" as the user wrote it, for messages
   int size = 1;
   double timeout_s = 120;  // the whole meeting
 };

@@ -2,16 +2,15 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <algorithm>
-
-#include <fmt/format.h>
 
 #include "p2pscope/auth.hpp"
 #include "p2pscope/error.hpp"
@@ -87,7 +86,7 @@ std::string recv_frame(tcp::Socket& s, std::uint32_t limit) {
   const std::uint32_t n = get_u32(head);
   if (n > limit)
     throw FrameTooLarge(fmt::format("bootstrap: {} announced a message of {} bytes (limit {}): not a p2pscope peer?",
-                            s.label(), n, limit));
+                                    s.label(), n, limit));
   std::string data(n, '\0');
   if (n) s.recv_all(data.data(), n);
   return data;

@@ -3,6 +3,7 @@
 // speaks the protocol but cannot prove the secret, a hello past its deadline and a fake
 // rank 0 are refused with messages that say what to do, and rank 0 logs each refusal
 // and carries on. Ranks are threads; hostile peers are real sockets over 127.0.0.1.
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -15,8 +16,6 @@
 #include <map>
 #include <mutex>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "bootstrap/wire.hpp"
 #include "p2pscope/auth.hpp"
@@ -152,7 +151,8 @@ TEST(RendezvousAuth, AStrangerWhoKnowsTheProtocolButNotTheSecretTakesNoPlace) {
 TEST(RendezvousAuth, ARankOfAnotherJobIsRefusedAndTheRightOneGetsIn) {
   const std::uint16_t port = free_port();
   auto root = start(port, 0, 2, opts("s3cret", "slurm:100.0"));
-  const std::string why = error_of([=] { make_tcp_bootstrap(1, 2, "127.0.0.1", port, 5, opts("s3cret", "slurm:101.0")); });
+  const std::string why =
+      error_of([=] { make_tcp_bootstrap(1, 2, "127.0.0.1", port, 5, opts("s3cret", "slurm:101.0")); });
   EXPECT_NE(why.find("another job"), std::string::npos) << why;
   EXPECT_NE(why.find("P2PSCOPE_RENDEZVOUS"), std::string::npos) << why;
   EXPECT_EQ(why.find("slurm:100"), std::string::npos) << "rank 0's job id is not told: " << why;
@@ -258,21 +258,27 @@ TEST(RendezvousAuth, LaunchersJobIdsTellJobsApartAndReachTheRendezvous) {
     });
   };
   // Slurm's step id is "0" in every job: alone it told no jobs apart.
-  const LaunchInfo a = launch_with({{"SLURM_PROCID", "1"}, {"SLURM_STEP_NUM_TASKS", "2"}, {"SLURM_JOB_ID", "100"}, {"SLURM_STEP_ID", "0"}});
-  const LaunchInfo b = launch_with({{"SLURM_PROCID", "1"}, {"SLURM_STEP_NUM_TASKS", "2"}, {"SLURM_JOB_ID", "101"}, {"SLURM_STEP_ID", "0"}});
+  const LaunchInfo a = launch_with(
+      {{"SLURM_PROCID", "1"}, {"SLURM_STEP_NUM_TASKS", "2"}, {"SLURM_JOB_ID", "100"}, {"SLURM_STEP_ID", "0"}});
+  const LaunchInfo b = launch_with(
+      {{"SLURM_PROCID", "1"}, {"SLURM_STEP_NUM_TASKS", "2"}, {"SLURM_JOB_ID", "101"}, {"SLURM_STEP_ID", "0"}});
   EXPECT_EQ(a.job_id, "slurm:100.0");
   EXPECT_NE(a.job_id, b.job_id);
   EXPECT_NE(a.rendezvous_port, b.rendezvous_port);
   // torchrun's default run id is "none": its store's address qualifies it.
-  const std::map<std::string, std::string> t = {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"TORCHELASTIC_RUN_ID", "none"},
-                                                {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"}};
+  const std::map<std::string, std::string> t = {{"RANK", "1"},
+                                                {"WORLD_SIZE", "2"},
+                                                {"TORCHELASTIC_RUN_ID", "none"},
+                                                {"MASTER_ADDR", "10.0.0.1"},
+                                                {"MASTER_PORT", "29500"}};
   auto t2 = t;
   t2["MASTER_PORT"] = "29501";
   EXPECT_EQ(launch_with(t).job_id, "torchrun:none@10.0.0.1:29500");
   EXPECT_NE(launch_with(t).job_id, launch_with(t2).job_id);
-  EXPECT_EQ(launch_with({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_MCA_ess_base_jobid", "77"}})
-                .job_id,
-            "OMPI_MCA_ess_base_jobid=77");
+  EXPECT_EQ(
+      launch_with({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_MCA_ess_base_jobid", "77"}})
+          .job_id,
+      "OMPI_MCA_ess_base_jobid=77");
 }
 
 TEST(RendezvousAuth, MakeBootstrapReadsTheTokenAndRefusesAnUnsafeTokenFile) {

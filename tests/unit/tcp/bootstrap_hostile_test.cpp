@@ -4,6 +4,7 @@
 // rank then needs. Ranks are threads. Only make_tcp_bootstrap's first form is used here,
 // so that this file also builds against the rendezvous before the hardening (where each
 // of these tests fails).
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -14,8 +15,6 @@
 #include <future>
 #include <limits>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
