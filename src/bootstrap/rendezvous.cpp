@@ -161,7 +161,8 @@ class Meeting {
   }
 
   void accept_all() {
-    for (;;) {
+    // Bounded: a flood arriving faster than it is accepted must not starve the hellos.
+    for (int i = 0; i < 64; ++i) {
       sockaddr_in from{};
       socklen_t len = sizeof from;
       const int fd = ::accept4(listen_.fd(), reinterpret_cast<sockaddr*>(&from), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
