@@ -288,6 +288,7 @@ class Meeting {
   void refuse(Pending& p, const std::string& kind, const std::string& why, bool tagged, bool tell = true) {
     if (p.done) return;
     p.done = true;
+    note(kind, fmt::format("rendezvous {}: {}: {}", place_.where, p.addr, why));  // before the peer can see it
     if (tell) {
       try {
         send_now(p.s.fd(), frame((tagged ? "R" : "") + why));
@@ -301,7 +302,6 @@ class Meeting {
       }
     }
     p.s.close();
-    note(kind, fmt::format("rendezvous {}: {}: {}", place_.where, p.addr, why));
   }
 
   void refuse_hello(Pending& p, const std::string& kind, const std::string& why) { refuse(p, kind, why, true); }
