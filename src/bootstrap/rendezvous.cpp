@@ -248,7 +248,8 @@ class Meeting {
       return refuse_hello(
           p, "another job",
           fmt::format("refused: this rank belongs to another job (its launcher's job id differs from rank "
-                      "0's). Two runs meet at {}: give each its own P2PSCOPE_RENDEZVOUS",
+                      "0's). Either two runs meet at {}: give each its own P2PSCOPE_RENDEZVOUS; or the ranks' "
+                      "environments differ (P2PSCOPE_JOB_ID set for some ranks only)",
                       place_.where));
     const auto size = static_cast<std::uint32_t>(place_.size);
     if (h.size != size)
