@@ -2,13 +2,14 @@
 #include "p2pscope/auth.hpp"
 
 #include <fcntl.h>
-#include <fmt/format.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
+
+#include <fmt/format.h>
 
 #include "p2pscope/error.hpp"
 
@@ -28,7 +29,8 @@ std::string read_token_file(const std::string& path) {
   // not a regular file). Links are followed: secret mounts (Kubernetes, Slurm) use them;
   // the checks apply to the file they lead to.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) throw UsageError(fmt::format("P2PSCOPE_TOKEN_FILE={}: cannot open it: {}", path, errno_text(errno)));
+  if (fd < 0)
+    throw UsageError(fmt::format("P2PSCOPE_TOKEN_FILE={}: cannot open it: {}", path, errno_text(errno)));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
@@ -71,8 +73,8 @@ std::optional<std::string> load_token(const std::function<const char*(const char
   if (const char* t = getenv_fn("P2PSCOPE_TOKEN"); t && *t) {
     std::string token(t);
     if (token.size() > kMaxTokenBytes)
-      throw UsageError(
-          fmt::format("P2PSCOPE_TOKEN is {} bytes, over the {} byte limit for a token", token.size(), kMaxTokenBytes));
+      throw UsageError(fmt::format("P2PSCOPE_TOKEN is {} bytes, over the {} byte limit for a token", token.size(),
+                                   kMaxTokenBytes));
     return token;
   }
   if (const char* f = getenv_fn("P2PSCOPE_TOKEN_FILE"); f && *f) return read_token_file(f);

@@ -49,8 +49,7 @@ class Sha256 {
     update(len, 8);
     Digest out{};
     for (int i = 0; i < 8; ++i)
-      for (int j = 0; j < 4; ++j)
-        out[static_cast<std::size_t>(4 * i + j)] = static_cast<std::uint8_t>(h_[i] >> (24 - 8 * j));
+      for (int j = 0; j < 4; ++j) out[static_cast<std::size_t>(4 * i + j)] = static_cast<std::uint8_t>(h_[i] >> (24 - 8 * j));
     return out;
   }
 
@@ -88,8 +87,7 @@ class Sha256 {
     h_[7] += h;
   }
 
-  std::uint32_t h_[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                         0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  std::uint32_t h_[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
   std::uint8_t block_[64] = {};
   std::size_t used_ = 0;
   std::uint64_t total_bytes_ = 0;

@@ -2,9 +2,6 @@
 // (FIPS 180-4 examples, RFC 4231 test cases), proofs, nonces, the constant-time
 // comparison, and where the token comes from (environment, or a file that only its
 // owner can read).
-#include "p2pscope/auth.hpp"
-
-#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +10,9 @@
 #include <map>
 #include <set>
 
+#include <gtest/gtest.h>
+
+#include "p2pscope/auth.hpp"
 #include "p2pscope/error.hpp"
 
 using namespace p2pscope;
@@ -71,10 +71,9 @@ TEST(Sha256, Fips180Examples) {
   // 56 bytes: the length no longer fits the first block, padding spills into a second.
   EXPECT_EQ(hex_sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-  EXPECT_EQ(
-      hex_sha256("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmn"
-                 "opqrstnopqrstu"),
-      "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
+  EXPECT_EQ(hex_sha256("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmn"
+                       "opqrstnopqrstu"),
+            "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
   EXPECT_EQ(hex_sha256(std::string(1000000, 'a')), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
@@ -166,25 +165,17 @@ TEST_F(TokenFile, OversizedEmptyMissingAndNonRegularFilesAreRefused) {
   EXPECT_NE(error_of([&] { token_with({{"P2PSCOPE_TOKEN_FILE", huge}}); }).find("limit"), std::string::npos);
   const std::string empty = write("empty", "\n", 0600);
   EXPECT_NE(error_of([&] { token_with({{"P2PSCOPE_TOKEN_FILE", empty}}); }).find("empty"), std::string::npos);
-  EXPECT_NE(error_of([&] {
-              token_with({{"P2PSCOPE_TOKEN_FILE", (dir_ / "absent").string()}});
-            }).find("cannot open"),
+  EXPECT_NE(error_of([&] { token_with({{"P2PSCOPE_TOKEN_FILE", (dir_ / "absent").string()}}); }).find("cannot open"),
             std::string::npos);
   fs::create_directories(dir_ / "d");
   ::chmod((dir_ / "d").c_str(), 0700);
-  EXPECT_NE(error_of([&] {
-              token_with({{"P2PSCOPE_TOKEN_FILE", (dir_ / "d").string()}});
-            }).find("not a regular file"),
+  EXPECT_NE(error_of([&] { token_with({{"P2PSCOPE_TOKEN_FILE", (dir_ / "d").string()}}); }).find("not a regular file"),
             std::string::npos);
   // A fifo must be refused at once, not block the open or the read.
   const std::string fifo = (dir_ / "fifo").string();
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  EXPECT_NE(error_of([&] {
-              token_with({{"P2PSCOPE_TOKEN_FILE", fifo}});
-            }).find("not a regular file"),
+  EXPECT_NE(error_of([&] { token_with({{"P2PSCOPE_TOKEN_FILE", fifo}}); }).find("not a regular file"),
             std::string::npos);
-  EXPECT_NE(error_of([&] {
-              token_with({{"P2PSCOPE_TOKEN_FILE", "/dev/zero"}});
-            }).find("not a regular file"),
+  EXPECT_NE(error_of([&] { token_with({{"P2PSCOPE_TOKEN_FILE", "/dev/zero"}}); }).find("not a regular file"),
             std::string::npos);
 }
