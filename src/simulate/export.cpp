@@ -110,7 +110,7 @@ Exported export_campaign(const std::string& dir, ExportFormat format, const Expo
   switch (format) {
     case ExportFormat::astra_sim: {
       const std::string b = choose_backend(s, options.backend, &e.notes);
-      e.text = export_astra(s, b, &e.notes);
+      e.text = export_astra(s, b, options, &e.notes, &e.system_text);
       e.file_name = "network.yml";
       break;
     }
