@@ -48,7 +48,10 @@ void fill_line(AstraDim* d, AstraBackend ab) {
   for (const auto* l : d->links) {
     double from = 0;
     const auto& up = upper_regime(*l, &from);
-    d->alpha_ns = std::max(d->alpha_ns, up.alpha_ns);
+    // Never below the measured latency floor: an upper regime whose intercept falls under
+    // it (a cache regime's line through 0) would make small messages faster than measured.
+    const double floor_alpha = l->latency_floor_ns - l->smallest_size / up.beta_bytes_per_s * 1e9;
+    d->alpha_ns = std::max({d->alpha_ns, up.alpha_ns, floor_alpha});
     d->beta_bytes_per_s = std::min(d->beta_bytes_per_s, up.beta_bytes_per_s);
     d->exact_from_bytes = std::max(d->exact_from_bytes, from);
   }

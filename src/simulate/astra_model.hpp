@@ -35,7 +35,8 @@ struct AstraDim {
   std::string why;          // why that topology, for the file's comment
   int hops = 1;             // links a message crosses in it (Switch 2, FullyConnected 1)
   // The line one message follows: the upper envelope of its links' upper regimes (largest
-  // alpha, smallest beta), so that no pair is claimed faster than measured.
+  // alpha, smallest beta), so that no pair is claimed faster than measured; alpha is at
+  // least every link's measured latency floor.
   double alpha_ns = 0, beta_bytes_per_s = 0;
   double exact_from_bytes = 0;  // every link's upper regime holds from here up
   std::vector<const analyze::LinkModel*> links;

@@ -102,8 +102,9 @@ std::string dimension_block(const AstraPlan& plan, std::size_t k, std::vector<st
                    "per {} and bandwidth {} (2^30 B/s){}\n",
                    d.alpha_ns, d.beta_bytes_per_s, d.beta_bytes_per_s / 1e9, d.latency_text, aware ? "link" : "hop",
                    d.bandwidth_text, aware && d.hops == 2 ? " per link, 2 links stored and forwarded" : "");
-  o += fmt::format("#   it is the upper regime of {} link(s)' recommended models (largest alpha, smallest beta), each exact "
-                   "from {:.0f} B up; measured: latency floor {:.0f}..{:.0f} ns, asymptotic bandwidth {:.3f}..{:.3f} GB/s\n",
+  o += fmt::format("#   it is the upper regime of {} link(s)' recommended models (largest alpha, smallest beta; alpha at least "
+                   "the latency floor), each exact from {:.0f} B up; measured: latency floor {:.0f}..{:.0f} ns, asymptotic "
+                   "bandwidth {:.3f}..{:.3f} GB/s\n",
                    d.links.size(), d.exact_from_bytes, *std::min_element(floors.begin(), floors.end()),
                    *std::max_element(floors.begin(), floors.end()), *std::min_element(asym.begin(), asym.end()) / 1e9,
                    *std::max_element(asym.begin(), asym.end()) / 1e9);
@@ -240,8 +241,8 @@ std::string export_astra(const LinkSet& s, const std::string& backend, const Exp
   else
     o += "# Routing: one dimension, every pair in it; `p2pscope predict --algo ring` runs the same flat ring.\n";
   o += "# Model: per dimension one line, the upper regime of its links' recommended models (links.json \"model\", the one\n"
-       "#   report and predict use): exact at the asymptotic bandwidth and for every size of that regime; below it the\n"
-       "#   table gives the error, size by size.\n";
+       "#   report and predict use), its alpha raised to the measured latency floor where the regime's is below it:\n"
+       "#   exact at the asymptotic bandwidth and for the sizes of that regime; the table gives the error size by size.\n";
   o += fmt::format(
       "# Endpoint delay: write the system file with `--system FILE` (\"endpoint-delay\": {} ns, one \"ring\" per dimension).\n"
       "#   ASTRA-sim charges it once per message a rank sends and once more per collective phase (astra-sim/system/\n"
