@@ -16,7 +16,7 @@ namespace p2pscope::app {
 namespace {
 
 struct ExportOptions {
-  std::string dir, to, out, backend, sizes, astra_backend = "unaware", system;
+  std::string dir, to, out, backend, sizes, astra_backend = "unaware", system, line_at;
   std::int64_t endpoint_delay_ns = 1;
 };
 
@@ -64,6 +64,9 @@ void add_export_command(CLI::App& app, Context& /*ctx*/) {
                   "astra-sim: the system file's endpoint-delay in ns, >= 1 (ASTRA-sim charges it per message; give "
                   "predict the same value)")
       ->capture_default_str();
+  cmd->add_option("--astra-line-at", o->line_at,
+                  "astra-sim: write each dimension's line as the regime that holds at this message size (e.g. 512K, "
+                  "S/p of the collective you simulate) instead of the upper regime; the header's table shows the cost");
   cmd->add_option("--system", o->system,
                   "astra-sim: also write ASTRA-sim's system file (JSON) here: one ring per dimension, the endpoint delay");
   cmd->footer(
@@ -79,8 +82,13 @@ void add_export_command(CLI::App& app, Context& /*ctx*/) {
     eo.astra_backend = simulate::parse_astra_backend(o->astra_backend);
     eo.endpoint_delay_ns = o->endpoint_delay_ns;
     simulate::check_endpoint_delay(eo.endpoint_delay_ns);
-    if (!o->system.empty() && format != simulate::ExportFormat::astra_sim)
-      throw UsageError("--system applies to --to astra-sim only");
+    if (!o->line_at.empty()) {
+      const auto at = parse_size_list(o->line_at);
+      if (at.size() != 1 || at[0] == 0) throw UsageError("--astra-line-at: give one message size of 1 byte or more, e.g. 512K");
+      eo.line_at_bytes = at[0];
+    }
+    if ((!o->system.empty() || !o->line_at.empty()) && format != simulate::ExportFormat::astra_sim)
+      throw UsageError("--system and --astra-line-at apply to --to astra-sim only");
     if (!o->sizes.empty()) {
       if (format != simulate::ExportFormat::csv) throw UsageError("--sizes applies to --to csv only");
       eo.sizes = parse_size_list(o->sizes);

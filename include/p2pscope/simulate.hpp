@@ -35,6 +35,9 @@ struct ExportOptions {
   std::vector<std::uint64_t> sizes;   // csv: sizes to predict; empty = each link's measured sizes
   AstraBackend astra_backend = AstraBackend::unaware;
   std::int64_t endpoint_delay_ns = 1; // astra-sim: the system file's endpoint-delay (predict charges the same)
+  // astra-sim: 0 = each dimension's line is its links' upper regime (exact at the asymptotic
+  // bandwidth); else the regime that holds at this message size (exact there instead)
+  std::uint64_t line_at_bytes = 0;
 };
 
 struct Exported {

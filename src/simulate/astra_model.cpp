@@ -41,13 +41,15 @@ std::string topology_of(const std::string& cls, std::string* why) {
 }
 
 // The line and the values written for one dimension of `links`.
-void fill_line(AstraDim* d, AstraBackend ab) {
+void fill_line(AstraDim* d, AstraBackend ab, double line_at_bytes) {
   d->alpha_ns = 0;
   d->beta_bytes_per_s = INFINITY;
   d->exact_from_bytes = 0;
+  d->exact_to_bytes = INFINITY;
   for (const auto* l : d->links) {
-    double from = 0;
-    const auto& up = upper_regime(*l, &from);
+    double from = 0, to = INFINITY;
+    const auto& up = regime_at(*l, line_at_bytes, &from, &to);
+    d->exact_to_bytes = std::min(d->exact_to_bytes, to);
     // Never below the measured latency floor: an upper regime whose intercept falls under
     // it (a cache regime's line through 0) would make small messages faster than measured.
     const double floor_alpha = l->latency_floor_ns - l->smallest_size / up.beta_bytes_per_s * 1e9;
@@ -82,6 +84,24 @@ const analyze::AlphaBeta& upper_regime(const analyze::LinkModel& l, double* from
   return l.fit;
 }
 
+const analyze::AlphaBeta& regime_at(const analyze::LinkModel& l, double bytes, double* from_bytes, double* to_bytes) {
+  *to_bytes = INFINITY;
+  if (bytes <= 0) return upper_regime(l, from_bytes);
+  if (l.model == "three_regime" && l.three.ok) {
+    if (bytes >= l.three.high_from_bytes) return upper_regime(l, from_bytes);
+    const bool mid = bytes >= l.three.mid_from_bytes;
+    *from_bytes = mid ? l.three.mid_from_bytes : 0;
+    *to_bytes = mid ? l.three.high_from_bytes : l.three.mid_from_bytes;
+    return mid ? l.three.mid : l.three.low;
+  }
+  if (l.use_two_regime && l.two.ok && bytes < l.two.breakpoint_bytes) {
+    *from_bytes = 0;
+    *to_bytes = l.two.breakpoint_bytes;
+    return l.two.below;
+  }
+  return upper_regime(l, from_bytes);
+}
+
 std::string comment_safe(const std::string& text, std::size_t max_chars) {
   std::string out;
   for (const char c : text) {
@@ -95,7 +115,7 @@ std::string comment_safe(const std::string& text, std::size_t max_chars) {
   return out;
 }
 
-AstraPlan plan_astra(const LinkSet& s, const std::string& backend, AstraBackend ab) {
+AstraPlan plan_astra(const LinkSet& s, const std::string& backend, AstraBackend ab, double line_at_bytes) {
   AstraPlan plan;
   plan.backend = ab;
   std::vector<const analyze::LinkModel*> links;
@@ -177,7 +197,7 @@ AstraPlan plan_astra(const LinkSet& s, const std::string& backend, AstraBackend 
   for (auto& d : plan.dims) {
     for (const auto* l : links)
       if (plan.dims.size() == 1 || l->link_class == d.cls) d.links.push_back(l);
-    fill_line(&d, ab);
+    fill_line(&d, ab, line_at_bytes);
   }
   return plan;
 }

@@ -15,6 +15,7 @@
 //   astra-sim/system/MemBus.cc  the system file's endpoint-delay is charged per message
 //       a rank sends and once more per collective phase (checked with the binaries:
 //       a one-dimension ring all-reduce of n NPUs pays it 2n-1 times; 0 aborts them)
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,6 +28,8 @@ namespace p2pscope::simulate {
 // The regime of a link's recommended model that holds at its largest sizes, and the first
 // size it holds from (the smallest measured size for a single alpha-beta line).
 const analyze::AlphaBeta& upper_regime(const analyze::LinkModel& l, double* from_bytes);
+// The regime that holds at `bytes` (the upper one for 0), and the sizes it holds for: [from, to).
+const analyze::AlphaBeta& regime_at(const analyze::LinkModel& l, double bytes, double* from_bytes, double* to_bytes);
 
 struct AstraDim {
   std::string cls;          // link class of its pairs ("NV18"; several joined by '+' when flattened)
@@ -38,7 +41,8 @@ struct AstraDim {
   // alpha, smallest beta), so that no pair is claimed faster than measured; alpha is at
   // least every link's measured latency floor.
   double alpha_ns = 0, beta_bytes_per_s = 0;
-  double exact_from_bytes = 0;  // every link's upper regime holds from here up
+  double exact_from_bytes = 0;         // every link's chosen regime holds in [from, to)
+  double exact_to_bytes = INFINITY;
   std::vector<const analyze::LinkModel*> links;
   // The values written, rounded as in the file: ns per hop (unaware) or per link
   // (aware), and ASTRA-sim's GB/s (2^30 B/s); latency_text / bandwidth_text are the text.
@@ -55,8 +59,9 @@ struct AstraPlan {
 
 // One or two dimensions from the link classes of `backend`'s links (two when the classes
 // form groups of consecutive devices, one class inside, another across, and the backend is
-// the unaware one). Throws UsageError for fewer than two devices.
-AstraPlan plan_astra(const LinkSet& s, const std::string& backend, AstraBackend ab);
+// the unaware one). Each dimension's line is its links' upper regime, or with line_at_bytes
+// > 0 the regime that holds at that message size. Throws UsageError for fewer than two devices.
+AstraPlan plan_astra(const LinkSet& s, const std::string& backend, AstraBackend ab, double line_at_bytes = 0);
 
 // ASTRA-sim's time for one message of `bytes` in dimension d, from the values as written.
 double astra_message_ns(const AstraDim& d, AstraBackend ab, std::uint64_t bytes);

@@ -102,10 +102,13 @@ std::string dimension_block(const AstraPlan& plan, std::size_t k, std::vector<st
                    "per {} and bandwidth {} (2^30 B/s){}\n",
                    d.alpha_ns, d.beta_bytes_per_s, d.beta_bytes_per_s / 1e9, d.latency_text, aware ? "link" : "hop",
                    d.bandwidth_text, aware && d.hops == 2 ? " per link, 2 links stored and forwarded" : "");
-  o += fmt::format("#   it is the upper regime of {} link(s)' recommended models (largest alpha, smallest beta; alpha at least "
-                   "the latency floor), each exact from {:.0f} B up; measured: latency floor {:.0f}..{:.0f} ns, asymptotic "
+  o += fmt::format("#   it is the {} regime of {} link(s)' recommended models (largest alpha, smallest beta; alpha at least "
+                   "the latency floor), exact {}; measured: latency floor {:.0f}..{:.0f} ns, asymptotic "
                    "bandwidth {:.3f}..{:.3f} GB/s\n",
-                   d.links.size(), d.exact_from_bytes, *std::min_element(floors.begin(), floors.end()),
+                   std::isfinite(d.exact_to_bytes) ? "chosen (--astra-line-at)" : "upper", d.links.size(),
+                   std::isfinite(d.exact_to_bytes)
+                       ? fmt::format("from {:.0f} B to {:.0f} B", d.exact_from_bytes, d.exact_to_bytes)
+                       : fmt::format("from {:.0f} B up", d.exact_from_bytes), *std::min_element(floors.begin(), floors.end()),
                    *std::max_element(floors.begin(), floors.end()), *std::min_element(asym.begin(), asym.end()) / 1e9,
                    *std::max_element(asym.begin(), asym.end()) / 1e9);
   // size -> medians of the links that measured it
@@ -124,20 +127,22 @@ std::string dimension_block(const AstraPlan& plan, std::size_t k, std::vector<st
     }
     const double e = (file - slow) / slow;
     if (std::fabs(e) > std::fabs(worst)) worst = e, worst_at = n;
-    if (n >= d.exact_from_bytes && std::fabs(e) > std::fabs(worst_upper)) worst_upper = e;
+    if (n >= d.exact_from_bytes && n < d.exact_to_bytes && std::fabs(e) > std::fabs(worst_upper)) worst_upper = e;
     table += fmt::format("#   {:>12.0f} {:>14.0f} {:>18.0f} {:>+8.1f}% {:>+8.1f}%..{:+.1f}%\n", n, file, slow, 100 * e,
                          100 * lo, 100 * hi);
   }
-  o += fmt::format("#   worst error of the file against the slowest link's median: {:+.1f}% at {:.0f} B; from {:.0f} B up "
-                   "{:+.1f}%\n",
-                   100 * worst, worst_at, d.exact_from_bytes, 100 * worst_upper);
+  const std::string range = std::isfinite(d.exact_to_bytes)
+                                ? fmt::format("from {:.0f} B to {:.0f} B", d.exact_from_bytes, d.exact_to_bytes)
+                                : fmt::format("from {:.0f} B up", d.exact_from_bytes);
+  o += fmt::format("#   worst error of the file against the slowest link's median: {:+.1f}% at {:.0f} B; {} {:+.1f}%\n",
+                   100 * worst, worst_at, range, 100 * worst_upper);
   o += fmt::format("#   {:>12} {:>14} {:>18} {:>9} {}\n", "size_bytes", "file_ns", "slowest_median_ns", "error",
                    "error range over the links");
   o += table;
   if (std::fabs(worst) > analyze::kModelTolerance)
     notes->push_back(fmt::format("dimension {} ({}): one alpha-beta line is off by {:+.0f}% at {:.0f} B against the "
-                                 "measured medians (exact from {:.0f} B up); the table in the file's header has every size",
-                                 k, comment_safe(d.cls), 100 * worst, worst_at, d.exact_from_bytes));
+                                 "measured medians (exact {}); the table in the file's header has every size",
+                                 k, comment_safe(d.cls), 100 * worst, worst_at, range));
   std::vector<double> b, a;
   for (const auto* l : d.links) {
     double from = 0;
@@ -186,7 +191,7 @@ std::string system_json(const AstraPlan& plan, std::int64_t endpoint_delay_ns) {
 std::string export_astra(const LinkSet& s, const std::string& backend, const ExportOptions& eo,
                          std::vector<std::string>* notes, std::string* system_text) {
   check_endpoint_delay(eo.endpoint_delay_ns);
-  const AstraPlan plan = plan_astra(s, backend, eo.astra_backend);
+  const AstraPlan plan = plan_astra(s, backend, eo.astra_backend, static_cast<double>(eo.line_at_bytes));
   const bool aware = plan.backend == AstraBackend::aware;
   const auto& dev = plan.devices;
   const int p = static_cast<int>(dev.size());

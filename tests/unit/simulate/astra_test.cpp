@@ -87,11 +87,14 @@ double astra_allreduce_ns(const Net& n, const nlohmann::json& sys, std::uint64_t
 
 // For each backend: export, ASTRA-sim's formulas on the file, predict --algo ring with the
 // same backend and endpoint delay; within `tol` at 1 MiB, 64 MiB and 1 GiB.
-void expect_loop_agrees(const path& dir, double tol, std::int64_t ep = 1) {
+void expect_loop_agrees(const path& dir, double tol, std::int64_t ep = 1,
+                        const std::vector<std::uint64_t>& sizes = {1 << 20, 64 << 20, 1 << 30},
+                        std::uint64_t line_at = 0) {
   for (const auto ab : {AstraBackend::unaware, AstraBackend::aware}) {
     ExportOptions eo;
     eo.astra_backend = ab;
     eo.endpoint_delay_ns = ep;
+    eo.line_at_bytes = line_at;
     const auto e = export_campaign(dir.string(), ExportFormat::astra_sim, eo);
     const Net n = parse_network(e.text);
     const auto sys = nlohmann::json::parse(e.system_text);
@@ -100,7 +103,7 @@ void expect_loop_agrees(const path& dir, double tol, std::int64_t ep = 1) {
       EXPECT_EQ(n.topology.size(), 1u) << "the aware backend builds one dimension";
     }
     const Predictor pr(dir.string(), "", ab, ep);
-    for (const std::uint64_t S : {std::uint64_t{1} << 20, std::uint64_t{64} << 20, std::uint64_t{1} << 30}) {
+    for (const std::uint64_t S : sizes) {
       const double astra = astra_allreduce_ns(n, sys, S, ab == AstraBackend::aware);
       const double pred = pr.predict(Collective::allreduce, Algorithm::ring, S).time_ns;
       // plus each message's truncation to whole ns (two per message through an aware Switch)
@@ -187,6 +190,14 @@ TEST(AstraLoop, ProtocolSwitchTheUpperRegimeAndItsErrorTable) {
   bool noted = false;
   for (const auto& n : e.notes) noted = noted || has(n, "one alpha-beta line is off by +200%");
   EXPECT_TRUE(noted);
+  // --astra-line-at 1K: the small-message regime instead, exact below the switch (a
+  // 4 KiB all-reduce sends 1 KiB messages) and the header says where it stops holding.
+  expect_loop_agrees(d, 1e-7, 1, {4096, 16384}, 1024);
+  ExportOptions eo;
+  eo.line_at_bytes = 1024;
+  const auto low = export_campaign(d.string(), ExportFormat::astra_sim, eo);
+  EXPECT_TRUE(has(low.text, "it is the chosen (--astra-line-at) regime")) << low.text;
+  EXPECT_TRUE(std::regex_search(low.text, std::regex(R"(from 0 B to 65536 B [+-]0\.[01]%)"))) << low.text;
 }
 
 // Real campaigns (an H200 pair over NVSwitch; an H200 and its pinned host memory): the
