@@ -8,7 +8,8 @@
 #
 # Usage: bench/repeatability.sh [p2pscope binary] [-- profile options...]
 #   host (no GPU; what was run here):
-#     bench/repeatability.sh build/p2pscope -- --backend host --sizes 1:64M --reps 10 --warmup 2
+#     bench/repeatability.sh build/p2pscope -- --backend host --sizes 1:64M --reps 10 --warmup 2 --drift 0 \
+#       --thermal-warmup off
 #   GPUs (the coordinator's command; about 2 x 3 minutes on 2 H100s):
 #     bench/repeatability.sh build/p2pscope -- --backend ce --gpus 0,1 --sizes 1:1G --reps 10 --drift 0 \
 #       --thermal-warmup 50C:30s
@@ -19,7 +20,7 @@ bin=${1:-$here/build/p2pscope}
 shift || true
 [ "${1:-}" = "--" ] && shift
 opts=("$@")
-[ ${#opts[@]} -gt 0 ] || opts=(--backend host --sizes 1:64M --reps 10 --warmup 2)
+[ ${#opts[@]} -gt 0 ] || opts=(--backend host --sizes 1:64M --reps 10 --warmup 2 --drift 0 --thermal-warmup off)
 [ -x "$bin" ] || { echo "no p2pscope binary at $bin" >&2; exit 2; }
 out=${OUT:-}
 if [ -z "$out" ]; then
@@ -30,7 +31,7 @@ mkdir -p "$out"
 for run in a b; do
   rm -rf "${out:?}/$run"
   t0=$(date +%s)
-  "$bin" profile --out "$out/$run" --drift 0 --thermal-warmup off "${opts[@]}" > "$out/$run.log" 2>&1 ||
+  "$bin" profile --out "$out/$run" "${opts[@]}" > "$out/$run.log" 2>&1 ||
     { tail -5 "$out/$run.log" >&2; exit 2; }
   "$bin" analyze "$out/$run" --no-report > "$out/$run.analyze.log" 2>&1 || { tail -5 "$out/$run.analyze.log" >&2; exit 2; }
   echo "campaign $run: $out/$run ($(( $(date +%s) - t0 )) s): profile ${opts[*]}"
