@@ -165,6 +165,8 @@ void run_predict(const PredictOptions& o, Context& ctx) {
     j["devices"] = pr.devices();
     j["time_source"] = pr.time_source();
     j["algorithm"] = simulate::to_string(algo);
+    j["astra_backend"] = o.astra_backend;  // whose schedule --algo ring follows
+    j["endpoint_delay_ns"] = o.endpoint_delay_ns;
     j["description"] = what;
     j["assumptions"] = assumptions;
     j["notes"] = pr.notes();
