@@ -152,7 +152,9 @@ std::string dimension_block(const AstraPlan& plan, std::size_t k, std::vector<st
   }
   const auto [bmin, bmax] = std::minmax_element(b.begin(), b.end());
   const auto [amin, amax] = std::minmax_element(a.begin(), a.end());
-  if (*bmax > 1.10 * *bmin || *amax - *amin > 0.2 * std::max(*amax, 1.0)) {
+  if (!plan.flattened.empty()) {
+    o += "#   it holds pairs of several classes (FLATTENED, below): the faster pairs read slower than measured\n";
+  } else if (*bmax > 1.10 * *bmin || *amax - *amin > 0.2 * std::max(*amax, 1.0)) {
     const auto* slow = d.links[static_cast<std::size_t>(bmin - b.begin())];
     const std::string w = fmt::format(
         "links of class {} differ: beta {:.3f}..{:.3f} GB/s (slowest {}->{}), alpha {:.0f}..{:.0f} ns; ASTRA-sim gives a "
@@ -241,10 +243,12 @@ std::string export_astra(const LinkSet& s, const std::string& backend, const Exp
         "# Routing: NPUs in the same group of {} consecutive ids talk over dimension 0; every other pair over dimension 1\n"
         "#   alone (no hop in dimension 0 is added). With the system file's \"ring\" per dimension an all-reduce of S runs a\n"
         "#   reduce-scatter ring in each group (S/{} per message), an all-reduce ring across the groups on S/{} (S/{} per\n"
-        "#   message) and an all-gather ring in each group: `p2pscope predict --algo ring` runs this schedule.\n",
+        "#   message) and an all-gather ring in each group: `p2pscope predict --algo ring --astra-backend unaware` runs\n"
+        "#   this schedule.\n",
         plan.dims[0].npus, plan.dims[0].npus, plan.dims[0].npus, p);
   else
-    o += "# Routing: one dimension, every pair in it; `p2pscope predict --algo ring` runs the same flat ring.\n";
+    o += fmt::format("# Routing: one dimension, every pair in it; `p2pscope predict --algo ring --astra-backend {}` runs the same\n"
+                     "#   flat ring.\n", to_string(plan.backend));
   o += "# Model: per dimension one line, the upper regime of its links' recommended models (links.json \"model\", the one\n"
        "#   report and predict use), its alpha raised to the measured latency floor where the regime's is below it:\n"
        "#   exact at the asymptotic bandwidth and for the sizes of that regime; the table gives the error size by size.\n";

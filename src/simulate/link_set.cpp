@@ -190,9 +190,15 @@ LinkSet read_link_set(const std::string& dir) {
   if (fs::exists(d / "summary.json")) {
     try {
       const auto sj = nlohmann::json::parse(read_text_file((d / "summary.json").string()));
-      for (const auto& c : sj.value("configs", nlohmann::json::array()))
-        s.samples[{c.value("backend", ""), c.value("src", 0), c.value("dst", 0), c.value("size_bytes", std::uint64_t{0})}] =
-            {c.value("n", std::size_t{0}), c.value("n_raw", std::size_t{0})};
+      for (const auto& c : sj.value("configs", nlohmann::json::array())) {
+        SampleCount n{c.value("n", std::size_t{0}), c.value("n_raw", std::size_t{0})};
+        if (c.contains("median_ci") && c["median_ci"].is_object()) {
+          n.ci_lo_ns = c["median_ci"].value("lo_ns", NAN);
+          n.ci_hi_ns = c["median_ci"].value("hi_ns", NAN);
+          n.ci_level = c["median_ci"].value("level", NAN);
+        }
+        s.samples[{c.value("backend", ""), c.value("src", 0), c.value("dst", 0), c.value("size_bytes", std::uint64_t{0})}] = n;
+      }
     } catch (const nlohmann::json::exception&) {
       s.notes.push_back("summary.json is not valid JSON: sample counts left out");
     }

@@ -7,6 +7,7 @@
 
 #include "analyze/campaign.hpp"
 #include "p2pscope/analyze.hpp"
+#include "p2pscope/simulate.hpp"
 #include "simulate_support.hpp"
 
 namespace p2pscope::analyze {
@@ -70,6 +71,17 @@ TEST(MedianInterval, SummaryAndReportCarryTheIntervalResidualAndClockBound) {
   const std::string csv = test::slurp(dir / "summary.csv");
   EXPECT_NE(csv.find(",median_ci_lo_ns,median_ci_hi_ns,median_ci_level,model_ns,model_rel_error\n"), std::string::npos);
   EXPECT_NE(test::slurp(dir / "report.html").find("median interval"), std::string::npos);
+  // export --to json carries each point's interval to the simulator.
+  const auto ej = nlohmann::json::parse(simulate::export_campaign(dir.string(), simulate::ExportFormat::json).text);
+  std::size_t with_ci = 0;
+  for (const auto& l : ej["links"])
+    for (const auto& p : l["points"]) {
+      ASSERT_TRUE(p.contains("median_ci")) << p.dump();
+      EXPECT_LE(p["median_ci"]["lo_ns"].get<double>(), p["median_ns"].get<double>());
+      EXPECT_GE(p["median_ci"]["hi_ns"].get<double>(), p["median_ns"].get<double>());
+      ++with_ci;
+    }
+  EXPECT_EQ(with_ci, sj["configs"].size());
 }
 
 }  // namespace
