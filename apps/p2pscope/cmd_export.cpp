@@ -92,6 +92,8 @@ void add_export_command(CLI::App& app, Context& /*ctx*/) {
     if (!o->sizes.empty()) {
       if (format != simulate::ExportFormat::csv) throw UsageError("--sizes applies to --to csv only");
       eo.sizes = parse_size_list(o->sizes);
+      for (const auto n : eo.sizes)
+        if (n == 0) throw UsageError("--sizes: a size of 0 bytes has no transfer time to predict; give 1 or more");
     }
     const auto e = simulate::export_campaign(o->dir, format, eo);
     for (const auto& n : e.notes) std::fprintf(stderr, "note: %s\n", n.c_str());
