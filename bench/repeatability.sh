@@ -13,6 +13,8 @@
 #   GPUs (the coordinator's command; about 2 x 3 minutes on 2 H100s):
 #     bench/repeatability.sh build/p2pscope -- --backend ce --gpus 0,1 --sizes 1:1G --reps 10 --drift 0 \
 #       --thermal-warmup 50C:30s
+#   one GPU (the GPU and its pinned host memory):
+#     bench/repeatability.sh build/p2pscope -- --backend staged --sizes 1:1G --reps 10 --drift 0 --thermal-warmup 50C:30s
 # OUT=DIR keeps both campaigns and the comparison (default a temp dir, removed).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)

@@ -103,7 +103,7 @@ std::string dimension_block(const AstraPlan& plan, std::size_t k, std::vector<st
                    d.alpha_ns, d.beta_bytes_per_s, d.beta_bytes_per_s / 1e9, d.latency_text, aware ? "link" : "hop",
                    d.bandwidth_text, aware && d.hops == 2 ? " per link, 2 links stored and forwarded" : "");
   o += fmt::format("#   it is the {} regime of {} link(s)' recommended models (largest alpha, smallest beta; alpha at least "
-                   "the latency floor), exact {}; measured: latency floor {:.0f}..{:.0f} ns, asymptotic "
+                   "the latency floor), the links' model itself {}; measured: latency floor {:.0f}..{:.0f} ns, asymptotic "
                    "bandwidth {:.3f}..{:.3f} GB/s\n",
                    std::isfinite(d.exact_to_bytes) ? "chosen (--astra-line-at)" : "upper", d.links.size(),
                    std::isfinite(d.exact_to_bytes)
@@ -141,7 +141,7 @@ std::string dimension_block(const AstraPlan& plan, std::size_t k, std::vector<st
   o += table;
   if (std::fabs(worst) > analyze::kModelTolerance)
     notes->push_back(fmt::format("dimension {} ({}): one alpha-beta line is off by {:+.0f}% at {:.0f} B against the "
-                                 "measured medians (exact {}); the table in the file's header has every size",
+                                 "measured medians (the model itself {}); the table in the file's header has every size",
                                  k, comment_safe(d.cls), 100 * worst, worst_at, range));
   std::vector<double> b, a;
   for (const auto* l : d.links) {
