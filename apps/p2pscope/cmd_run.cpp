@@ -85,7 +85,8 @@ std::vector<Step> plan_steps(const RunOptions& o, const gpu::RuntimeInfo& rt, co
   s.push_back({"analyze", {"analyze", campaign}, "analyze.txt", ""});
   // The simulator loop: the campaign's links as an ASTRA-sim network, and collectives
   // predicted from them; checked against NCCL where GPU pairs and NCCL are here.
-  s.push_back({"export", {"export", campaign, "--to", "astra-sim", "--out", (out / "network.yml").string()},
+  s.push_back({"export", {"export", campaign, "--to", "astra-sim", "--out", (out / "network.yml").string(), "--system",
+                          (out / "system.json").string()},
                "export.txt", ""});
   std::vector<std::string> predict = {"predict", campaign, "--ops", "allreduce,allgather", "--sizes", "1M,64M,1G",
                                       "--html", (out / "predict.html").string()};

@@ -69,6 +69,15 @@ enum class Regime { latency, transition, bandwidth };
 Regime regime_of(std::uint64_t size_bytes);  // < 4 KiB, between, >= 1 MiB
 const char* regime_name(Regime r);
 
+// A distribution-free confidence interval of a median from order statistics: the
+// narrowest [x(j), x(n+1-j)] whose coverage P(j <= Binomial(n, 1/2) <= n-j) is >= 95 %;
+// with fewer than 6 samples none reaches 95 % and it is [min, max] with the coverage it has.
+struct MedianInterval {
+  double lo_ns = 0, hi_ns = 0;
+  double level = 0;  // its coverage, e.g. 0.961; 0 for no samples
+};
+MedianInterval median_interval(std::vector<double> samples);
+
 struct ConfigSummary {
   int config_id = -1;
   std::string backend;
@@ -80,6 +89,7 @@ struct ConfigSummary {
   std::size_t outliers = 0;
   double bytes_per_s = 0;      // size / median
   std::vector<double> kept;    // samples kept (ns)
+  MedianInterval median_ci;    // of stats.median, from the kept samples
 };
 
 std::vector<ConfigSummary> summarize_configs(const Campaign& c, OutlierRule rule);
