@@ -96,6 +96,16 @@ void Staging::wait(int i) { check(cudaEventSynchronize(impl_->events[static_cast
 void Staging::set_device(int gpu) { check(cudaSetDevice(gpu), "cudaSetDevice(" + std::to_string(gpu) + ")"); }
 void Staging::synchronize_device() { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
 
+bool device_accessible(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error this call leaves
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ||
+         (a.type == cudaMemoryTypeHost && a.devicePointer != nullptr);
+}
+
 #else  // no CUDA
 
 namespace {
@@ -118,6 +128,7 @@ void Staging::h2d(int, void*, std::size_t) { no_cuda(); }
 void Staging::wait(int) {}
 void Staging::set_device(int) { no_cuda(); }
 void Staging::synchronize_device() { no_cuda(); }
+bool device_accessible(const void*) { return false; }
 
 #endif
 

@@ -135,6 +135,10 @@ void plugin_sender(WorkerArgs a) {
 // Applies an UNPACK receive's scatter list: a kernel into GPU memory, a copy into host.
 void unpack_into(const net::UnpackView& v, char* dst, bool on_gpu) {
   if (on_gpu) {
+    if (!device_accessible(v.bounce) || !device_accessible(v.pieces))
+      throw UsageError("the plugin's UNPACK bounce area or scatter list is host memory the GPU cannot read (the "
+                       "reference plugin emulates UNPACK in host memory; TCPX's bounce buffers are GPU memory): use "
+                       "--mem host with this plugin's UNPACK mode");
     net::launch_unpack(v.pieces, v.count, v.bounce, dst, nullptr);
     Staging::synchronize_device();
     return;
