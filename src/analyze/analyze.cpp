@@ -53,7 +53,7 @@ nlohmann::json summary_json(const std::vector<ConfigSummary>& s, OutlierRule rul
                        {"stddev_ns", x.stats.stddev}, {"cv", x.stats.cv}, {"bytes_per_s_at_median", x.bytes_per_s}});
   return {{"schema_version", kSchemaVersion}, {"kind", "p2pscope_analyze_summary"},
           {"outlier_rule", outlier_rule_text(rule)}, {"rows_read", c.ops.size()}, {"rows_skipped", c.rows_skipped},
-          {"configs", configs}};
+          {"rows_duplicate", c.rows_duplicate}, {"completeness", c.completeness}, {"configs", configs}};
 }
 
 // Row indices of `cmp.rows` by |error|, worst first.
