@@ -8,6 +8,7 @@
 
 #include "analyze/campaign.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/units.hpp"
 
@@ -18,11 +19,11 @@ namespace {
 constexpr int kSchemaVersion = 1;
 
 void write_file(const fs::path& p, const std::string& text, Result* r) {
-  {
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("cannot write " + p.string() + " (is the output directory writable? --out chooses another)");
-    out << text;
-    if (!out.flush()) throw Error("write failed: " + p.string());
+  // analyze's own names in its output directory: replaced on a rerun, atomically.
+  try {
+    write_file_atomic(p, text, Replace::allow);
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (is the output directory writable? --out chooses another)");
   }
   r->written.push_back(p.string());
 }

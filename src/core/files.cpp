@@ -112,7 +112,8 @@ void write_file_atomic(const fs::path& p, std::string_view content, Replace repl
     // O_EXCL never follows a symlink: whatever sits at the temporary name is not ours.
     f.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (f.fd < 0 && (errno != EEXIST || attempt > 100))
-      throw Error(fmt::format("cannot create a temporary file next to '{}': {}", p.string(), errno_text(errno)));
+      throw Error(fmt::format("cannot write '{}' (a temporary file in its directory could not be created): {}",
+                               p.string(), errno_text(errno)));
   }
   const auto fail = [&](const std::string& what) {
     const int err = errno;
