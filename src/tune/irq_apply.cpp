@@ -105,7 +105,7 @@ IrqBackup read_backup(const FsRoot& fs, const std::vector<int>& irqs) {
     b.entries.push_back(std::move(e));
   }
   if (!missing.empty())
-    throw UsageError("IRQ(s) " + missing + " do not exist on this machine (no /proc/irq/N/smp_affinity under " +
+    throw UsageError("IRQ(s) " + missing + " do not exist on this machine (no readable regular file /proc/irq/N/smp_affinity under " +
                      fs.root().string() + "); make the plan again with 'p2pscope irq plan'");
   return b;
 }

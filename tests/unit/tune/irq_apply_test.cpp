@@ -17,6 +17,7 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/tune.hpp"
 #include "p2pscope/units.hpp"
+#include "../cli/run_binary.hpp"
 #include "read_tree.hpp"
 
 using namespace p2pscope;
@@ -140,4 +141,51 @@ TEST(IrqApplyHostileTree, AFifoInTheTreeDoesNotHangADryRunNorDiscovery) {
     o.use_nvml = false;
     topo::discover(root, o);
   })) << "topo discovery blocked on a fifo";
+}
+
+// The CLI end to end: a named output is not replaced without --force, and --force
+// replaces a symlink planted there instead of writing through it.
+TEST(IrqCliOutputs, PlanOutRefusesAnExistingFileUnlessForcedAndNeverFollowsALink) {
+  const fs::path out = fs::temp_directory_path() / ("p2pscope-irqplan-" + std::to_string(::getpid()) + ".json");
+  const fs::path victim = out.string() + ".victim";
+  fs::remove(out);
+  const std::string cmd = "irq plan --root " + kH200.string() + " --format json --out " + out.string();
+  auto r = test::run_binary(cmd);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto first = fs::file_size(out);
+  std::ofstream(out, std::ios::trunc) << "mine\n";
+  r = test::run_binary(cmd);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("already exists"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--force"), std::string::npos) << r.out;
+  std::ifstream mine(out);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(mine)), {}), "mine\n");
+  fs::remove(out);
+  std::ofstream(victim) << "precious\n";
+  fs::create_symlink(victim, out);
+  r = test::run_binary(cmd + " --force");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_FALSE(fs::is_symlink(out));
+  EXPECT_EQ(fs::file_size(out), first);
+  std::ifstream v(victim);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(v)), {}), "precious\n");
+  fs::remove(out);
+  fs::remove(victim);
+}
+
+TEST(IrqCliOutputs, ApplyTwiceWithOneBackupNameIsRefusedBeforeAnyChange) {
+  TreeCopy copy("cli");
+  const fs::path plan = copy.dir.string() + "-plan.json";
+  const std::string backup = copy.dir.string() + "-backup.json";
+  auto r = test::run_binary("irq plan --root " + copy.dir.string() + " --nics eth0 --reserve 0-3 --format json --out " +
+                            plan.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = test::run_binary("irq apply " + plan.string() + " --yes --root " + copy.dir.string() + " --backup " + backup);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto after_first = read_tree(copy.dir);
+  r = test::run_binary("irq apply " + plan.string() + " --yes --root " + copy.dir.string() + " --backup " + backup);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("already exists"), std::string::npos) << r.out;
+  EXPECT_EQ(read_tree(copy.dir), after_first);
+  fs::remove(plan);
 }
