@@ -99,8 +99,10 @@ TEST(ProfileResumeFaults, AChangedByteMidLogCostsThatRowOnlyAndIsKeptAside) {
   expect_exactly_once(dir, 18);
   // Every other row is the one measured before, byte for byte.
   const auto after = lines_of(log);
-  for (std::size_t i = 0; i < lines.size(); ++i)
-    if (i != 4) EXPECT_NE(std::find(after.begin(), after.end(), lines[i]), after.end()) << "line " << i + 1 << " lost";
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (i == 4) continue;
+    EXPECT_NE(std::find(after.begin(), after.end(), lines[i]), after.end()) << "line " << i + 1 << " lost";
+  }
   const std::string aside = slurp(dir / "execution_log.set-aside.txt");
   EXPECT_NE(aside.find("line 5 "), std::string::npos) << aside;
   EXPECT_NE(aside.find(damaged), std::string::npos) << aside;
