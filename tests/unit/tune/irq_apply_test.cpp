@@ -2,6 +2,7 @@
 // existing backup is never replaced, and a fifo in the tree does not hang a dry run
 // nor discovery.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,6 +53,7 @@ IrqPlan eth0_plan(const fs::path& root) {
 // Runs `f` on a thread; if it is still blocked after 5 s, opens the fifo's other
 // end until it returns, so that a failing test ends instead of hanging ctest.
 bool finishes_alone(const fs::path& fifo, int other_end, const std::function<void()>& f) {
+  ::signal(SIGPIPE, SIG_IGN);  // a blocked writer released by our short-lived reader must not die
   std::atomic<bool> done{false};
   std::thread t([&] {
     try {
