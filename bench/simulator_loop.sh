@@ -49,11 +49,11 @@ trap 'rm -rf "$dir"' EXIT
 links=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['links']))" "$dir/c/links.json")
 sizes=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['links'][0]['points']))" "$dir/c/links.json")
 loop() {
-  "$bin" export "$dir/c" --to astra-sim --out "$dir/network.yml" 2>/dev/null
-  "$bin" export "$dir/c" --to json --out "$dir/export.json" 2>/dev/null
-  "$bin" export "$dir/c" --to csv --out "$dir/pred.csv" 2>/dev/null
-  "$bin" predict "$dir/c" --algo ring --format csv --out "$dir/ring.csv" 2>/dev/null
-  "$bin" predict "$dir/c" --algo tree --format csv --out "$dir/tree.csv" 2>/dev/null
+  "$bin" export "$dir/c" --to astra-sim --out "$dir/network.yml" --force 2>/dev/null
+  "$bin" export "$dir/c" --to json --out "$dir/export.json" --force 2>/dev/null
+  "$bin" export "$dir/c" --to csv --out "$dir/pred.csv" --force 2>/dev/null
+  "$bin" predict "$dir/c" --algo ring --format csv --out "$dir/ring.csv" --force 2>/dev/null
+  "$bin" predict "$dir/c" --algo tree --format csv --out "$dir/tree.csv" --force 2>/dev/null
 }
 times=()
 for i in $(seq "$runs"); do

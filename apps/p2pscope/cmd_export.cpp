@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 #include "p2pscope/simulate.hpp"
 #include "p2pscope/units.hpp"
 
@@ -18,9 +19,10 @@ namespace {
 struct ExportOptions {
   std::string dir, to, out, backend, sizes, astra_backend = "unaware", system, line_at;
   std::int64_t endpoint_delay_ns = 1;
+  bool force = false;
 };
 
-void write_out(const std::string& text, const std::string& out, const std::string& name) {
+void write_out(const std::string& text, const std::string& out, const std::string& name, bool force) {
   namespace fs = std::filesystem;
   if (out.empty() || out == "-") {
     std::cout << text;
@@ -34,10 +36,7 @@ void write_out(const std::string& text, const std::string& out, const std::strin
     if (ec) throw Error("cannot create directory '" + out + "': " + ec.message());
     p /= name;
   }
-  std::ofstream f(p, std::ios::binary | std::ios::trunc);
-  if (!f) throw Error("cannot write '" + p.string() + "': " + errno_text(errno));
-  f << text;
-  if (!f.flush()) throw Error("write '" + p.string() + "' failed: " + errno_text(errno));
+  write_file_atomic(p, text, force ? Replace::allow : Replace::refuse);
   std::cerr << "wrote " << p.string() << "\n";
 }
 
@@ -54,6 +53,7 @@ void add_export_command(CLI::App& app, Context& /*ctx*/) {
   cmd->add_option("dir", o->dir, "campaign directory holding links.json (run `p2pscope analyze DIR` first)")->required();
   cmd->add_option("--to", o->to, "format: " + formats)->required();
   cmd->add_option("--out", o->out, "output FILE, or DIR/ (a suggested name in it); default stdout");
+  cmd->add_flag("--force", o->force, "Replace the output file if it exists");
   cmd->add_option("--backend", o->backend, "only this backend's links (astra-sim: default the first of nccl, ce, sm, ...)");
   cmd->add_option("--sizes", o->sizes, "csv: sizes to predict, e.g. 1K:1G (default: each link's measured sizes)");
   cmd->add_option("--astra-backend", o->astra_backend,
@@ -97,8 +97,8 @@ void add_export_command(CLI::App& app, Context& /*ctx*/) {
     }
     const auto e = simulate::export_campaign(o->dir, format, eo);
     for (const auto& n : e.notes) std::fprintf(stderr, "note: %s\n", n.c_str());
-    write_out(e.text, o->out, e.file_name);
-    if (!o->system.empty()) write_out(e.system_text, o->system, "system.json");
+    write_out(e.text, o->out, e.file_name, o->force);
+    if (!o->system.empty()) write_out(e.system_text, o->system, "system.json", o->force);
   });
 }
 

@@ -14,6 +14,7 @@
 #include "commands.hpp"
 #include "p2pscope/charts.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/simulate.hpp"
@@ -28,7 +29,7 @@ struct PredictOptions {
   std::string dir, ops = "allreduce,allgather,reducescatter,alltoall,broadcast", algo = "ring", sizes = "1K:1G";
   std::string backend, format = "text", out, dtype = "float", html, astra_backend = "unaware";
   std::int64_t endpoint_delay_ns = 1;
-  bool measure = false;
+  bool measure = false, force = false;
   int warmup = 5, iters = 20;
 };
 
@@ -185,14 +186,12 @@ void run_predict(const PredictOptions& o, Context& ctx) {
     std::cout << text;
     std::cout.flush();
   } else {
-    std::ofstream f(o.out, std::ios::binary | std::ios::trunc);
-    if (!f || !(f << text).flush()) throw Error("cannot write '" + o.out + "': " + errno_text(errno));
+    write_file_atomic(o.out, text, o.force ? Replace::allow : Replace::refuse);
     std::cerr << "wrote " << o.out << "\n";
   }
   if (!o.html.empty()) {
-    std::ofstream f(o.html, std::ios::binary | std::ios::trunc);
-    if (!f || !(f << predict_page(what, assumptions, curves, t, measuring)).flush())
-      throw Error("cannot write '" + o.html + "': " + errno_text(errno));
+    write_file_atomic(o.html, predict_page(what, assumptions, curves, t, measuring),
+                      o.force ? Replace::allow : Replace::refuse);
     std::cerr << "wrote " << o.html << "\n";
   }
   for (const auto& u : unmeasured) std::fprintf(stderr, "note: not measured: %s\n", u.c_str());
@@ -232,6 +231,7 @@ void add_predict_command(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   cmd->add_option("--out", o->out, "output file (default stdout)");
   cmd->add_option("--html", o->html, "also write a page with a chart per op (predicted, and measured with --measure)");
+  cmd->add_flag("--force", o->force, "Replace the --out and --html files if they exist");
   cmd->add_flag("--measure", o->measure, "also run the ops with NCCL on the campaign's GPUs (bench nccl) and compare");
   cmd->add_option("--dtype", o->dtype, "--measure: element type (as bench nccl)")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "--measure: warmup iterations per size")->capture_default_str();

@@ -10,6 +10,7 @@
 
 #include "analyze/campaign.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/units.hpp"
 
@@ -20,11 +21,11 @@ namespace {
 constexpr int kSchemaVersion = 1;
 
 void write_file(const fs::path& p, const std::string& text, Result* r) {
-  {
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("cannot write " + p.string() + " (is the output directory writable? --out chooses another)");
-    out << text;
-    if (!out.flush()) throw Error("write failed: " + p.string());
+  // analyze's own names in its output directory: replaced on a rerun, atomically.
+  try {
+    write_file_atomic(p, text, Replace::allow);
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (is the output directory writable? --out chooses another)");
   }
   r->written.push_back(p.string());
 }
@@ -106,7 +107,7 @@ nlohmann::json summary_json(const std::vector<ConfigSummary>& s, OutlierRule rul
           {"model_rel_error", "(model_ns - median_ns) / median_ns: the link's recommended model (links.json) at this "
                               "size, the fit's residual"},
           {"clock_bound", clock_bound(c)},
-          {"configs", configs}};
+          {"rows_duplicate", c.rows_duplicate}, {"completeness", c.completeness}, {"configs", configs}};
 }
 
 // Row indices of `cmp.rows` by |error|, worst first.

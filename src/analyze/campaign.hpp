@@ -45,6 +45,17 @@ struct Campaign {
   std::vector<Op> ops;
   std::size_t rows_skipped = 0;
   std::vector<std::string> skipped_examples;  // first few garbled lines, with line numbers
+  // Rows repeating a (config, repetition) already read: the first is kept, these are
+  // dropped and counted (two writers at once), never taken as extra samples.
+  std::size_t rows_duplicate = 0;
+  std::vector<std::string> duplicate_examples;
+  // Backends a row may name: the plan's when metadata.json has one (set before parsing);
+  // empty: any name of p2pscope's backends (host, ce, sm, staged, nccl and their variants).
+  std::vector<std::string> plan_backends;
+  bool last_line_whole = true;  // false: the log ends mid-line (a kill, a cut copy)
+  // "complete" only when every planned (config, repetition) has a row and the last line
+  // is whole; else "incomplete: ..." naming what is missing, or "unknown: ..." without a plan.
+  std::string completeness;
   nlohmann::json metadata;                    // {} when absent
   nlohmann::json drift;                       // {} when absent
   std::vector<TempSample> temperatures;

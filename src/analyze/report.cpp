@@ -377,12 +377,14 @@ std::string render_report(const Campaign& c, const std::vector<ConfigSummary>& s
       {"directory", c.dir},
       {"devices", gpus.empty() ? "-" : gpus},
       {"backends", backend_list.empty() ? "-" : backend_list},
-      {"ops analyzed", fmt::format("{} ({} garbled rows skipped)", c.ops.size(), c.rows_skipped)},
+      {"ops analyzed", fmt::format("{} ({} garbled rows skipped, {} duplicates ignored)", c.ops.size(), c.rows_skipped, c.rows_duplicate)},
       {"configs / links", fmt::format("{} / {}", s.size(), links.size())},
       {"timing", device_timed ? "GPU-measured durations" : "host CLOCK_MONOTONIC durations (or mixed)"},
       {"outlier rule", outlier_rule_text(rule)},
       {"findings", fmt::format("{} ({} warnings)", findings.size(), warnings)},
-      {"campaign status", c.metadata.value("status", std::string("-"))}};
+      {"campaign status", c.completeness.empty() ? c.metadata.value("status", std::string("-"))
+                                                 : c.completeness + " (metadata.json: " +
+                                                       c.metadata.value("status", std::string("-")) + ")"}};
   body += charts::html::table({"", ""}, facts);
   for (const auto& n : c.notes) body += "<p class=\"note\">" + xml_escape(n) + "</p>\n";
   if (links.empty()) {

@@ -17,6 +17,7 @@
 #include "p2pscope/backend.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/nvml.hpp"
@@ -139,35 +140,27 @@ Result run_campaign(const Params& p) {
   std::string dir = resuming ? p.resume_dir : (p.out_dir.empty() ? default_out_dir(p.out_root, primary.name(), nvml.get()) : p.out_dir);
   if (!resuming) prepare_new_out_dir(dir);
   const auto path = [&dir](const char* f) { return (fs::path(dir) / f).string(); };
+  // One writer per campaign: two resumes at once measured every row twice.
+  const DirLock lock(dir, "campaign directory");
 
   std::vector<LogRow> rows;
   std::uint64_t keep_bytes = 0;
   // metadata.json is written before the log exists: a campaign killed in between resumes with no rows.
   if (resuming && fs::exists(path(kLogFile))) {
-    LogContents log;
+    const auto fits = [&plan](const LogRow& r) {
+      if (r.config_id < 0 || static_cast<std::size_t>(r.config_id) >= plan.configs.size()) return false;
+      const Config& c = plan.configs[static_cast<std::size_t>(r.config_id)];
+      return c.src == r.src && c.dst == r.dst && c.size_bytes == r.size_bytes && r.repetition >= 0 && r.repetition < plan.reps;
+    };
+    ResumeLog log;
     try {
-      log = read_log(path(kLogFile));
-    } catch (const UsageError&) {
-      throw;
+      log = prepare_log_for_resume(path(kLogFile), path(kLogAsideFile), fits);
     } catch (const Error& e) {
       throw UsageError(std::string("--resume ") + dir + ": " + e.what());
     }
-    for (const auto& r : log.rows) {
-      const bool fits = r.config_id >= 0 && static_cast<std::size_t>(r.config_id) < plan.configs.size() &&
-                        plan.configs[static_cast<std::size_t>(r.config_id)].src == r.src &&
-                        plan.configs[static_cast<std::size_t>(r.config_id)].dst == r.dst &&
-                        plan.configs[static_cast<std::size_t>(r.config_id)].size_bytes == r.size_bytes &&
-                        r.repetition >= 0 && r.repetition < plan.reps;
-      if (!fits)
-        throw UsageError(fmt::format("--resume {}: {} holds a row (config {}, rep {}) that is not in the saved plan",
-                                     dir, kLogFile, r.config_id, r.repetition));
-    }
-    if (log.legacy)
-      throw UsageError(fmt::format("--resume {}: {} was written by an older p2pscope (one op per row, no batch column); "
-                                   "analyze it as it is, or start a new campaign", dir, kLogFile));
-    if (log.torn_tail) note(fmt::format("{}: dropped a torn last line (the previous run was killed mid-write)", kLogFile));
+    for (const auto& n : log.notes) note(n);
     rows = std::move(log.rows);
-    keep_bytes = log.good_bytes;
+    keep_bytes = log.keep_bytes;
   }
   std::set<std::pair<int, int>> done;
   for (const auto& r : rows) done.insert({r.config_id, r.repetition});
