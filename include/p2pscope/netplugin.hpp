@@ -35,6 +35,10 @@ using Deadline = Clock::time_point;
 inline constexpr int kMinAbiVersion = 6;   // the oldest ncclNetPlugin_vN NCCL 2.28 still loads
 inline constexpr int kMaxAbiVersion = 11;  // the newest
 inline constexpr std::size_t kHandleBytes = 128;  // NCCL_NET_HANDLE_MAXSIZE
+// Requests NCCL keeps in flight per comm (NCCL_NET_MAX_REQUESTS): a window above it
+// only meets NULL requests. UNPACK receives: the queue depth of the scatter lists.
+inline constexpr int kMaxRequestsPerComm = 32;
+inline constexpr int kUnpackQueueDepth = 16;
 
 // NCCL_PTR_* bits of ptrSupport.
 inline constexpr int kPtrHost = 0x1;
