@@ -109,6 +109,8 @@ class ListenComm;
 class SendComm;
 class RecvComm;
 
+// Load a plugin once per process and share it (server and client sides of a loopback
+// run included): plugins keep process-wide state, and a second load re-runs init.
 class Plugin : public std::enable_shared_from_this<Plugin> {
  public:
   // dlopen + pick the highest ncclNetPlugin_vN in [min,max] + init + devices +
@@ -137,6 +139,12 @@ class Plugin : public std::enable_shared_from_this<Plugin> {
   // deadline: then Error "connect to ... did not complete within ...".
   SendComm connect(int dev, const NetHandle& handle, Deadline deadline);
   RecvComm accept(ListenComm& listener, Deadline deadline);
+  // One try each, for a caller that must progress both ends in one thread (--loopback
+  // with plugins whose connect waits for the accept, as IB's does): std::nullopt =
+  // not yet. `handle` carries the plugin's connection state between tries: pass the
+  // same object each time, starting from the peer's bytes.
+  std::optional<SendComm> try_connect(int dev, NetHandle& handle);
+  std::optional<RecvComm> try_accept(ListenComm& listener);
 
   struct Impl;
   Impl& impl() { return *impl_; }

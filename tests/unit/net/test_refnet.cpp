@@ -236,6 +236,26 @@ TEST(NetRefPluginFaults, AcceptWithoutPeerEndsAtTheDeadline) {
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(2));
 }
 
+TEST(NetRefPlugin, TryConnectAndTryAcceptInterleaveInOneThread) {
+  LoadOptions o;
+  o.plugin = kRefnet;
+  auto p = Plugin::load(o);
+  ListenComm l = p->listen(0);
+  EXPECT_FALSE(p->try_accept(l));  // nobody connected yet: not an error
+  NetHandle h = l.handle();
+  std::optional<SendComm> s;
+  std::optional<RecvComm> r;
+  const Deadline end = in_s(5);
+  while (!s || !r) {
+    ASSERT_LT(Clock::now(), end);
+    if (!s) s = p->try_connect(0, h);
+    if (!r) r = p->try_accept(l);
+  }
+  EXPECT_TRUE(*s);
+  EXPECT_TRUE(*r);
+  EXPECT_EQ(r->device(), 0);
+}
+
 TEST(NetRefPluginProperties, JsonRowsAndVerdict) {
   LoadOptions o;
   o.plugin = kRefnet;
