@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <thread>
 
 #include "net_test_util.hpp"
 
@@ -273,4 +274,66 @@ TEST(NetRefPluginProperties, JsonRowsAndVerdict) {
   EXPECT_EQ(rows[0][1], "name");
   EXPECT_EQ(rows[1][1], "lo");
   EXPECT_EQ(rows[1][5], "host");
+}
+
+// As an engine runs it: several comms dealt over two devices, each side of each comm
+// on its own thread, one shared Plugin; every byte checked.
+TEST(NetRefPlugin, CommsOverTwoDevicesOnTheirOwnThreads) {
+  Env env({{"P2PSCOPE_REFNET_IFS", "lo,lo"}});
+  LoadOptions o;
+  o.plugin = kRefnet;
+  auto plugin = Plugin::load(o);
+  ASSERT_EQ(plugin->devices().size(), 2u);
+  const int comms = 4;
+  const std::size_t bytes = 16u << 20, chunk = 256u << 10, window = 4;
+  std::vector<Pair> pairs(comms);
+  for (int c = 0; c < comms; ++c) {
+    pairs[c].plugin = plugin;
+    pairs[c].listen = plugin->listen(c % 2);
+    pairs[c].send = plugin->connect(c % 2, pairs[c].listen.handle(), in_s(5));
+    pairs[c].recv = plugin->accept(pairs[c].listen, in_s(5));
+    EXPECT_EQ(pairs[c].recv.device(), c % 2);
+  }
+  std::vector<std::vector<unsigned char>> src(comms), dst(comms);
+  std::vector<std::string> errors(2 * comms);
+  std::vector<std::thread> threads;
+  for (int c = 0; c < comms; ++c) {
+    src[c] = pattern(bytes, 100 + c);
+    dst[c].assign(bytes, 0);
+    threads.emplace_back([&, c] {
+      try {
+        SendComm& s = pairs[c].send;
+        MemRegion mr = s.reg_mr(src[c].data(), bytes, MemType::host);
+        std::size_t posted = 0, done = 0, n = bytes / chunk;
+        const Deadline end = in_s(30);
+        while (done < n) {
+          if (Clock::now() > end) throw p2pscope::Error("send timeout");
+          if (posted < n && posted - done < window && s.isend(src[c].data() + posted * chunk, chunk, mr)) ++posted;
+          else if (done < posted && s.test_oldest()) ++done;
+          else std::this_thread::yield();
+        }
+      } catch (const std::exception& e) {
+        errors[2 * c] = e.what();
+      }
+    });
+    threads.emplace_back([&, c] {
+      try {
+        RecvComm& r = pairs[c].recv;
+        MemRegion mr = r.reg_mr(dst[c].data(), bytes, MemType::host);
+        std::size_t posted = 0, done = 0, n = bytes / chunk;
+        const Deadline end = in_s(30);
+        while (done < n) {
+          if (Clock::now() > end) throw p2pscope::Error("recv timeout");
+          if (posted < n && posted - done < window && r.irecv(dst[c].data() + posted * chunk, chunk, mr)) ++posted;
+          else if (done < posted && r.test_oldest()) ++done;
+          else std::this_thread::yield();
+        }
+      } catch (const std::exception& e) {
+        errors[2 * c + 1] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+  for (int c = 0; c < comms; ++c) EXPECT_TRUE(src[c] == dst[c]) << "comm " << c << " delivered other bytes";
 }
