@@ -154,7 +154,8 @@ class Plugin : public std::enable_shared_from_this<Plugin> {
   std::unique_ptr<Impl> impl_;
 };
 
-// Registered memory on one comm. deregMr in the destructor.
+// Registered memory on one comm. deregMr in the destructor (skipped when the comm
+// was closed first: plugins free a comm's registrations with it).
 class MemRegion {
  public:
   MemRegion() = default;
@@ -171,6 +172,7 @@ class MemRegion {
  private:
   friend class CommBase;
   std::shared_ptr<Plugin> plugin_;
+  std::weak_ptr<int> comm_alive_;  // expired once its comm closed: deregMr is skipped then
   void* comm_ = nullptr;
   void* mhandle_ = nullptr;
   void* data_ = nullptr;
@@ -231,6 +233,7 @@ class CommBase {
  protected:
   friend class Plugin;
   std::shared_ptr<Plugin> plugin_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(1);  // regions watch it (MemRegion::comm_alive_)
   void* comm_ = nullptr;
   int dev_ = 0;
   std::uint64_t next_seq_ = 0;

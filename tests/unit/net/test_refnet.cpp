@@ -337,3 +337,17 @@ TEST(NetRefPlugin, CommsOverTwoDevicesOnTheirOwnThreads) {
   for (const auto& e : errors) EXPECT_EQ(e, "");
   for (int c = 0; c < comms; ++c) EXPECT_TRUE(src[c] == dst[c]) << "comm " << c << " delivered other bytes";
 }
+
+TEST(NetRefPlugin, RegionOutlivingItsCommIsNotDeregisteredOnAClosedComm) {
+  Pair p = connect_pair();
+  std::vector<unsigned char> buf(4096);
+  MemRegion mr = p.send.reg_mr(buf.data(), buf.size(), MemType::host);
+  MemRegion moved = std::move(mr);  // the watch moves with the region
+  EXPECT_FALSE(mr);
+  p.send.close();
+  moved.reset();  // must not call deregMr on the closed comm (ASan would see the plugin's freed comm)
+  bool noted = false;
+  for (const auto& l : p.plugin->log()) noted |= l.find("outlived its comm") != std::string::npos;
+  EXPECT_TRUE(noted);
+  EXPECT_THROW(p.send.reg_mr(buf.data(), buf.size(), MemType::host), UsageError);
+}
