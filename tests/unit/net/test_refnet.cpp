@@ -68,6 +68,27 @@ TEST_P(EveryVersion, LoadsConnectsAndMovesBytesExactly) {
   EXPECT_TRUE(p.recv.outstanding().empty());
 }
 
+// The single-version builds: the loader finds the one version each exports.
+TEST_P(EveryVersion, SingleVersionBuildLoadsAtThatVersion) {
+  const int v = GetParam();
+  const std::string file =
+      (std::filesystem::path(kRefnet).parent_path() / ("libnccl-net-p2pscope-v" + std::to_string(v) + ".so")).string();
+  LoadOptions o;
+  o.plugin = file;
+  auto plugin = Plugin::load(o);
+  EXPECT_EQ(plugin->version(), v);
+  EXPECT_EQ(plugin->exported_versions(), std::vector<int>{v});
+  Pair p;
+  p.plugin = plugin;
+  p.listen = plugin->listen(0);
+  p.send = plugin->connect(0, p.listen.handle(), in_s(5));
+  p.recv = plugin->accept(p.listen, in_s(5));
+  auto in = messages({100000, 3});
+  std::vector<std::vector<unsigned char>> out;
+  transfer(p, in, out, 2);
+  expect_delivered(in, out);
+}
+
 INSTANTIATE_TEST_SUITE_P(NetRefPlugin, EveryVersion, ::testing::Range(6, 12),
                          [](const auto& info) { return "v" + std::to_string(info.param); });
 
