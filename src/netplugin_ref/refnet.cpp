@@ -52,6 +52,26 @@ std::size_t page_slot(std::size_t page, std::size_t npages) {
   return q < npages ? q : page;
 }
 
+// readv on the comm's socket, served first from the carry (one source per call).
+ssize_t pull(Comm* c, iovec* iov, int n) {
+  if (c->carry_off < c->carry.size()) {
+    std::size_t got = 0;
+    for (int i = 0; i < n && c->carry_off < c->carry.size(); ++i) {
+      const std::size_t m = std::min(c->carry.size() - c->carry_off, iov[i].iov_len);
+      std::memcpy(iov[i].iov_base, c->carry.data() + c->carry_off, m);
+      c->carry_off += m;
+      got += m;
+      if (m < iov[i].iov_len) break;
+    }
+    if (c->carry_off == c->carry.size()) {
+      c->carry.clear();
+      c->carry_off = 0;
+    }
+    return static_cast<ssize_t>(got);
+  }
+  return ::readv(c->fd, iov, n);
+}
+
 // Move bytes of the oldest incomplete request(s) until the socket would block.
 Result progress(Comm* c) {
   if (c->err != abi::kSuccess) return c->err;
@@ -78,15 +98,30 @@ Result progress(Comm* c) {
       }
     }
     if (c->send) {
-      iovec iov[2];
+      // Every posted send in one sendmsg (headers and payloads): small chunks cost one
+      // system call per window, not one per chunk.
+      iovec iov[kMaxRequests * 2];
       int n = 0;
-      if (r.hdr_done < 8) iov[n++] = {reinterpret_cast<char*>(&r.hdr) + r.hdr_done, 8 - r.hdr_done};
-      std::size_t want = std::min<std::uint64_t>(r.total - r.done, limit);
-      if (want) iov[n++] = {r.data + r.done, want};
-      if (n == 0) break;  // limited to zero: the fault fires on the next call
+      std::uint64_t budget = limit;
+      std::size_t asked = 0;
+      for (std::uint64_t q = c->active; q < c->tail; ++q) {
+        Req& x = c->reqs[q % kMaxRequests];
+        if (x.hdr_done < 8) {
+          iov[n++] = {reinterpret_cast<char*>(&x.hdr) + x.hdr_done, 8 - x.hdr_done};
+          asked += 8 - x.hdr_done;
+        }
+        const std::size_t want = std::min<std::uint64_t>(x.total - x.done, budget);
+        if (want) {
+          iov[n++] = {x.data + x.done, want};
+          asked += want;
+          budget -= want;
+        }
+        if (x.done + want < x.total) break;  // a fault limit ends the batch mid-request
+      }
+      if (asked == 0) break;  // limited to zero: the fault fires on the next call
       msghdr mh{};
       mh.msg_iov = iov;
-      mh.msg_iovlen = n;
+      mh.msg_iovlen = static_cast<std::size_t>(n);
       ssize_t k = ::sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
       if (k < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return abi::kSuccess;
@@ -95,16 +130,39 @@ Result progress(Comm* c) {
         return fail(c, abi::kRemoteError);
       }
       std::size_t got = static_cast<std::size_t>(k);
-      std::size_t h = std::min(got, 8 - r.hdr_done);
-      r.hdr_done += h;
-      r.done += got - h;
-      c->moved += got - h;
+      for (std::uint64_t q = c->active; got > 0 && q < c->tail; ++q) {
+        Req& x = c->reqs[q % kMaxRequests];
+        const std::size_t h = std::min(got, 8 - x.hdr_done);
+        x.hdr_done += h;
+        got -= h;
+        const std::size_t b = std::min(got, x.total - x.done);
+        x.done += b;
+        got -= b;
+        c->moved += b;
+      }
+      while (c->active < c->tail) {
+        Req& x = c->reqs[c->active % kMaxRequests];
+        if (x.hdr_done < 8 || x.done < x.total) break;
+        x.complete = true;
+        ++c->active;
+      }
+      if (static_cast<std::size_t>(k) < asked) return abi::kSuccess;  // the socket is full
+      continue;
     } else {
       ssize_t k;
       if (r.hdr_done < 8) {
-        k = ::recv(c->fd, reinterpret_cast<char*>(&r.hdr) + r.hdr_done, 8 - r.hdr_done, MSG_DONTWAIT);
+        iovec iov[2];
+        int n = 0;
+        iov[n++] = {reinterpret_cast<char*>(&r.hdr) + r.hdr_done, 8 - r.hdr_done};
+        // Header and payload in one call when the last message filled its receive.
+        const bool both = c->exact && !c->meta && !c->faulty() && r.hdr_done == 0 && r.posted > 0;
+        if (both) iov[n++] = {r.data, r.posted};
+        k = pull(c, iov, n);
         if (k > 0) {
-          r.hdr_done += static_cast<std::size_t>(k);
+          std::size_t got = static_cast<std::size_t>(k);
+          const std::size_t h = std::min(got, 8 - r.hdr_done);
+          r.hdr_done += h;
+          got -= h;
           if (r.hdr_done == 8) {
             r.total = r.hdr;
             if (r.total > r.posted) {
@@ -112,8 +170,15 @@ Result progress(Comm* c) {
                    (unsigned long long)r.total, (unsigned long long)r.posted, (unsigned long long)r.seq);
               return fail(c, abi::kInvalidUsage);
             }
+            if (got > r.total) {  // a shorter message: the rest is the next one's
+              c->carry.insert(c->carry.begin() + static_cast<std::ptrdiff_t>(c->carry_off), r.data + r.total,
+                              r.data + got);
+              got = r.total;
+            }
+            r.done = got;
+            c->moved += got;
           }
-          continue;
+          if (r.hdr_done < 8 || r.done < r.total) continue;
         }
       } else {
         std::size_t want = std::min<std::uint64_t>(r.total - r.done, limit);
@@ -133,10 +198,10 @@ Result progress(Comm* c) {
             off += len;
             left -= len;
           }
-          k = n ? ::readv(c->fd, iov, n) : 0;
-          if (n == 0) k = 0;
+          k = n ? pull(c, iov, n) : 0;
         } else {
-          k = want ? ::recv(c->fd, r.data + r.done, want, MSG_DONTWAIT) : 0;
+          iovec iov{r.data + r.done, want};
+          k = want ? pull(c, &iov, 1) : 0;
         }
         if (k > 0) {
           r.done += static_cast<std::size_t>(k);
@@ -158,6 +223,7 @@ Result progress(Comm* c) {
       }
     }
     if (r.hdr_done == 8 && r.done == r.total) {
+      c->exact = r.total == r.posted;
       if (r.cuda_mr && !host_to_cuda(r.cuda_mr, r.user, r.data, r.total)) {
         WARN("refnet: copying %llu received bytes to CUDA memory %p failed", (unsigned long long)r.total,
              static_cast<void*>(r.user));

@@ -110,6 +110,11 @@ struct Comm {
   abi::UnpackDevHandle* udh = nullptr;
   std::uint64_t consumed = 0;
   std::vector<char> stage[kMaxRequests];  // CUDA staging, one per request slot
+  // Receive side: header and payload are read in one call once messages have filled
+  // their receives exactly; bytes such a read took past a shorter message wait here.
+  bool exact = false;
+  std::vector<char> carry;
+  std::size_t carry_off = 0;
   bool faulty() const { return send ? g.fault_send : g.fault_recv; }
 };
 

@@ -372,3 +372,33 @@ TEST(NetRefPlugin, RegionOutlivingItsCommIsNotDeregisteredOnAClosedComm) {
   EXPECT_TRUE(noted);
   EXPECT_THROW(p.send.reg_mr(buf.data(), buf.size(), MemType::host), UsageError);
 }
+
+// Once messages fill their receives exactly, the plugin reads header and payload in
+// one call; a shorter message then leaves the next one's bytes in its buffer, which
+// must reach the next receive intact.
+TEST(NetRefPlugin, ShorterMessageAfterExactOnesKeepsTheStreamIntact) {
+  Pair p = connect_pair();
+  const std::vector<std::size_t> sent = {1000, 1000, 10, 1000, 0, 1000};
+  std::vector<std::vector<unsigned char>> in;
+  for (std::size_t i = 0; i < sent.size(); ++i) in.push_back(pattern(sent[i], 40 + i));
+  std::vector<unsigned char> dummy(1);
+  std::vector<MemRegion> ms;
+  for (auto& m : in) ms.push_back(p.send.reg_mr(m.empty() ? dummy.data() : m.data(), m.size(), MemType::host));
+  const Deadline end = in_s(5);
+  for (std::size_t i = 0; i < sent.size(); ++i)
+    ASSERT_TRUE(p.send.isend(in[i].empty() ? dummy.data() : in[i].data(), sent[i], ms[i]));
+  while (!p.send.outstanding().empty()) {
+    ASSERT_LT(Clock::now(), end);
+    p.send.test_oldest();
+  }
+  std::vector<std::vector<unsigned char>> out(sent.size(), std::vector<unsigned char>(1000, 0));
+  std::vector<MemRegion> mr;
+  for (auto& o : out) mr.push_back(p.recv.reg_mr(o.data(), o.size(), MemType::host));
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    ASSERT_TRUE(p.recv.irecv(out[i].data(), 1000, mr[i]));
+    while (!p.recv.test_oldest()) ASSERT_LT(Clock::now(), end);
+    if (sent[i]) {
+      EXPECT_EQ(0, std::memcmp(out[i].data(), in[i].data(), sent[i])) << "message " << i;
+    }
+  }
+}
