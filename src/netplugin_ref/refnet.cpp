@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -277,14 +278,16 @@ void retire(Comm* c, Req* r) {
 
 }  // namespace
 
-Result reg_mr(void*, void* data, std::size_t size, int type, void** mhandle) {
+Result reg_mr(void* comm, void* data, std::size_t size, int type, void** mhandle) {
+  auto* c = static_cast<Comm*>(comm);
   if (type == 0x2 && g.cuda) {
     void* ctx = nullptr;
     if (cu.ptr_attr(&ctx, kCuPointerAttributeContext, reinterpret_cast<unsigned long long>(data)) != 0 || !ctx) {
       WARN("refnet: regMr: %p is not CUDA device memory", data);
       return abi::kInvalidArgument;
     }
-    *mhandle = new Mr{data, size, true, ctx};
+    c->mrs.push_back(new Mr{data, size, true, ctx});
+    *mhandle = c->mrs.back();
     return abi::kSuccess;
   }
   if (type != 0x1) {
@@ -292,11 +295,19 @@ Result reg_mr(void*, void* data, std::size_t size, int type, void** mhandle) {
          g.cuda ? "|NCCL_PTR_CUDA" : "; P2PSCOPE_REFNET_CUDA=1 adds CUDA");
     return abi::kInvalidArgument;
   }
-  *mhandle = new Mr{data, size};
+  c->mrs.push_back(new Mr{data, size});
+  *mhandle = c->mrs.back();
   return abi::kSuccess;
 }
 
-Result dereg_mr(void*, void* mhandle) {
+Result dereg_mr(void* comm, void* mhandle) {
+  auto* c = static_cast<Comm*>(comm);
+  auto it = std::find(c->mrs.begin(), c->mrs.end(), static_cast<Mr*>(mhandle));
+  if (it == c->mrs.end()) {
+    WARN("refnet: deregMr of a handle this comm did not register");
+    return abi::kInvalidArgument;
+  }
+  c->mrs.erase(it);
   delete static_cast<Mr*>(mhandle);
   return abi::kSuccess;
 }
@@ -390,6 +401,7 @@ void close_comm(Comm* c) {
   if (c->bounce) ::munmap(c->bounce, kUnpackSliceBytes * abi::kUnpackQueueDepth);
   delete c->meta;
   delete c->udh;
+  for (Mr* m : c->mrs) delete m;
   delete c;
 }
 }  // namespace

@@ -112,6 +112,7 @@ struct Comm {
   std::vector<char> stage[kMaxRequests];  // CUDA staging, one per request slot
   // Receive side: header and payload are read in one call once messages have filled
   // their receives exactly; bytes such a read took past a shorter message wait here.
+  std::vector<Mr*> mrs;  // registrations, freed with the comm if not deregistered
   bool exact = false;
   std::vector<char> carry;
   std::size_t carry_off = 0;
