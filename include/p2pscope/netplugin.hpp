@@ -316,6 +316,18 @@ std::vector<std::vector<std::string>> properties_rows(const Plugin& p);  // head
 // "yes: cuda via dmabuf on 4/4 devices" / "no: host memory only (ptrSupport host)".
 std::string gpu_memory_verdict(const Plugin& p);
 
+// For `doctor`: what NCCL would load under NCCL_NET_PLUGIN (the value given, "" =
+// unset) and LD_LIBRARY_PATH, loaded and asked for its devices when found. Never
+// throws for the plugin's faults: they land in load_error.
+struct NcclPluginReport {
+  Resolution resolution;
+  std::shared_ptr<Plugin> plugin;  // null when none was found or it failed to load
+  std::string load_error;
+  std::string gpu_memory;          // the verdict, or why there is none
+  nlohmann::json to_json() const;  // {"nccl_would_load", "plugin", "devices", "gpu_memory", "load_error"?}
+};
+NcclPluginReport report_nccl_plugin(const std::string& nccl_net_plugin);
+
 // Unpack kernel (src/transport/net/unpack.cu; Error when built without CUDA):
 // copies count pieces from bounce to dst on `stream` (a cudaStream_t, nullptr =
 // default). pieces, bounce and dst must be device-accessible (device memory, or
