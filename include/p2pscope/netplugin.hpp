@@ -99,7 +99,7 @@ struct Resolution {
   bool disabled = false;        // NCCL_NET_PLUGIN=none
   bool found = false;
   std::string file;             // the name dlopen accepted
-  std::string path;             // its resolved path (dladdr / /proc/self/maps)
+  std::string path;             // its canonical path (from dlinfo's link map)
   std::vector<int> versions;    // ncclNetPlugin_vN symbols present, any N
   std::string reason;           // why not found / why NCCL would skip it
 };
@@ -127,7 +127,7 @@ class Plugin : public std::enable_shared_from_this<Plugin> {
   std::vector<int> exported_versions() const;  // every ncclNetPlugin_vN the file has
   const std::vector<DeviceProps>& devices() const;
   const DeviceProps& device(int dev) const;  // UsageError for an index out of range
-  std::string describe() const;  // "plugin 'NAME' v9 (/path)" for messages
+  std::string describe() const;  // "net plugin 'NAME' v9 (/path)" for messages
 
   // Log lines the plugin printed through NCCL's logger since it was loaded (WARN and
   // INFO, "LEVEL file:line text"), oldest first, at most the last 500.
@@ -136,7 +136,8 @@ class Plugin : public std::enable_shared_from_this<Plugin> {
   // listen() returns at once; the handle goes to the peer that connects.
   ListenComm listen(int dev);
   // connect/accept loop while the plugin answers a NULL comm (not yet), until the
-  // deadline: then Error "connect to ... did not complete within ...".
+  // deadline: then Error "<describe>: connect(dev N) failed: ncclInProgress (7): the
+  // peer did not accept before the deadline" (accept: "no peer connected ...").
   SendComm connect(int dev, const NetHandle& handle, Deadline deadline);
   RecvComm accept(ListenComm& listener, Deadline deadline);
   // One try each, for a caller that must progress both ends in one thread (--loopback
