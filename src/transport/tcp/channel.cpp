@@ -200,6 +200,7 @@ void prepare_session(Session& s) {
     }
 
   allocate_buffers(s);
+  for (std::size_t k = 0; k < 2 * p.gpus.size(); ++k) s.next_chunks.push_back(std::make_unique<std::atomic<std::uint64_t>>(0));
   for (int dir = 0; dir < 2; ++dir)
     for (std::uint32_t g = 0; g < p.gpus.size(); ++g)
       for (std::uint32_t c = 0; c < p.channels; ++c) s.chans.push_back(std::make_unique<ChannelState>(p.window));
@@ -221,8 +222,7 @@ void prepare_session(Session& s) {
       if (c.socket == 0) add(s.is_client ? "tx" : "rx");
       continue;
     }
-    const auto n = chunks_of(p, c.channel, c.socket).size();
-    c.send_ns = std::make_unique<std::atomic<std::int64_t>[]>(std::max<std::size_t>(n, 1));
+    c.send_ns = std::make_unique<std::atomic<std::int64_t>[]>(p.window);  // a ring: at most `window` unacked
     add(s.sends(c.c2s) ? "tx" : "rx");  // one worker per link and side (a TX worker reads its acks)
   }
   fill_sources(s, 0);
@@ -240,7 +240,11 @@ void fill_sources(Session& s, std::uint32_t round) {
 }
 
 void run_round(Session& s, std::uint32_t round, bool timed) {
-  for (auto& ch : s.chans) ch->round_first_ns = ch->round_last_ns = 0;
+  for (auto& ch : s.chans) {
+    ch->round_first_ns = ch->round_last_ns = 0;
+    ch->round_bytes = 0;
+  }
+  for (auto& n : s.next_chunks) n->store(0);
   s.path->run_workers(s, round, timed);
   if (!timed || s.p.mode == Mode::latency) return;
 
@@ -253,9 +257,7 @@ void run_round(Session& s, std::uint32_t round, bool timed) {
       for (std::uint32_t g = 0; g < p.gpus.size(); ++g)
         for (std::uint32_t c = 0; c < p.channels; ++c) {
           ChannelState& ch = *s.chans[s.chan_index(c2s, g, c)];
-          std::uint64_t b = 0;
-          for (std::uint32_t k = 0; k < p.sockets_per_channel; ++k)
-            for (std::uint64_t i : chunks_of(p, c, k)) b += std::min(p.chunk_bytes, p.size_bytes - i * p.chunk_bytes);
+          const std::uint64_t b = ch.round_bytes;
           if (b == 0) continue;
           ch.bytes += b;
           ch.elapsed_s += static_cast<double>(ch.round_last_ns - ch.round_first_ns) * 1e-9;

@@ -44,6 +44,7 @@ struct ChannelState {
   std::atomic<std::uint32_t> in_flight{0};
   std::mutex mu;  // guards the fields below (workers of several sockets add to them)
   std::int64_t round_first_ns = 0, round_last_ns = 0;  // this round
+  std::uint64_t round_bytes = 0;                       // this round, as the workers moved them
   std::uint64_t bytes = 0;
   double elapsed_s = 0;
   std::vector<double> lat_ns;
@@ -86,6 +87,10 @@ struct Session {
   std::vector<std::string> warnings;
   std::vector<int> allowed_cpus;                      // the process's affinity at start
   SideReport report;                                  // per-round figures as they come
+  // Next chunk to deal, per direction and GPU slot (sockets path: chunks are dealt as
+  // they go; reset before each round).
+  std::vector<std::unique_ptr<std::atomic<std::uint64_t>>> next_chunks;
+  std::atomic<std::uint64_t>& next_chunk(bool c2s, std::uint32_t g) { return *next_chunks[(c2s ? 0 : p.gpus.size()) + g]; }
 
   // This side sends data in direction c2s / s2c?
   bool sends(bool c2s) const { return c2s == is_client; }
@@ -114,7 +119,10 @@ void fill_sources(Session& s, std::uint32_t round);
 void run_round(Session& s, std::uint32_t round, bool timed);
 // Chunk indices carried by (channel, socket): chunk i goes to channel i % C, and the
 // channel's j-th chunk to socket j % K.
+// (The sockets path deals chunks dynamically instead; the plugin path, whose receiver
+// must post each receive's size ahead, keeps this static deal.)
 std::vector<std::uint64_t> chunks_of(const Params& p, std::uint32_t channel, std::uint32_t socket);
+inline std::uint64_t chunk_count(const Params& p) { return (p.size_bytes + p.chunk_bytes - 1) / p.chunk_bytes; }
 // Builds s.report (channels, workers, totals) after the last round.
 void finish_report(Session& s);
 

@@ -119,6 +119,7 @@ void plugin_sender(WorkerArgs a) {
           std::lock_guard lk(a.ch.mu);
           if (a.timed) a.ch.lat_ns.push_back(static_cast<double>(t - posted_ns.front()));
           a.ch.round_last_ns = std::max(a.ch.round_last_ns, t);
+          a.ch.round_bytes += chunk_len(p, chunks[done]);
           posted_ns.pop_front();
           ++done;
           dog.moved();
@@ -199,6 +200,7 @@ void plugin_receiver(WorkerArgs a) {
         dog.moved();
         std::lock_guard lk(a.ch.mu);
         a.ch.round_last_ns = std::max(a.ch.round_last_ns, t);
+        a.ch.round_bytes += len;
         continue;
       }
       dog.check(done < posted ? "waiting for a receive to complete" : "posting a receive");

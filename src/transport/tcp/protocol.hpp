@@ -46,6 +46,9 @@ struct ChunkHeader {
   std::uint32_t round = 0;
 };
 static_assert(sizeof(ChunkHeader) == 16);
+// The last header a socket sends in a round (length 0): chunks are dealt as they go,
+// so the receiver learns the end from the sender.
+inline constexpr std::uint64_t kEndOfRound = ~std::uint64_t{0};
 
 struct Ack {
   std::uint32_t round = 0;

@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <deque>
+#include <optional>
+#include <tuple>
 #include <cstring>
 #include <ctime>
 #include <functional>
@@ -149,12 +152,14 @@ void pin_self(const std::vector<int>& cpus, const std::vector<int>& allowed, Wor
 // call late, so chunk latency is an upper bound (said in the report).
 class AckReader {
  public:
-  AckReader(WorkerArgs& a, std::size_t n) : a_(a), n_(n) {}
-  std::size_t outstanding(std::size_t sent) const { return sent - acked_; }
-  bool all_acked() const { return acked_ == n_; }
+  explicit AckReader(WorkerArgs& a) : a_(a), ring_(a.s.p.window) {}
+  std::size_t outstanding() const { return sent_ - acked_; }
+  bool all_acked() const { return acked_ == sent_; }
+  // A chunk went out at t (at most `window` are unacked: a ring of send times suffices).
+  void sent(std::int64_t t) { a_.c.send_ns[sent_++ % ring_].store(t, std::memory_order_relaxed); }
   // Reads what has arrived without waiting (wait = false), or waits for one ack first.
   void read(bool wait) {
-    while (acked_ + have_ / sizeof(Ack) < n_) {  // never past this round's acks: the peer may close after them
+    while (acked_ + have_ / sizeof(Ack) < sent_) {  // never past the acks due: the peer may close after them
       std::size_t got = 0;
       if (wait) {
         got = sizeof(Ack) - have_ % sizeof(Ack);
@@ -183,55 +188,84 @@ class AckReader {
     if (ack.status != 0) throw Error("receiver reports a verify mismatch (see the peer's message)");
     if (ack.round != a_.round)
       throw Error("ack for round " + std::to_string(ack.round) + " in round " + std::to_string(a_.round));
-    if (acked_ >= n_) throw Error("more acks than chunks sent (peer out of step)");
+    if (acked_ >= sent_) throw Error("more acks than chunks sent (peer out of step)");
     a_.ch.in_flight.fetch_sub(1);
     a_.ch.permits.release();
-    const std::int64_t sent = a_.c.send_ns[acked_++].load(std::memory_order_relaxed);
+    const std::int64_t sent = a_.c.send_ns[acked_++ % ring_].load(std::memory_order_relaxed);
     std::lock_guard lk(a_.ch.mu);
     if (a_.timed) a_.ch.lat_ns.push_back(static_cast<double>(t - sent));
     a_.ch.round_last_ns = std::max(a_.ch.round_last_ns, t);
   }
 
   WorkerArgs& a_;
-  std::size_t n_, acked_ = 0, have_ = 0;
+  std::size_t ring_, sent_ = 0, acked_ = 0, have_ = 0;
   char buf_[64 * sizeof(Ack)];
 };
 
+// Chunks are dealt to a GPU slot's sockets as they go (one shared counter): a socket that
+// runs ahead takes the next chunk, so the channels end together instead of every one
+// waiting for the slowest (static dealing cost about a fifth at 8 channels on one host,
+// bench/results/tcp.md). Each socket ends its round with an end-of-round header.
 void tx_worker(WorkerArgs a) {
   run_guarded(a, [&] {
     const Params& p = a.s.p;
-    const auto chunks = chunks_of(p, a.c.channel, a.c.socket);
+    const std::uint64_t n = chunk_count(p);
+    std::atomic<std::uint64_t>& next = a.s.next_chunk(a.c.c2s, a.c.gpu_slot);
+    auto claim = [&]() -> std::optional<std::uint64_t> {
+      const std::uint64_t i = next.fetch_add(1, std::memory_order_relaxed);
+      return i < n ? std::optional<std::uint64_t>(i) : std::nullopt;
+    };
     const Buffer& src = a.s.src[a.c.gpu_slot];
-    AckReader acks(a, chunks.size());
+    AckReader acks(a);
+    // GPU memory: up to `slots` claimed chunks copied ahead into pinned slots, in order.
     std::unique_ptr<Staging> st;
-    const int slots = static_cast<int>(std::min<std::size_t>(4, chunks.size()));
-    if (src.on_gpu() && slots > 0) {
-      st = std::make_unique<Staging>(src.gpu(), p.chunk_bytes, slots);
-      for (int k = 0; k < slots; ++k)
-        st->d2h(k, src.data() + chunks[static_cast<std::size_t>(k)] * p.chunk_bytes, chunk_len(p, chunks[static_cast<std::size_t>(k)]));
-    }
-    for (std::size_t j = 0; j < chunks.size(); ++j) {
+    constexpr int slots = 4;
+    std::deque<std::pair<std::uint64_t, int>> staged;  // (chunk, slot)
+    int next_slot = 0;
+    auto stage_ahead = [&] {
+      while (st && staged.size() < static_cast<std::size_t>(slots)) {
+        const auto i = claim();
+        if (!i) break;
+        const int sl = next_slot++ % slots;
+        st->d2h(sl, src.data() + *i * p.chunk_bytes, chunk_len(p, *i));
+        staged.emplace_back(*i, sl);
+      }
+    };
+    if (src.on_gpu()) st = std::make_unique<Staging>(src.gpu(), p.chunk_bytes, slots);
+    stage_ahead();
+    for (std::size_t j = 0;; ++j) {
       // A full window frees up through acks: this socket's, read here, or (several
       // sockets per channel) another socket's, read by that socket's TX thread.
       while (!a.ch.permits.try_acquire()) {
         if (a.ctl.failed.load(std::memory_order_relaxed)) return;
-        if (acks.outstanding(j) > 0) {
+        if (acks.outstanding() > 0) {
           acks.read(true);
         } else {
           if (!acquire_slot(a)) return;
           break;
         }
       }
-      const std::uint64_t off = chunks[j] * p.chunk_bytes, len = chunk_len(p, chunks[j]);
-      const char* data = src.data() + a.s.src_layout.offset(p, a.c.channel, a.c.socket, j, off);
-      const int slot = static_cast<int>(j % static_cast<std::size_t>(std::max(slots, 1)));
+      std::optional<std::uint64_t> i;
+      int sl = 0;
       if (st) {
-        st->wait(slot);
-        data = st->slot(slot);
+        if (!staged.empty()) std::tie(i, sl) = std::pair<std::optional<std::uint64_t>, int>(staged.front());
+        if (i) staged.pop_front();
+      } else {
+        i = claim();
+      }
+      if (!i) {
+        a.ch.permits.release();
+        break;
+      }
+      const std::uint64_t off = *i * p.chunk_bytes, len = chunk_len(p, *i);
+      const char* data = src.data() + a.s.src_layout.offset(p, a.c.channel, a.c.socket, j, off);
+      if (st) {
+        st->wait(sl);
+        data = st->slot(sl);
       }
       const std::uint32_t occ = a.ch.in_flight.fetch_add(1) + 1;
       const std::int64_t t = monotonic_ns();
-      a.c.send_ns[j].store(t, std::memory_order_relaxed);
+      acks.sent(t);
       {
         std::lock_guard lk(a.ch.mu);
         if (a.timed) {
@@ -240,16 +274,16 @@ void tx_worker(WorkerArgs a) {
           a.ch.occ_max = std::max(a.ch.occ_max, occ);
         }
         if (a.ch.round_first_ns == 0 || t < a.ch.round_first_ns) a.ch.round_first_ns = t;
+        a.ch.round_bytes += len;
       }
       ChunkHeader h{off, static_cast<std::uint32_t>(len), a.round};
       a.c.sock.send_two(&h, sizeof h, data, len);
       ++a.rep.syscalls;
-      if (st && j + static_cast<std::size_t>(slots) < chunks.size()) {
-        const std::uint64_t nx = chunks[j + static_cast<std::size_t>(slots)];
-        st->d2h(slot, src.data() + nx * p.chunk_bytes, chunk_len(p, nx));
-      }
+      stage_ahead();  // the slot just sent is free again (send copies before it returns)
       acks.read(false);
     }
+    ChunkHeader end{kEndOfRound, 0, a.round};
+    a.c.sock.send_all(&end, sizeof end);
     while (!acks.all_acked()) acks.read(true);
   });
 }
@@ -257,7 +291,6 @@ void tx_worker(WorkerArgs a) {
 void rx_worker(WorkerArgs a) {
   run_guarded(a, [&] {
     const Params& p = a.s.p;
-    const auto chunks = chunks_of(p, a.c.channel, a.c.socket);
     Buffer& dst = a.s.dst[a.c.gpu_slot];
     const std::uint64_t seed = a.s.seed(a.c.c2s, a.c.gpu_slot, a.round);
     std::unique_ptr<Staging> st;
@@ -270,16 +303,22 @@ void rx_worker(WorkerArgs a) {
       a.c.sock.send_all(&ack, sizeof ack);
       ++a.rep.syscalls;
     };
-    for (std::size_t j = 0; j < chunks.size(); ++j) {
-      const std::uint64_t off = chunks[j] * p.chunk_bytes, len = chunk_len(p, chunks[j]);
+    const std::uint64_t n = chunk_count(p);
+    std::size_t j = 0;
+    for (;; ++j) {
       ChunkHeader h;
       a.c.sock.recv_all(&h, sizeof h);
       a.rep.syscalls += 2;  // header, payload (MSG_WAITALL: one call unless interrupted)
       const std::int64_t t0 = monotonic_ns();
-      if (h.offset != off || h.length != len || h.round != a.round)
-        throw Error("malformed or out-of-order chunk header (offset " + std::to_string(h.offset) + " length " +
-                    std::to_string(h.length) + " round " + std::to_string(h.round) + "; expected offset " +
-                    std::to_string(off) + " length " + std::to_string(len) + " round " + std::to_string(a.round) + ")");
+      if (h.round != a.round)
+        throw Error("chunk header of round " + std::to_string(h.round) + " in round " + std::to_string(a.round));
+      if (h.offset == kEndOfRound && h.length == 0) break;
+      const std::uint64_t i = h.offset / p.chunk_bytes;
+      if (h.offset % p.chunk_bytes != 0 || i >= n || h.length != chunk_len(p, i))
+        throw Error("malformed chunk header (offset " + std::to_string(h.offset) + " length " +
+                    std::to_string(h.length) + " for a " + std::to_string(p.size_bytes) + "-byte message in " +
+                    std::to_string(p.chunk_bytes) + "-byte chunks)");
+      const std::uint64_t off = h.offset, len = h.length;
       const int slot = static_cast<int>(j % 2);
       char* into = st ? st->slot(slot) : dst.data() + a.s.dst_layout.offset(p, a.c.channel, a.c.socket, j, off);
       a.c.sock.recv_all(into, len);
@@ -308,9 +347,10 @@ void rx_worker(WorkerArgs a) {
       std::lock_guard lk(a.ch.mu);
       if (a.ch.round_first_ns == 0 || t0 < a.ch.round_first_ns) a.ch.round_first_ns = t0;
       a.ch.round_last_ns = std::max(a.ch.round_last_ns, t1);
+      a.ch.round_bytes += len;
     }
-    if (st && lag && !chunks.empty()) {
-      st->wait(static_cast<int>((chunks.size() - 1) % 2));
+    if (st && lag && j > 0) {
+      st->wait(static_cast<int>((j - 1) % 2));
       send_ack(0);
       std::lock_guard lk(a.ch.mu);
       a.ch.round_last_ns = std::max(a.ch.round_last_ns, monotonic_ns());
