@@ -51,6 +51,13 @@ void validate(const Params& p) {
           "; pick a chunk at most the transfer size");
     if (p.chunk_bytes > (1ull << 30)) bad("--chunk must be at most 1 GiB");
     if (p.iters > 100000) bad("--iters over 100000");
+    // Every chunk of a round is tracked (its index and send time): without a cap, 64 GiB
+    // in 1-byte chunks would make either side fill memory the buffer limits never see.
+    const std::uint64_t per_pair = (p.size_bytes + p.chunk_bytes - 1) / p.chunk_bytes;
+    const std::uint64_t chunks = per_pair * p.gpus.size() * (p.mode == Mode::bidir ? 2 : 1);  // <= 2^36 * 128
+    if (chunks > kMaxChunksPerRound)
+      bad("--size / --chunk makes " + std::to_string(chunks) + " chunks a round (x GPUs, x2 for bidir), over the limit of " +
+          std::to_string(kMaxChunksPerRound) + ": each is tracked in memory; use a larger --chunk");
   }
   // Each factor is bounded above, so the product fits in 64 bits.
   const std::uint64_t dirs = p.mode == Mode::bidir ? 2 : 1;

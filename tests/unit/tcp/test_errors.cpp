@@ -126,6 +126,12 @@ TEST(TcpErrors, BadParametersAreUsageErrorsNamingTheOption) {
   p.mem = MemKind::gpu;
   EXPECT_NE(usage_error_of(p).find("--mem gpu"), std::string::npos);
   p = {};
+  p.size_bytes = 64ull << 30;
+  p.chunk_bytes = 1;  // 2^36 chunks, each tracked
+  EXPECT_NE(usage_error_of(p).find("use a larger --chunk"), std::string::npos);
+  p.chunk_bytes = 16u << 10;  // 2^22: the most there may be
+  EXPECT_EQ(usage_error_of(p), "");
+  p = {};
   EXPECT_EQ(usage_error_of(p), "");
   EXPECT_THROW(parse_mode("sideways"), UsageError);
 }
