@@ -19,7 +19,7 @@
 #
 # Usage: bench/tcp_hostile.sh [RUNS]   (P2PSCOPE=path/to/p2pscope, default build/p2pscope)
 #   SIZE=64M ITERS=4 CHANNELS=2 (the legitimate client's run)  DURATION=120 (attack cap, s)
-#   AUTH=token|open
+#   AUTH=token|open  SERVER_ARGS="--max-memory 256M"
 set -euo pipefail
 P2PSCOPE=${P2PSCOPE:-build/p2pscope}
 RUNS=${1:-5}
@@ -27,6 +27,7 @@ SIZE=${SIZE:-64M}
 ITERS=${ITERS:-4}
 CHANNELS=${CHANNELS:-2}
 DURATION=${DURATION:-120}
+SERVER_ARGS=${SERVER_ARGS---max-memory 256M}  # empty for a binary older than --max-memory
 AUTH=${AUTH:-token}  # token: P2PSCOPE_TOKEN on server and client; open: none (the server's default)
 [ -x "$P2PSCOPE" ] || { echo "no p2pscope binary at $P2PSCOPE (make build, or set P2PSCOPE)"; exit 2; }
 tmp=$(mktemp -d)
@@ -41,7 +42,7 @@ trap cleanup EXIT
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 if [ "$AUTH" = token ]; then export P2PSCOPE_TOKEN="bench-$$-$RANDOM$RANDOM"; else unset P2PSCOPE_TOKEN; fi
-"$P2PSCOPE" bench tcp --server --bind 127.0.0.1 --port "$port" --max-memory 256M 2> "$tmp/server.log" > /dev/null &
+"$P2PSCOPE" bench tcp --server --bind 127.0.0.1 --port "$port" $SERVER_ARGS 2> "$tmp/server.log" > /dev/null &
 server_pid=$!
 for _ in $(seq 100); do  # until it listens
   python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$port),0.2).close()" 2>/dev/null && break
@@ -100,8 +101,12 @@ def finish(*_):
     json.dump(stats, open(stats_path, "w")); sys.exit(0)
 signal.signal(signal.SIGTERM, finish)
 socks = {}  # fd -> [sock, kind, state, next_send_time, payload]
+recent = []  # connection times: at most 40 a second, whatever the server does
 def connect(kind, payload=b""):
-    if len(socks) >= 60: return
+    now = time.time()
+    while recent and recent[0] < now - 1: recent.pop(0)
+    if len(socks) >= 60 or len(recent) >= 40: return
+    recent.append(now)
     s = socket.socket(); s.setblocking(False)
     try: s.connect(("127.0.0.1", port))
     except BlockingIOError: pass
@@ -134,6 +139,9 @@ while time.time() < t_end:
                 s.send(HELLO); socks[fd][2] = 1
         except (BlockingIOError, InterruptedError): pass
         except OSError: s.close(); del socks[fd]
+    kinds = [v[1] for v in socks.values()]
+    for kind, want in (("idle", 50), ("slow", 3)):
+        for _ in range(want - kinds.count(kind)): connect(kind, HELLO if kind == "slow" else b"")
     fds = [v[0] for v in socks.values()]
     if not fds: time.sleep(0.01); continue
     readable, _, _ = select.select(fds, [], [], 0.02)
@@ -145,8 +153,6 @@ while time.time() < t_end:
         except OSError: data = b""
         if not data:
             stats["closed_by_server"] += 1; s.close(); del socks[fd]
-            if ent[1] == "idle": connect("idle")  # keep 50 idle
-            if ent[1] == "slow": connect("slow", HELLO)
             continue
         if len(data) >= 16:
             t = struct.unpack("<IIII", data[:16])[2]
