@@ -161,9 +161,14 @@ Outcome run_rounds(Session& s, Socket& ctrl) {
   } catch (const RoundFailure& e) {
     out.failure = s.report.side + ": " + e.what();
     out.cause = name_cause(s.local, e.cause(), e.nic());
-  } catch (const IoError& e) {  // the control connection
+  } catch (const IoError& e) {  // the control connection: its NIC may be the one that went down
     out.failure = s.report.side + ": control connection to the " + peer + ": " + e.what();
-    out.cause = to_string(e.cause());
+    std::string nic;
+    try {
+      nic = nic_name_of(ctrl.local_ip());
+    } catch (const std::exception&) {
+    }
+    out.cause = name_cause(s.local, e.cause(), nic);
   } catch (const std::exception& e) {
     out.failure = s.report.side + ": " + e.what();
     out.cause = "error";
@@ -305,6 +310,7 @@ struct Server::Impl {
     }
     return *gate;
   }
+  ClientHello wait_client(Gate& gate);
   Results session(Gate& gate, ClientHello& c);
 };
 
@@ -326,16 +332,34 @@ void Server::stop() {
   if (impl_->gate) impl_->gate->stop();
 }
 
+// Waits for the next client in short slices, passing on what the gate refused as it
+// happens (not when a client finally comes: a server nobody uses would log nothing).
+ClientHello Server::Impl::wait_client(Gate& gate) {
+  const double total_s = opts.accept_timeout_s;
+  const std::int64_t start = monotonic_ns();
+  for (;;) {
+    double slice_s = 0.25;
+    if (total_s > 0) slice_s = std::min(slice_s, total_s - static_cast<double>(monotonic_ns() - start) * 1e-9);
+    try {
+      if (slice_s <= 0) throw NoClient("");
+      ClientHello c = gate.next_client(slice_s);
+      flush_log(gate);
+      return c;
+    } catch (const NoClient&) {
+      flush_log(gate);
+      {
+        std::lock_guard lk(gate_mu);
+        if (stopped) throw NoClient("server stopped");
+      }
+      if (total_s > 0 && static_cast<double>(monotonic_ns() - start) * 1e-9 >= total_s)
+        throw NoClient("no client on port " + std::to_string(listener.port()) + " within " + fixed(total_s, 1) + " s");
+    }
+  }
+}
+
 Results Server::serve_one() {
   Gate& gate = impl_->the_gate();
-  ClientHello c;
-  try {
-    c = gate.next_client(impl_->opts.accept_timeout_s);
-  } catch (...) {
-    impl_->flush_log(gate);
-    throw;
-  }
-  impl_->flush_log(gate);
+  ClientHello c = impl_->wait_client(gate);
   try {
     Results r = impl_->session(gate, c);
     impl_->flush_log(gate);
