@@ -31,13 +31,6 @@ struct DoctorOptions {
   bool compare = false;
 };
 
-std::string slurp(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(std::string("cannot open ") + what + " '" + path + "': " + errno_text(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::map<std::string, std::string> nccl_env() {
   std::map<std::string, std::string> env;
@@ -142,18 +135,6 @@ std::vector<tune::TransportRun> compare_transports(const std::string& size) {
   return runs;
 }
 
-// --results: `bench nccl --format json` documents (one, or an array of them).
-std::vector<tune::PerfRun> read_results(const std::string& path) {
-  const auto j = nlohmann::json::parse(slurp(path, "results"), nullptr, false);
-  if (j.is_discarded()) throw UsageError("--results '" + path + "' is not valid JSON");
-  std::vector<tune::PerfRun> out;
-  if (j.is_array())
-    for (const auto& d : j) out.push_back(tune::perf_from_bench_json(d, path));
-  else
-    out.push_back(tune::perf_from_bench_json(j, path));
-  return out;
-}
-
 std::string gb(double bytes_per_s) { return bytes_per_s > 0 ? fixed(bytes_per_s / 1e9, 2) + " GB/s" : std::string("n/a"); }
 
 void print_text(const tune::DoctorReport& r, const std::vector<tune::TransportRun>& runs) {
@@ -213,38 +194,14 @@ void add_doctor_command(CLI::App& app, Context& ctx) {
                 "Run bench nccl all-reduce with default settings and with P2P / P2P+SHM disabled (GPU machine)");
   cmd->add_option("--size", opt->size, "Message size for --compare-transports (default 64M)");
   cmd->callback([opt, &ctx] {
-    tune::DoctorReport rep;
-    rep.root = opt->root;
-    // Logs first: facts about a run come from its log, the doctor's shell only where no log says otherwise.
-    for (const auto& file : opt->logs) rep.logs.push_back(tune::read_nccl_log_file(file));
-    rep.env = nccl_env();
-    for (const auto& l : rep.logs)
-      for (const auto& kv : l.env_lines) {
-        const auto eq = kv.find('=');
-        const std::string k = kv.substr(0, eq);
-        if (rep.env_source.count(k)) continue;  // the first log that sets it
-        rep.env[k] = kv.substr(eq + 1);
-        rep.env_source[k] = "set in " + l.file;
-      }
-    rep.findings = tune::check_nccl_env(rep.env);
-    const FsRoot fs(opt->root);
+    tune::DoctorInputs in;
+    in.log_files = opt->logs;
+    in.result_files = opt->results;
+    in.root = opt->root;
+    in.shell_env = nccl_env();
     topo::Topology topo;
     bool have_topo = false;
-    try {
-      topo::DiscoverOptions d;
-      d.use_nvml = fs.is_live();
-      topo = topo::discover(fs, d);
-      have_topo = true;
-      rep.topology = topo::to_json(topo);
-      for (auto& f : tune::topology_findings(topo, rep.env, rep.env_source)) rep.findings.push_back(std::move(f));
-      for (auto& f : tune::irq_placement_findings(topo)) rep.findings.push_back(std::move(f));
-      for (auto& f : tune::irq_findings(tune::snapshot_from_topology(topo, realtime_ns())))
-        if (f.id != "irq.numa_mismatch") rep.findings.push_back(std::move(f));  // irq.off_node names them all
-    } catch (const Error& e) {
-      rep.findings.push_back({"topology.unavailable", "warning", std::string("topology not read: ") + e.what(), {}, ""});
-    }
-    for (const auto& l : rep.logs)
-      for (auto& f : tune::log_findings(l)) rep.findings.push_back(std::move(f));
+    tune::DoctorReport rep = tune::diagnose(in, &topo, &have_topo);
     std::vector<tune::TransportRun> runs;
     if (opt->compare) {
       if (!have_topo || topo.gpus.empty()) {
@@ -253,12 +210,10 @@ void add_doctor_command(CLI::App& app, Context& ctx) {
         runs = compare_transports(opt->size);
         for (const auto& r : runs)
           for (auto& f : tune::log_findings(r.log)) rep.findings.push_back(std::move(f));
+        for (const auto& r : runs) rep.results.insert(rep.results.end(), r.log.perf.begin(), r.log.perf.end());
       }
     }
-    for (const auto& f : opt->results)
-      for (auto& p : read_results(f)) rep.results.push_back(std::move(p));
-    if (!fs.is_live()) tune::advise_for_capture(rep.findings, opt->root);
-    tune::sort_findings(rep.findings);
+    if (!runs.empty()) tune::sort_findings(rep.findings);
     if (opt->format == "json") {
       auto j = tune::to_json(rep);
       nlohmann::json jr = nlohmann::json::array();

@@ -350,6 +350,21 @@ struct DoctorReport {
   nlohmann::json topology;        // topo::to_json, or null
 };
 void sort_findings(std::vector<Finding>& f);
+
+// What `doctor` is given: logs (NCCL_DEBUG=INFO or plain nccl-tests output), `bench
+// nccl --format json` files, a root (captured tree or "/") and the NCCL_* variables of
+// the doctor's own shell.
+struct DoctorInputs {
+  std::vector<std::string> log_files, result_files;
+  std::string root = "/";
+  std::map<std::string, std::string> shell_env;
+};
+// Reads everything (logs streamed), runs every check and sorts the findings. Facts
+// about a run come from its log: a variable a log sets overrides the shell's (the
+// first log that sets it wins, named in env_source); env checks run per source.
+// The topology (when readable) is stored in *topo_out. Throws UsageError for an
+// unreadable log or results file.
+DoctorReport diagnose(const DoctorInputs& in, topo::Topology* topo_out = nullptr, bool* have_topo = nullptr);
 nlohmann::json to_json(const DoctorReport& r);
 
 // Transport comparison from `doctor --compare-transports`.
