@@ -263,7 +263,10 @@ class PerfTableParser {
   explicit PerfTableParser(std::string source) : source_(std::move(source)) {}
   // Returns true when the line belonged to a table (header, row, average).
   bool line(std::string_view l);
-  std::vector<PerfRun> finish();
+  // `transports`, when given, holds a transport per run in creation order (see
+  // runs_started()); empty entries leave a run's transport as it is.
+  std::vector<PerfRun> finish(const std::vector<std::string>* transports = nullptr);
+  std::size_t runs_started() const { return started_; }
   std::size_t runs_dropped() const { return runs_dropped_; }
 
  private:
@@ -272,7 +275,8 @@ class PerfTableParser {
   std::vector<PerfRun> runs_;
   bool open_ = false;  // the last run still takes rows
   bool has_root_ = true;  // header with a "root" column (nccl-tests >= 2.10)
-  std::size_t runs_dropped_ = 0;
+  std::size_t runs_dropped_ = 0, started_ = 0;
+  std::vector<std::size_t> index_;  // creation number of each kept run
 };
 // `bench nccl --format json` documents (or a JSON array of them); throws UsageError
 // when it is not one.

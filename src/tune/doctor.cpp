@@ -313,7 +313,7 @@ std::vector<Finding> irq_findings(const IrqSnapshot& s) {
     out.push_back(make("irq.numa_mismatch", "warning",
                        m.nic + " sits on NUMA node " + std::to_string(m.nic_numa) + " but its interrupts are served on node(s) " +
                            (serving.empty() ? "?" : serving) + ": " + m.reason,
-                       {"IRQs " + irqs}, "p2pscope irq plan --nics " + m.nic + " --format json > plan.json\n"
+                       {"IRQs " + irqs}, "p2pscope irq plan --nics " + m.nic + " --move-irqs --format json > plan.json\n"
                                          "sudo p2pscope irq apply plan.json --yes --backup irq-backup.json"));
   }
   if (d.imbalance > 4 && d.cpus.size() > 2)

@@ -99,6 +99,11 @@ IrqPlan make_plan(const topo::Topology& t, const PlanOptions& opts) {
       }
       chosen.push_back(&n);
     }
+    if (chosen.empty() && !plan.excluded.empty()) {  // the management NIC is the only one: plan it
+      chosen.push_back(t.find_nic(mgmt));
+      plan.excluded.clear();
+      plan.warnings.push_back(mgmt + " carries the default route and is the only NIC with IRQs: planned anyway");
+    }
     if (chosen.empty())
       throw UsageError("no physical NIC with IRQs found; name the NICs with --nics (see 'p2pscope topo')");
     if (!t.route_known && !t.gpus.empty())

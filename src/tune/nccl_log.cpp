@@ -67,6 +67,14 @@ std::vector<std::string> NcclLog::used_transports() const {
   return out;
 }
 
+namespace {
+std::string primary_of(const std::map<std::string, int>& transports) {
+  NcclLog l;
+  l.transports = transports;
+  return l.primary_transport();
+}
+}  // namespace
+
 std::string NcclLog::primary_transport() const {
   std::set<std::string> kinds;
   for (const auto& t : used_transports()) {
@@ -143,6 +151,19 @@ struct NcclLogStream {
   std::set<int> ranks;
   PerfTableParser perf;
   int garbled = 0, bad_channel = 0, total_lines = 0;
+  // Channel connections since the last result table: a file of several runs gives
+  // each table the transport its own run set up.
+  std::map<std::string, int> since_table;
+  std::vector<std::string> table_transport;  // per perf run, by creation order
+  void perf_line(std::string_view l) {
+    const std::size_t before = perf.runs_started();
+    perf.line(l);
+    if (perf.runs_started() > before) {
+      table_transport.resize(perf.runs_started());
+      table_transport.back() = since_table.empty() ? std::string() : primary_of(since_table);
+      since_table.clear();
+    }
+  }
   std::size_t warn_dropped = 0;
   explicit NcclLogStream(const std::string& file) : perf(file) { log.file = file; }
   void keep(const std::string& line) {
@@ -174,7 +195,7 @@ void NcclLogStream::line(std::string_view raw) {
   // Lines without "NCCL " are program output: result tables live there.
   const auto at = raw.find("NCCL ");
   if (at == std::string_view::npos) {
-    perf.line(raw);
+    perf_line(raw);
     return;
   }
   const std::string line(raw);
@@ -190,7 +211,7 @@ void NcclLogStream::line(std::string_view raw) {
   bool warn = false;
   const std::string msg = message_of(line, warn);
   if (msg.empty()) {
-    perf.line(raw);
+    perf_line(raw);
     return;
   }
   ++log.nccl_lines;
@@ -208,6 +229,7 @@ void NcclLogStream::line(std::string_view raw) {
         c.transport = transport_of(c.detail);
         c.gdr = contains(c.detail, "GDRDMA");
         const bool first_of_kind = log.transports[c.transport]++ == 0;
+        ++since_table[c.transport];
         if (c.gdr) ++log.gdr_channels[c.transport];
         if (first_of_kind || log.evidence.size() < 12) keep(line);
         if (log.channels.size() < kMaxChannels) log.channels.push_back(std::move(c));
@@ -272,9 +294,11 @@ void NcclLogStream::line(std::string_view raw) {
 
 NcclLog NcclLogStream::finish(bool ends_with_newline) {
   log.ranks.assign(ranks.begin(), ranks.end());
-  log.perf = perf.finish();
   const std::string transport = log.nccl_lines > 0 ? log.primary_transport() : std::string();
-  for (auto& r : log.perf) r.transport = transport == "unknown" ? "" : transport;
+  for (auto& r : perf.finish(&table_transport)) {
+    if (r.transport.empty()) r.transport = transport == "unknown" ? "" : transport;
+    log.perf.push_back(std::move(r));
+  }
   const std::string& file = log.file;
   if (log.nccl_lines == 0 && log.perf.empty())
     log.warnings.push_back("no NCCL lines found in " + file + ": run with NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT,NET)");

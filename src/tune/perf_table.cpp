@@ -70,12 +70,14 @@ PerfRun& PerfTableParser::current() {
     if (runs_.size() >= kMaxRuns) {
       ++runs_dropped_;
       runs_.pop_back();  // keep the first runs, let the newest slot be reused
+      index_.pop_back();
     }
     PerfRun r;
     r.source = source_;
     r.tool = "nccl-tests";
     r.op = pending_op_;
     runs_.push_back(std::move(r));
+    index_.push_back(started_++);
     open_ = true;
   }
   return runs_.back();
@@ -124,8 +126,12 @@ bool PerfTableParser::line(std::string_view l) {
       }
       row.oop_busbw = num(v[0]) * 1e9;
       r.rows.push_back(row);
-      if (runs_.size() < kMaxRuns) runs_.push_back(std::move(r));
-      else ++runs_dropped_;
+      if (runs_.size() < kMaxRuns) {
+        runs_.push_back(std::move(r));
+        index_.push_back(started_++);
+      } else {
+        ++runs_dropped_;
+      }
       open_ = false;
       return true;
     }
@@ -154,11 +160,16 @@ bool PerfTableParser::line(std::string_view l) {
   return true;
 }
 
-std::vector<PerfRun> PerfTableParser::finish() {
+std::vector<PerfRun> PerfTableParser::finish(const std::vector<std::string>* transports) {
   std::vector<PerfRun> out;
-  for (auto& r : runs_)
+  for (std::size_t i = 0; i < runs_.size(); ++i) {
+    auto& r = runs_[i];
+    if (transports && index_[i] < transports->size() && !(*transports)[index_[i]].empty())
+      r.transport = (*transports)[index_[i]];
     if (!r.rows.empty() || r.avg_busbw > 0) out.push_back(std::move(r));
+  }
   runs_.clear();
+  index_.clear();
   open_ = false;
   return out;
 }

@@ -204,8 +204,9 @@ std::string render_report(const DoctorReport& r, const topo::Topology* t, const 
                      (n.pci.empty() ? "  (virtual)" : "  pci " + n.pci) +
                      (n.speed_mbps > 0 ? "  " + std::to_string(n.speed_mbps) + " Mb/s" : ""));
   }
-  const bool no_rdma = t && t->rdma.empty();
-  if (no_rdma) o << "Not applicable: no RDMA device on this host (no /sys/class/infiniband entries).\n\n";
+  const bool no_rdma = !t || t->rdma.empty();  // without a topology nothing RDMA can be said either
+  const std::string why_not = t ? "no RDMA device on this host (no /sys/class/infiniband entries)" : "the topology was not read";
+  if (no_rdma) o << "Not applicable: " << why_not << ".\n\n";
   else fence(o, rdma);
   o << "**Network Interfaces:**\n";
   fence(o, nets);
@@ -217,7 +218,7 @@ std::string render_report(const DoctorReport& r, const topo::Topology* t, const 
     if (!r.env_source.count(k)) env.push_back(k + "=" + v + "   (the doctor's own shell, not a run's)");
   fence(o, env);
   o << "**GID Table:**\n";
-  if (no_rdma) o << "Not applicable: no RDMA device.\n\n";
+  if (no_rdma) o << "Not applicable: " << why_not << ".\n\n";
   else {
     if (gids.empty()) gids.push_back("no GIDs (no RoCE/IB port)");
     fence(o, gids);
@@ -250,8 +251,8 @@ std::string render_report(const DoctorReport& r, const topo::Topology* t, const 
     fence(o, socket, "bash");
   }
   if (no_rdma) {
-    o << "### GPUDirect RDMA, RoCEv2, InfiniBand\n\nNot applicable: no RDMA device on this host; NCCL's network is "
-         "TCP sockets (see Socket Interfaces).\n\n";
+    o << "### GPUDirect RDMA, RoCEv2, InfiniBand\n\nNot applicable: " << why_not
+      << (t ? "; NCCL's network is TCP sockets (see Socket Interfaces)" : "") << ".\n\n";
   } else {
     o << "### GPUDirect RDMA Configuration\n\n**Environment variables set:**\n";
     std::vector<std::string> gdr;

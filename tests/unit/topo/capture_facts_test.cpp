@@ -82,3 +82,19 @@ TEST(CaptureFacts, InterruptPlacementFieldsApartAndUnknownsUnknown) {
               to_json(u)["nics"][2]["queues"].is_null() || to_json(u)["nics"][3]["queues"].is_null());
   fs::remove_all(d);
 }
+
+TEST(CaptureFacts, RealH100CaptureWithTheNewScript) {
+  const auto t = load(fs::path(P2PSCOPE_FIXTURES_DIR) / "fsroot" / "h100x1");
+  ASSERT_EQ(t.gpus.size(), 1u);
+  EXPECT_EQ(t.gpus[0].name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(t.gpus[0].uuid, "GPU-ab3469fe-747c-0286-7777-5240770905f3");
+  EXPECT_EQ(t.default_route_nic, "eth0");
+  const Nic* eth0 = t.find_nic("eth0");
+  ASSERT_NE(eth0, nullptr);
+  const auto p = irq_placement(t, *eth0);
+  // Three different answers, each in its own field.
+  EXPECT_EQ(format_cpulist(p.allowed), "0-15");
+  EXPECT_EQ(format_cpulist(p.effective), "6-8");
+  EXPECT_EQ(format_cpulist(p.counted), "7-8");
+  EXPECT_EQ(eth0->rx_queues, 1);
+}

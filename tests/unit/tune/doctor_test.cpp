@@ -199,3 +199,39 @@ TEST(Doctor, EveryOffNodeNicIsNamedAsTopoMarksIt) {
   EXPECT_NE(text.find("NO: 31%"), std::string::npos);
   EXPECT_NE(text.find("NO: 34%"), std::string::npos);
 }
+
+TEST(DoctorPerf, SeveralRunsInOneFileKeepTheirOwnTransport) {
+  std::string text;
+  for (const char* f : {"p2p.log", "shm.log", "socket-eth0.log"}) text += slurp(nt(f)) + "\n";
+  const auto l = parse_nccl_log(text, "all.log");
+  EXPECT_EQ(l.primary_transport(), "mixed: NET/Socket P2P SHM");
+  ASSERT_EQ(l.perf.size(), 3u);
+  EXPECT_EQ(l.perf[0].transport, "P2P");
+  EXPECT_EQ(l.perf[1].transport, "SHM");
+  EXPECT_EQ(l.perf[2].transport, "NET/Socket");
+}
+
+TEST(Doctor, BenchNcclResultsAndARealOneRankLog) {
+  const std::string dir = std::string(P2PSCOPE_FIXTURES_DIR) + "/bench-nccl/";
+  DoctorInputs in;
+  in.log_files = {dir + "h100x1-allreduce-1rank-info.log"};
+  in.result_files = {dir + "h100x1-allreduce-1rank.json"};
+  in.root = std::string(P2PSCOPE_FIXTURES_DIR) + "/fsroot/h100x1";
+  in.shell_env = {{"NCCL_VERSION", "2.28.3-1"}};  // set by NVIDIA's containers: not a finding
+  const auto rep = diagnose(in);
+  ASSERT_EQ(rep.results.size(), 1u);
+  EXPECT_EQ(rep.results[0].op, "all_reduce");
+  EXPECT_EQ(rep.results[0].rows.size(), 7u);  // 1M .. 64M
+  EXPECT_EQ(rep.results[0].rows[0].size_bytes, 1048576u);
+  ASSERT_EQ(rep.logs.size(), 1u);
+  EXPECT_EQ(rep.logs[0].nranks, 1);
+  EXPECT_TRUE(rep.logs[0].init_complete);
+  EXPECT_EQ(find(rep.findings, "env.unknown_variable"), nullptr);
+  // One NIC with the default route: still the one recommended.
+  const Finding* f = find(rep.findings, "net.socket_ifname");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->fix, "export NCCL_SOCKET_IFNAME=eth0");
+  EXPECT_NE(f->title.find("the doctor's own shell"), std::string::npos);
+  const std::string md = render_report(rep, nullptr, {});
+  EXPECT_NE(md.find("| bench nccl | all_reduce |"), std::string::npos) << md;
+}

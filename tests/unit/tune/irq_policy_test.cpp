@@ -98,3 +98,15 @@ TEST(IrqPolicy, KnobsStayAvailable) {
     for (int c : i.cpus) EXPECT_EQ(t.numa_of_cpu(c), 1) << "IRQ " << i.irq << " to CPU " << c;
   EXPECT_THROW(make_plan(t, {.style = "round-robin"}), UsageError);
 }
+
+TEST(IrqPolicy, OnlyNicIsPlannedEvenWhenItCarriesTheDefaultRoute) {
+  topo::DiscoverOptions o;
+  o.use_nvml = false;
+  const auto t = topo::discover(FsRoot(std::string(P2PSCOPE_FIXTURES_DIR) + "/fsroot/h100x1"), o);
+  EXPECT_EQ(management_nic(t), "eth0");  // default route, PHB to the GPU
+  const auto p = make_plan(t, {});
+  ASSERT_EQ(p.nics.size(), 1u);
+  EXPECT_EQ(p.nics[0].name, "eth0");
+  EXPECT_TRUE(p.excluded.empty());
+  EXPECT_FALSE(p.warnings.empty());
+}
