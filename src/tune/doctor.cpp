@@ -73,7 +73,7 @@ std::vector<Finding> log_findings(const NcclLog& l) {
     for (const auto& e : lines_with(l, "Using", 3)) ev.push_back(e);
     const bool single_node_forced = env_set("NCCL_P2P_DISABLE=1") && env_set("NCCL_SHM_DISABLE=1");
     out.push_back(make("log.socket_fallback", single_node_forced ? "warning" : "error",
-                       "NCCL moves data over TCP sockets (NET/Socket)" +
+                       l.file + ": NCCL moves data over TCP sockets (NET/Socket)" +
                            std::string(single_node_forced ? " because NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1 forbid the faster intra-node paths"
                                                           : ": no usable RDMA device; expect a small fraction of the RDMA/NVLink bandwidth"),
                        ev,
@@ -84,7 +84,7 @@ std::vector<Finding> log_findings(const NcclLog& l) {
   if (has("SHM")) {
     const bool forced = env_set("NCCL_P2P_DISABLE=1");
     out.push_back(make("log.shm_path", "warning",
-                       std::string("GPUs exchange data through host shared memory (SHM)") +
+                       l.file + ": GPUs exchange data through host shared memory (SHM)" +
                            (forced ? " because NCCL_P2P_DISABLE=1" : ": P2P between these GPUs is unavailable"),
                        lines_with(l, "via SHM", 2),
                        forced ? "unset NCCL_P2P_DISABLE" : "nvidia-smi topo -m   # check NVLink / PCIe P2P; ACS and IOMMU settings"));
@@ -92,11 +92,11 @@ std::vector<Finding> log_findings(const NcclLog& l) {
   if (has("NET/IB")) {
     if (!l.gdr_channels.count("NET/IB"))
       out.push_back(make("log.ib_without_gdr", "warning",
-                         "NET/IB channels run without GPUDirect RDMA: data is staged through host memory",
+                         l.file + ": NET/IB channels run without GPUDirect RDMA: data is staged through host memory",
                          lines_with(l, "GPU Direct RDMA", 3),
                          "sudo modprobe nvidia-peermem   # or a kernel with DMA-BUF\nexport NCCL_NET_GDR_LEVEL=PHB   # if the NIC is behind the CPU"));
     else
-      out.push_back(make("log.ib_gdr", "info", "NET/IB channels use GPUDirect RDMA (GDRDMA)", lines_with(l, "GDRDMA", 2), ""));
+      out.push_back(make("log.ib_gdr", "info", l.file + ": NET/IB channels use GPUDirect RDMA (GDRDMA)", lines_with(l, "GDRDMA", 2), ""));
   }
   for (const auto& w : l.warnings)
     out.push_back(make("log.partial", "warning", l.file + ": " + w, {}, "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and keep the whole log"));
