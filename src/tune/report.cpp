@@ -178,10 +178,13 @@ std::string render_report(const DoctorReport& r, const topo::Topology* t, const 
   o << "## Initial Diagnosis\n\n### Baseline Performance\n";
   const NcclLog* base = r.logs.empty() ? nullptr : &r.logs.front();
   o << "- **Transport detected**: " << (base ? base->primary_transport() : std::string("(no log)")) << "\n";
-  o << "- **Bandwidth achieved**: "
-    << (!runs.empty() && runs.front().busbw_bytes_per_s > 0 ? gbps(runs.front().busbw_bytes_per_s) + " GB/s bus bandwidth"
-                                                             : std::string("see Performance Results"))
-    << "\n- **Key problems identified**:\n";
+  std::string achieved = "see Performance Results";
+  if (!runs.empty() && runs.front().busbw_bytes_per_s > 0)
+    achieved = gbps(runs.front().busbw_bytes_per_s) + " GB/s bus bandwidth (" + runs.front().label + ")";
+  else if (base && !base->perf.empty() && base->perf.front().headline_busbw() > 0)
+    achieved = gbps(base->perf.front().headline_busbw()) + " GB/s bus bandwidth (" +
+               (base->perf.front().avg_busbw > 0 ? "nccl-tests' average" : "peak") + ", " + base->file + ")";
+  o << "- **Bandwidth achieved**: " << achieved << "\n- **Key problems identified**:\n";
   bool any = false;
   for (const auto& f : r.findings)
     if (f.severity != "info") {
