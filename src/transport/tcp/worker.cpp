@@ -284,6 +284,7 @@ void tx_worker(WorkerArgs a) {
     }
     ChunkHeader end{kEndOfRound, 0, a.round};
     a.c.sock.send_all(&end, sizeof end);
+    ++a.rep.syscalls;
     while (!acks.all_acked()) acks.read(true);
   });
 }

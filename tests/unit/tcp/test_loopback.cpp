@@ -47,6 +47,7 @@ TEST(TcpLoopback, OneWayMovesEveryByteAndBothSidesReport) {
   ASSERT_EQ(r.client.channels.size(), 2u);
   for (const auto& c : r.client.channels) {
     EXPECT_EQ(c.nic, "lo");
+    if (c.bytes == 0) continue;  // chunks are dealt as they go: a channel may carry none
     EXPECT_GE(c.window_max, 1u);
     EXPECT_LE(c.window_max, p.window);
     EXPECT_GT(c.chunk_lat_p50_ns, 0);
