@@ -27,10 +27,11 @@ constexpr std::uint32_t kMaxRequestsPerComm = 32;
 
 struct PluginLink final : LinkState {
   int dev = 0;
-  net::ListenComm listen;
+  net::ListenComm listen, listen_back;
   net::SendComm send;
   net::RecvComm recv;
-  net::MemRegion mr;
+  net::MemRegion mr;       // this side's buffer on the link's direction
+  net::MemRegion mr_back;  // latency mode: the buffer on the reverse comm (the echo)
 };
 
 PluginLink& link_of(Conn& c) { return static_cast<PluginLink&>(*c.link); }
@@ -209,6 +210,82 @@ void plugin_receiver(WorkerArgs a) {
   });
 }
 
+// Spins on a comm's oldest request (latency: no sleep between tests), yielding now and
+// then so a shared core still runs the peer's thread.
+void wait_oldest(net::CommBase& c, Watchdog& dog, const char* what) {
+  for (unsigned spins = 0; !c.test_oldest(); ++spins) {
+    dog.check(what);
+    if (spins % 64 == 63) std::this_thread::yield();
+  }
+  dog.moved();
+}
+
+template <class Post>
+void post_until_taken(Post&& post, Watchdog& dog, const char* what) {
+  for (unsigned spins = 0; !post(); ++spins) {
+    dog.check(what);
+    if (spins % 64 == 63) std::this_thread::yield();
+  }
+  dog.moved();
+}
+
+// Latency mode: the client sends a message on the link's comm and the server echoes it
+// on the reverse comm; half the round trip is the sample (as bench tcp's ping-pong).
+void plugin_ping(WorkerArgs a) {
+  run_guarded(a, [&] {
+    const Params& p = a.s.p;
+    PluginLink& l = link_of(a.c);
+    const std::size_t n = p.size_bytes;
+    char* src = a.s.src[a.c.gpu_slot].data();
+    char* dst = a.s.dst[a.c.gpu_slot].data();
+    const std::uint64_t seed = a.s.seed(true, a.c.gpu_slot, 0);
+    Watchdog dog(p.timeout_s);
+    std::vector<double> samples;
+    samples.reserve(p.iters);
+    for (std::uint32_t i = 0; i < p.warmup + p.iters; ++i) {
+      const std::int64_t t0 = monotonic_ns();
+      // The echo's receive is posted first: the peer's send never waits for it.
+      post_until_taken([&] { return l.recv.irecv(dst, n, l.mr_back).has_value(); }, dog, "posting the echo's receive");
+      post_until_taken([&] { return l.send.isend(src, n, l.mr).has_value(); }, dog, "posting a ping");
+      wait_oldest(l.send, dog, "waiting for a ping to leave");
+      wait_oldest(l.recv, dog, "waiting for the echo");
+      if (l.recv.unpack()) {
+        unpack_into(l.recv.unpack_view(), dst, false);
+        l.recv.irecv_consumed();
+      }
+      const std::int64_t t1 = monotonic_ns();
+      a.rep.syscalls += 4;
+      if (i >= p.warmup) samples.push_back(static_cast<double>(t1 - t0) / 2);
+      if (p.verify && check_pattern(dst, 0, n, seed) != n) throw Error("verify: echoed message differs from the pattern sent");
+    }
+    std::lock_guard lk(a.ch.mu);
+    a.ch.lat_ns.insert(a.ch.lat_ns.end(), samples.begin(), samples.end());
+  });
+}
+
+void plugin_pong(WorkerArgs a) {
+  run_guarded(a, [&] {
+    const Params& p = a.s.p;
+    PluginLink& l = link_of(a.c);
+    const std::size_t n = p.size_bytes;
+    char* buf = a.s.dst[a.c.gpu_slot].data();
+    const std::uint64_t seed = a.s.seed(true, a.c.gpu_slot, 0);
+    Watchdog dog(p.timeout_s);
+    for (std::uint32_t i = 0; i < p.warmup + p.iters; ++i) {
+      post_until_taken([&] { return l.recv.irecv(buf, n, l.mr).has_value(); }, dog, "posting a ping's receive");
+      wait_oldest(l.recv, dog, "waiting for a ping");
+      if (l.recv.unpack()) {
+        unpack_into(l.recv.unpack_view(), buf, false);
+        l.recv.irecv_consumed();
+      }
+      if (p.verify && check_pattern(buf, 0, n, seed) != n) throw Error("verify: ping message differs from the client's pattern");
+      post_until_taken([&] { return l.send.isend(buf, n, l.mr_back).has_value(); }, dog, "posting the echo");
+      wait_oldest(l.send, dog, "waiting for the echo to leave");
+      a.rep.syscalls += 4;
+    }
+  });
+}
+
 class PluginPath final : public DataPath {
  public:
   explicit PluginPath(std::shared_ptr<net::Plugin> plugin) : plugin_(std::move(plugin)) {}
@@ -218,9 +295,6 @@ class PluginPath final : public DataPath {
   }
 
   void check(const Params& p) const override {
-    if (p.mode == Mode::latency)
-      throw UsageError("bench net: --mode latency is not supported over a plugin yet; use bw or bidir (the chunk "
-                       "latency column gives post-to-completion times)");
     bool cuda = false, host = false;
     std::uint64_t max_bytes = ~std::uint64_t{0};
     for (const auto& d : plugin_->devices()) {
@@ -247,6 +321,15 @@ class PluginPath final : public DataPath {
   void prepare(Session& s) override {
     for (auto& c : s.conns) {
       PluginLink& l = link_of(*c);
+      if (s.p.mode == Mode::latency) {  // client: ping from src, echo into dst; server: both in dst
+        const Buffer& in = s.dst[c->gpu_slot];
+        const Buffer& out = s.is_client ? s.src[c->gpu_slot] : in;
+        l.mr = s.is_client ? l.send.reg_mr(out.data(), out.size(), net::MemType::host)
+                           : l.recv.reg_mr(in.data(), in.size(), net::MemType::host);
+        l.mr_back = s.is_client ? l.recv.reg_mr(in.data(), in.size(), net::MemType::host)
+                                : l.send.reg_mr(in.data(), in.size(), net::MemType::host);
+        continue;
+      }
       const bool sends = s.sends(c->c2s);
       Buffer& b = sends ? s.src[c->gpu_slot] : s.dst[c->gpu_slot];
       if (b.size() == 0) continue;
@@ -257,8 +340,11 @@ class PluginPath final : public DataPath {
 
   void run_workers(Session& s, std::uint32_t round, bool timed) override {
     RoundCtl ctl;  // no sockets to shut: the workers poll ctl.failed between plugin calls
-    run_worker_threads(s, round, timed, ctl,
-                       [](const WorkerReport& w) -> WorkerFn { return w.role == "tx" ? plugin_sender : plugin_receiver; });
+    const bool latency = s.p.mode == Mode::latency;
+    run_worker_threads(s, round, timed, ctl, [latency](const WorkerReport& w) -> WorkerFn {
+      if (latency) return w.role == "tx" ? plugin_ping : plugin_pong;
+      return w.role == "tx" ? plugin_sender : plugin_receiver;
+    });
   }
 
  private:
@@ -294,11 +380,24 @@ class PluginPath final : public DataPath {
             s.conns.push_back(std::move(conn));
           }
     }
+    // Latency mode echoes on a second comm per link, the other way: the client listens.
+    const bool latency = p.mode == Mode::latency;
+    if (latency)
+      for (auto& conn : s.conns) {
+        PluginLink& l = link_of(*conn);
+        if (s.is_client) {
+          l.listen_back = plugin_->listen(l.dev);
+          mine.push_back(hex(l.listen_back.handle()));
+        } else {
+          mine.push_back(nullptr);
+        }
+      }
     send_frame(ctrl, FrameType::net_handles, {{"handles", mine}});
     const auto theirs = expect_frame(ctrl, FrameType::net_handles, "exchanging plugin listen handles");
     const auto it = theirs.find("handles");
-    if (it == theirs.end() || !it->is_array() || it->size() != s.conns.size())
-      throw Error("the peer's plugin handles do not match this session's " + std::to_string(s.conns.size()) + " links");
+    const std::size_t want = s.conns.size() * (latency ? 2 : 1);
+    if (it == theirs.end() || !it->is_array() || it->size() != want)
+      throw Error("the peer's plugin handles do not match this session's " + std::to_string(want) + " comms");
     const auto deadline = net::Clock::now() + std::chrono::duration_cast<net::Clock::duration>(
                                                   std::chrono::duration<double>(p.timeout_s));
     for (std::size_t i = 0; i < s.conns.size(); ++i) {
@@ -309,6 +408,16 @@ class PluginPath final : public DataPath {
         l.send = plugin_->connect(l.dev, unhex((*it)[i].get<std::string>()), deadline);
       } else {
         l.recv = plugin_->accept(l.listen, deadline);
+      }
+    }
+    for (std::size_t i = 0; latency && i < s.conns.size(); ++i) {
+      PluginLink& l = link_of(*s.conns[i]);
+      const auto& h = (*it)[s.conns.size() + i];
+      if (s.is_client) {
+        l.recv = plugin_->accept(l.listen_back, deadline);
+      } else {
+        if (!h.is_string()) throw Error("the peer sent no listen handle for the echo of link " + std::to_string(i));
+        l.send = plugin_->connect(l.dev, unhex(h.get<std::string>()), deadline);
       }
     }
   }

@@ -347,18 +347,28 @@ TEST(BenchNetBadInput, ChunkOverThePluginsMaxP2pBytes) {
   }
 }
 
-TEST(BenchNetBadInput, LatencyModeRefused) {
+// Latency mode: a ping on the link's comm, the echo on a second comm the other way;
+// every echo checked against the pattern, one sample per ping.
+TEST(BenchNet, LatencyModePingPongsOverTwoCommsPerLink) {
   auto plugin = load(net::kMaxAbiVersion);
   Params p;
   p.mode = Mode::latency;
-  p.size_bytes = 8;
-  p.chunk_bytes = 8;
-  try {
-    run_loopback(p, over(plugin), over(plugin));
-    FAIL() << "latency mode accepted";
-  } catch (const UsageError& e) {
-    EXPECT_TRUE(has(e.what(), "--mode latency") && has(e.what(), "bw or bidir")) << e.what();
+  p.size_bytes = 4096 + 3;
+  p.chunk_bytes = p.size_bytes;
+  p.channels = 2;
+  p.iters = 50;
+  p.warmup = 5;
+  p.verify = true;
+  p.timeout_s = 10;
+  const Results r = run_loopback(p, over(plugin), over(plugin));
+  ASSERT_TRUE(r.failure.empty()) << r.failure;
+  EXPECT_EQ(r.client.latency_ns.size(), 2u * p.iters);  // both channels' pings
+  for (double ns : r.client.latency_ns) {
+    EXPECT_GT(ns, 0);
+    EXPECT_LT(ns, 1e9);
   }
+  ASSERT_EQ(r.client.workers.size(), 2u);
+  for (const auto& w : r.client.workers) EXPECT_EQ(w.role, "tx");
 }
 
 // A bench net client at a bench tcp server (and the other way round): refused in the
