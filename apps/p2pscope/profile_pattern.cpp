@@ -22,10 +22,11 @@ namespace p2pscope::app {
 
 void add_pattern_options(CLI::App& cmd, PatternOptions& o) {
   cmd.add_option("--pattern", o.pattern,
-                 "Contention instead of the isolated campaign: pairs (each pair alone), fan-in (all to --root), "
-                 "fan-out (--root to all), ring-shift (i -> i+--shift), all-to-all (every pair at once); each "
+                 "Contention instead of the isolated campaign: pairs (each pair alone), fan-in (all to --root-device), "
+                 "fan-out (--root-device to all), ring-shift (i -> i+--shift), all-to-all (every pair at once); each "
                  "flow is also run alone first, and logged (contention_log.csv)");
-  cmd.add_option("--root", o.root, "--pattern fan-in / fan-out: the root device (default the first)");
+  cmd.add_option("--root-device", o.root, "--pattern fan-in / fan-out: the root device (default the first); "
+                 "--root is a captured tree in every command");
   cmd.add_option("--shift", o.shift, "--pattern ring-shift: i -> i + shift")->capture_default_str();
 }
 

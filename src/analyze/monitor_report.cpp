@@ -51,8 +51,13 @@ std::string monitor_timelines(const Campaign& c) {
     std::map<std::string, charts::Series> by_source;
   };
   std::map<std::pair<std::string, std::string>, Group> groups;
-  double t0 = INFINITY;
-  for (const auto& m : c.monitor) t0 = std::min(t0, m.time_s);
+  double t0 = INFINITY, t1 = -INFINITY;
+  for (const auto& m : c.monitor) t0 = std::min(t0, m.time_s), t1 = std::max(t1, m.time_s);
+  // One sampling time (a run shorter than the monitor's interval): no line anywhere, so
+  // one sentence instead of a dozen charts with axes around a single point.
+  if (!(t1 > t0))
+    return "<p class=\"note\">monitor.csv holds one sample per source (the run was shorter than the monitor's "
+           "interval): nothing to draw over time; the values are in monitor.csv.</p>\n";
   for (const auto& m : c.monitor) {
     if (m.source == "note" || m.key == "throttle_reasons" || m.key == "last_cpu") continue;
     std::string key = m.key;

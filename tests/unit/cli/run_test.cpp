@@ -62,6 +62,16 @@ TEST(Run, ShortJobWritesReportAndRecordsEveryStep) {
   EXPECT_EQ(step(j, "predict").at("status"), "ok");
   EXPECT_TRUE(fs::exists(dir / "network.yml"));
   EXPECT_TRUE(fs::exists(dir / "predict.html"));
+  // One page links every result of the run, and its path is printed.
+  const auto ipos = r.out.find("index: ");
+  ASSERT_NE(ipos, std::string::npos) << r.out;
+  const std::string index_path = r.out.substr(ipos + 7, r.out.find_first_of(" \n", ipos + 7) - ipos - 7);
+  EXPECT_EQ(fs::path(index_path), fs::absolute(dir / "index.html").lexically_normal());
+  std::ifstream idx(dir / "index.html");
+  const std::string index((std::istreambuf_iterator<char>(idx)), {});
+  for (const char* href : {"campaign/report.html", "predict.html", "network.yml", "topology.json", "bench-gpu.txt",
+                           "bench-latency.txt", "run.json", "profile.log"})
+    EXPECT_NE(index.find(std::string("href=\"") + href + "\""), std::string::npos) << href;
 
   // A second run keeps the first campaign instead of overwriting it.
   const auto r2 = run("run --out " + dir.string() + " --reps 1 --sizes 1K --backend host --skip "
@@ -98,6 +108,22 @@ TEST(Run, StepOverItsTimeLimitIsStopped) {
   const auto j = read_json(dir / "run.json");
   EXPECT_EQ(step(j, "profile").at("status"), "timed out");
   EXPECT_LT(step(j, "profile").at("seconds").get<double>(), 15.0);
+  fs::remove_all(dir);
+}
+
+// analyze, export and predict read the campaign: with profile skipped they are skipped
+// too, saying why, instead of failing on a missing directory.
+TEST(Run, SkippingProfileSkipsTheStepsThatReadItsCampaign) {
+  const auto dir = fresh_dir("skip-profile");
+  const auto r = run("run --out " + dir.string() + " --skip profile,topo,topo-text,bench-gpu,bench-latency,tcp-loopback");
+  const auto j = read_json(dir / "run.json");
+  for (const char* name : {"analyze", "export", "predict"}) {
+    EXPECT_EQ(step(j, name).at("status"), "skipped") << name << "\n" << r.out;
+    EXPECT_NE(step(j, name).value("note", "").find("needs profile"), std::string::npos) << name;
+  }
+  EXPECT_EQ(r.out.find("failed ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 failed"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(dir / "index.html"));
   fs::remove_all(dir);
 }
 
