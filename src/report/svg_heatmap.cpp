@@ -44,9 +44,9 @@ std::string render_heatmap(const Heatmap& h) {
   const Typical typical = intervals ? typical_cell(h) : Typical{};
   // Wide enough for the title (about 8 px a character at 14 px bold) and the scale.
   const double grid_w = left + cell * static_cast<double>(h.cols.size()) + 20;
-  const double W = std::max({grid_w, 20 + 8.0 * static_cast<double>(h.title.size()), 420.0});
+  const double W = std::max({grid_w, 20 + 8.0 * static_cast<double>(h.title.size()), 300.0});
   const double grid_bottom = top + cell * static_cast<double>(h.rows.size());
-  const double H = grid_bottom + 62;
+  const double H = grid_bottom + (intervals ? 76 : 62);
   double lo = INFINITY, hi = -INFINITY;
   for (const auto& r : h.values)
     for (double v : r)
@@ -109,9 +109,9 @@ std::string render_heatmap(const Heatmap& h) {
                      "<text x=\"96\" y=\"{1:.1f}\">worse</text>"
                      "<rect class=\"scale\" x=\"145\" y=\"{0:.1f}\" width=\"12\" height=\"12\" fill=\"#ffffff\" stroke=\"#ccc\"/>"
                      "<text x=\"161\" y=\"{1:.1f}\">no difference shown</text>"
-                     "<text x=\"10\" y=\"{2:.1f}\" fill=\"#555\">than the typical cell ({3}), beyond both medians' 95% "
-                     "intervals; deeper = larger</text></g>\n",
-                     sy, sy + 10, sy + 30, xml_escape(t));
+                     "<text x=\"10\" y=\"{2:.1f}\" fill=\"#555\">than the typical cell ({3}) beyond both</text>"
+                     "<text x=\"10\" y=\"{4:.1f}\" fill=\"#555\">medians' 95% intervals; deeper = larger</text></g>\n",
+                     sy, sy + 10, sy + 30, xml_escape(t), sy + 44);
   } else if (std::isfinite(lo)) {
     o += "<g class=\"scale\">";
     for (int i = 0; i < 10; ++i) {
