@@ -97,6 +97,19 @@ std::string best_command(const SweepTcpOptions& o, const tcp::Params& base, std:
   return c;
 }
 
+using Point = std::tuple<std::uint32_t, std::uint64_t, std::uint32_t, std::uint32_t>;  // ch, chunk, win, sock
+
+// One row per point measured: its median and CV over the repetitions.
+Table points_table(const std::map<Point, std::vector<double>>& samples) {
+  Table t({"channels", "chunk", "window", "sockets", "median_GB/s", "cv"});
+  for (const auto& [key, v] : samples) {
+    const Stats s = compute_stats(v);
+    t.add_row({std::to_string(std::get<0>(key)), format_size_compact(std::get<1>(key)), std::to_string(std::get<2>(key)),
+               std::to_string(std::get<3>(key)), fixed(s.median / 1e9, 3), fixed(s.cv, 3)});
+  }
+  return t;
+}
+
 // heatmap.svg: channels x chunk at the best point's window and sockets. The title sets
 // the picture's width (render_heatmap), so it is never clipped.
 void write_heatmap(const SweepTcpOptions& o, const std::vector<std::uint32_t>& channels,
@@ -132,7 +145,7 @@ void run(const SweepTcpOptions& given, Context& ctx) {
   std::unique_ptr<monitor::MonitorSession> mon;
   if (o.monitor.enabled) mon = std::make_unique<monitor::MonitorSession>(o.out, monitor_interval_s);
 
-  using Key = std::tuple<std::uint32_t, std::uint64_t, std::uint32_t, std::uint32_t>;  // ch, chunk, win, sock
+  using Key = Point;
   std::vector<Key> grid_points;
   for (std::uint32_t c : channels)
     for (std::uint64_t chunk : chunks)
@@ -217,13 +230,7 @@ void run(const SweepTcpOptions& given, Context& ctx) {
   if (mon) j["monitor"] = mon_result.json;
   write_file(std::filesystem::path(o.out) / "best.json", j.dump(2) + "\n");
 
-  Table t({"channels", "chunk", "window", "sockets", "median_GB/s", "cv"});
-  for (const auto& [key, v] : samples) {
-    const Stats s = compute_stats(v);
-    t.add_row({std::to_string(std::get<0>(key)), format_size_compact(std::get<1>(key)), std::to_string(std::get<2>(key)),
-               std::to_string(std::get<3>(key)), fixed(s.median / 1e9, 3), fixed(s.cv, 3)});
-  }
-  std::cout << t.to_text() << "\nbest: " << j["command"].get<std::string>() << "  -> " << fixed(best_v / 1e9, 3)
+  std::cout << points_table(samples).to_text() << "\nbest: " << j["command"].get<std::string>() << "  -> " << fixed(best_v / 1e9, 3)
             << " GB/s\nwrote " << o.out << "/{sweep.csv,heatmap.svg,best.json" << (mon ? ",monitor.csv" : "")
             << "}\n";
   std::cout.flush();
