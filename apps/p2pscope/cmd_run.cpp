@@ -3,6 +3,7 @@
 // benchmark, then analyze, each as a child p2pscope process: one step failing or
 // hanging (killed at --step-timeout) loses nothing the others measured, and each
 // step's own output and log stay in DIR for anyone to rerun by hand.
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -205,7 +206,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       write_record();  // after every step: a kill loses nothing already done
       if (r.status == "interrupted") {
         const fs::path index = write_index(out, results, steps.size());
-        ctx.exit_code = 130;
+        ctx.exit_code = 128 + (interrupt.signal_number() ? interrupt.signal_number() : SIGINT);
         std::cerr << "run: interrupted; what was measured is in " << out.string() << " (index: " << index.string() << ")\n";
         return;
       }
