@@ -4,6 +4,7 @@
 // exit status returned (127 when it cannot be found, 128+N when killed by signal N).
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -116,29 +117,30 @@ pid_t release(const Held& h) {
 }
 
 // "CPU-bound on CPUs 0-1" is said of the machine's CPUs. Around a command, it is the
-// command's only when its own threads did most of that load: otherwise the verdict
-// names the CPUs as busy with other processes (before, `monitor -- sleep 2` on a busy
-// box said "CPU-bound").
-std::vector<std::string> command_verdicts(const monitor::Summary& s) {
+// command's only when its own work explains most of that load: its sampled threads on
+// those CPUs, or, for a command that starts others (mpirun, a shell script), the CPU
+// time of it and its children (`tree_cpu_s`, from wait4). Otherwise the verdict names
+// the CPUs as busy with other processes (before, `monitor -- sleep 2` on a busy box
+// said "CPU-bound").
+std::vector<std::string> command_verdicts(const monitor::Summary& s, double tree_cpu_s) {
   std::vector<std::string> out = monitor::verdict_lines(s);
   const monitor::BusyCpus busy = monitor::classify_busy_cpus(s);
   if (busy.bound.empty() || !(s.duration_s > 0)) return out;
-  double load_s = 0, own_s = 0, own_total_s = 0;
+  double load_s = 0, own_s = 0;
   for (const auto& c : s.cpus)
     if (std::find(busy.bound.begin(), busy.bound.end(), c.cpu) != busy.bound.end()) load_s += c.busy_pct / 100 * s.duration_s;
   for (const auto& t : s.threads) {
     if (t.name == monitor::kMonitorThread) continue;
-    own_total_s += t.cpu_s;
     for (int c : busy.bound)
       if (const auto it = t.cpu_s_by_cpu.find(c); it != t.cpu_s_by_cpu.end()) own_s += it->second;
   }
-  if (load_s > 0 && own_s >= 0.5 * load_s) return out;
+  if (load_s > 0 && std::max(own_s, tree_cpu_s) >= 0.5 * load_s) return out;
   for (auto& line : out)
     if (line.rfind("CPU-bound", 0) == 0)
-      line = fmt::format("CPU{} {} busy, but not with the command's threads ({:.0f}% of that load was theirs; the "
-                         "command used {:.0f}% of a CPU in all): other processes were running there",
-                         busy.bound.size() > 1 ? "s" : "", format_cpulist(busy.bound),
-                         load_s > 0 ? 100 * own_s / load_s : 0.0, 100 * own_total_s / s.duration_s);
+      line = fmt::format("CPU{} {} busy, but not with the command's work (it and its children used {:.0f}% of a CPU, "
+                         "{:.0f}% of that load): other processes were running there",
+                         busy.bound.size() > 1 ? "s" : "", format_cpulist(busy.bound), 100 * tree_cpu_s / s.duration_s,
+                         load_s > 0 ? 100 * std::max(own_s, tree_cpu_s) / load_s : 0.0);
   return out;
 }
 
@@ -232,6 +234,7 @@ void run_monitor(const MonitorArgs& a, Context& ctx) {
   g_signal = 0;
   int exit_code = 0;
   monitor::Summary last_summary;
+  double tree_cpu_s = 0;  // the command's and its waited-for children's CPU time
   install_handlers();
   if (have_cmd) {
     const pid_t pid = release(held);
@@ -251,8 +254,11 @@ void run_monitor(const MonitorArgs& a, Context& ctx) {
     }
     last_summary = sampler.stop();
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    struct rusage ru {};
+    while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
     }
+    tree_cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                 static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
     g_child = 0;
     exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
   } else {
@@ -275,7 +281,7 @@ void run_monitor(const MonitorArgs& a, Context& ctx) {
   f << doc.dump(2) << "\n";
   if (!f) throw Error("cannot write " + json_path);
 
-  for (const auto& v : have_cmd ? command_verdicts(summary) : monitor::verdict_lines(summary))
+  for (const auto& v : have_cmd ? command_verdicts(summary, tree_cpu_s) : monitor::verdict_lines(summary))
     std::printf("verdict: %s\n", v.c_str());
   for (const auto& n : summary.notes) std::printf("note: %s\n", n.c_str());
   std::printf("monitor: %d samples over %.1f s, %.0f us CPU per sample; wrote %s and %s\n", summary.samples,
