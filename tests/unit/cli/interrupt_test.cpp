@@ -156,3 +156,24 @@ TEST_F(BenchSignal, SigintStopsALatencyRowBetweenRoundTrips) {
   EXPECT_EQ(j["rows"].size(), 0u);
   EXPECT_NE(j.value("stopped", "").find("no sample yet"), std::string::npos) << j["stopped"];
 }
+
+// profile --pattern: Ctrl-C ends the contention run between repetitions and writes the
+// log and summary of what was measured. Before, nothing caught the signal there: the
+// process died with nothing written.
+TEST_F(BenchSignal, ContentionPatternStopsBetweenRepetitionsAndWritesWhatItHas) {
+  const fs::path out = base_ / "contention", err = base_ / "err.txt";
+  const Child c = start({"profile", "--pattern", "all-to-all", "--backend", "host", "--sizes", "16M", "--warmup", "0",
+                         "--reps", "100000", "--out", out.string()},
+                        err);
+  let_it_start();
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(c.pid, SIGINT);
+  const auto [code, seconds] = wait_for_exit(c.pid, t0);
+  EXPECT_EQ(code, 130);
+  EXPECT_LT(seconds, 3.0);
+  ASSERT_TRUE(fs::exists(out / "contention.json")) << slurp(err);
+  const auto j = nlohmann::json::parse(slurp(out / "contention.json"));
+  EXPECT_TRUE(j.value("interrupted", false));
+  EXPECT_FALSE(j["summary"].empty());
+  EXPECT_GT(slurp(out / "contention_log.csv").size(), 200u);
+}
