@@ -7,7 +7,8 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config
           libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev
           iproute2 iperf3 clang
-          python3 python3-yaml)  # python3-yaml: tests/scripts/check_export_yaml.py
+          python3 python3-yaml  # python3-yaml: tests/scripts/check_export_yaml.py
+          ccache)               # a second build (CI's clone, a worktree) reuses the objects
 if [ "${P2PSCOPE_WITH_BROWSER:-1}" = 1 ]; then
   packages+=(chromium)  # report rendering test (headless)
 fi

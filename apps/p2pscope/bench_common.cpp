@@ -11,6 +11,7 @@
 #include "p2pscope/affinity.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 #include "p2pscope/fsroot.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/metadata.hpp"
@@ -81,10 +82,7 @@ void emit(const std::string& text, const BenchCommon& c, const std::string& stem
     const std::string ext = c.format == "text" ? "txt" : c.format;
     p /= fmt::format("{}_{}.{}", stem, compact_timestamp(realtime_ns()), ext);
   }
-  std::ofstream f(p);
-  if (!f) throw Error("cannot write '" + p.string() + "': " + errno_text(errno));
-  f << text;
-  if (!f.flush()) throw Error("write '" + p.string() + "' failed: " + errno_text(errno));
+  write_file_atomic(p, text, c.force ? Replace::allow : Replace::refuse);
   std::cerr << "wrote " << p.string() << "\n";
 }
 
@@ -101,6 +99,7 @@ void add_bench_common(CLI::App& c, BenchCommon& o, const char* sizes_help) {
   c.add_option("--iters", o.iters, "timed iterations, each one sample")->capture_default_str();
   c.add_option("--format", o.format, "text, csv or json (json embeds run metadata and topology)")->capture_default_str();
   c.add_option("--out", o.out, "write to FILE, or into DIR (existing, or ending in /) under a dated name");
+  c.add_flag("--force", o.force, "Replace the --out FILE if it exists");
   c.add_flag("--monitor", o.monitor, "sample CPUs, IRQs, NICs, threads and GPUs (NVML) during the run: monitor.csv "
                                      "beside --out (else ./p2pscope-out), a summary in the JSON, verdicts on stderr");
   c.add_option("--monitor-interval", o.monitor_interval, "--monitor's sampling interval")->capture_default_str();

@@ -16,7 +16,7 @@ namespace p2pscope::app {
 struct BenchCommon {
   std::string sizes, format = "text", out, monitor_interval = "1s";
   int warmup = 5, iters = 20;
-  bool monitor = false;
+  bool monitor = false, force = false;
   bool host_waits_on_gpu = false;  // set once the backend is known: not for `host`
 };
 void add_bench_common(CLI::App& c, BenchCommon& o, const char* sizes_help);

@@ -2,6 +2,7 @@
 // (host, ce[-pull|-both][@N], sm, sm-pull, staged, nccl). Text (matrix for one size, rows for a
 // sweep), CSV or JSON with run metadata and topology; --out FILE or DIR.
 // `bench nccl` (collectives) is in cmd_bench_nccl.cpp.
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -48,7 +49,8 @@ void run_gpu(const GpuOptions& o, Context& ctx) {
       throw UsageError(fmt::format("this is rank {} of {} processes ({}), and only --backend nccl runs as one process "
                                    "per GPU; backend {} drives every GPU from one process: run it without the launcher",
                                    launch.rank, launch.size, launch.launcher, backend));
-    bo.bootstrap = make_bootstrap(launch);
+    bo.bootstrap = make_bootstrap(  // rank 0 says what it refused on stderr
+        launch, 120, [](const std::string& l) { std::fprintf(stderr, "p2pscope: %s\n", l.c_str()); });
     bo.rank_device = launch.local_rank;
     check_same_arguments(*bo.bootstrap, ctx.argv);
     rank_cpus = gather_rank_cpus(*bo.bootstrap);

@@ -3,6 +3,7 @@
 // torchrun, one process per GPU (every rank measures, rank 0 reports). A size that
 // fails (a dead rank, an NCCL error) stops the sweep, but the sizes measured before
 // it are still written, with the reason.
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -65,7 +66,8 @@ void run_nccl(const NcclOptions& o, Context& ctx) {
       throw UsageError(fmt::format("--gpus: this is rank {} of {} ({}), and under a launcher each rank drives the GPU of its "
                                    "local rank; choose the GPUs with CUDA_VISIBLE_DEVICES and their number with -np",
                                    launch.rank, launch.size, launch.launcher));
-    std::shared_ptr<Bootstrap> boot = make_bootstrap(launch);
+    std::shared_ptr<Bootstrap> boot = make_bootstrap(  // rank 0 says what it refused on stderr
+        launch, 120, [](const std::string& l) { std::fprintf(stderr, "p2pscope: %s\n", l.c_str()); });
     check_same_arguments(*boot, ctx.argv);
     rank_cpus = gather_rank_cpus(*boot);
     ranks = bench::make_collective_ranks(boot, launch.local_rank);

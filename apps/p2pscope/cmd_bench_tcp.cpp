@@ -10,16 +10,21 @@
 
 #include "commands.hpp"
 #include "monitor_options.hpp"
+#include "p2pscope/auth.hpp"
 #include "p2pscope/metadata.hpp"
+#include "p2pscope/netplugin.hpp"
 #include "p2pscope/profile.hpp"
 #include "p2pscope/tcp.hpp"
 #include "p2pscope/units.hpp"
 #include "tcp_options.hpp"
+#include "transport/tcp/datapath.hpp"
 
 namespace p2pscope::app {
 namespace {
 
 struct BenchTcpOptions {
+  bool net = false;    // bench net: the data path is an NCCL net plugin
+  std::string plugin;  // bench net --plugin: path, file or name (NCCL_NET_PLUGIN rules)
   TcpCliOptions engine;
   bool server = false, loopback = false;
   std::vector<std::string> bind{"0.0.0.0"}, client;
@@ -27,19 +32,31 @@ struct BenchTcpOptions {
   int sessions = 0;  // 0: until killed
   double accept_timeout_s = 0;
   std::string format = "text";
+  std::string max_memory;  // server: host buffers one session may take (default a quarter of RAM)
+  std::uint32_t max_conns = 1024;
+  double max_timeout_s = 120;
   MonitorCliOptions monitor;
 };
+
+// A session that failed after measuring: its rounds are printed, then why it ended.
+void report_failure(const tcp::Results& r, Context& ctx) {
+  std::fprintf(stderr, "p2pscope: session failed after %u timed round%s (%s): %s\n", r.rounds_completed,
+               r.rounds_completed == 1 ? "" : "s", r.failure_cause.c_str(), r.failure.c_str());
+  ctx.exit_code = 1;
+}
 
 // With --monitor, `mon` is the stopped monitor of the run: its summary goes into the
 // JSON ("monitor"), its verdicts under the text (stderr for json, to keep stdout JSON).
 void print(const tcp::Results& r, const std::string& format, const Context& ctx,
-           const monitor::SessionResult* mon = nullptr) {
+           const monitor::SessionResult* mon = nullptr, const net::Plugin* plugin = nullptr) {
   if (format == "json") {
     nlohmann::json j = tcp::to_json(r);
     j["run_metadata"] = run_metadata(ctx.argv);
+    if (plugin) j["plugin"] = net::properties_json(*plugin);
     if (mon) j["monitor"] = mon->json;
     std::cout << j.dump(2) << "\n";
   } else {
+    if (plugin) std::cout << "data path: " << plugin->describe() << ", " << plugin->devices().size() << " device(s)\n";
     std::cout << tcp::format_text(r);
   }
   std::cout.flush();
@@ -67,19 +84,30 @@ monitor::SessionResult stop_monitor(monitor::MonitorSession& mon, const Context&
 // sessions ends it cleanly (monitor lines printed, exit 128 + signal); one during a
 // session lets that session finish first. A failed session does not end a server of
 // many; an --accept-timeout with no client ends it (an error if none was served).
-void serve(const BenchTcpOptions& o, const tcp::LocalOptions& local, double monitor_interval_s, Context& ctx) {
+const char* command_name(const BenchTcpOptions& o) { return o.net ? "p2pscope bench net" : "p2pscope bench tcp"; }
+
+void serve(const BenchTcpOptions& o, const tcp::LocalOptions& local, double monitor_interval_s, Context& ctx,
+           const net::Plugin* plugin) {
   if (o.sessions < 0) throw UsageError("--sessions must be 0 (serve until killed) or a count of sessions");
   tcp::ServerOptions so;
   so.bind_addrs = o.bind;
   so.port = static_cast<std::uint16_t>(o.port);
   so.local = local;
   so.accept_timeout_s = o.accept_timeout_s;
+  so.limits.max_memory_bytes = o.max_memory.empty() ? 0 : parse_size(o.max_memory);
+  so.limits.max_connections = o.max_conns;
+  so.limits.max_timeout_s = o.max_timeout_s;
+  so.token = auth::load_token();
+  so.log = [&o](const std::string& line) { std::fprintf(stderr, "%s: %s\n", command_name(o), line.c_str()); };
   tcp::Server server(so);
+  if (!so.token)
+    std::fprintf(stderr, "%s: no shared secret (P2PSCOPE_TOKEN): any host that reaches this port can "
+                         "run sessions; set one on both sides, or --bind one address\n", command_name(o));
   if (o.sessions == 0)
-    std::fprintf(stderr, "p2pscope bench tcp: listening on port %u until stopped (Ctrl-C; --sessions N stops after N)\n",
+    std::fprintf(stderr, "%s: listening on port %u until stopped (Ctrl-C; --sessions N stops after N)\n", command_name(o),
                  server.port());
   else
-    std::fprintf(stderr, "p2pscope bench tcp: listening on port %u for %d session%s\n", server.port(), o.sessions,
+    std::fprintf(stderr, "%s: listening on port %u for %d session%s\n", command_name(o), server.port(), o.sessions,
                  o.sessions == 1 ? "" : "s");
   const profile::InterruptFlag interrupt("p2pscope bench tcp");
   std::jthread watch([&](std::stop_token st) {  // accept() waits in poll: stop() wakes it
@@ -94,14 +122,15 @@ void serve(const BenchTcpOptions& o, const tcp::LocalOptions& local, double moni
       ++served;
       if (mon && o.sessions == 1) {
         const monitor::SessionResult m = stop_monitor(*mon, ctx);
-        print(r, o.format, ctx, &m);
+        print(r, o.format, ctx, &m, plugin);
       } else {
-        print(r, o.format, ctx);
+        print(r, o.format, ctx, nullptr, plugin);
       }
+      if (!r.failure.empty()) report_failure(r, ctx);
     } catch (const tcp::NoClient& e) {
       if (interrupt.flag()->load()) break;
       if (served == 0) throw;
-      std::fprintf(stderr, "p2pscope bench tcp: %s; served %d session%s\n", e.what(), served, served == 1 ? "" : "s");
+      std::fprintf(stderr, "%s: %s; served %d session%s\n", command_name(o), e.what(), served, served == 1 ? "" : "s");
       break;
     } catch (const Error& e) {
       if (interrupt.flag()->load()) break;
@@ -113,7 +142,7 @@ void serve(const BenchTcpOptions& o, const tcp::LocalOptions& local, double moni
   }
   if (mon && !(o.sessions == 1 && served == 1)) print_monitor_lines(stop_monitor(*mon, ctx), stderr);  // all sessions
   if (interrupt.signal_number() != 0) {
-    std::fprintf(stderr, "p2pscope bench tcp: stopped by signal %d after %d session%s\n", interrupt.signal_number(),
+    std::fprintf(stderr, "%s: stopped by signal %d after %d session%s\n", command_name(o), interrupt.signal_number(),
                  served, served == 1 ? "" : "s");
     ctx.exit_code = 128 + interrupt.signal_number();
   }
@@ -121,25 +150,45 @@ void serve(const BenchTcpOptions& o, const tcp::LocalOptions& local, double moni
 
 void run(const BenchTcpOptions& o, Context& ctx) {
   const int roles = (o.server ? 1 : 0) + (o.client.empty() ? 0 : 1) + (o.loopback ? 1 : 0);
-  if (roles != 1) throw UsageError("bench tcp: give exactly one of --server, --client HOST[,HOST...] or --loopback");
+  if (roles != 1) throw UsageError(std::string(o.net ? "bench net" : "bench tcp") + ": give exactly one of --server, --client HOST[,HOST...] or --loopback");
   if (o.port < 0 || o.port > 65535) throw UsageError("--port must be in 0-65535");
   if (o.format != "text" && o.format != "json") throw UsageError("--format must be text or json");
-  const tcp::LocalOptions local = o.engine.local();
+  tcp::LocalOptions local = o.engine.local();
   const double monitor_interval_s = o.monitor.enabled ? o.monitor.interval_s() : 0;  // bad value: exit 2 now
-  if (o.server) return serve(o, local, monitor_interval_s, ctx);
+  std::shared_ptr<net::Plugin> plugin;
+  if (o.net) {
+    net::LoadOptions lo;
+    lo.plugin = o.plugin;
+    plugin = net::Plugin::load(lo);
+    local.path = tcp::make_plugin_path(plugin);
+    std::fprintf(stderr, "p2pscope bench net: loaded %s\n", plugin->describe().c_str());
+  }
+  if (o.server) return serve(o, local, monitor_interval_s, ctx, plugin.get());
   const tcp::Params p = o.engine.params();
   const auto mon = start_monitor(o, monitor_interval_s);
   const tcp::Results r = run_as_client_or_loopback(o.client, o.port, local, p);  // --loopback: no --client (one role)
-  if (!mon) return print(r, o.format, ctx);
-  const monitor::SessionResult m = stop_monitor(*mon, ctx);
-  print(r, o.format, ctx, &m);
+  if (!mon) {
+    print(r, o.format, ctx, nullptr, plugin.get());
+  } else {
+    const monitor::SessionResult m = stop_monitor(*mon, ctx);
+    print(r, o.format, ctx, &m, plugin.get());
+  }
+  if (!r.failure.empty()) report_failure(r, ctx);
 }
 
 }  // namespace
 
-void add_bench_tcp_command(CLI::App& bench, Context& ctx) {
+namespace {
+
+CLI::App* add_engine_command(CLI::App& bench, Context& ctx, bool net) {
   auto o = std::make_shared<BenchTcpOptions>();
-  auto* c = bench.add_subcommand("tcp", "TCP transfer engine: channels over NICs, windows, pinned TX/RX workers");
+  o->net = net;
+  auto* c = net ? bench.add_subcommand("net", "NCCL net plugin engine (TCPX, aws-ofi-nccl, IB, socket plugins) without "
+                                              "NCCL: channels = plugin comms over its devices, windows, pinned workers")
+                : bench.add_subcommand("tcp", "TCP transfer engine: channels over NICs, windows, pinned TX/RX workers");
+  if (net)
+    c->add_option("--plugin", o->plugin, "plugin: a path, a file name or NAME (libnccl-net-NAME.so); default "
+                                         "$NCCL_NET_PLUGIN, else libnccl-net.so, as NCCL resolves it");
   c->add_flag("--server", o->server, "serve clients (each proposes its parameters) until killed, or --sessions N");
   c->add_option("--bind", o->bind, "server: local addresses to listen on (one per NIC)")->delimiter(',')->capture_default_str();
   c->add_option("--client", o->client, "client: server addresses; channel c goes to HOST[c % n]")->delimiter(',');
@@ -148,6 +197,11 @@ void add_bench_tcp_command(CLI::App& bench, Context& ctx) {
   c->add_option("--sessions", o->sessions, "server: sessions to serve, then exit (0 = until killed)")->capture_default_str();
   c->add_option("--accept-timeout", o->accept_timeout_s, "server: seconds to wait for a client (0 = forever)");
   c->add_option("--format", o->format, "text or json")->capture_default_str();
+  c->add_option("--max-memory", o->max_memory, "server: host buffer bytes one session may take (default: a quarter "
+                                               "of RAM; K/M/G)");
+  c->add_option("--max-conns", o->max_conns, "server: data connections one session may open")->capture_default_str();
+  c->add_option("--max-timeout", o->max_timeout_s, "server: the most seconds a client's --timeout may ask for")
+      ->capture_default_str();
   o->engine.add_engine_options(*c);
   o->monitor.add(*c, true);
   c->footer(
@@ -156,8 +210,25 @@ void add_bench_tcp_command(CLI::App& bench, Context& ctx) {
       "  p2pscope bench tcp --client 10.0.1.1,10.0.2.1 --nics eth1,eth2 --channels 8 --window 16 --chunk 512K\n"
       "  p2pscope bench tcp --loopback --mode bidir --channels 2 --verify\n"
       "  p2pscope bench tcp --loopback --monitor --monitor-dir out/  (monitor.csv, summary.json, verdicts)\n"
-      "Bindings default to $NCCL_GPUDIRECTTCPX_TX_BINDINGS / _RX_BINDINGS when set.");
+      "Bindings default to $NCCL_GPUDIRECTTCPX_TX_BINDINGS / _RX_BINDINGS when set.\n"
+      "Set the same P2PSCOPE_TOKEN (or P2PSCOPE_TOKEN_FILE) on server and client: the server then refuses\n"
+      "anyone without it, before reading any parameter.");
   c->callback([o, &ctx] { run(*o, ctx); });
+  return c;
+}
+
+}  // namespace
+
+void add_bench_tcp_command(CLI::App& bench, Context& ctx) {
+  add_engine_command(bench, ctx, false);
+  auto* n = add_engine_command(bench, ctx, true);
+  n->footer(
+      "Examples:\n"
+      "  p2pscope bench net --plugin build/lib/libnccl-net-p2pscope.so --loopback --channels 4 --size 256M --verify\n"
+      "  NCCL_NET_PLUGIN=gpudirecttcpx p2pscope bench net --server --bind 10.0.0.2 --mem gpu --gpus 0-7\n"
+      "  p2pscope bench net --client 10.0.0.2 --mem gpu --gpus 0-7 --channels 8 --tx-bind \"$NCCL_GPUDIRECTTCPX_TX_BINDINGS\"\n"
+      "Both sides load the same plugin; the server and the client must both be bench net (or both bench tcp).\n"
+      "Set the same P2PSCOPE_TOKEN on both sides to keep strangers out of the server.");
 }
 
 }  // namespace p2pscope::app

@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/tune.hpp"
 
@@ -26,7 +27,7 @@ namespace {
 struct DoctorOptions {
   std::vector<std::string> logs, results;
   std::string root = "/", format = "text", report, size = "64M";
-  bool compare = false;
+  bool compare = false, force = false;
 };
 
 std::string slurp(const std::string& path, const char* what) {
@@ -164,6 +165,7 @@ void add_doctor_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--format", opt->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   // --out as every other command that writes a file spells it.
   cmd->add_option("--report,--out", opt->report, "Write the NCCL optimization report (markdown) here");
+  cmd->add_flag("--force", opt->force, "Replace the --report file if it exists");
   cmd->add_option("--results", opt->results, "p2pscope result JSON(s) for the report's performance table")
       ->check(CLI::ExistingFile);
   cmd->add_flag("--compare-transports", opt->compare,
@@ -232,10 +234,9 @@ void add_doctor_command(CLI::App& app, Context& ctx) {
       print_text(rep, runs);
     }
     if (!opt->report.empty()) {
-      std::ofstream out(opt->report);
-      if (!out) throw Error("cannot write report '" + opt->report + "': " + errno_text(errno));
       auto all_runs = runs.empty() ? log_runs : runs;
-      out << tune::render_report(rep, have_topo ? &topo : nullptr, results, all_runs);
+      write_file_atomic(opt->report, tune::render_report(rep, have_topo ? &topo : nullptr, results, all_runs),
+                        opt->force ? Replace::allow : Replace::refuse);
       std::cerr << "wrote " << opt->report << "\n";
     }
     for (const auto& f : rep.findings)

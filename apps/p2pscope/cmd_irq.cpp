@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/table.hpp"
 #include "p2pscope/tune.hpp"
@@ -24,7 +25,7 @@ struct IrqOptions {
   std::string a, b, plan_file, backup;
   std::vector<std::string> nics;
   std::string reserve;
-  bool yes = false, dry_run = false;
+  bool yes = false, dry_run = false, force = false;
   int top = 10;
 };
 
@@ -38,15 +39,12 @@ nlohmann::json read_json_file(const std::string& path, const char* what) {
   return j;
 }
 
-void emit(const std::string& text, const std::string& out) {
+void emit(const std::string& text, const std::string& out, bool force) {
   if (out.empty() || out == "-") {
     std::cout << text;
     return;
   }
-  std::ofstream f(out);
-  if (!f) throw Error("cannot write '" + out + "': " + errno_text(errno));
-  f << text;
-  if (!f) throw Error("write '" + out + "' failed");
+  write_file_atomic(out, text, force ? Replace::allow : Replace::refuse);
   std::cerr << "wrote " << out << "\n";
 }
 
@@ -121,11 +119,12 @@ void add_irq_commands(CLI::App& app, Context& ctx) {
   auto* snap = irq->add_subcommand("snapshot", "IRQs with owners, affinity and per-CPU counts, as JSON");
   snap->add_option("--root", opt->root, "Root of a captured tree instead of /");
   snap->add_option("--out", opt->out, "Write the JSON here instead of stdout");
+  snap->add_flag("--force", opt->force, "Replace the --out file if it exists");
   snap->callback([opt, &ctx] {
     const FsRoot fs(opt->root);
     auto j = tune::to_json(tune::take_snapshot(fs));
     j["metadata"] = run_metadata(ctx.argv);
-    emit(j.dump(2) + "\n", opt->out);
+    emit(j.dump(2) + "\n", opt->out, opt->force);
   });
 
   auto* d = irq->add_subcommand("diff", "Interrupt rates between two snapshots, or over --duration on this machine");
@@ -165,6 +164,7 @@ void add_irq_commands(CLI::App& app, Context& ctx) {
   plan->add_option("--root", opt->root, "Root of a captured tree instead of /");
   plan->add_option("--format", opt->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   plan->add_option("--out", opt->out, "Write the plan here instead of stdout");
+  plan->add_flag("--force", opt->force, "Replace the --out file if it exists");
   plan->callback([opt] {
     const FsRoot fs(opt->root);
     topo::DiscoverOptions dopts;
@@ -172,7 +172,7 @@ void add_irq_commands(CLI::App& app, Context& ctx) {
     const auto t = topo::discover(fs, dopts);
     tune::PlanOptions po{opt->nics, parse_cpulist(opt->reserve)};
     const auto p = tune::make_plan(t, po);
-    emit(opt->format == "json" ? tune::to_json(p).dump(2) + "\n" : plan_text(p), opt->out);
+    emit(opt->format == "json" ? tune::to_json(p).dump(2) + "\n" : plan_text(p), opt->out, opt->force);
   });
 
   auto* apply = irq->add_subcommand("apply", "Apply a plan's IRQ affinities (dry run unless --yes)");

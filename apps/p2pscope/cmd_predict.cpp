@@ -14,6 +14,7 @@
 #include "commands.hpp"
 #include "p2pscope/charts.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/simulate.hpp"
@@ -26,8 +27,9 @@ namespace {
 
 struct PredictOptions {
   std::string dir, ops = "allreduce,allgather,reducescatter,alltoall,broadcast", algo = "ring", sizes = "1K:1G";
-  std::string backend, format = "text", out, dtype = "float", html;
-  bool measure = false;
+  std::string backend, format = "text", out, dtype = "float", html, astra_backend = "unaware";
+  std::int64_t endpoint_delay_ns = 1;
+  bool measure = false, force = false;
   int warmup = 5, iters = 20;
 };
 
@@ -91,7 +93,9 @@ void run_predict(const PredictOptions& o, Context& ctx) {
   const auto algo = simulate::parse_algorithm(o.algo);
   const auto sizes = parse_size_list(o.sizes);
   if (sizes.empty()) throw UsageError("--sizes gave no sizes");
-  const simulate::Predictor pr(o.dir, o.backend);
+  for (const auto n : sizes)
+    if (n == 0) throw UsageError("--sizes: a size of 0 bytes moves nothing and has no time to predict; give 1 or more");
+  const simulate::Predictor pr(o.dir, o.backend, simulate::parse_astra_backend(o.astra_backend), o.endpoint_delay_ns);
   const int p = static_cast<int>(pr.devices().size());
   for (const auto& n : pr.notes()) std::fprintf(stderr, "note: %s\n", n.c_str());
 
@@ -99,7 +103,8 @@ void run_predict(const PredictOptions& o, Context& ctx) {
   if (o.measure) no_measure = why_no_measure(pr.devices(), pr.backend());
   const bool measuring = o.measure && no_measure.empty();
   std::vector<std::string> head = {"op", "algo", "size", "size_bytes", "steps", "predicted_us", "algbw_GBps",
-                                   "busbw_GBps", "bottleneck"};
+                                   "busbw_GBps", "bottleneck", "extrapolated"};
+  std::size_t extrapolated = 0;
   if (measuring) head.insert(head.end(), {"measured_us", "error_pct", "check"});
   Table t(head);
   std::vector<std::string> unmeasured;
@@ -133,7 +138,8 @@ void run_predict(const PredictOptions& o, Context& ctx) {
       std::vector<std::string> row = {simulate::to_string(op), simulate::to_string(algo), format_size_compact(at),
                                       std::to_string(at), std::to_string(r.steps), fixed(r.time_ns / 1e3, 3),
                                       fixed(r.algbw_bytes_per_s / 1e9, 3), fixed(r.busbw_bytes_per_s / 1e9, 3),
-                                      r.bottleneck};
+                                      r.bottleneck, r.extrapolated ? "yes" : "no"};
+      extrapolated += r.extrapolated;
       if (measuring) {
         if (m)
           row.insert(row.end(), {fixed(m->median_ns / 1e3, 3), fixed((r.time_ns - m->median_ns) / m->median_ns * 100, 2),
@@ -160,6 +166,8 @@ void run_predict(const PredictOptions& o, Context& ctx) {
     j["devices"] = pr.devices();
     j["time_source"] = pr.time_source();
     j["algorithm"] = simulate::to_string(algo);
+    j["astra_backend"] = o.astra_backend;  // whose schedule --algo ring follows
+    j["endpoint_delay_ns"] = o.endpoint_delay_ns;
     j["description"] = what;
     j["assumptions"] = assumptions;
     j["notes"] = pr.notes();
@@ -178,17 +186,20 @@ void run_predict(const PredictOptions& o, Context& ctx) {
     std::cout << text;
     std::cout.flush();
   } else {
-    std::ofstream f(o.out, std::ios::binary | std::ios::trunc);
-    if (!f || !(f << text).flush()) throw Error("cannot write '" + o.out + "': " + errno_text(errno));
+    write_file_atomic(o.out, text, o.force ? Replace::allow : Replace::refuse);
     std::cerr << "wrote " << o.out << "\n";
   }
   if (!o.html.empty()) {
-    std::ofstream f(o.html, std::ios::binary | std::ios::trunc);
-    if (!f || !(f << predict_page(what, assumptions, curves, t, measuring)).flush())
-      throw Error("cannot write '" + o.html + "': " + errno_text(errno));
+    write_file_atomic(o.html, predict_page(what, assumptions, curves, t, measuring),
+                      o.force ? Replace::allow : Replace::refuse);
     std::cerr << "wrote " << o.html << "\n";
   }
   for (const auto& u : unmeasured) std::fprintf(stderr, "note: not measured: %s\n", u.c_str());
+  if (extrapolated)
+    std::fprintf(stderr,
+                 "note: %zu of %zu rows are extrapolated (column extrapolated = yes): a link's model was used beyond the "
+                 "sizes the campaign measured; profile up to the sizes you predict to measure them instead\n",
+                 extrapolated, t.rows().size());
   if (o.measure && !measuring) {
     // Asked for and not made: say so, and in the exit status, after the predictions.
     std::fprintf(stderr, "predict --measure: %s; the table holds predictions only\n", no_measure.c_str());
@@ -210,8 +221,17 @@ void add_predict_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--sizes", o->sizes, "sizes S as nccl-tests counts them, e.g. 1K:1G")->capture_default_str();
   cmd->add_option("--backend", o->backend, "the links of this backend (default: the only one, else nccl, ce, sm, ...)");
   cmd->add_option("--format", o->format, "text, json or csv")->capture_default_str();
+  cmd->add_option("--astra-backend", o->astra_backend,
+                  "ring: the schedule ASTRA-sim's backend runs on `export --to astra-sim`'s file, unaware (a ring per "
+                  "dimension) or aware (one flat ring)")
+      ->capture_default_str();
+  cmd->add_option("--endpoint-delay", o->endpoint_delay_ns,
+                  "ns charged once per step and once per phase, as ASTRA-sim charges its endpoint-delay (>= 1; give "
+                  "export the same value)")
+      ->capture_default_str();
   cmd->add_option("--out", o->out, "output file (default stdout)");
   cmd->add_option("--html", o->html, "also write a page with a chart per op (predicted, and measured with --measure)");
+  cmd->add_flag("--force", o->force, "Replace the --out and --html files if they exist");
   cmd->add_flag("--measure", o->measure, "also run the ops with NCCL on the campaign's GPUs (bench nccl) and compare");
   cmd->add_option("--dtype", o->dtype, "--measure: element type (as bench nccl)")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "--measure: warmup iterations per size")->capture_default_str();

@@ -197,7 +197,8 @@ void add_profile_command(CLI::App& app, Context& ctx) {
         throw UsageError(fmt::format("this is rank {} of {} processes ({}): a campaign of one process per GPU runs "
                                      "--backend nccl only; the other backends drive every GPU from one process: run "
                                      "them without the launcher", launch.rank, launch.size, launch.launcher));
-      std::shared_ptr<Bootstrap> boot = make_bootstrap(launch);
+      std::shared_ptr<Bootstrap> boot = make_bootstrap(  // rank 0 says what it refused on stderr
+          launch, 120, [](const std::string& l) { std::fprintf(stderr, "p2pscope: %s\n", l.c_str()); });
       bench::BackendOptions bo;
       bo.bootstrap = boot;
       bo.rank_device = launch.local_rank;

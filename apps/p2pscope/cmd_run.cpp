@@ -16,6 +16,7 @@
 #include "p2pscope/charts.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/profile.hpp"
@@ -65,7 +66,7 @@ std::vector<Step> plan_steps(const RunOptions& o, const gpu::RuntimeInfo& rt, co
   const std::string latency_backend = pairs ? "ce" : gpus ? "staged" : "host";
   const std::string latency_pattern = pairs || !gpus ? "latency" : "blocking";
   std::vector<Step> s;
-  s.push_back({"topo", {"topo", "--format", "json", "--out", (out / "topology.json").string()}, "", ""});
+  s.push_back({"topo", {"topo", "--format", "json", "--force", "--out", (out / "topology.json").string()}, "", ""});
   s.push_back({"topo-text", {"topo"}, "topology.txt", ""});
   s.push_back({"profile",
                {"profile", "--out", campaign, "--backend", backend, "--sizes", sizes, "--reps", std::to_string(o.reps),
@@ -87,10 +88,11 @@ std::vector<Step> plan_steps(const RunOptions& o, const gpu::RuntimeInfo& rt, co
   s.push_back({"analyze", {"analyze", campaign}, "analyze.txt", "", "", {"profile"}});
   // The simulator loop: the campaign's links as an ASTRA-sim network, and collectives
   // predicted from them; checked against NCCL where GPU pairs and NCCL are here.
-  s.push_back({"export", {"export", campaign, "--to", "astra-sim", "--out", (out / "network.yml").string()},
+  s.push_back({"export", {"export", campaign, "--to", "astra-sim", "--out", (out / "network.yml").string(), "--system",
+                          (out / "system.json").string(), "--force"},
                "export.txt", "", "", {"profile"}});
   std::vector<std::string> predict = {"predict", campaign, "--ops", "allreduce,allgather", "--sizes", "1M,64M,1G",
-                                      "--html", (out / "predict.html").string()};
+                                      "--html", (out / "predict.html").string(), "--force"};
   if (pairs && rt.nccl_built && backend != "staged" && backend != "host") predict.push_back("--measure");
   s.push_back({"predict", predict, "predict.txt", "", "", {"profile"}});
   return s;
@@ -136,9 +138,7 @@ fs::path write_index(const fs::path& out, const std::vector<StepResult>& results
                      "<table><tr><th>step</th><th>status</th><th>time</th><th>output</th><th>log</th><th>command</th></tr>\n" +
                      rows + "</table>\n";
   const fs::path index = fs::absolute(out / "index.html").lexically_normal();
-  std::ofstream f(index);
-  f << charts::html::page("p2pscope run", body);
-  if (!f) throw Error("cannot write " + index.string());
+  write_file_atomic(index, charts::html::page("p2pscope run", body), Replace::allow);
   return index;
 }
 
@@ -190,10 +190,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     nlohmann::json record = run_metadata(ctx.argv);
     record["versions"] = gpu::to_json(rt);
     record["steps"] = nlohmann::json::array();
-    const auto write_record = [&] {
-      std::ofstream f(out / "run.json");
-      f << record.dump(2) << "\n";
-    };
+    const auto write_record = [&] { write_file_atomic(out / "run.json", record.dump(2) + "\n", Replace::allow); };
     int failed = 0, ok = 0, skipped = 0;
     std::vector<StepResult> results;
     for (std::size_t i = 0; i < steps.size(); ++i) {

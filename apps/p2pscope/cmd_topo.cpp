@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 #include "p2pscope/fsroot.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/metadata.hpp"
@@ -17,6 +18,7 @@ struct TopoOptions {
   std::string root = "/";
   std::string format = "text";
   std::string out;
+  bool force = false;
 };
 }  // namespace
 
@@ -26,6 +28,7 @@ void add_topo_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--root", opt->root, "Root of a captured tree (tools/capture-fsroot.sh) instead of /");
   cmd->add_option("--format", opt->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--out", opt->out, "Write here instead of stdout");
+  cmd->add_flag("--force", opt->force, "Replace the --out file if it exists");
   cmd->callback([opt, &ctx] {
     const FsRoot fs(opt->root);
     topo::Topology t = topo::discover(fs);
@@ -46,12 +49,10 @@ void add_topo_command(CLI::App& app, Context& ctx) {
       std::cout << text;
       return;
     }
-    std::ofstream f(opt->out);
-    if (!f) throw Error("cannot write '" + opt->out + "': " + errno_text(errno));
-    f << text;
-    if (!f.flush()) throw Error("write '" + opt->out + "' failed: " + errno_text(errno));
+    write_file_atomic(opt->out, text, opt->force ? Replace::allow : Replace::refuse);
     std::cerr << "wrote " << opt->out << "\n";
   });
+  add_topo_net_plugin_option(*cmd, ctx);  // --net-plugin [P]: topo_plugin.cpp (issue 20)
 }
 
 }  // namespace p2pscope::app

@@ -16,6 +16,7 @@ struct Context {
 };
 
 void add_topo_command(CLI::App& app, Context& ctx);
+void add_topo_net_plugin_option(CLI::App& topo, Context& ctx);  // topo --net-plugin [P] (topo_plugin.cpp)
 void add_run_command(CLI::App& app, Context& ctx);
 void add_bench_commands(CLI::App& bench, Context& ctx);    // bench gpu, then bench nccl:
 void add_bench_nccl_command(CLI::App& bench, Context& ctx);

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "p2pscope/auth.hpp"
 #include "p2pscope/bindings.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/tcp.hpp"
@@ -106,6 +107,7 @@ inline tcp::Results run_as_client_or_loopback(const std::vector<std::string>& ho
   co.hosts = hosts;
   co.port = static_cast<std::uint16_t>(port);
   co.local = local;
+  co.token = auth::load_token();
   return tcp::run_client(co, p);
 }
 

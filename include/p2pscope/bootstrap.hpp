@@ -9,6 +9,7 @@
 // needed at build or run time: `mpirun -np 2 p2pscope bench gpu --backend nccl`
 // works with any binary. Every collective call is bounded by a timeout and a peer
 // that vanishes turns into an Error naming its rank, never a hang.
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -24,6 +25,10 @@ struct LaunchInfo {
   std::string launcher = "single";     // "single", "openmpi", "pmi", "slurm", "torchrun"
   std::string rendezvous_host;         // where rank 0 listens; empty: not set
   std::uint16_t rendezvous_port = 0;   // 0: not set
+  // Names the job, the same on all of its ranks ("slurm:4242.0", "openmpi:1234",
+  // "torchrun:<run id>@host:port"); the rendezvous refuses ranks of another job.
+  // Empty: the launcher set nothing that names the job.
+  std::string job_id;
   bool multi_process() const { return size > 1; }
 };
 
@@ -31,6 +36,9 @@ struct LaunchInfo {
 // OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}; PMI_RANK/PMI_SIZE with
 // MPI_LOCALRANKID (MPICH, Intel MPI); SLURM_PROCID/SLURM_STEP_NUM_TASKS/SLURM_LOCALID (srun);
 // RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/MASTER_ADDR/MASTER_PORT (torchrun).
+// The job id is the first of P2PSCOPE_JOB_ID, OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE,
+// PMI_KVSNAME, SLURM_JOB_ID(.SLURM_STEP_ID), TORCHELASTIC_RUN_ID(@MASTER_ADDR:MASTER_PORT),
+// MASTER_ADDR:MASTER_PORT that is set.
 // P2PSCOPE_RENDEZVOUS=HOST:PORT sets the address; else the host is MASTER_ADDR
 // (torchrun; its own store holds MASTER_PORT) or, without it, 127.0.0.1 (one host
 // assumed), and the port is derived from the job's id, so that two jobs on one host
@@ -59,16 +67,40 @@ class Bootstrap {
 // The one-process bootstrap: rank 0 of 1.
 std::unique_ptr<Bootstrap> make_single_bootstrap();
 
-// Rank 0 listens on host:port (all of this host's addresses when host is a local
-// one) and waits for size-1 peers; the others connect, retrying until rank 0 is up.
+// How rank 0 admits the others (include/p2pscope/auth.hpp says how a secret is proven).
+// Rank 0 listens on 0.0.0.0 for runs across hosts, so anyone who can reach the port may
+// knock: without a token, a process that knows the protocol and the job id can take a
+// rank's place; with one, only holders of the secret are let in.
+struct RendezvousOptions {
+  std::string job_id;               // every rank must present the same (LaunchInfo::job_id)
+  std::optional<std::string> token;  // the shared secret (auth::load_token()); nullopt: none
+  // Rank 0: a connection's whole hello must arrive within this (floor 0.1 s), however it
+  // trickles; others are served meanwhile.
+  double hello_timeout_s = 5;
+  // Rank 0: connections mid-hello at once; past it the oldest is closed. 0: max(64, 4*size).
+  std::size_t max_pending = 0;
+  // Rank 0: one line per refused or dropped connection, on the constructing thread.
+  // The library never prints: the CLI passes a writer to stderr.
+  std::function<void(const std::string&)> log;
+};
+
+// Rank 0 listens on host:port (all of this host's addresses when host is not a loopback
+// one) and waits for size-1 peers, serving every pending connection at once (a stalled or
+// silent one cannot hold up the others); the others connect, retrying until rank 0 is up.
 // Each call waits at most timeout_s for its peers. Throws Error naming the address,
 // the rank that failed and why (refused handshake: another program, another
-// version, another world size, a duplicate rank).
+// version, another job, another world size, a duplicate rank, a wrong secret).
+std::unique_ptr<Bootstrap> make_tcp_bootstrap(int rank, int size, const std::string& host, std::uint16_t port,
+                                              double timeout_s, const RendezvousOptions& options);
+// No secret, no job id.
 std::unique_ptr<Bootstrap> make_tcp_bootstrap(int rank, int size, const std::string& host, std::uint16_t port,
                                               double timeout_s);
 
-// From detect_launch(): single process, or the TCP rendezvous. timeout_s bounds
-// every collective call (and the meeting itself).
-std::unique_ptr<Bootstrap> make_bootstrap(const LaunchInfo& launch, double timeout_s = 120);
+// From detect_launch(): single process, or the TCP rendezvous with the launch's job id
+// and the secret of auth::load_token() (P2PSCOPE_TOKEN / P2PSCOPE_TOKEN_FILE; a bad
+// token file is a UsageError). timeout_s bounds every collective call (and the meeting
+// itself); `log` receives rank 0's refusals (see RendezvousOptions::log).
+std::unique_ptr<Bootstrap> make_bootstrap(const LaunchInfo& launch, double timeout_s = 120,
+                                          const std::function<void(const std::string&)>& log = {});
 
 }  // namespace p2pscope

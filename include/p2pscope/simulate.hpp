@@ -21,15 +21,30 @@ std::vector<std::string> export_format_names();
 // Throws UsageError naming the formats that exist.
 ExportFormat parse_export_format(const std::string& text);
 
+// Which of ASTRA-sim's analytical network backends the file is written for: each reads
+// latency and bandwidth differently (a Switch is 2 hops, or 2 links stored and forwarded),
+// and the congestion-aware one builds one dimension only.
+enum class AstraBackend { unaware, aware };
+AstraBackend parse_astra_backend(const std::string& text);  // "unaware" | "aware"; UsageError otherwise
+std::string to_string(AstraBackend b);
+// ASTRA-sim's endpoint-delay in ns: 1 or more (0 aborts its binaries). Throws UsageError otherwise.
+void check_endpoint_delay(std::int64_t ns);
+
 struct ExportOptions {
   std::string backend;                // "" = every backend (json, csv); astra-sim picks one
   std::vector<std::uint64_t> sizes;   // csv: sizes to predict; empty = each link's measured sizes
+  AstraBackend astra_backend = AstraBackend::unaware;
+  std::int64_t endpoint_delay_ns = 1; // astra-sim: the system file's endpoint-delay (predict charges the same)
+  // astra-sim: 0 = each dimension's line is its links' upper regime (exact at the asymptotic
+  // bandwidth); else the regime that holds at this message size (exact there instead)
+  std::uint64_t line_at_bytes = 0;
 };
 
 struct Exported {
   std::string text;                   // the file's contents
   std::string file_name;              // suggested name: network.yml, links_export.json, predictions.csv
   std::vector<std::string> notes;     // flattened dimensions, links of a class that differ, ...
+  std::string system_text;            // astra-sim: the system file (JSON), one ring per dimension
 };
 
 // Throws UsageError when DIR has no links.json (saying to run analyze first), when the
@@ -55,6 +70,10 @@ struct PredictOptions {
   Algorithm algorithm = Algorithm::ring;
   std::vector<std::uint64_t> sizes;  // nccl-tests' S per op (see docs/predict.md)
   std::string backend;               // "" = the campaign's only backend, or the first of nccl, ce, sm, ...
+  // The schedule ASTRA-sim runs on export's file for this backend (a ring per dimension for
+  // the unaware one, a flat ring for the aware one), and its endpoint delay, charged as it does.
+  AstraBackend astra_backend = AstraBackend::unaware;
+  std::int64_t endpoint_delay_ns = 1;
 };
 
 struct Prediction {
@@ -66,6 +85,9 @@ struct Prediction {
   std::string bottleneck;       // the slowest link of the costliest step: "1->2 (SYS)"
   double algbw_bytes_per_s = 0; // S / t
   double busbw_bytes_per_s = 0; // algbw x busbw_factor
+  double endpoint_ns = 0;       // of time_ns: the endpoint delay, once per step and once per phase
+  bool extrapolated = false;    // a link's model was used beyond the sizes the campaign measured
+  std::string schedule;         // "ring over 8 ranks", "ring per dimension: 2 x 4", ...
 };
 
 struct PredictResult {
@@ -80,11 +102,13 @@ struct PredictResult {
 // UsageError for no links.json, fewer than two devices, or an unknown backend.
 class Predictor {
  public:
-  Predictor(const std::string& dir, const std::string& backend = "");
+  // Throws UsageError for a bad endpoint delay (check_endpoint_delay).
+  Predictor(const std::string& dir, const std::string& backend = "", AstraBackend astra = AstraBackend::unaware,
+            std::int64_t endpoint_delay_ns = 1);
   ~Predictor();
   Predictor(const Predictor&) = delete;
   Predictor& operator=(const Predictor&) = delete;
-  // Throws UsageError when the schedule needs a pair measured in neither direction.
+  // Throws UsageError when the schedule needs a pair measured in neither direction, or for size 0.
   Prediction predict(Collective op, Algorithm algorithm, std::uint64_t size_bytes) const;
   const std::vector<int>& devices() const;
   const std::string& backend() const;

@@ -12,7 +12,9 @@
 // parameters, Error for run-time failures (peer gone, timeout, verify mismatch).
 // Units: bytes, nanoseconds, bytes per second (GB/s = 1e9 B/s in reports).
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +26,7 @@
 namespace p2pscope::tcp {
 
 inline constexpr std::uint32_t kProtocolMagic = 0x50325453;  // "P2TS"
-inline constexpr std::uint32_t kProtocolVersion = 1;
+inline constexpr std::uint32_t kProtocolVersion = 2;  // 2: challenge-response, server-chosen session ids
 
 enum class Mode { bw, bidir, latency, fullmesh };
 enum class MemKind { host, gpu };
@@ -49,6 +51,7 @@ struct Params {
   bool nodelay = true;                     // TCP_NODELAY
   std::uint32_t sockbuf_bytes = 0;  // SO_SNDBUF/SO_RCVBUF; 0 = kernel autotuning (setting it turns autotuning off)
   double timeout_s = 10;                   // any blocking step longer than this fails the run
+  std::string transport = "sockets";       // the data path (DataPath::name()); both sides must match
 };
 
 // Throws UsageError naming the bad parameter (channels 0, window 0, chunk > size...).
@@ -56,11 +59,25 @@ void validate(const Params& p);
 nlohmann::json to_json(const Params& p);
 Params params_from_json(const nlohmann::json& j);  // UsageError on bad fields
 
+class DataPath;  // transport/tcp/datapath.hpp: sockets, or an NCCL net plugin
+
 // Local settings that are not negotiated.
 struct LocalOptions {
+  std::shared_ptr<DataPath> path;         // null: TCP sockets
   std::vector<std::string> nics;          // names or IPv4 addresses; channels round-robin
   std::vector<NicBinding> tx_bind, rx_bind;
   std::string fsroot = "/";               // for NIC NUMA nodes
+};
+
+// What a server allows a client, whatever the client asks: a hello from anyone on the
+// network must not make it allocate, spawn or wait without bound.
+struct ServerLimits {
+  std::uint64_t max_memory_bytes = 0;  // host data buffers of one session; 0 = a quarter of RAM
+  std::uint32_t max_connections = 1024;
+  std::uint32_t max_threads = 1024;    // worker threads of one session
+  double min_timeout_s = 1, max_timeout_s = 120;  // the client's --timeout is clamped into this
+  double hello_timeout_s = 5;          // a new connection's whole handshake
+  std::uint32_t max_pending = 64;      // connections handshaking at once
 };
 
 struct ServerOptions {
@@ -68,22 +85,30 @@ struct ServerOptions {
   std::uint16_t port = 18515;                       // 0 = ephemeral (see Server::port())
   LocalOptions local;
   double accept_timeout_s = 0;                      // 0 = wait forever for a client
+  ServerLimits limits;
+  std::optional<std::string> token;                 // shared secret (P2PSCOPE_TOKEN); none = anyone
+  std::function<void(const std::string&)> log;      // refusals and failed handshakes (may be empty)
 };
 
 struct ClientOptions {
   std::vector<std::string> hosts{"127.0.0.1"};  // channel c connects to hosts[c % n]
   std::uint16_t port = 18515;
   LocalOptions local;
+  std::optional<std::string> token;             // shared secret (P2PSCOPE_TOKEN)
 };
 
 struct WorkerReport {
-  std::string role;  // "tx" (sends data), "rx" (receives data), "ack" (reads acks)
+  std::string role;  // "tx" (sends data, reads its acks), "rx" (receives data, sends acks)
   std::string dir;   // "c2s" / "s2c"
   int gpu = 0, channel = 0, socket = 0;
   std::string nic;
   std::vector<int> expected_cpus, actual_cpus;  // expected empty = not bound
   bool mismatch = false;
-  double cpu_time_s = 0;
+  double cpu_time_s = 0;   // summed over rounds
+  double wall_time_s = 0;  // time the thread ran its rounds: cpu / wall near 1 = CPU-bound
+  double runqueue_wait_s = 0;  // runnable but waiting for a CPU (the machine's other load)
+  std::uint64_t syscalls = 0;  // data-path send/recv calls (cost per chunk = syscalls / chunks)
+  std::uint64_t voluntary_switches = 0, involuntary_switches = 0;  // getrusage(RUSAGE_THREAD)
 };
 
 struct ChannelReport {
@@ -121,7 +146,23 @@ struct SideReport {
 struct Results {
   Params params;
   SideReport client, server;
+  // A session that failed after rounds were measured keeps them: the figures above
+  // cover rounds_completed timed rounds, failure says what ended it.
+  std::string failure;        // empty: the session completed
+  std::string failure_cause;  // "peer closed the connection", "timed out", "link down"...
+  std::uint32_t rounds_completed = 0;
 };
+
+// CPU-bound or not: the busiest worker thread's CPU time over its wall time.
+inline constexpr double kCpuBoundBusy = 0.9;
+inline constexpr double kStarvedWait = 0.2;  // a fifth of the time runnable without a CPU
+struct Boundedness {
+  std::string verdict;  // "cpu", "starved" (waited for a CPU), "link" or "unknown"
+  std::string busiest_worker, text;
+  double busiest = 0;   // CPU time / wall time of the busiest worker
+  double starved = 0;   // run-queue wait / wall time of the most starved worker
+};
+Boundedness boundedness(const Results& r);
 
 nlohmann::json to_json(const SideReport& s);
 nlohmann::json to_json(const Results& r);
@@ -129,7 +170,9 @@ SideReport side_from_json(const nlohmann::json& j);
 // Text tables: per channel, per NIC, per GPU, totals, latency, workers, warnings.
 std::string format_text(const Results& r);
 
-// Runs the client side against a server; returns both sides' figures.
+// Runs the client side against a server; returns both sides' figures. A session that
+// fails after its set-up returns what was measured with Results::failure set (the
+// server's figures too when it could still send them); failures before throw Error.
 Results run_client(const ClientOptions& opts, const Params& params);
 
 // No client came: Server::serve_one waited accept_timeout_s, or stop() was called,
@@ -147,9 +190,12 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
   std::uint16_t port() const;
-  // Accepts one client, runs its session, returns what both sides measured.
-  // A peer speaking another protocol is refused (told why) and this throws Error;
-  // NoClient when no client connected in time or stop() was called while waiting.
+  // Accepts one client, runs its session, returns what both sides measured (with
+  // Results::failure set when rounds were measured before it failed). Connections
+  // that never complete a handshake (probes, other protocols, a wrong secret, a second
+  // client while one is served) are refused and logged without ending the wait.
+  // A client whose parameters are refused, or any other failure before its rounds,
+  // throws Error; NoClient when no client came in time or stop() was called.
   Results serve_one();
   // Closes the listeners so a serve_one blocked in accept returns; thread-safe.
   void stop();

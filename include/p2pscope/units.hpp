@@ -30,9 +30,13 @@ std::string format_rate(double bytes_per_s);
 // ns -> "12.3 us" / "1.20 ms" / "850 ns".
 std::string format_duration_ns(double ns);
 
+// The most CPUs Linux supports (NR_CPUS is at most 8192): a CPU id at or beyond it
+// is no CPU of any machine, and "0-999999" must not become a million-entry list.
+inline constexpr int kMaxCpus = 8192;
 // Linux CPU list "0-3,8,10-11" -> {0,1,2,3,8,10,11}. Empty text -> {}.
-// Throws UsageError pointing at the bad part for malformed text ("3-1", "a", "1,,2").
-std::vector<int> parse_cpulist(std::string_view text);
+// Throws UsageError pointing at the bad part for malformed text ("3-1", "a", "1,,2")
+// and for a CPU id >= max_cpus (pass the machine's CPU count where it is known).
+std::vector<int> parse_cpulist(std::string_view text, int max_cpus = kMaxCpus);
 // {0,1,2,3,8} -> "0-3,8".
 std::string format_cpulist(const std::vector<int>& cpus);
 

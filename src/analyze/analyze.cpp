@@ -2,12 +2,15 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <tuple>
 #include <optional>
 
 #include <fmt/format.h>
 
 #include "analyze/campaign.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/units.hpp"
 
@@ -18,42 +21,93 @@ namespace {
 constexpr int kSchemaVersion = 1;
 
 void write_file(const fs::path& p, const std::string& text, Result* r) {
-  {
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("cannot write " + p.string() + " (is the output directory writable? --out chooses another)");
-    out << text;
-    if (!out.flush()) throw Error("write failed: " + p.string());
+  // analyze's own names in its output directory: replaced on a rerun, atomically.
+  try {
+    write_file_atomic(p, text, Replace::allow);
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (is the output directory writable? --out chooses another)");
   }
   r->written.push_back(p.string());
 }
 
 std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : ""; }
 
-std::string summary_csv(const std::vector<ConfigSummary>& s, OutlierRule rule) {
+// The recommended model's time at a config's size and its relative error there (the fit's
+// residual per size), from the config's link; NAN where the link has no model.
+struct Residual {
+  double model_ns = NAN, rel_error = NAN;
+};
+std::vector<Residual> residuals(const std::vector<ConfigSummary>& s, const std::vector<LinkModel>& links) {
+  std::map<std::tuple<std::string, int, int>, const LinkModel*> by;
+  for (const auto& l : links) by[{l.backend, l.src, l.dst}] = &l;
+  std::vector<Residual> out(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto it = by.find({s[i].backend, s[i].src, s[i].dst});
+    if (it == by.end() || !it->second->fit.ok || s[i].stats.n == 0) continue;
+    out[i].model_ns = it->second->predict_ns(static_cast<double>(s[i].size_bytes));
+    out[i].rel_error = (out[i].model_ns - s[i].stats.median) / s[i].stats.median;
+  }
+  return out;
+}
+
+std::string summary_csv(const std::vector<ConfigSummary>& s, OutlierRule rule, const std::vector<LinkModel>& links) {
   std::string o =
       "config_id,backend,src,dst,size_bytes,time_source,n,n_raw,outliers_removed,outlier_rule,median_ns,mean_ns,p5_ns,"
-      "p95_ns,min_ns,max_ns,stddev_ns,cv,bytes_per_s_at_median\n";
+      "p95_ns,min_ns,max_ns,stddev_ns,cv,bytes_per_s_at_median,median_ci_lo_ns,median_ci_hi_ns,median_ci_level,"
+      "model_ns,model_rel_error\n";
   const char* rule_name = rule == OutlierRule::tukey ? "tukey_1.5iqr" : rule == OutlierRule::mad ? "mad_3.5" : "none";
-  for (const auto& c : s)
-    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", c.config_id, c.backend, c.src, c.dst,
-                     c.size_bytes, c.device_timed ? "gpu" : "host", c.stats.n, c.n_raw, c.outliers, rule_name,
+  const auto res = residuals(s, links);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto& c = s[i];
+    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", c.config_id, c.backend,
+                     c.src, c.dst, c.size_bytes, c.device_timed ? "gpu" : "host", c.stats.n, c.n_raw, c.outliers, rule_name,
                      num(c.stats.median), num(c.stats.mean), num(c.stats.p5), num(c.stats.p95), num(c.stats.min),
-                     num(c.stats.max), num(c.stats.stddev), num(c.stats.cv), num(c.bytes_per_s));
+                     num(c.stats.max), num(c.stats.stddev), num(c.stats.cv), num(c.bytes_per_s), num(c.median_ci.lo_ns),
+                     num(c.median_ci.hi_ns), num(c.median_ci.level), num(res[i].model_ns), num(res[i].rel_error));
+  }
   return o;
 }
 
-nlohmann::json summary_json(const std::vector<ConfigSummary>& s, OutlierRule rule, const Campaign& c) {
+nlohmann::json num_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+// Each GPU's (rank's) clock bound as the campaign recorded it (metadata.json
+// clock_alignment.per_device): how far a GPU timestamp may be from the host timeline.
+nlohmann::json clock_bound(const Campaign& c) {
+  const auto& m = c.metadata;
+  if (m.is_object() && m.contains("clock_alignment") && m["clock_alignment"].is_object() &&
+      m["clock_alignment"].contains("per_device") && m["clock_alignment"]["per_device"].is_array())
+    return {{"per_device", m["clock_alignment"]["per_device"]},
+            {"meaning", "offset_uncertainty_ns: how far a GPU timestamp may sit from the host timeline (durations "
+                        "are timed on one clock and do not carry it)"}};
+  return {{"per_device", nullptr},
+          {"meaning", "the campaign recorded no clock bound (host-timed, or made before p2pscope recorded it)"}};
+}
+
+nlohmann::json summary_json(const std::vector<ConfigSummary>& s, OutlierRule rule, const Campaign& c,
+                            const std::vector<LinkModel>& links) {
   nlohmann::json configs = nlohmann::json::array();
-  for (const auto& x : s)
+  const auto res = residuals(s, links);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto& x = s[i];
     configs.push_back({{"config_id", x.config_id}, {"backend", x.backend}, {"src", x.src}, {"dst", x.dst},
                        {"size_bytes", x.size_bytes}, {"time_source", x.device_timed ? "gpu" : "host"},
                        {"n", x.stats.n}, {"n_raw", x.n_raw}, {"outliers_removed", x.outliers},
                        {"median_ns", x.stats.median}, {"mean_ns", x.stats.mean}, {"p5_ns", x.stats.p5},
                        {"p95_ns", x.stats.p95}, {"min_ns", x.stats.min}, {"max_ns", x.stats.max},
-                       {"stddev_ns", x.stats.stddev}, {"cv", x.stats.cv}, {"bytes_per_s_at_median", x.bytes_per_s}});
+                       {"stddev_ns", x.stats.stddev}, {"cv", x.stats.cv}, {"bytes_per_s_at_median", x.bytes_per_s},
+                       {"median_ci", {{"lo_ns", x.median_ci.lo_ns}, {"hi_ns", x.median_ci.hi_ns},
+                                      {"level", x.median_ci.level}}},
+                       {"model_ns", num_or_null(res[i].model_ns)}, {"model_rel_error", num_or_null(res[i].rel_error)}});
+  }
   return {{"schema_version", kSchemaVersion}, {"kind", "p2pscope_analyze_summary"},
           {"outlier_rule", outlier_rule_text(rule)}, {"rows_read", c.ops.size()}, {"rows_skipped", c.rows_skipped},
-          {"configs", configs}};
+          {"median_ci", "distribution-free interval of each median from order statistics: the narrowest [x(j), "
+                        "x(n+1-j)] of the kept samples covering the median with >= 95 %; level is its coverage (below "
+                        "0.95 only with fewer than 6 samples, where it is [min, max])"},
+          {"model_rel_error", "(model_ns - median_ns) / median_ns: the link's recommended model (links.json) at this "
+                              "size, the fit's residual"},
+          {"clock_bound", clock_bound(c)},
+          {"rows_duplicate", c.rows_duplicate}, {"completeness", c.completeness}, {"configs", configs}};
 }
 
 // Row indices of `cmp.rows` by |error|, worst first.
@@ -128,8 +182,8 @@ Result analyze(const std::string& dir, const Options& options) {
       throw UsageError("--out " + d.string() + ": cannot create the directory (" +
                        (ec ? ec.message() : std::string("exists and is not a directory")) + ")");
   }
-  write_file(d / "summary.csv", summary_csv(summaries, options.outliers), &r);
-  write_file(d / "summary.json", summary_json(summaries, options.outliers, c).dump(1) + "\n", &r);
+  write_file(d / "summary.csv", summary_csv(summaries, options.outliers, links), &r);
+  write_file(d / "summary.json", summary_json(summaries, options.outliers, c, links).dump(1) + "\n", &r);
   nlohmann::json lj = {{"schema_version", kSchemaVersion}, {"kind", "p2pscope_link_models"},
                        {"doc", "docs/link-model.md"},
                        {"model", "t(n) = alpha_ns + n / beta_bytes_per_s * 1e9 (ns); n in bytes"},

@@ -45,6 +45,17 @@ struct Campaign {
   std::vector<Op> ops;
   std::size_t rows_skipped = 0;
   std::vector<std::string> skipped_examples;  // first few garbled lines, with line numbers
+  // Rows repeating a (config, repetition) already read: the first is kept, these are
+  // dropped and counted (two writers at once), never taken as extra samples.
+  std::size_t rows_duplicate = 0;
+  std::vector<std::string> duplicate_examples;
+  // Backends a row may name: the plan's when metadata.json has one (set before parsing);
+  // empty: any name of p2pscope's backends (host, ce, sm, staged, nccl and their variants).
+  std::vector<std::string> plan_backends;
+  bool last_line_whole = true;  // false: the log ends mid-line (a kill, a cut copy)
+  // "complete" only when every planned (config, repetition) has a row and the last line
+  // is whole; else "incomplete: ..." naming what is missing, or "unknown: ..." without a plan.
+  std::string completeness;
   nlohmann::json metadata;                    // {} when absent
   nlohmann::json drift;                       // {} when absent
   std::vector<TempSample> temperatures;
@@ -69,6 +80,15 @@ enum class Regime { latency, transition, bandwidth };
 Regime regime_of(std::uint64_t size_bytes);  // < 4 KiB, between, >= 1 MiB
 const char* regime_name(Regime r);
 
+// A distribution-free confidence interval of a median from order statistics: the
+// narrowest [x(j), x(n+1-j)] whose coverage P(j <= Binomial(n, 1/2) <= n-j) is >= 95 %;
+// with fewer than 6 samples none reaches 95 % and it is [min, max] with the coverage it has.
+struct MedianInterval {
+  double lo_ns = 0, hi_ns = 0;
+  double level = 0;  // its coverage, e.g. 0.961; 0 for no samples
+};
+MedianInterval median_interval(std::vector<double> samples);
+
 struct ConfigSummary {
   int config_id = -1;
   std::string backend;
@@ -80,6 +100,7 @@ struct ConfigSummary {
   std::size_t outliers = 0;
   double bytes_per_s = 0;      // size / median
   std::vector<double> kept;    // samples kept (ns)
+  MedianInterval median_ci;    // of stats.median, from the kept samples
 };
 
 std::vector<ConfigSummary> summarize_configs(const Campaign& c, OutlierRule rule);

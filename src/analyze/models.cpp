@@ -1,6 +1,7 @@
 // Per-config statistics (with outlier removal) and the per-link models: latency
 // floor, asymptotic bandwidth, n-half, and robust alpha-beta fits.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <tuple>
@@ -47,6 +48,31 @@ std::vector<bool> outlier_mask(const std::vector<double>& samples, OutlierRule r
   return out;
 }
 
+MedianInterval median_interval(std::vector<double> v) {
+  MedianInterval r;
+  const std::size_t n = v.size();
+  if (n == 0) return r;
+  std::sort(v.begin(), v.end());
+  // Largest j (1-based) whose interval [x(j), x(n+1-j)] still covers the median with >= 95 %:
+  // coverage(j) = 1 - 2 P(B <= j-1), B ~ Binomial(n, 1/2), from the pmf in logs (n of any size).
+  const double nd = static_cast<double>(n);
+  auto pmf = [&](double k) {
+    return std::exp(std::lgamma(nd + 1) - std::lgamma(k + 1) - std::lgamma(nd - k + 1) - nd * std::log(2.0));
+  };
+  double cdf = pmf(0), coverage = 1 - 2 * cdf;  // j = 1: [min, max]
+  std::size_t j = 1;
+  for (std::size_t m = 1; 2 * m + 1 <= n; ++m) {  // j = m + 1 needs P(B <= m)
+    cdf += pmf(static_cast<double>(m));
+    if (1 - 2 * cdf < 0.95) break;
+    j = m + 1;
+    coverage = 1 - 2 * cdf;
+  }
+  r.lo_ns = v[j - 1];
+  r.hi_ns = v[n - j];
+  r.level = n == 1 ? 0 : coverage;
+  return r;
+}
+
 std::vector<ConfigSummary> summarize_configs(const Campaign& c, OutlierRule rule) {
   using Key = std::tuple<std::string, int, int, std::uint64_t>;
   std::map<Key, ConfigSummary> groups;
@@ -78,6 +104,7 @@ std::vector<ConfigSummary> summarize_configs(const Campaign& c, OutlierRule rule
       if (!mask[i]) g.kept.push_back(xs[i]);
     g.outliers = xs.size() - g.kept.size();
     g.stats = compute_stats(g.kept);
+    g.median_ci = median_interval(g.kept);
     g.bytes_per_s = g.stats.median > 0 ? static_cast<double>(g.size_bytes) / g.stats.median * 1e9 : 0;
     out.push_back(std::move(g));
   }

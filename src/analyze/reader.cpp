@@ -1,15 +1,18 @@
 // Reads a campaign directory tolerantly: the execution log is required, every other
 // file is optional (its charts and findings are dropped, with a note). Garbled log
 // rows are skipped and counted rather than failing the whole analysis.
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <filesystem>
-#include <fstream>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "analyze/campaign.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 
 namespace p2pscope::analyze {
 namespace fs = std::filesystem;
@@ -52,13 +55,7 @@ bool parse_double(std::string_view s, double* out) {
   return parse_num(s, out);
 }
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw Error("cannot read " + p.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string read_text(const fs::path& p) { return read_regular_file(p); }
 
 // Column name -> index; aliases accept the seed's own log layout.
 int column(const std::vector<std::string_view>& header, std::initializer_list<const char*> names) {
@@ -198,6 +195,61 @@ void read_topology(Campaign* c) {
   }
 }
 
+// p2pscope's backend names ("ce", "sm-pull", "ce@4", "ce+host", "nccl", ...), or the
+// plan's list when there is one: garbage in the column must not become a new link.
+bool known_backend(const std::string& name, const std::vector<std::string>& plan) {
+  if (!plan.empty()) return std::find(plan.begin(), plan.end(), name) != plan.end();
+  for (const std::string base : {"host", "ce", "sm", "staged", "nccl"}) {
+    if (name == base) return true;
+    if (name.size() < base.size() + 2 || name.compare(0, base.size(), base) != 0 ||
+        std::string("-:@+").find(name[base.size()]) == std::string::npos)
+      continue;
+    return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(base.size()) + 1, name.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || std::string("-:@+_.").find(ch) != std::string::npos;
+    });
+  }
+  return false;
+}
+
+// Completeness from the plan in metadata.json: every planned (config, repetition)
+// has a row, and the log's last line is whole.
+void check_against_plan(Campaign* c) {
+  const auto& m = c->metadata;
+  const nlohmann::json* plan = m.contains("plan") && m["plan"].is_object() ? &m["plan"] : nullptr;
+  if (!plan || !plan->contains("configs") || !(*plan)["configs"].is_array() || !plan->contains("reps") ||
+      !(*plan)["reps"].is_number_integer()) {
+    c->completeness = "unknown: metadata.json holds no plan (configs and reps) to check the log against";
+    return;
+  }
+  std::set<std::pair<int, int>> have;
+  for (const auto& op : c->ops) have.insert({op.config_id, op.repetition});
+  const int reps = (*plan)["reps"].get<int>();
+  std::size_t planned = 0;
+  std::vector<std::string> missing;
+  std::size_t n_missing = 0;
+  for (const auto& cfg : (*plan)["configs"]) {
+    const int id = cfg.is_object() && cfg.contains("id") && cfg["id"].is_number_integer() ? cfg["id"].get<int>() : -1;
+    for (int r = 0; r < reps; ++r, ++planned) {
+      if (have.count({id, r})) continue;
+      ++n_missing;
+      if (missing.size() < 5) missing.push_back(fmt::format("config {} rep {}", id, r));
+    }
+  }
+  if (n_missing == 0 && c->last_line_whole) {
+    c->completeness = fmt::format("complete: all {} planned (config, repetition) rows present", planned);
+    return;
+  }
+  std::string what;
+  if (n_missing) {
+    std::string list;
+    for (const auto& x : missing) list += (list.empty() ? "" : ", ") + x;
+    what = fmt::format("{} of {} planned (config, repetition) rows missing ({}{})", n_missing, planned, list,
+                       n_missing > missing.size() ? ", ..." : "");
+  }
+  if (!c->last_line_whole) what += std::string(what.empty() ? "" : "; ") + "the log ends mid-line (cut or killed)";
+  c->completeness = "incomplete: " + what + "; `p2pscope profile --resume " + c->dir + "` measures what is missing";
+}
+
 }  // namespace
 
 void parse_execution_log(const std::string& text, const std::string& where, Campaign* c) {
@@ -210,9 +262,13 @@ void parse_execution_log(const std::string& text, const std::string& where, Camp
       c->skipped_examples.push_back(fmt::format("{} line {}: {} ({})", where, n,
                                                 std::string(line.substr(0, 80)), why));
   };
+  std::map<std::pair<int, int>, std::size_t> seen;  // (config, repetition) -> line
+  bool p2pscope_log = false;                         // header written by `profile`: every row ends in a newline
+  c->last_line_whole = text.empty() || text.back() == '\n';
   while (pos < text.size()) {
     auto end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
+    const bool cut = end == std::string::npos;
+    if (cut) end = text.size();
     std::string_view line(text.data() + pos, end - pos);
     pos = end + 1;
     ++line_no;
@@ -231,6 +287,7 @@ void parse_execution_log(const std::string& text, const std::string& where, Camp
       igpu = column(header, {"gpu_duration_ns"});
       igts = column(header, {"gpu_ts_start_ns"});
       ibatch = column(header, {"batch"});
+      p2pscope_log = column(header, {"ts_end_ns"}) >= 0;
       std::vector<std::string> missing;
       if (isrc < 0) missing.push_back("src");
       if (idst < 0) missing.push_back("dst");
@@ -244,6 +301,11 @@ void parse_execution_log(const std::string& text, const std::string& where, Camp
             "has config_id,src,dst,size_bytes,repetition,backend,ts_start_ns,ts_end_ns,duration_ns,gpu_duration_ns",
             where, list, std::string(line.substr(0, 200))));
       }
+      continue;
+    }
+    // A row cut short may still parse, with its last number cut too (5000 read as 50).
+    if (cut && p2pscope_log) {
+      skip(line_no, line, "cut mid-line: no newline at the end of the log");
       continue;
     }
     const auto f = split(line, ',');
@@ -279,6 +341,20 @@ void parse_execution_log(const std::string& text, const std::string& where, Camp
       continue;
     }
     op.backend = ib >= 0 ? std::string(trim(at(ib))) : "unknown";
+    if (ib >= 0 && !known_backend(op.backend, c->plan_backends)) {
+      skip(line_no, line, c->plan_backends.empty() ? "unknown backend name" : "backend not in the campaign's plan");
+      continue;
+    }
+    if (icfg >= 0 && irep >= 0) {
+      const auto [it, fresh] = seen.emplace(std::make_pair(op.config_id, op.repetition), line_no);
+      if (!fresh) {
+        ++c->rows_duplicate;
+        if (c->duplicate_examples.size() < 3)
+          c->duplicate_examples.push_back(fmt::format("{} line {} repeats config {} rep {} of line {}", where, line_no,
+                                                      op.config_id, op.repetition, it->second));
+        continue;
+      }
+    }
     c->ops.push_back(std::move(op));
   }
   if (header.empty()) throw UsageError(where + ": empty execution log (no header line)");
@@ -292,11 +368,22 @@ Campaign read_campaign(const std::string& dir) {
   const fs::path log = d / "execution_log.csv";
   if (!fs::exists(log))
     throw UsageError(dir + ": no execution_log.csv here, so this is not a campaign directory; run `p2pscope profile --out DIR` first");
+  // The plan first: it says which backends a row may name and what a complete log holds.
+  c.metadata = read_json_optional(d / "metadata.json", &c);
+  if (c.metadata.contains("plan") && c.metadata["plan"].is_object() && c.metadata["plan"].contains("backends") &&
+      c.metadata["plan"]["backends"].is_array())
+    for (const auto& b : c.metadata["plan"]["backends"])
+      if (b.is_string()) c.plan_backends.push_back(b.get<std::string>());
   parse_execution_log(read_text(log), "execution_log.csv", &c);
   if (c.rows_skipped) c.notes.push_back(fmt::format("execution_log.csv: {} garbled rows skipped", c.rows_skipped));
   for (const auto& e : c.skipped_examples) c.notes.push_back("  skipped " + e);
+  if (c.rows_duplicate)
+    c.notes.push_back(fmt::format("execution_log.csv: {} duplicate (config, repetition) rows ignored, the first of each "
+                                  "kept (two writers at once?)", c.rows_duplicate));
+  for (const auto& e : c.duplicate_examples) c.notes.push_back("  ignored " + e);
   if (c.ops.empty()) c.notes.push_back("execution_log.csv holds no valid rows: nothing to analyze");
-  c.metadata = read_json_optional(d / "metadata.json", &c);
+  check_against_plan(&c);
+  if (c.completeness.rfind("incomplete", 0) == 0) c.notes.push_back("campaign " + c.completeness);
   c.drift = read_json_optional(d / "clock_drift.json", &c);
   read_temperatures(d / "temperatures.csv", &c);
   read_monitor(d / "monitor.csv", &c);

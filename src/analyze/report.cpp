@@ -410,10 +410,12 @@ std::string summary_table(const std::vector<ConfigSummary>& s) {
   for (const auto& c : s)
     rows.push_back({std::to_string(c.config_id), c.backend, fmt::format("{}->{}", c.src, c.dst), format_size(c.size_bytes),
                     std::to_string(c.stats.n), std::to_string(c.outliers), format_duration_ns(c.stats.median),
-                    format_duration_ns(c.stats.p5), format_duration_ns(c.stats.p95), fmt::format("{:.2f}%", c.stats.cv * 100),
+                    format_duration_ns(c.median_ci.lo_ns) + " .. " + format_duration_ns(c.median_ci.hi_ns),
+                    fmt::format("{:.1f}%", c.median_ci.level * 100), format_duration_ns(c.stats.p5), format_duration_ns(c.stats.p95), fmt::format("{:.2f}%", c.stats.cv * 100),
                     format_rate(c.bytes_per_s)});
   return "<details><summary>All configs (" + std::to_string(s.size()) + ")</summary>\n" +
-         charts::html::table({"config", "backend", "pair", "size", "n", "outliers", "median", "p5", "p95", "CV", "bw at median"},
+         charts::html::table({"config", "backend", "pair", "size", "n", "outliers", "median", "median interval",
+                              "interval level", "p5", "p95", "CV", "bw at median"},
                              rows) +
          "</details>\n";
 }
@@ -439,13 +441,15 @@ std::string render_report(const Campaign& c, const std::vector<ConfigSummary>& s
       {"directory", c.dir},
       {"devices", gpus.empty() ? "-" : gpus},
       {"backends", backend_list.empty() ? "-" : backend_list},
-      {"ops analyzed", fmt::format("{} ({} garbled rows skipped)", c.ops.size(), c.rows_skipped)},
+      {"ops analyzed", fmt::format("{} ({} garbled rows skipped, {} duplicates ignored)", c.ops.size(), c.rows_skipped, c.rows_duplicate)},
       {"configs / links", fmt::format("{} / {}", s.size(), links.size())},
       {"timing", device_timed ? "GPU-measured durations" : "host CLOCK_MONOTONIC durations (or mixed)"},
       {"outlier rule", outlier_rule_text(rule)},
       {"findings", fmt::format("{} about the hardware, {} about the measurement (noise)", findings.size() - measurement,
                                measurement)},
-      {"campaign status", c.metadata.value("status", std::string("-"))}};
+      {"campaign status", c.completeness.empty() ? c.metadata.value("status", std::string("-"))
+                                                 : c.completeness + " (metadata.json: " +
+                                                       c.metadata.value("status", std::string("-")) + ")"}};
   body += charts::html::table({"", ""}, facts);
   for (const auto& n : c.notes) body += "<p class=\"note\">" + xml_escape(n) + "</p>\n";
   if (links.empty()) {

@@ -24,9 +24,10 @@ constexpr Scheme kSchemes[] = {
     {"slurm", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID", "SLURM_STEP_TASKS_PER_NODE"},
     {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
 };
-// Variables whose value names the job, so two jobs on one host get different ports.
-constexpr const char* kJobIds[] = {"P2PSCOPE_JOB_ID", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "PMI_KVSNAME",
-                                   "SLURM_STEP_ID", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID"};
+// Variables whose value names the job (every rank of one job sees the same), so that two
+// jobs on one host get different ports and the rendezvous refuses another job's ranks.
+// Slurm's step id alone ("0") is the same in every job: it only qualifies SLURM_JOB_ID.
+constexpr const char* kJobIds[] = {"P2PSCOPE_JOB_ID", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "PMI_KVSNAME"};
 constexpr std::uint16_t kBasePort = 29600;  // ports 29600..45599: clear of torchrun's 29500
 
 int read_int(const EnvLookup& env, const char* name, int min_value) {
@@ -66,6 +67,24 @@ void parse_rendezvous(const std::string& text, const char* from, LaunchInfo& li)
   li.rendezvous_port = static_cast<std::uint16_t>(port);
 }
 
+std::string job_id_of(const EnvLookup& env) {
+  const auto get = [&](const char* name) -> std::string {
+    const char* v = env(name);
+    return v ? v : "";
+  };
+  for (const char* name : kJobIds)
+    if (const std::string v = get(name); !v.empty()) return fmt::format("{}={}", name, v);
+  if (const std::string job = get("SLURM_JOB_ID"); !job.empty()) {
+    const std::string step = get("SLURM_STEP_ID");
+    return fmt::format("slurm:{}{}{}", job, step.empty() ? "" : ".", step);
+  }
+  // torchrun's run id defaults to "none"; its store's address tells jobs apart.
+  const std::string master = get("MASTER_ADDR").empty() ? "" : get("MASTER_ADDR") + ":" + get("MASTER_PORT");
+  if (const std::string run = get("TORCHELASTIC_RUN_ID"); !run.empty())
+    return fmt::format("torchrun:{}{}{}", run, master.empty() ? "" : "@", master);
+  return master.empty() ? "" : "master:" + master;
+}
+
 }  // namespace
 
 LaunchInfo detect_launch(const EnvLookup& env) {
@@ -97,12 +116,8 @@ LaunchInfo detect_launch(const EnvLookup& env) {
   }
   if (!li.multi_process()) return li;
 
-  std::string job;
-  for (const char* name : kJobIds)
-    if (const char* v = env(name); v && *v) {
-      job = v;
-      break;
-    }
+  li.job_id = job_id_of(env);
+  const std::string& job = li.job_id;
   if (const char* r = env("P2PSCOPE_RENDEZVOUS"); r && *r) {
     parse_rendezvous(r, "P2PSCOPE_RENDEZVOUS", li);
   } else if (const char* master = env("MASTER_ADDR"); master && *master) {

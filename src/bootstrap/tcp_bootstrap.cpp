@@ -1,6 +1,6 @@
-// The TCP rendezvous bootstrap: a star around rank 0. Rank 0 accepts one connection
-// per peer, checks its hello (magic, version, world size, rank not yet taken), and
-// relays every collective: peers send their part to rank 0, rank 0 sends the whole
+// The TCP rendezvous bootstrap: a star around rank 0. Rank 0 admits one connection
+// per peer (rendezvous.cpp: secret, job, world size, a free rank; wire.hpp: the bytes)
+// and relays every collective: peers send their part to rank 0, rank 0 sends the whole
 // to everyone. Star, not ring: the messages are small (ids, names, samples) and one
 // relay keeps the failure cases simple (a dead peer is seen by rank 0 at once).
 #include <arpa/inet.h>
@@ -9,51 +9,43 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "bootstrap/rendezvous.hpp"
+#include "bootstrap/wire.hpp"
+#include "p2pscope/auth.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
-#include "transport/tcp/listener.hpp"
 #include "transport/tcp/socket.hpp"
 
 namespace p2pscope {
 namespace {
 
 using tcp::Socket;
+using rdv::kMaxFrame;
+using rdv::kMaxMeetingFrame;
+using rdv::recv_frame;
+using rdv::send_frame;
 
-constexpr char kMagic[8] = {'P', '2', 'P', 'S', 'R', 'D', 'V', '1'};
-constexpr std::uint32_t kVersion = 1;
-constexpr std::uint32_t kMaxFrame = 256u << 20;  // bounded before anything is allocated
-
-struct Hello {
-  char magic[8];
-  std::uint32_t version, rank, size;
-};
-
-void send_frame(Socket& s, const std::string& data) {
-  if (data.size() > kMaxFrame) throw Error(fmt::format("bootstrap: a message of {} bytes is over the {} limit", data.size(), kMaxFrame));
-  const auto n = static_cast<std::uint32_t>(data.size());
-  s.send_two(&n, sizeof n, data.data(), data.size());
-}
-
-std::string recv_frame(Socket& s) {
-  std::uint32_t n = 0;
-  s.recv_all(&n, sizeof n);
-  if (n > kMaxFrame) throw Error(fmt::format("bootstrap: {} announced a message of {} bytes (limit {}): not a p2pscope peer?", s.label(), n, kMaxFrame));
-  std::string data(n, '\0');
-  if (n) s.recv_all(data.data(), n);
-  return data;
-}
-
+// Each part framed by its u32 length. The total is checked before anything is built:
+// size ranks x 256 MiB would not fit one frame (nor, on 32 bits, a size_t).
 std::string pack(const std::vector<std::string>& parts) {
+  std::uint64_t total = 0;
+  for (const auto& p : parts) total += 4 + static_cast<std::uint64_t>(p.size());  // parts <= kMaxFrame each
+  if (total > kMaxFrame)
+    throw Error(fmt::format("bootstrap: an allgather of {} bytes in all is over the {} byte limit of one message",
+                            total, kMaxFrame));
   std::string out;
+  out.reserve(static_cast<std::size_t>(total));
   for (const auto& p : parts) {
-    const auto n = static_cast<std::uint32_t>(p.size());
-    out.append(reinterpret_cast<const char*>(&n), sizeof n).append(p);
+    rdv::put_u32(out, static_cast<std::uint32_t>(p.size()));
+    out.append(p);
   }
   return out;
 }
@@ -62,15 +54,21 @@ std::vector<std::string> unpack(const std::string& data, int count) {
   std::vector<std::string> parts;
   std::size_t at = 0;
   for (int i = 0; i < count; ++i) {
-    std::uint32_t n = 0;
-    if (at + sizeof n > data.size()) throw Error("bootstrap: rank 0 sent a truncated allgather");
-    std::memcpy(&n, data.data() + at, sizeof n);
-    at += sizeof n;
+    if (data.size() - at < 4) throw Error("bootstrap: rank 0 sent a truncated allgather");
+    const std::uint32_t n = rdv::get_u32(data.data() + at);
+    at += 4;
     if (n > data.size() - at) throw Error("bootstrap: rank 0 sent a truncated allgather");
     parts.emplace_back(data, at, n);
     at += n;
   }
   return parts;
+}
+
+// Plain text of a refusal frame: 'R' + text from version 2, bare text from others.
+std::string refusal_text(const std::string& answer) {
+  const std::string text = !answer.empty() && answer[0] == 'R' ? answer.substr(1) : answer;
+  const bool printable = std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+  return printable && !text.empty() ? text : "answered with something that is not a p2pscope rank 0's";
 }
 
 // IPv4 text of a host name or address ("localhost" -> "127.0.0.1").
@@ -89,16 +87,26 @@ std::string resolve_ipv4(const std::string& host) {
 
 class TcpBootstrap final : public Bootstrap {
  public:
-  TcpBootstrap(int rank, int size, const std::string& host, std::uint16_t port, double timeout_s)
-      : rank_(rank), size_(size), timeout_s_(timeout_s) {
+  TcpBootstrap(int rank, int size, const std::string& host, std::uint16_t port, double timeout_s,
+               const RendezvousOptions& opts)
+      : rank_(rank), size_(size), timeout_s_(timeout_s), opts_(opts) {
     if (size < 1 || rank < 0 || rank >= size)
       throw UsageError(fmt::format("bootstrap: rank {} of {} is not a valid place", rank, size));
+    // NaN, infinite or absurd timeouts would overflow the nanosecond deadlines below.
+    if (!(timeout_s > 0) || !std::isfinite(timeout_s))
+      throw UsageError(fmt::format("bootstrap: timeout of {} s: expected a positive number of seconds", timeout_s));
+    timeout_s_ = std::min(timeout_s, 1e6);
     const std::string ip = resolve_ipv4(host);
     where_ = fmt::format("{}:{}", host, port);
-    if (rank == 0)
-      accept_peers(ip, port);
-    else
+    if (rank == 0) {
+      // Loopback stays loopback; any other address: listen on all, so a name that
+      // resolves to one of this host's NICs is reachable however it resolved.
+      rdv::MeetingPlace place{ip.rfind("127.", 0) == 0 ? ip : "0.0.0.0", port, where_, size_, timeout_s_};
+      peers_ = rdv::meet_peers(place, opts_);
+      for (int r = 1; r < size_; ++r) peer(r).set_timeout(timeout_s_);
+    } else {
       join(ip, port);
+    }
   }
 
   int rank() const override { return rank_; }
@@ -155,100 +163,106 @@ class TcpBootstrap final : public Bootstrap {
     }
   }
 
-  void accept_peers(const std::string& ip, std::uint16_t port) {
-    // Loopback stays loopback; any other address: listen on all, so a name that
-    // resolves to one of this host's NICs is reachable however it resolved.
-    tcp::Listener listener({ip.rfind("127.", 0) == 0 ? ip : "0.0.0.0"}, port);
-    peers_.resize(static_cast<std::size_t>(size_));
-    const std::int64_t deadline = monotonic_ns() + static_cast<std::int64_t>(timeout_s_ * 1e9);
-    int joined = 1;
-    while (joined < size_) {
-      const double left = static_cast<double>(deadline - monotonic_ns()) / 1e9;
-      if (left <= 0)
-        throw Error(fmt::format("bootstrap: rank 0 waited {:.0f} s at {} and {} of {} ranks came (missing: {}). Did "
-                                "every process start, with the same rendezvous address?",
-                                timeout_s_, where_, joined, size_, missing()));
-      Socket s;
-      try {
-        s = listener.accept(left);
-      } catch (const Error&) {
-        continue;  // timed out: the loop reports who is missing
-      }
-      s.set_timeout(std::min(5.0, timeout_s_));
-      if (const std::string why = check_hello(s); !why.empty()) {
-        try {
-          send_frame(s, why);
-        } catch (const Error&) {
-        }
-        continue;  // a stranger or a misconfigured rank must not stop the others
-      }
-      ++joined;
-    }
-    for (int r = 1; r < size_; ++r) {
-      send_frame(peer(r), std::string());  // "all here": an empty answer is the welcome
-      peer(r).set_timeout(timeout_s_);
-    }
-  }
-
-  // Empty when the hello is good (and the socket was kept), else the refusal text.
-  std::string check_hello(Socket& s) {
-    Hello h{};
-    try {
-      s.recv_all(&h, sizeof h);
-    } catch (const Error& e) {
-      return std::string("no hello: ") + e.what();
-    }
-    if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) return "refused: not a p2pscope bootstrap hello";
-    if (h.version != kVersion)
-      return fmt::format("refused: bootstrap protocol version {} (rank 0 speaks {}): use the same p2pscope on every rank",
-                         h.version, kVersion);
-    if (static_cast<int>(h.size) != size_)
-      return fmt::format("refused: this rank says the run has {} processes but rank 0 says {}", h.size, size_);
-    if (h.rank == 0 || static_cast<int>(h.rank) >= size_) return fmt::format("refused: rank {} is not a peer rank of {}", h.rank, size_);
-    if (peer(static_cast<int>(h.rank)).valid()) return fmt::format("refused: rank {} has already joined", h.rank);
-    s.set_label(fmt::format("rank {} ({})", h.rank, s.peer_addr()));
-    peer(static_cast<int>(h.rank)) = std::move(s);
-    return {};
-  }
-
-  std::string missing() {
-    std::string out;
-    for (int r = 1; r < size_; ++r)
-      if (!peer(r).valid()) out += (out.empty() ? "" : ",") + std::to_string(r);
-    return out;
-  }
-
+  // Connects and proves itself until rank 0 admits this rank; a connection that drops
+  // before an answer (rank 0 not up yet, or a flood of strangers made it close ours) is
+  // tried again until the deadline; a refusal is final.
   void join(const std::string& ip, std::uint16_t port) {
     const std::int64_t deadline = monotonic_ns() + static_cast<std::int64_t>(timeout_s_ * 1e9);
-    std::string last;
-    for (;;) {  // rank 0 may start after us: retry until the deadline
+    std::string last = "none yet";
+    int connect_err = 0;
+    bool answered_badly = false;  // something accepted our connection but did not answer as rank 0
+    for (;;) {
       const double left = static_cast<double>(deadline - monotonic_ns()) / 1e9;
       if (left <= 0)
-        throw Error(fmt::format("bootstrap: rank {} could not reach rank 0 at {} within {:.0f} s (last error: {}). "
-                                "Is rank 0 running, and is the address reachable from here?",
-                                rank_, where_, timeout_s_, last));
-      try {
-        root_ = Socket::connect_to(ip, port, "", std::min(left, 2.0));
-        break;
-      } catch (const Error& e) {
-        last = e.what();
+        throw Error(fmt::format("bootstrap: rank {} could not reach rank 0 at {} within {:.0f} s (last error: {}). {}",
+                                rank_, where_, timeout_s_, last, unreachable_hint(connect_err, answered_badly)));
+      root_ = rdv::connect_ipv4(ip, port, std::min(left, 2.0), connect_err);
+      if (!root_.valid()) {
+        last = fmt::format("connect to {}: {}", where_, errno_text(connect_err));
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        continue;
       }
+      root_.set_label(fmt::format("rank 0 ({})", where_));
+      root_.set_timeout(std::min(left, 30.0));
+      last = introduce();
+      if (last.empty()) break;
+      answered_badly = true;
+      root_.close();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    root_.set_label(fmt::format("rank 0 ({})", where_));
+    // Admitted; the others may take a while to come.
     root_.set_timeout(timeout_s_);
-    Hello h{};
-    std::memcpy(h.magic, kMagic, sizeof kMagic);
-    h.version = kVersion;
+    const std::string start = guarded(root_, [&] { return recv_frame(root_, kMaxMeetingFrame); });
+    if (start != "W") throw Error(fmt::format("bootstrap: rank 0 at {}: {}", where_, refusal_text(start)));
+  }
+
+  static std::string unreachable_hint(int connect_err, bool answered_badly) {
+    if (connect_err == ECONNREFUSED)
+      return "Nothing listens there: rank 0 has not started, has stopped, or started the run already with another "
+             "process in this rank's place (set the same P2PSCOPE_TOKEN for every rank so that no stranger can "
+             "take it)";
+    if (connect_err == 0 && answered_badly)
+      return "Something there accepts connections but does not answer as a p2pscope rank 0 (another program on "
+             "that port? then give this run its own P2PSCOPE_RENDEZVOUS)";
+    return "Is rank 0 running, and is the address reachable from here?";
+  }
+
+  // One attempt at the meeting's handshake (wire.hpp). Empty when admitted, else why the
+  // connection dropped before an answer (try again); throws Error for a refusal or an
+  // impostor.
+  std::string introduce() {
+    std::string challenge;
+    try {
+      root_.send_all(rdv::intro_bytes().data(), rdv::kIntroBytes);
+      challenge = recv_frame(root_, kMaxMeetingFrame);
+    } catch (const rdv::FrameTooLarge& e) {
+      throw Error(fmt::format("bootstrap: rank {} at rendezvous {}: the process there is not a p2pscope rank 0 ({})",
+                              rank_, where_, e.what()));
+    } catch (const Error& e) {
+      return e.what();
+    }
+    const auto fail = [&](const std::string& why) {
+      return Error(fmt::format("bootstrap: rank {} at rendezvous {}: {}", rank_, where_, why));
+    };
+    if (challenge.size() != 2 + rdv::kNonceHexBytes || challenge[0] != 'C' ||
+        (challenge[1] != 'T' && challenge[1] != 'N'))
+      throw fail("rank 0 " + refusal_text(challenge));
+    const bool root_has_secret = challenge[1] == 'T';
+    if (root_has_secret && !opts_.token)
+      throw fail("rank 0 requires the shared secret and this rank has none: set P2PSCOPE_TOKEN (or "
+                 "P2PSCOPE_TOKEN_FILE) to the same secret for every rank (mpirun -x P2PSCOPE_TOKEN)");
+    if (!root_has_secret && opts_.token)
+      throw fail("this rank has a shared secret (P2PSCOPE_TOKEN or P2PSCOPE_TOKEN_FILE) but the process at the "
+                 "rendezvous has none: set the same secret for every rank (or for none)");
+    const std::string nonce0 = challenge.substr(2);
+    rdv::Hello h;
+    h.nonce = auth::random_nonce_hex(rdv::kNonceHexBytes / 2);
+    h.proof = opts_.token ? auth::proof(*opts_.token, rdv::kRankRole, nonce0, h.nonce)
+                          : std::string(rdv::kProofHexBytes, '-');
+    h.job = rdv::job_digest(opts_.job_id);
     h.rank = static_cast<std::uint32_t>(rank_);
     h.size = static_cast<std::uint32_t>(size_);
-    guarded(root_, [&] { root_.send_all(&h, sizeof h); });
-    const std::string answer = guarded(root_, [&] { return recv_frame(root_); });
-    if (!answer.empty()) throw Error(fmt::format("bootstrap: rank 0 at {} {}", where_, answer));
+    std::string answer;
+    try {
+      const std::string bytes = rdv::hello_bytes(h);
+      root_.send_all(bytes.data(), bytes.size());
+      answer = recv_frame(root_, kMaxMeetingFrame);
+    } catch (const rdv::FrameTooLarge& e) {
+      throw fail(fmt::format("the process there is not a p2pscope rank 0 ({})", e.what()));
+    } catch (const Error& e) {
+      return e.what();
+    }
+    if (answer.empty() || answer[0] != 'A') throw fail("rank 0 " + refusal_text(answer));
+    if (opts_.token &&
+        !auth::equal_constant_time(answer.substr(1), auth::proof(*opts_.token, rdv::kRootRole, nonce0, h.nonce)))
+      throw fail("the process at the rendezvous did not prove the shared secret: it is not this run's rank 0 "
+                 "(another program on that port?)");
+    return {};
   }
 
   int rank_, size_;
   double timeout_s_;
+  RendezvousOptions opts_;
   std::string where_;
   Socket root_;               // peers: the connection to rank 0
   std::vector<Socket> peers_;  // rank 0: one per peer rank (index 0 unused)
@@ -270,13 +284,23 @@ class SingleBootstrap final : public Bootstrap {
 std::unique_ptr<Bootstrap> make_single_bootstrap() { return std::make_unique<SingleBootstrap>(); }
 
 std::unique_ptr<Bootstrap> make_tcp_bootstrap(int rank, int size, const std::string& host, std::uint16_t port,
-                                              double timeout_s) {
-  return std::make_unique<TcpBootstrap>(rank, size, host, port, timeout_s);
+                                              double timeout_s, const RendezvousOptions& options) {
+  return std::make_unique<TcpBootstrap>(rank, size, host, port, timeout_s, options);
 }
 
-std::unique_ptr<Bootstrap> make_bootstrap(const LaunchInfo& launch, double timeout_s) {
+std::unique_ptr<Bootstrap> make_tcp_bootstrap(int rank, int size, const std::string& host, std::uint16_t port,
+                                              double timeout_s) {
+  return make_tcp_bootstrap(rank, size, host, port, timeout_s, RendezvousOptions{});
+}
+
+std::unique_ptr<Bootstrap> make_bootstrap(const LaunchInfo& launch, double timeout_s,
+                                          const std::function<void(const std::string&)>& log) {
   if (!launch.multi_process()) return make_single_bootstrap();
-  return make_tcp_bootstrap(launch.rank, launch.size, launch.rendezvous_host, launch.rendezvous_port, timeout_s);
+  RendezvousOptions opts;
+  opts.job_id = launch.job_id;
+  opts.token = auth::load_token();
+  opts.log = log;
+  return make_tcp_bootstrap(launch.rank, launch.size, launch.rendezvous_host, launch.rendezvous_port, timeout_s, opts);
 }
 
 }  // namespace p2pscope

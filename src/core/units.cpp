@@ -165,7 +165,7 @@ long long parse_int(std::string_view text, std::string_view what) {
   return std::stoll(std::string(t));
 }
 
-std::vector<int> parse_cpulist(std::string_view text) {
+std::vector<int> parse_cpulist(std::string_view text, int max_cpus) {
   std::set<int> out;
   const std::string_view t = trim(text);
   if (t.empty()) return {};
@@ -180,7 +180,11 @@ std::vector<int> parse_cpulist(std::string_view text) {
       s = trim(s);
       if (s.empty() || !std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }) || s.size() > 6)
         throw UsageError("bad CPU number " + where);
-      return std::stoi(std::string(s));
+      const int cpu = std::stoi(std::string(s));
+      if (cpu >= max_cpus)
+        throw UsageError("CPU " + std::to_string(cpu) + " in CPU list '" + std::string(t) + "' is beyond the " +
+                         std::to_string(max_cpus) + (max_cpus == kMaxCpus ? " CPUs Linux supports" : " CPUs of this machine"));
+      return cpu;
     };
     if (dash == std::string_view::npos) {
       out.insert(num(item));

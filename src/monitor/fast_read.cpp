@@ -1,12 +1,15 @@
 #include "monitor/fast_read.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+
+#include "p2pscope/files.hpp"
 
 namespace p2pscope::monitor {
 namespace {
@@ -47,6 +50,10 @@ bool read_fd(int fd, std::string& out) {
   out.resize(std::max<std::size_t>(out.capacity(), 4096));
   std::size_t used = 0;
   for (;;) {
+    if (used >= kMaxReadBytes) {  // no /proc or /sys file is this large
+      out.clear();
+      return false;
+    }
     if (used == out.size()) out.resize(out.size() * 2);
     const ssize_t n = ::pread(fd, out.data() + used, out.size() - used, static_cast<off_t>(used));
     if (n < 0 && errno == EINTR) continue;
@@ -63,7 +70,14 @@ bool read_fd(int fd, std::string& out) {
 
 int open_ro(const FsRoot& fs, const std::string& abs) {
   const std::string path = fs.is_live() ? abs : fs.host_path(abs).string();
-  return ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Regular files only, as FsRoot::read: a fifo in a tree would block, /dev/zero never end.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat st {};
+  if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 std::optional<std::uint64_t> parse_u64(const std::string& buf) {

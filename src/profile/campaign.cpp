@@ -17,6 +17,7 @@
 #include "p2pscope/backend.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/nvml.hpp"
@@ -149,6 +150,7 @@ class CampaignRun {
   Result res_;
   std::map<int, int> to_nvml_;
   nlohmann::json meta_, session_;
+  std::unique_ptr<DirLock> lock_;
   std::unique_ptr<LogWriter> log_;
   std::unique_ptr<TemperatureSampler> sampler_;
   DriftWindow drift_start_, drift_end_;
@@ -219,32 +221,23 @@ void CampaignRun::point_latest_link() {
   if (ec) note("cannot point " + link.string() + " at this campaign: " + ec.message());
 }
 
-// The log of the campaign being resumed: every row must belong to the saved plan.
+// The log of the campaign being resumed: rows that do not belong to the saved plan,
+// damaged or duplicated are set aside (execution_log.cpp); the rest are kept.
 void CampaignRun::read_resumed_log() {
-  LogContents log;
+  const auto fits = [this](const LogRow& r) {
+    if (r.config_id < 0 || static_cast<std::size_t>(r.config_id) >= plan_.configs.size()) return false;
+    const Config& c = plan_.configs[static_cast<std::size_t>(r.config_id)];
+    return c.src == r.src && c.dst == r.dst && c.size_bytes == r.size_bytes && r.repetition >= 0 && r.repetition < plan_.reps;
+  };
+  ResumeLog log;
   try {
-    log = read_log(path(kLogFile));
-  } catch (const UsageError&) {
-    throw;
+    log = prepare_log_for_resume(path(kLogFile), path(kLogAsideFile), fits);
   } catch (const Error& e) {
     throw UsageError(std::string("--resume ") + dir_ + ": " + e.what());
   }
-  for (const auto& r : log.rows) {
-    const bool fits = r.config_id >= 0 && static_cast<std::size_t>(r.config_id) < plan_.configs.size() &&
-                      plan_.configs[static_cast<std::size_t>(r.config_id)].src == r.src &&
-                      plan_.configs[static_cast<std::size_t>(r.config_id)].dst == r.dst &&
-                      plan_.configs[static_cast<std::size_t>(r.config_id)].size_bytes == r.size_bytes &&
-                      r.repetition >= 0 && r.repetition < plan_.reps;
-    if (!fits)
-      throw UsageError(fmt::format("--resume {}: {} holds a row (config {}, rep {}) that is not in the saved plan",
-                                   dir_, kLogFile, r.config_id, r.repetition));
-  }
-  if (log.legacy)
-    throw UsageError(fmt::format("--resume {}: {} was written by an older p2pscope (one op per row, no batch column); "
-                                 "analyze it as it is, or start a new campaign", dir_, kLogFile));
-  if (log.torn_tail) note(fmt::format("{}: dropped a torn last line (the previous run was killed mid-write)", kLogFile));
+  for (const auto& n : log.notes) note(n);
   rows_ = std::move(log.rows);
-  keep_bytes_ = log.good_bytes;
+  keep_bytes_ = log.keep_bytes;
 }
 
 // ---- initialize: output folder, resumed rows, metadata before measuring (a killed
@@ -252,6 +245,8 @@ void CampaignRun::read_resumed_log() {
 void CampaignRun::initialize() {
   dir_ = resuming_ ? p_.resume_dir : (p_.out_dir.empty() ? default_out_dir(p_.out_root, primary_->name(), nvml_.get()) : p_.out_dir);
   if (!resuming_) prepare_new_out_dir(dir_);
+  // One writer per campaign: two resumes at once measured every row twice.
+  lock_ = std::make_unique<DirLock>(dir_, "campaign directory");
   if (!resuming_ && p_.out_dir.empty()) point_latest_link();
   // metadata.json is written before the log exists: a campaign killed in between resumes with no rows.
   if (resuming_ && fs::exists(path(kLogFile))) read_resumed_log();

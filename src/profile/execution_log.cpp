@@ -5,13 +5,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <fstream>
-#include <sstream>
+#include <filesystem>
+#include <map>
 #include <string_view>
 
 #include <fmt/format.h>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 
 namespace p2pscope::profile {
 
@@ -76,11 +77,7 @@ bool parse_row(std::string_view line, LogRow& r, bool legacy) {
 }  // namespace
 
 LogContents read_log(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read " + path + ": " + errno_text(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  const std::string text = read_regular_file(path, "execution log");
   LogContents out;
   std::size_t pos = text.find('\n');
   const std::string_view header = pos == std::string::npos ? std::string_view() : std::string_view(text).substr(0, pos);
@@ -88,17 +85,83 @@ LogContents read_log(const std::string& path) {
   if (header != kLogHeader && !out.legacy)
     throw Error(path + " is not a p2pscope execution log (its first line is not the expected header)");
   out.good_bytes = pos + 1;
-  std::size_t start = pos + 1;
+  std::size_t start = pos + 1, line_no = 1;
+  // A bad line in the middle is one bad line, not the end of the log: the rows after
+  // it were measured and flushed like the rows before it.
   while (start < text.size()) {
     const auto nl = text.find('\n', start);
     if (nl == std::string::npos) break;  // unterminated: torn by a kill
+    ++line_no;
+    const std::string_view line = std::string_view(text).substr(start, nl - start);
     LogRow r;
-    if (!parse_row(std::string_view(text).substr(start, nl - start), r, out.legacy)) break;
-    out.rows.push_back(std::move(r));
+    if (parse_row(line, r, out.legacy)) {
+      out.rows.push_back(std::move(r));
+      out.row_line.push_back(line_no);
+    } else {
+      out.bad.push_back({line_no, std::string(line), "not a valid row"});
+    }
     start = nl + 1;
     out.good_bytes = start;
   }
   out.torn_tail = out.good_bytes < text.size();
+  if (out.torn_tail) out.tail = text.substr(out.good_bytes);
+  return out;
+}
+
+ResumeLog prepare_log_for_resume(const std::string& path, const std::string& aside_path,
+                                 const std::function<bool(const LogRow&)>& fits) {
+  const LogContents log = read_log(path);
+  if (log.legacy)
+    throw UsageError(fmt::format("{} was written by an older p2pscope (one op per row, no batch column); "
+                                 "analyze it as it is, or start a new campaign", path));
+  ResumeLog out;
+  std::vector<BadLine> aside = log.bad;
+  std::map<std::pair<int, int>, std::size_t> first_line;  // (config, rep) -> line
+  std::string kept = std::string(kLogHeader) + "\n";
+  std::size_t fitting = 0;
+  for (std::size_t i = 0; i < log.rows.size(); ++i) {
+    const LogRow& r = log.rows[i];
+    const std::size_t n = log.row_line[i];
+    if (!fits(r)) {
+      aside.push_back({n, format_log_row(r), fmt::format("config {} rep {} is not in the saved plan", r.config_id, r.repetition)});
+      continue;
+    }
+    ++fitting;
+    const auto [it, fresh] = first_line.emplace(std::make_pair(r.config_id, r.repetition), n);
+    if (!fresh) {
+      aside.push_back({n, format_log_row(r), fmt::format("config {} rep {} again, first on line {}: two writers?",
+                                                         r.config_id, r.repetition, it->second)});
+      continue;
+    }
+    kept += format_log_row(r) + "\n";
+    out.rows.push_back(r);
+  }
+  if (fitting == 0 && !log.rows.empty())
+    throw UsageError(fmt::format("{} holds {} row(s) and none is of the saved plan (e.g. config {}, rep {}): it is "
+                                 "the log of another campaign", path, log.rows.size(), log.rows.front().config_id,
+                                 log.rows.front().repetition));
+  if (log.torn_tail) aside.push_back({log.row_line.size() + log.bad.size() + 2, log.tail, "torn last line, no newline: the previous run was killed mid-write"});
+  if (aside.empty()) {
+    out.keep_bytes = log.good_bytes;
+    return out;
+  }
+  std::sort(aside.begin(), aside.end(), [](const BadLine& a, const BadLine& b) { return a.line_no < b.line_no; });
+  std::string text;
+  for (const auto& b : aside) text += fmt::format("line {} ({}): {}\n", b.line_no, b.why, b.text);
+  // Set aside first, rewrite second: a kill in between leaves a line in both, never in neither.
+  {
+    std::FILE* f = std::fopen(aside_path.c_str(), "a");
+    if (!f) throw Error("cannot write " + aside_path + ": " + errno_text(errno));
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (std::fclose(f) != 0 || !ok) throw Error("writing " + aside_path + " failed: " + errno_text(errno));
+  }
+  write_file_atomic(path, kept, Replace::allow);
+  out.keep_bytes = kept.size();
+  const std::string aside_name = std::filesystem::path(aside_path).filename().string();
+  for (std::size_t i = 0; i < aside.size() && i < 5; ++i)
+    out.notes.push_back(fmt::format("execution_log.csv line {} set aside in {} ({})", aside[i].line_no, aside_name, aside[i].why));
+  if (aside.size() > 5) out.notes.push_back(fmt::format("... and {} more lines set aside in {}", aside.size() - 5, aside_name));
+  out.notes.push_back(fmt::format("{} rows kept; every (config, repetition) missing from them is measured again", out.rows.size()));
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,14 +37,39 @@ inline constexpr const char* kLogHeaderV1 =
 
 std::string format_log_row(const LogRow& r);  // without the newline
 
+// A complete line of the log that is no row (a changed byte, a disk error): kept
+// with its line number (the header is line 1) so that nothing is silently lost.
+struct BadLine {
+  std::size_t line_no = 0;
+  std::string text;  // without the newline
+  std::string why;
+};
+
 struct LogContents {
-  std::vector<LogRow> rows;
-  std::uint64_t good_bytes = 0;  // file offset just past the last complete, valid line
-  bool torn_tail = false;        // something after good_bytes (a kill mid-write)
-  bool legacy = false;           // kLogHeaderV1: rows are single ops; cannot be appended to
+  std::vector<LogRow> rows;         // every valid line, duplicates included, in file order
+  std::vector<std::size_t> row_line;  // line number of each row
+  std::vector<BadLine> bad;         // complete lines that are no row; the rows around them are kept
+  std::uint64_t good_bytes = 0;     // file offset just past the last complete line
+  bool torn_tail = false;           // something after good_bytes (a kill mid-write)
+  std::string tail;                 // that something
+  bool legacy = false;              // kLogHeaderV1: rows are single ops; cannot be appended to
 };
 // Throws Error when the file cannot be read or its header is not an execution log.
 LogContents read_log(const std::string& path);
+
+// The log made ready for --resume, under the campaign's lock: every line that cannot
+// be continued from (garbled, a (config, repetition) already logged, a row `fits`
+// rejects, a torn tail) is appended to `aside_path` as "line N (why): text", then the
+// log is rewritten (temporary file + rename) with the other rows as they were, so the
+// missing ones are measured again and nothing valid is dropped. Throws UsageError
+// for a legacy log and when rows exist but none fits (the log of another plan).
+struct ResumeLog {
+  std::vector<LogRow> rows;        // kept, one per (config, repetition)
+  std::uint64_t keep_bytes = 0;    // the rewritten log's size, for LogWriter
+  std::vector<std::string> notes;  // what was set aside, with line numbers
+};
+ResumeLog prepare_log_for_resume(const std::string& path, const std::string& aside_path,
+                                 const std::function<bool(const LogRow&)>& fits);
 
 // Appends rows, flushing each to the kernel. Creates the file with its header, or
 // continues an existing one after cutting it back to `keep_bytes` (drops a torn line).

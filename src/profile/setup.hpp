@@ -18,6 +18,8 @@
 namespace p2pscope::profile {
 
 inline constexpr const char* kLogFile = "execution_log.csv";
+// Lines of the log that --resume could not continue from, with their line numbers.
+inline constexpr const char* kLogAsideFile = "execution_log.set-aside.txt";
 inline constexpr const char* kMetadataFile = "metadata.json";
 inline constexpr const char* kTemperatureFile = "temperatures.csv";
 inline constexpr const char* kDriftFile = "clock_drift.json";

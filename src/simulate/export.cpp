@@ -36,6 +36,8 @@ std::string export_json(const LinkSet& s, const std::string& backend) {
       if (it != s.samples.end()) {
         pt["n"] = it->second.n;
         pt["n_raw"] = it->second.n_raw;
+        if (std::isfinite(it->second.ci_level))
+          pt["median_ci"] = {{"lo_ns", it->second.ci_lo_ns}, {"hi_ns", it->second.ci_hi_ns}, {"level", it->second.ci_level}};
         kept += it->second.n;
         raw += it->second.n_raw;
       } else {
@@ -110,7 +112,7 @@ Exported export_campaign(const std::string& dir, ExportFormat format, const Expo
   switch (format) {
     case ExportFormat::astra_sim: {
       const std::string b = choose_backend(s, options.backend, &e.notes);
-      e.text = export_astra(s, b, &e.notes);
+      e.text = export_astra(s, b, options, &e.notes, &e.system_text);
       e.file_name = "network.yml";
       break;
     }

@@ -1,20 +1,8 @@
-// `export --to astra-sim`: ASTRA-sim 2.0's analytical network file (network.yml).
-//
-// The format and units, checked against ASTRA-sim's analytical backend
-// (github.com/astra-sim/astra-network-analytical):
-//   common/network-parser/NetworkParser.cc reads four lists, one entry per dimension:
-//     topology: [Ring | FullyConnected | Switch], npus_count: [int > 1],
-//     bandwidth: [double > 0], latency: [double >= 0];
-//   BasicTopology::bw_GBps_to_Bpns: bandwidth is "GB/s" with 1 GB = 2^30 B and 1 s = 1e9 ns,
-//     so ASTRA GB/s = beta_bytes_per_s / 2^30 (p2pscope's GB/s is 1e9 B/s: 1 of ours = 0.9313 of theirs);
-//   BasicTopology::compute_communication_delay: delay = hops x latency + bytes / bandwidth,
-//     so latency is ns per hop; Switch::compute_hops_count is always 2 (src -> switch -> dst),
-//     FullyConnected 1, Ring the ring distance: latency = alpha_ns / hops of the dimension;
-//   NPU ids are laid out dimension 0 fastest (id = i0 + n0 * i1): a dimension's groups must be
-//     runs of consecutive devices.
-// The alpha written is the GPU-timed one (gpu_duration_ns: the wire). The software cost
-// of a blocking copy (its host-timed duration minus the GPU-timed one at the smallest
-// size) is the system file's "endpoint-delay", not link latency: it goes in a comment.
+// `export --to astra-sim`: ASTRA-sim's analytical network file (network.yml) and, with
+// --system, the system file to go with it. What the backends compute from them, and the
+// ASTRA-sim source each rule comes from, is in astra_model.hpp; the file's header says it
+// again for the reader, with a table per dimension of the written line against the
+// measured medians, size by size.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -25,12 +13,11 @@
 #include <fmt/format.h>
 
 #include "p2pscope/error.hpp"
+#include "simulate/astra_model.hpp"
 #include "simulate/exporters.hpp"
 
 namespace p2pscope::simulate {
 namespace {
-
-constexpr double kAstraGB = 1073741824.0;  // 2^30: ASTRA-sim's "GB"
 
 double median(std::vector<double> v) {
   if (v.empty()) return NAN;
@@ -49,8 +36,9 @@ std::vector<std::string> split(const std::string& line) {
 }
 
 // Median over links of (host-timed - GPU-timed) at each link's smallest size, from the
-// execution log; NAN when the log has no GPU timing (or is absent).
-double endpoint_delay_ns(const std::string& dir, const std::string& backend) {
+// execution log: the software cost of a blocking copy, which GPU-timed alphas leave out;
+// NAN when the log has no GPU timing (or is absent).
+double software_overhead_ns(const std::string& dir, const std::string& backend) {
   const auto path = std::filesystem::path(dir) / "execution_log.csv";
   if (!std::filesystem::exists(path)) return NAN;
   std::istringstream in(read_text_file(path.string()));
@@ -97,193 +85,199 @@ double endpoint_delay_ns(const std::string& dir, const std::string& backend) {
   return median(per_link);
 }
 
-// NV<n> with n >= 12 is an NVSwitch board (HGX A100: 12, H100/H200: 18 links per GPU,
-// each peer reached through the switches); narrower NV<n> are direct links; every PCIe
-// or host path (PIX, PXB, PHB, NODE, SYS, host) goes through a switch or root complex.
-std::string topology_of(const std::string& cls, std::string* why) {
-  if (cls.size() > 2 && cls.rfind("NV", 0) == 0) {
-    int n = 0;
-    try {
-      n = std::stoi(cls.substr(2));
-    } catch (const std::exception&) {
-    }
-    if (n >= 12) {
-      *why = fmt::format("{} NVLinks per pair: an NVSwitch board (HGX), every peer through the switches", n);
-      return "Switch";
-    }
-    *why = fmt::format("{} direct NVLinks between each pair of the dimension", n);
-    return "FullyConnected";
+// One dimension's comment block: its line, and per measured size what the file gives for
+// one message against the measured medians (the slowest link's, and the range over links).
+std::string dimension_block(const AstraPlan& plan, std::size_t k, std::vector<std::string>* notes) {
+  const AstraDim& d = plan.dims[k];
+  const bool aware = plan.backend == AstraBackend::aware;
+  std::string o = fmt::format("#\n# dimension {}: class {} -> {} ({}), {} NPUs{}\n", k, comment_safe(d.cls), d.topology,
+                              d.why, d.npus,
+                              plan.dims.size() == 2 ? (k == 0 ? ", groups of consecutive NPUs" : ", across the groups") : "");
+  std::vector<double> floors, asym;
+  for (const auto* l : d.links) {
+    floors.push_back(l->latency_floor_ns);
+    asym.push_back(l->asymptotic_bytes_per_s);
   }
-  *why = cls == "host" || cls == "host-PCIe" ? "host memory: through the memory bus / PCIe root complex"
-                                             : "a PCIe / host path: through a switch or root complex";
-  return "Switch";
+  o += fmt::format("#   line per message: alpha {:.1f} ns + n / {:.6g} B/s ({:.3f} GB/s of 1e9 B); written as latency {} ns "
+                   "per {} and bandwidth {} (2^30 B/s){}\n",
+                   d.alpha_ns, d.beta_bytes_per_s, d.beta_bytes_per_s / 1e9, d.latency_text, aware ? "link" : "hop",
+                   d.bandwidth_text, aware && d.hops == 2 ? " per link, 2 links stored and forwarded" : "");
+  o += fmt::format("#   it is the {} regime of {} link(s)' recommended models (largest alpha, smallest beta; alpha at least "
+                   "the latency floor), the links' model itself {}; measured: latency floor {:.0f}..{:.0f} ns, asymptotic "
+                   "bandwidth {:.3f}..{:.3f} GB/s\n",
+                   std::isfinite(d.exact_to_bytes) ? "chosen (--astra-line-at)" : "upper", d.links.size(),
+                   std::isfinite(d.exact_to_bytes)
+                       ? fmt::format("from {:.0f} B to {:.0f} B", d.exact_from_bytes, d.exact_to_bytes)
+                       : fmt::format("from {:.0f} B up", d.exact_from_bytes), *std::min_element(floors.begin(), floors.end()),
+                   *std::max_element(floors.begin(), floors.end()), *std::min_element(asym.begin(), asym.end()) / 1e9,
+                   *std::max_element(asym.begin(), asym.end()) / 1e9);
+  // size -> medians of the links that measured it
+  std::map<double, std::vector<double>> by_size;
+  for (const auto* l : d.links)
+    for (std::size_t i = 0; i < l->sizes.size(); ++i) by_size[l->sizes[i]].push_back(l->median_ns[i]);
+  std::string table;
+  double worst = 0, worst_at = 0, worst_upper = 0;
+  for (const auto& [n, med] : by_size) {
+    const double file = astra_message_ns(d, plan.backend, static_cast<std::uint64_t>(n));
+    const double slow = *std::max_element(med.begin(), med.end());
+    double lo = INFINITY, hi = -INFINITY;
+    for (double m : med) {
+      lo = std::min(lo, (file - m) / m);
+      hi = std::max(hi, (file - m) / m);
+    }
+    const double e = (file - slow) / slow;
+    if (std::fabs(e) > std::fabs(worst)) worst = e, worst_at = n;
+    if (n >= d.exact_from_bytes && n < d.exact_to_bytes && std::fabs(e) > std::fabs(worst_upper)) worst_upper = e;
+    table += fmt::format("#   {:>12.0f} {:>14.0f} {:>18.0f} {:>+8.1f}% {:>+8.1f}%..{:+.1f}%\n", n, file, slow, 100 * e,
+                         100 * lo, 100 * hi);
+  }
+  const std::string range = std::isfinite(d.exact_to_bytes)
+                                ? fmt::format("from {:.0f} B to {:.0f} B", d.exact_from_bytes, d.exact_to_bytes)
+                                : fmt::format("from {:.0f} B up", d.exact_from_bytes);
+  o += fmt::format("#   worst error of the file against the slowest link's median: {:+.1f}% at {:.0f} B; {} {:+.1f}%\n",
+                   100 * worst, worst_at, range, 100 * worst_upper);
+  o += fmt::format("#   {:>12} {:>14} {:>18} {:>9} {}\n", "size_bytes", "file_ns", "slowest_median_ns", "error",
+                   "error range over the links");
+  o += table;
+  if (std::fabs(worst) > analyze::kModelTolerance)
+    notes->push_back(fmt::format("dimension {} ({}): one alpha-beta line is off by {:+.0f}% at {:.0f} B against the "
+                                 "measured medians (the model itself {}); the table in the file's header has every size",
+                                 k, comment_safe(d.cls), 100 * worst, worst_at, range));
+  std::vector<double> b, a;
+  for (const auto* l : d.links) {
+    double from = 0;
+    const auto& up = upper_regime(*l, &from);
+    a.push_back(up.alpha_ns);
+    b.push_back(up.beta_bytes_per_s);
+  }
+  const auto [bmin, bmax] = std::minmax_element(b.begin(), b.end());
+  const auto [amin, amax] = std::minmax_element(a.begin(), a.end());
+  if (!plan.flattened.empty()) {
+    o += "#   it holds pairs of several classes (FLATTENED, below): the faster pairs read slower than measured\n";
+  } else if (*bmax > 1.10 * *bmin || *amax - *amin > 0.2 * std::max(*amax, 1.0)) {
+    const auto* slow = d.links[static_cast<std::size_t>(bmin - b.begin())];
+    const std::string w = fmt::format(
+        "links of class {} differ: beta {:.3f}..{:.3f} GB/s (slowest {}->{}), alpha {:.0f}..{:.0f} ns; ASTRA-sim gives a "
+        "dimension one bandwidth and latency, so this file holds the slowest and cannot hold the faster pairs",
+        comment_safe(d.cls), *bmin / 1e9, *bmax / 1e9, slow->src, slow->dst, *amin, *amax);
+    o += "# WARNING: " + w + "\n";
+    notes->push_back(w);
+  } else {
+    o += "#   its links agree within 10% in bandwidth and 20% in alpha\n";
+  }
+  return o;
 }
 
-struct Dim {
-  std::string cls;
-  int npus = 0;
-  std::vector<const analyze::LinkModel*> links;
-};
+std::string system_json(const AstraPlan& plan, std::int64_t endpoint_delay_ns) {
+  const nlohmann::json impl(std::vector<std::string>(plan.dims.size(), "ring"));
+  // Keys and values of ASTRA-sim's examples/system files, except: one chunk (no split),
+  // one "ring" per dimension (one would reduce dimension 0 only), and a local memory so
+  // fast that the reduction costs nothing (predict prices none: PacketBundle charges
+  // 3 x bytes / local-mem-bw).
+  const nlohmann::json j = {{"scheduling-policy", "LIFO"},
+                            {"endpoint-delay", endpoint_delay_ns},
+                            {"active-chunks-per-dimension", 1},
+                            {"preferred-dataset-splits", 1},
+                            {"all-reduce-implementation", impl},
+                            {"all-gather-implementation", impl},
+                            {"reduce-scatter-implementation", impl},
+                            {"all-to-all-implementation", impl},
+                            {"collective-optimization", "localBWAware"},
+                            {"local-mem-bw", 1000000000},
+                            {"boost-mode", 0}};
+  return j.dump(1) + "\n";
+}
 
 }  // namespace
 
-std::string export_astra(const LinkSet& s, const std::string& backend, std::vector<std::string>* notes) {
-  std::vector<const analyze::LinkModel*> links;
-  std::set<int> devset;
-  for (const auto& l : s.links)
-    if (l.backend == backend) {
-      links.push_back(&l);
-      devset.insert(l.src);
-      devset.insert(l.dst);
-    }
-  const std::vector<int> dev(devset.begin(), devset.end());
+std::string export_astra(const LinkSet& s, const std::string& backend, const ExportOptions& eo,
+                         std::vector<std::string>* notes, std::string* system_text) {
+  check_endpoint_delay(eo.endpoint_delay_ns);
+  const AstraPlan plan = plan_astra(s, backend, eo.astra_backend, static_cast<double>(eo.line_at_bytes));
+  const bool aware = plan.backend == AstraBackend::aware;
+  const auto& dev = plan.devices;
   const int p = static_cast<int>(dev.size());
-  if (p < 2)
-    throw UsageError(fmt::format("{}: the {} links span {} device(s); ASTRA-sim's npus_count must be more than 1",
-                                 s.dir, backend, p));
-  // Class of each unordered pair, by rank.
-  std::map<std::pair<int, int>, std::string> cls;
-  for (const auto* l : links) {
-    const int a = static_cast<int>(std::find(dev.begin(), dev.end(), l->src) - dev.begin());
-    const int b = static_cast<int>(std::find(dev.begin(), dev.end(), l->dst) - dev.begin());
-    cls.emplace(std::make_pair(std::min(a, b), std::max(a, b)), l->link_class);
-  }
-  std::set<std::string> classes;
-  bool complete = true;
-  for (int i = 0; i < p; ++i)
-    for (int j = i + 1; j < p; ++j) {
-      const auto it = cls.find({i, j});
-      if (it == cls.end()) complete = false;
-      else classes.insert(it->second);
-    }
-  std::vector<Dim> dims;
-  std::string flattened;
-  if (complete && classes.size() == 1) {
-    dims.push_back({*classes.begin(), p, {}});
-  } else if (complete && classes.size() == 2) {
-    // Groups of g consecutive devices joined by one class, the groups by the other.
-    for (int g = 2; g < p && dims.empty(); ++g) {
-      if (p % g) continue;
-      std::string in, across;
-      bool ok = true;
-      for (int i = 0; i < p && ok; ++i)
-        for (int j = i + 1; j < p && ok; ++j) {
-          std::string& want = i / g == j / g ? in : across;
-          const std::string& c = cls.at({i, j});
-          if (want.empty()) want = c;
-          ok = want == c;
-        }
-      if (ok && in != across) dims = {{in, g, {}}, {across, p / g, {}}};
-    }
-  }
-  if (dims.empty()) {
-    // Not expressible as dimensions: one dimension with the slowest class's links, so the
-    // file claims no pair faster than measured.
-    std::map<std::string, std::vector<double>> beta;
-    for (const auto* l : links) beta[l->link_class].push_back(l->fit.beta_bytes_per_s);
-    std::string slow;
-    double slow_b = INFINITY;
-    for (const auto& [c, v] : beta)
-      if (median(v) < slow_b) slow_b = median(v), slow = c;
-    std::string list;
-    for (const auto& c : classes) list += (list.empty() ? "" : ", ") + c;
-    flattened = fmt::format("the {} devices' link classes ({}{}) form no grid of consecutive device groups: flattened to "
-                            "one dimension with the slowest class, {}, for every pair",
-                            p, list, complete ? "" : "; some pairs never measured", slow);
-    notes->push_back(flattened);
-    dims.push_back({slow, p, {}});
-  }
-  for (auto& d : dims)
-    for (const auto* l : links)
-      if (l->link_class == d.cls) d.links.push_back(l);
+  if (!plan.flattened.empty()) notes->push_back(plan.flattened);
+  std::size_t nlinks = 0;
+  for (const auto& l : s.links) nlinks += l.backend == backend;
 
-  const std::string host = s.metadata.value("hostname", "?"), start = s.metadata.value("start_time", "?");
+  const std::string host = comment_safe(s.metadata.value("hostname", "?"), 80);
+  const std::string start = comment_safe(s.metadata.value("start_time", "?"), 40);
   // Device names as the campaign recorded them (metadata.json "devices": the staged
   // backend's host end is "host pinned memory", not a GPU).
   std::map<int, std::string> names;
   for (const auto& g : s.metadata.value("devices", nlohmann::json::array()))
     if (g.is_object() && g.contains("device") && g["device"].is_number_integer() && g.contains("name") && g["name"].is_string())
-      names[g["device"].get<int>()] = g["name"].get<std::string>();
-  std::string gpu_names;
-  for (int d : dev)
+      names[g["device"].get<int>()] = comment_safe(g["name"].get<std::string>(), 60);
+  std::string ids, gpu_names;
+  for (int d : dev) {
+    ids += (ids.empty() ? "" : ",") + std::to_string(d);
     if (names.count(d)) gpu_names += (gpu_names.empty() ? "" : "; ") + std::to_string(d) + ": " + names[d];
+  }
   const bool gpu_timed = s.time_source == "gpu";
-  const double endpoint = gpu_timed ? endpoint_delay_ns(s.dir, backend) : NAN;
+  const double overhead = gpu_timed ? software_overhead_ns(s.dir, backend) : NAN;
 
   std::string o;
-  o += "# ASTRA-sim 2.0 analytical network config (network.yml), written by `p2pscope export --to astra-sim`\n";
-  o += fmt::format("# campaign: {} (host {}, started {}), backend {}, {} links, timing {}\n", s.dir, host, start, backend,
-                   links.size(), s.time_source);
-  o += fmt::format("# devices (NPU ids 0..{} in this order): {}{}\n", p - 1, [&] {
-    std::string x;
-    for (int d : dev) x += (x.empty() ? "" : ",") + std::to_string(d);
-    return x;
-  }(), gpu_names.empty() ? "" : " [" + gpu_names + "]");
-  o += "#\n# Conversions (ASTRA-sim's analytical backend, astra-network-analytical):\n";
-  o += "#   bandwidth: its \"GB/s\" is 2^30 B/s (BasicTopology::bw_GBps_to_Bpns): bandwidth = beta_bytes_per_s / 1073741824\n";
-  o += "#              (p2pscope's GB/s is 1e9 B/s; 1 p2pscope GB/s = 0.931323 ASTRA-sim GB/s)\n";
-  o += "#   latency:   ns per hop; a send costs hops x latency + bytes / bandwidth; Switch = 2 hops (src -> switch\n";
-  o += "#              -> dst), FullyConnected = 1: latency = alpha_ns / hops\n";
-  o += "#   model:     each dimension's median of its links' single alpha-beta fit, t(n) = alpha + n / beta (links.json)\n";
-  if (gpu_timed && std::isfinite(endpoint))
-    o += fmt::format("#   alpha is GPU-timed (the wire); the software overhead is the system file's endpoint delay:\n"
-                     "#     system.json: \"endpoint-delay\": {:.0f}   (ns: median over links of host-timed minus GPU-timed\n"
-                     "#     time at the smallest size; ASTRA-sim's analytical tick is 1 ns)\n",
-                     endpoint);
+  o += fmt::format("# ASTRA-sim analytical network file (network.yml) for its congestion-{} backend, written by `p2pscope "
+                   "export --to astra-sim --astra-backend {}`\n",
+                   aware ? "AWARE" : "UNAWARE", to_string(plan.backend));
+  o += fmt::format("# campaign: {} (host {}, started {}), backend {}, {} links, timing {}\n", comment_safe(s.dir), host, start,
+                   comment_safe(backend, 40), nlinks, comment_safe(s.time_source, 20));
+  o += fmt::format("# devices (NPU ids 0..{} in this order): {}{}\n", p - 1, ids,
+                   gpu_names.empty() ? "" : " [" + gpu_names + "]");
+  o += "#\n# How ASTRA-sim reads it (astra-sim 518bd51, network backend astra-network-analytical):\n";
+  o += "#   common/network-parser/NetworkParser.cc: four lists, one entry per dimension\n";
+  if (aware)
+    o += "#   congestion_aware/network/Link.cc: every link costs EventTime(latency + bytes / bandwidth), bandwidth in\n"
+         "#     \"GB/s\" of 2^30 B/s; congestion_aware/basic-topology/Switch.cc: src -> switch -> dst, stored and forwarded,\n"
+         "#     so a Switch's links carry alpha / 2 and 2 x beta each; FullyConnected is one link per pair (alpha, beta)\n"
+         "#   congestion_aware/topology/Helper.cc: one dimension only\n";
   else
-    o += "#   alpha is HOST-timed (no gpu_duration_ns in the campaign): it holds the software overhead too, which\n"
-         "#   cannot be separated from the wire here; set the system file's endpoint-delay to 0 with this file\n";
-  std::vector<std::string> topo, npus, bw, lat;
-  for (std::size_t k = 0; k < dims.size(); ++k) {
-    const auto& d = dims[k];
-    std::string why;
-    const std::string t = topology_of(d.cls, &why);
-    const int hops = t == "Switch" ? 2 : 1;
-    std::vector<double> a, b, worst;
-    int two = 0;
-    for (const auto* l : d.links) {
-      a.push_back(l->fit.alpha_ns);
-      b.push_back(l->fit.beta_bytes_per_s);
-      worst.push_back(l->fit.worst_rel_error);
-      two += l->model != "alpha_beta";
-    }
-    const double am = median(a), bm = median(b);
-    o += fmt::format("#\n# dimension {}: class {} -> {} ({}), {} NPUs{}\n", k, d.cls, t, why, d.npus,
-                     dims.size() == 2 ? (k == 0 ? ", groups of consecutive devices" : ", across the groups") : "");
-    o += fmt::format("#   {} links: alpha median {:.1f} ns ({:.1f} ns per hop), beta median {:.6g} B/s = {:.3f} GB/s (1e9) "
-                     "= {:.3f} ASTRA-sim GB/s (2^30)\n",
-                     d.links.size(), am, am / hops, bm, bm / 1e9, bm / kAstraGB);
-    o += fmt::format("#   fit quality: worst relative error {:.1f}%..{:.1f}% over the measured sizes{}\n",
-                     100 * *std::min_element(worst.begin(), worst.end()), 100 * *std::max_element(worst.begin(), worst.end()),
-                     two ? fmt::format("; analyze recommends a two- or three-regime model for {} of them, which one "
-                                       "line per dimension cannot hold", two)
-                         : "");
-    const auto [bmin, bmax] = std::minmax_element(b.begin(), b.end());
-    const auto [amin, amax] = std::minmax_element(a.begin(), a.end());
-    if (*bmax > 1.10 * *bmin || *amax - *amin > 0.2 * std::max(am, 1.0)) {
-      const auto* slow = d.links[static_cast<std::size_t>(bmin - b.begin())];
-      const std::string w = fmt::format(
-          "links of class {} differ: beta {:.3f}..{:.3f} GB/s (slowest {}->{}), alpha {:.0f}..{:.0f} ns; ASTRA-sim gives "
-          "a dimension one bandwidth and latency, so this file uses the medians and cannot hold the slow pair",
-          d.cls, *bmin / 1e9, *bmax / 1e9, slow->src, slow->dst, *amin, *amax);
-      o += "# WARNING: " + w + "\n";
-      notes->push_back(w);
-    } else {
-      o += "#   its links agree within 10% in bandwidth and 20% in alpha\n";
-    }
-    topo.push_back(t);
-    npus.push_back(std::to_string(d.npus));
-    bw.push_back(fmt::format("{:.6f}", bm / kAstraGB));
-    lat.push_back(fmt::format("{:.3f}", am / hops));
-  }
-  if (!flattened.empty()) o += "#\n# FLATTENED: " + flattened + "\n";
+    o += "#   congestion_unaware/basic-topology/BasicTopology.cc: a message costs EventTime(hops x latency + bytes /\n"
+         "#     bandwidth), bandwidth in \"GB/s\" of 2^30 B/s (bw_GBps_to_Bpns): bandwidth = beta_bytes_per_s / 1073741824;\n"
+         "#     Switch 2 hops (latency = alpha / 2), FullyConnected 1 (latency = alpha)\n"
+         "#   congestion_unaware/multi-dim-topology/MultiDimTopology.cc: NPU ids are dimension 0 fastest, and a message\n"
+         "#     crosses only the first dimension in which its two NPUs differ\n";
+  if (plan.dims.size() == 2)
+    o += fmt::format(
+        "# Routing: NPUs in the same group of {} consecutive ids talk over dimension 0; every other pair over dimension 1\n"
+        "#   alone (no hop in dimension 0 is added). With the system file's \"ring\" per dimension an all-reduce of S runs a\n"
+        "#   reduce-scatter ring in each group (S/{} per message), an all-reduce ring across the groups on S/{} (S/{} per\n"
+        "#   message) and an all-gather ring in each group: `p2pscope predict --algo ring --astra-backend unaware` runs\n"
+        "#   this schedule.\n",
+        plan.dims[0].npus, plan.dims[0].npus, plan.dims[0].npus, p);
+  else
+    o += fmt::format("# Routing: one dimension, every pair in it; `p2pscope predict --algo ring --astra-backend {}` runs the same\n"
+                     "#   flat ring.\n", to_string(plan.backend));
+  o += "# Model: per dimension one line, the upper regime of its links' recommended models (links.json \"model\", the one\n"
+       "#   report and predict use), its alpha raised to the measured latency floor where the regime's is below it:\n"
+       "#   exact at the asymptotic bandwidth and for the sizes of that regime; the table gives the error size by size.\n";
+  o += fmt::format(
+      "# Endpoint delay: write the system file with `--system FILE` (\"endpoint-delay\": {} ns, one \"ring\" per dimension).\n"
+      "#   ASTRA-sim charges it once per message a rank sends and once more per collective phase (astra-sim/system/\n"
+      "#   MemBus.cc; a one-dimension ring all-reduce of n NPUs pays it 2n-1 times); `p2pscope predict --endpoint-delay {}`\n"
+      "#   charges it the same way. Never below 1 ns: 0 trips an assertion in ASTRA-sim's event queue.\n",
+      eo.endpoint_delay_ns, eo.endpoint_delay_ns);
+  if (gpu_timed && std::isfinite(overhead))
+    o += fmt::format("#   alpha is GPU-timed (the wire). A blocking copy's software cost measured here is {:.0f} ns (median over\n"
+                     "#   links of host-timed minus GPU-timed at the smallest size); to charge it per message, export and predict\n"
+                     "#   both with --endpoint-delay {:.0f}.\n",
+                     overhead, std::max(1.0, std::round(overhead)));
+  else
+    o += "#   alpha is HOST-timed (no gpu_duration_ns in the campaign): it holds the software overhead too.\n";
+  for (std::size_t k = 0; k < plan.dims.size(); ++k) o += dimension_block(plan, k, notes);
+  if (!plan.flattened.empty()) o += "#\n# FLATTENED: " + comment_safe(plan.flattened, 600) + "\n";
   for (const auto& c : contention_notes(s.dir)) {
-    o += "#\n# " + c + "\n";
+    o += "#\n# " + comment_safe(c, 600) + "\n";
     notes->push_back(c);
   }
-  if (dims.size() == 2)
-    o += "#\n# Pairs in different groups are routed through both dimensions by ASTRA-sim, as the measured class of\n"
-         "# such pairs says they cross the slower path.\n";
+  std::vector<std::string> topo, npus, bw, lat;
+  for (const auto& d : plan.dims) {
+    topo.push_back(d.topology);
+    npus.push_back(std::to_string(d.npus));
+    bw.push_back(d.bandwidth_text);
+    lat.push_back(d.latency_text);
+  }
   auto list = [](const std::vector<std::string>& v) {
     std::string x;
     for (const auto& e : v) x += (x.empty() ? "" : ", ") + e;
@@ -291,8 +285,9 @@ std::string export_astra(const LinkSet& s, const std::string& backend, std::vect
   };
   o += "\ntopology: " + list(topo) + "\n";
   o += "npus_count: " + list(npus) + "\n";
-  o += "bandwidth: " + list(bw) + "  # GB/s as ASTRA-sim reads it: 2^30 bytes/s\n";
-  o += "latency: " + list(lat) + "  # ns per hop\n";
+  o += "bandwidth: " + list(bw) + fmt::format("  # GB/s as ASTRA-sim reads it: 2^30 bytes/s{}\n", aware ? ", per link" : "");
+  o += "latency: " + list(lat) + fmt::format("  # ns per {}\n", aware ? "link" : "hop");
+  *system_text = system_json(plan, eo.endpoint_delay_ns);
   return o;
 }
 

@@ -9,7 +9,9 @@
 
 namespace p2pscope::simulate {
 
-std::string export_astra(const LinkSet& s, const std::string& backend, std::vector<std::string>* notes);
+// The network file's text; *system_text gets the system file's (JSON).
+std::string export_astra(const LinkSet& s, const std::string& backend, const ExportOptions& options,
+                         std::vector<std::string>* notes, std::string* system_text);
 // backend "" = every backend
 std::string export_json(const LinkSet& s, const std::string& backend);
 std::string export_csv(const LinkSet& s, const std::string& backend, const std::vector<std::uint64_t>& sizes);

@@ -2,6 +2,7 @@
 #include "simulate/link_set.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -14,22 +15,59 @@ namespace p2pscope::simulate {
 namespace fs = std::filesystem;
 namespace {
 
+// Every number export and predict read is checked here, so that an edited or damaged
+// links.json is refused with what is wrong (exit 2) instead of becoming inf, a device
+// -2147483648 in ASTRA-sim's file or an internal error.
+constexpr double kMaxDevice = 1 << 20;
+
 double number(const nlohmann::json& j, const char* key, const std::string& where) {
   if (!j.is_object() || !j.contains(key) || !j[key].is_number())
-    throw UsageError(fmt::format("{}: \"{}\" is missing or not a number", where, key));
-  return j[key].get<double>();
+    throw UsageError(fmt::format("{}: \"{}\" is missing or not a number{}; run `p2pscope analyze` again to rewrite "
+                                 "links.json", where, key,
+                                 j.is_object() && j.contains(key) ? " (it is " + j[key].dump().substr(0, 40) + ")" : ""));
+  const double v = j[key].get<double>();
+  if (!std::isfinite(v))
+    throw UsageError(fmt::format("{}: \"{}\" is {}, not a finite number; run `p2pscope analyze` again", where, key, v));
+  return v;
 }
+
+// A number that must lie in [lo, hi].
+double bounded(const nlohmann::json& j, const char* key, const std::string& where, double lo, double hi,
+               const char* what) {
+  const double v = number(j, key, where);
+  if (v < lo || v > hi)
+    throw UsageError(fmt::format("{}: \"{}\" {} is impossible for {} ({} .. {}); run `p2pscope analyze` again", where,
+                                 key, v, what, lo, hi));
+  return v;
+}
+
+// An optional number: `fallback` when absent or null, else as bounded().
+double optional(const nlohmann::json& j, const char* key, const std::string& where, double fallback, double lo, double hi,
+                const char* what) {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  return bounded(j, key, where, lo, hi, what);
+}
+
+std::string text(const nlohmann::json& j, const char* key, const std::string& where, const std::string& fallback) {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  if (!j[key].is_string())
+    throw UsageError(fmt::format("{}: \"{}\" is {}, not a string; run `p2pscope analyze` again", where, key,
+                                 j[key].dump().substr(0, 40)));
+  return j[key].get<std::string>();
+}
+
+constexpr double kMaxNs = 1e13;  // 10^4 s: no transfer a campaign times lasts longer
 
 analyze::AlphaBeta alpha_beta(const nlohmann::json& j, const std::string& where) {
   analyze::AlphaBeta f;
   if (j.is_null()) return f;  // analyze writes null for a fit that failed
+  if (!j.is_object()) throw UsageError(where + ": not an object");
   f.ok = true;
-  f.alpha_ns = number(j, "alpha_ns", where);
-  f.beta_bytes_per_s = number(j, "beta_bytes_per_s", where);
-  if (!(f.beta_bytes_per_s > 0) || f.alpha_ns < 0)
-    throw UsageError(fmt::format("{}: alpha_ns {} / beta_bytes_per_s {} out of range", where, f.alpha_ns, f.beta_bytes_per_s));
-  f.r2_log = j.value("r2_log", 0.0);
-  f.worst_rel_error = j.value("worst_rel_error", 0.0);
+  f.alpha_ns = bounded(j, "alpha_ns", where, 0, kMaxNs, "a latency in ns");
+  // analyze writes 1e21 B/s for a link whose time does not grow with size (latency only)
+  f.beta_bytes_per_s = bounded(j, "beta_bytes_per_s", where, 1, 1e24, "a bandwidth in B/s");
+  f.r2_log = optional(j, "r2_log", where, 0, -1e12, 1, "an R^2");
+  f.worst_rel_error = optional(j, "worst_rel_error", where, 0, 0, 1e12, "a relative error");
   return f;
 }
 
@@ -46,43 +84,52 @@ std::string read_text_file(const std::string& path) {
 analyze::LinkModel link_model_from_json(const nlohmann::json& j, const std::string& where) {
   if (!j.is_object()) throw UsageError(where + ": not an object");
   analyze::LinkModel m;
-  m.backend = j.value("backend", "");
-  m.link_class = j.value("link_class", "unknown");
-  m.src = static_cast<int>(number(j, "src", where));
-  m.dst = static_cast<int>(number(j, "dst", where));
-  m.latency_floor_ns = j.value("latency_floor_ns", 0.0);
-  m.smallest_size = j.value("latency_floor_size_bytes", 0.0);
-  m.asymptotic_bytes_per_s = j.value("asymptotic_bytes_per_s", 0.0);
-  m.n_half_bytes = j.contains("n_half_bytes") && j["n_half_bytes"].is_number() ? j["n_half_bytes"].get<double>() : NAN;
+  m.backend = text(j, "backend", where, "");
+  m.link_class = text(j, "link_class", where, "unknown");
+  const double src = bounded(j, "src", where, 0, kMaxDevice, "a device index"),
+               dst = bounded(j, "dst", where, 0, kMaxDevice, "a device index");
+  if (src != std::floor(src) || dst != std::floor(dst))
+    throw UsageError(fmt::format("{}: device {}->{} is not a whole number", where, src, dst));
+  m.src = static_cast<int>(src);
+  m.dst = static_cast<int>(dst);
+  m.latency_floor_ns = optional(j, "latency_floor_ns", where, 0, 0, kMaxNs, "a latency in ns");
+  m.smallest_size = optional(j, "latency_floor_size_bytes", where, 0, 0, 1e18, "a size in bytes");
+  m.asymptotic_bytes_per_s = optional(j, "asymptotic_bytes_per_s", where, 0, 0, 1e24, "a bandwidth in B/s");
+  m.n_half_bytes = optional(j, "n_half_bytes", where, NAN, 0, 1e18, "a size in bytes");
   m.fit = alpha_beta(j.value("alpha_beta", nlohmann::json()), where + " alpha_beta");
   const auto two = j.value("two_regime", nlohmann::json());
   if (two.is_object()) {
     m.two.ok = true;
-    m.two.breakpoint_bytes = number(two, "breakpoint_bytes", where + " two_regime");
+    m.two.breakpoint_bytes = bounded(two, "breakpoint_bytes", where + " two_regime", 0, 1e18, "a size in bytes");
     m.two.below = alpha_beta(two.value("below", nlohmann::json()), where + " two_regime.below");
     m.two.above = alpha_beta(two.value("above", nlohmann::json()), where + " two_regime.above");
-    m.two.worst_rel_error = two.value("worst_rel_error", 0.0);
+    m.two.worst_rel_error = optional(two, "worst_rel_error", where, 0, 0, 1e12, "a relative error");
     m.two.ok = m.two.below.ok && m.two.above.ok;
   }
   const auto three = j.value("three_regime", nlohmann::json());
   if (three.is_object()) {
     const std::string w = where + " three_regime";
-    m.three.mid_from_bytes = number(three, "mid_from_bytes", w);
-    m.three.high_from_bytes = number(three, "high_from_bytes", w);
+    m.three.mid_from_bytes = bounded(three, "mid_from_bytes", w, 0, 1e18, "a size in bytes");
+    m.three.high_from_bytes = bounded(three, "high_from_bytes", w, 0, 1e18, "a size in bytes");
     m.three.low = alpha_beta(three.value("low", nlohmann::json()), w + ".low");
     m.three.mid = alpha_beta(three.value("mid", nlohmann::json()), w + ".mid");
     m.three.high = alpha_beta(three.value("high", nlohmann::json()), w + ".high");
-    m.three.worst_rel_error = three.value("worst_rel_error", 0.0);
+    m.three.worst_rel_error = optional(three, "worst_rel_error", w, 0, 0, 1e12, "a relative error");
     m.three.ok = m.three.low.ok && m.three.mid.ok && m.three.high.ok;
   }
   // analyze's rule, as it wrote it: "model" names the one to use.
-  const std::string model = j.value("model", "alpha_beta");
+  const std::string model = text(j, "model", where, "alpha_beta");
   m.use_two_regime = model == "two_regime" && m.two.ok && m.fit.ok;
   m.model = m.use_two_regime || (model == "three_regime" && m.three.ok && m.fit.ok) ? model : "alpha_beta";
+  if (j.contains("points") && !j["points"].is_array()) throw UsageError(where + ": \"points\" is not an array");
   for (const auto& p : j.value("points", nlohmann::json::array())) {
-    m.sizes.push_back(number(p, "size_bytes", where + " points"));
-    m.median_ns.push_back(number(p, "median_ns", where + " points"));
-    m.bytes_per_s.push_back(p.value("bytes_per_s", 0.0));
+    if (!p.is_object()) throw UsageError(where + ": an element of \"points\" is not an object");
+    const double n = bounded(p, "size_bytes", where + " points", 1, 1e18, "a size in bytes");
+    if (!m.sizes.empty() && n <= m.sizes.back())
+      throw UsageError(fmt::format("{} points: sizes not ascending ({} after {})", where, n, m.sizes.back()));
+    m.sizes.push_back(n);
+    m.median_ns.push_back(bounded(p, "median_ns", where + " points", 1e-3, kMaxNs, "a time in ns"));
+    m.bytes_per_s.push_back(optional(p, "bytes_per_s", where + " points", 0, 0, 1e24, "a bandwidth in B/s"));
   }
   return m;
 }
@@ -113,13 +160,14 @@ LinkSet read_link_set(const std::string& dir) {
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("{}: not valid JSON ({}); run `p2pscope analyze {}` again", lp.string(), e.what(), dir));
   }
-  if (!j.is_object() || j.value("kind", "") != "p2pscope_link_models" || !j.contains("links") || !j["links"].is_array())
+  if (!j.is_object() || !j.contains("kind") || j["kind"] != "p2pscope_link_models" || !j.contains("links") || !j["links"].is_array())
     throw UsageError(lp.string() + ": not p2pscope's link models (kind p2pscope_link_models with a \"links\" array)");
-  s.links_schema_version = j.value("schema_version", 0);
+  s.links_schema_version = j.contains("schema_version") && j["schema_version"].is_number_integer()
+                               ? j["schema_version"].get<int>() : 0;
   if (s.links_schema_version != 1)
     throw UsageError(fmt::format("{}: schema_version {} is not the one this p2pscope reads (1)", lp.string(),
                                  s.links_schema_version));
-  s.time_source = j.value("time_source", "unknown");
+  s.time_source = text(j, "time_source", lp.string(), "unknown");
   for (std::size_t i = 0; i < j["links"].size(); ++i) {
     auto m = link_model_from_json(j["links"][i], fmt::format("{} links[{}]", lp.string(), i));
     if (m.fit.ok)
@@ -142,9 +190,15 @@ LinkSet read_link_set(const std::string& dir) {
   if (fs::exists(d / "summary.json")) {
     try {
       const auto sj = nlohmann::json::parse(read_text_file((d / "summary.json").string()));
-      for (const auto& c : sj.value("configs", nlohmann::json::array()))
-        s.samples[{c.value("backend", ""), c.value("src", 0), c.value("dst", 0), c.value("size_bytes", std::uint64_t{0})}] =
-            {c.value("n", std::size_t{0}), c.value("n_raw", std::size_t{0})};
+      for (const auto& c : sj.value("configs", nlohmann::json::array())) {
+        SampleCount n{c.value("n", std::size_t{0}), c.value("n_raw", std::size_t{0})};
+        if (c.contains("median_ci") && c["median_ci"].is_object()) {
+          n.ci_lo_ns = c["median_ci"].value("lo_ns", NAN);
+          n.ci_hi_ns = c["median_ci"].value("hi_ns", NAN);
+          n.ci_level = c["median_ci"].value("level", NAN);
+        }
+        s.samples[{c.value("backend", ""), c.value("src", 0), c.value("dst", 0), c.value("size_bytes", std::uint64_t{0})}] = n;
+      }
     } catch (const nlohmann::json::exception&) {
       s.notes.push_back("summary.json is not valid JSON: sample counts left out");
     }

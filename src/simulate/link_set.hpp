@@ -1,6 +1,7 @@
 #pragma once
 // A campaign's links.json read back into analyze's LinkModel, so that every model
 // time export and predict compute is the very formula analyze fitted and reported.
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -15,6 +16,7 @@ namespace p2pscope::simulate {
 
 struct SampleCount {
   std::size_t n = 0, n_raw = 0;  // kept after outlier removal, and logged
+  double ci_lo_ns = NAN, ci_hi_ns = NAN, ci_level = NAN;  // the median's interval (summary.json median_ci)
 };
 
 struct LinkSet {

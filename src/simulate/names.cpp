@@ -24,6 +24,23 @@ ExportFormat parse_export_format(const std::string& text) {
   throw UsageError(fmt::format("--to '{}': no such export format; the formats are: {}", text, join(export_format_names())));
 }
 
+AstraBackend parse_astra_backend(const std::string& text) {
+  if (text == "unaware" || text == "congestion-unaware") return AstraBackend::unaware;
+  if (text == "aware" || text == "congestion-aware") return AstraBackend::aware;
+  throw UsageError(fmt::format("--astra-backend '{}': expected unaware or aware (ASTRA-sim's analytical "
+                               "congestion-unaware or congestion-aware network backend)", text));
+}
+
+std::string to_string(AstraBackend b) { return b == AstraBackend::aware ? "aware" : "unaware"; }
+
+void check_endpoint_delay(std::int64_t ns) {
+  if (ns < 1)
+    throw UsageError(fmt::format("--endpoint-delay {}: ASTRA-sim needs 1 ns or more (0 trips an assertion in its "
+                                 "event queue and aborts both analytical binaries)", ns));
+  if (ns > 1000000000000)
+    throw UsageError(fmt::format("--endpoint-delay {}: more than 1000 s per message; give ns", ns));
+}
+
 std::string to_string(Collective c) { return kCollectives[static_cast<int>(c)]; }
 std::string to_string(Algorithm a) { return a == Algorithm::ring ? "ring" : "tree"; }
 

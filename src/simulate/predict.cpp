@@ -10,6 +10,7 @@
 
 #include "p2pscope/error.hpp"
 #include "p2pscope/simulate.hpp"
+#include "simulate/astra_model.hpp"
 #include "simulate/link_set.hpp"
 
 namespace p2pscope::simulate {
@@ -19,7 +20,8 @@ using Pairs = std::vector<std::pair<int, int>>;  // rank indices (into devices)
 
 struct StepCost {
   double ns = 0;
-  int src = -1, dst = -1;  // ranks of the slowest link
+  int src = -1, dst = -1;     // ranks of the slowest link
+  bool extrapolated = false;  // a link's model used outside the sizes it was measured at
 };
 
 int ceil_log2(int p) {
@@ -37,6 +39,8 @@ struct Predictor::Impl {
   std::vector<const analyze::LinkModel*> m;  // p x p, by rank; nullptr where never measured
   std::vector<bool> reversed;                // p x p: the model is the other direction's
   std::vector<std::string> notes;
+  AstraPlan plan;                     // the dimensions export writes: the ring schedule follows them
+  std::int64_t endpoint_delay_ns = 1;
 
   int p() const { return static_cast<int>(devices.size()); }
 
@@ -51,10 +55,16 @@ struct Predictor::Impl {
 
   StepCost step(const Pairs& pairs, double bytes) const {
     StepCost c;
+    bool extrapolated = false;
     for (const auto& [i, j] : pairs) {
-      const double t = link(i, j).predict_ns(bytes);
-      if (t > c.ns || c.src < 0) c = {t, i, j};
+      const auto& l = link(i, j);
+      const double t = l.predict_ns(bytes);
+      // 1 part in 1e9: S / p of a measured size S is that size, not beyond it
+      extrapolated = extrapolated || l.sizes.empty() || bytes > l.sizes.back() * (1 + 1e-9) ||
+                     bytes < l.sizes.front() * (1 - 1e-9);
+      if (t > c.ns || c.src < 0) c = {t, i, j, false};
     }
+    c.extrapolated = extrapolated;
     return c;
   }
 
@@ -67,11 +77,13 @@ struct Predictor::Impl {
       StepCost s = step(a, bytes / k);
       if (!b.empty()) {
         const StepCost sb = step(b, bytes / k);
+        const bool x = s.extrapolated || sb.extrapolated;
         if (sb.ns > s.ns) s = sb;
+        s.extrapolated = x;
       }
       const double t = (depth + k - 1) * s.ns;
       if (t < best.ns) {
-        best = {t, s.src, s.dst};
+        best = {t, s.src, s.dst, s.extrapolated};
         *steps = depth + static_cast<int>(k) - 1;
       }
     }
@@ -86,8 +98,11 @@ struct Predictor::Impl {
   }
 };
 
-Predictor::Predictor(const std::string& dir, const std::string& backend) : impl_(std::make_unique<Impl>()) {
+Predictor::Predictor(const std::string& dir, const std::string& backend, AstraBackend astra, std::int64_t endpoint_delay_ns)
+    : impl_(std::make_unique<Impl>()) {
+  check_endpoint_delay(endpoint_delay_ns);
   auto& s = *impl_;
+  s.endpoint_delay_ns = endpoint_delay_ns;
   s.set = read_link_set(dir);
   s.notes = s.set.notes;
   s.backend = choose_backend(s.set, backend, &s.notes);
@@ -119,6 +134,7 @@ Predictor::Predictor(const std::string& dir, const std::string& backend) : impl_
         assumed.push_back(fmt::format("{}->{}", a, b));
       }
     }
+  s.plan = plan_astra(s.set, s.backend, astra);  // devices ascending, as s.devices
   for (auto& n : contention_notes(dir)) s.notes.push_back(std::move(n));
   if (!assumed.empty()) {
     std::string list;
@@ -134,50 +150,75 @@ const std::string& Predictor::time_source() const { return impl_->set.time_sourc
 const std::vector<std::string>& Predictor::notes() const { return impl_->notes; }
 
 std::vector<std::string> Predictor::assumptions(Algorithm a) const {
+  const Impl& s = *impl_;
   std::vector<std::string> out = {
       "per step, every pair of the step sends at once and the step lasts as long as its slowest link's model "
-      "time t(n) = alpha + n / beta (links.json's recommended model, two-regime where analyze chose it)",
+      "time (links.json's recommended model per link: alpha-beta, two- or three-regime, as analyze chose it)",
       "no contention: each link runs as fast as it did alone in the campaign (shared switches, PCIe root ports "
       "and copy engines are not modelled)",
       "one channel, no overlap of steps, no reduction compute, Simple protocol: NCCL's LL / LL128 protocols "
       "(small messages) and its several channels are not modelled",
       "S as nccl-tests counts it: allreduce and broadcast S per rank; allgather S output; reducescatter S input; "
       "alltoall S sent per rank",
+      fmt::format("endpoint delay {} ns charged as ASTRA-sim charges its system file's endpoint-delay: once per step "
+                  "and once more per phase (`export --to astra-sim --endpoint-delay` writes the same value)",
+                  s.endpoint_delay_ns),
+      "sizes marked extrapolated put a link's model beyond the sizes the campaign measured",
       fmt::format("ranks in device order {}", [&] {
-        std::string s;
-        for (int d : impl_->devices) s += (s.empty() ? "" : ",") + std::to_string(d);
-        return s;
+        std::string x;
+        for (int d : s.devices) x += (x.empty() ? "" : ",") + std::to_string(d);
+        return x;
       }())};
-  if (a == Algorithm::ring)
+  if (a == Algorithm::ring && s.plan.dims.size() == 2)
+    out.push_back(fmt::format(
+        "ring as ASTRA-sim runs it on export's two dimensions ({} groups of {} consecutive ranks, {} inside, {} across; "
+        "--astra-backend {}): allreduce a reduce-scatter ring in each group ({} - 1 steps of S/{}), an allreduce ring "
+        "across the groups on S/{} (2({} - 1) steps of S/{}) and an all-gather ring in each group, 3 phases (checked "
+        "against ASTRA-sim's binaries); reducescatter and allgather the same halves, 2 phases; alltoall pairwise and "
+        "broadcast a chain over all ranks",
+        s.plan.dims[1].npus, s.plan.dims[0].npus, s.plan.dims[0].cls, s.plan.dims[1].cls, to_string(s.plan.backend),
+        s.plan.dims[0].npus, s.plan.dims[0].npus, s.plan.dims[0].npus, s.plan.dims[1].npus, s.p()));
+  else if (a == Algorithm::ring)
     out.push_back(
-        "ring: allreduce 2(p-1) steps of S/p (reduce-scatter then all-gather), allgather and reducescatter (p-1) "
-        "steps of S/p, rank i sending to i+1; alltoall pairwise, step k (1..p-1) rank i sending S/p to i+k; "
-        "broadcast a pipelined chain from rank 0, (p-2+k) steps of S/k with the best power-of-two k");
+        "ring over all ranks (the schedule ASTRA-sim runs on export's one dimension): allreduce 2(p-1) steps of S/p "
+        "(reduce-scatter then all-gather), allgather and reducescatter (p-1) steps of S/p, rank i sending to i+1; "
+        "alltoall pairwise, step k (1..p-1) rank i sending S/p to i+k; broadcast a pipelined chain from rank 0, "
+        "(p-2+k) steps of S/k with the best power-of-two k");
   else
     out.push_back(
         "tree: allreduce and broadcast a binary tree (parent of rank i is (i-1)/2, depth floor(log2 p)), pipelined "
         "in k chunks (the best power of two): allreduce (2 depth + k - 1) steps up and down, broadcast "
         "(depth + k - 1); allgather recursive doubling and reducescatter recursive halving, ceil(log2 p) rounds "
         "of S/p x 2^r; alltoall Bruck, ceil(log2 p) rounds, round r sending the blocks whose index has bit r set");
-  if (a == Algorithm::tree && (impl_->p() & (impl_->p() - 1)) != 0)
+  if (a == Algorithm::tree && (s.p() & (s.p() - 1)) != 0)
     out.push_back(fmt::format("{} ranks is not a power of two: recursive doubling / halving rounds skip the partners "
-                              "that do not exist, an approximation", impl_->p()));
+                              "that do not exist, an approximation", s.p()));
   return out;
 }
 
 Prediction Predictor::predict(Collective op, Algorithm algo, std::uint64_t size_bytes) const {
   const Impl& s = *impl_;
+  if (size_bytes == 0)
+    throw UsageError("size 0: a collective of 0 bytes moves nothing and has no time to predict; give 1 byte or more");
   const int p = s.p();
   const double S = static_cast<double>(size_bytes), chunk = S / p;
   Prediction r;
   r.op = op;
   r.algorithm = algo;
   r.size_bytes = size_bytes;
+  int phases = 1;
   StepCost worst;  // the costliest step, for the bottleneck
   auto add = [&](const StepCost& c, int times) {
     r.time_ns += c.ns * times;
     r.steps += times;
+    r.extrapolated = r.extrapolated || c.extrapolated;
     if (c.ns > worst.ns || worst.src < 0) worst = c;
+  };
+  auto whole = [&](const StepCost& c, int steps) {  // a pipelined schedule priced as a whole
+    r.time_ns = c.ns;
+    r.steps = steps;
+    r.extrapolated = c.extrapolated;
+    worst = c;
   };
   Pairs ring, chain, up, down;
   for (int i = 0; i < p; ++i) ring.emplace_back(i, (i + 1) % p);
@@ -187,7 +228,31 @@ Prediction Predictor::predict(Collective op, Algorithm algo, std::uint64_t size_
     down.emplace_back((i - 1) / 2, i);
   }
   const int depth = static_cast<int>(std::floor(std::log2(p)));
-  if (algo == Algorithm::ring) {
+  const bool dims2 = s.plan.dims.size() == 2;
+  if (algo == Algorithm::ring && dims2 &&
+      (op == Collective::allreduce || op == Collective::allgather || op == Collective::reducescatter)) {
+    // A ring per dimension, as ASTRA-sim runs one "ring" per dimension: NPU i = a0 + n0 a1.
+    const int n0 = s.plan.dims[0].npus, n1 = s.plan.dims[1].npus;
+    Pairs in0, in1;
+    for (int i = 0; i < p; ++i) {
+      const int a0 = i % n0, a1 = i / n0;
+      in0.emplace_back(i, a1 * n0 + (a0 + 1) % n0);
+      in1.emplace_back(i, ((a1 + 1) % n1) * n0 + a0);
+    }
+    const StepCost inside = s.step(in0, S / n0), across = s.step(in1, S / p);
+    if (op == Collective::allreduce) {
+      add(inside, n0 - 1);
+      add(across, 2 * (n1 - 1));
+      add(inside, n0 - 1);
+      phases = 3;
+    } else {
+      add(inside, n0 - 1);
+      add(across, n1 - 1);
+      phases = 2;
+    }
+    r.schedule = fmt::format("ring per dimension: {} x {}", n0, n1);
+  } else if (algo == Algorithm::ring) {
+    r.schedule = fmt::format("ring over {} ranks", p);
     switch (op) {
       case Collective::allreduce: add(s.step(ring, chunk), 2 * (p - 1)); break;
       case Collective::allgather:
@@ -202,13 +267,12 @@ Prediction Predictor::predict(Collective op, Algorithm algo, std::uint64_t size_
       case Collective::broadcast: {
         int steps = 0;
         const StepCost c = s.pipeline(chain, {}, p - 1, S, &steps);
-        r.time_ns = c.ns;
-        r.steps = steps;
-        worst = c;
+        whole(c, steps);
         break;
       }
     }
   } else {
+    r.schedule = fmt::format("tree over {} ranks", p);
     const int rounds = ceil_log2(p);
     switch (op) {
       case Collective::allreduce:
@@ -216,9 +280,7 @@ Prediction Predictor::predict(Collective op, Algorithm algo, std::uint64_t size_
         int steps = 0;
         const StepCost c = op == Collective::allreduce ? s.pipeline(up, down, 2 * depth, S, &steps)
                                                        : s.pipeline(down, {}, depth, S, &steps);
-        r.time_ns = c.ns;
-        r.steps = steps;
-        worst = c;
+        whole(c, steps);
         break;
       }
       case Collective::allgather:
@@ -242,6 +304,8 @@ Prediction Predictor::predict(Collective op, Algorithm algo, std::uint64_t size_
         break;
     }
   }
+  r.endpoint_ns = static_cast<double>(s.endpoint_delay_ns) * (r.steps + phases);
+  r.time_ns += r.endpoint_ns;
   r.bottleneck = s.name(worst);
   r.algbw_bytes_per_s = r.time_ns > 0 ? S / r.time_ns * 1e9 : 0;
   r.busbw_bytes_per_s = r.algbw_bytes_per_s * busbw_factor(op, p);
@@ -249,7 +313,7 @@ Prediction Predictor::predict(Collective op, Algorithm algo, std::uint64_t size_
 }
 
 PredictResult predict(const std::string& dir, const PredictOptions& o) {
-  const Predictor pr(dir, o.backend);
+  const Predictor pr(dir, o.backend, o.astra_backend, o.endpoint_delay_ns);
   PredictResult r;
   r.dir = dir;
   r.backend = pr.backend();

@@ -1,14 +1,15 @@
 #include "p2pscope/fsroot.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <fstream>
-#include <sstream>
 #include <system_error>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 
 namespace fs = std::filesystem;
 
@@ -38,13 +39,9 @@ fs::path FsRoot::host_path(std::string_view abs) const {
 }
 
 std::optional<std::string> FsRoot::read(std::string_view abs) const {
-  // sysfs files report size 4096 or 0: read until EOF instead of trusting st_size.
-  std::ifstream in(host_path(abs), std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return std::nullopt;
-  return ss.str();
+  // Regular files only, with a cap: a fifo in a captured tree would block forever and
+  // a link to /dev/zero would never end; either is "unreadable", as a missing file is.
+  return try_read_regular_file(host_path(abs), kMaxReadBytes);
 }
 
 std::optional<std::string> FsRoot::read_line(std::string_view abs) const {
@@ -131,11 +128,26 @@ std::optional<std::string> FsRoot::resolve(std::string_view abs) const {
 
 void FsRoot::write(std::string_view abs, std::string_view content) const {
   const fs::path p = host_path(abs);
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  if (!out) throw_errno("open " + p.string() + " for writing");
-  out.write(content.data(), static_cast<std::streamsize>(content.size()));
-  out.flush();
-  if (!out) throw_errno("write " + p.string());
+  // O_NONBLOCK: a fifo without a reader fails at once (ENXIO) instead of waiting.
+  const int fd = ::open(p.c_str(), O_WRONLY | O_TRUNC | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) throw_errno("open " + p.string() + " for writing");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error("write " + p.string() + ": not a regular file (a /proc or /sys attribute, or a file of a captured tree)");
+  }
+  std::size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      throw Error("write " + p.string() + ": " + errno_text(n == 0 ? EIO : err));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0) throw_errno("write " + p.string());
 }
 
 }  // namespace p2pscope

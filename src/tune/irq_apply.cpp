@@ -12,6 +12,7 @@
 
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 #include "p2pscope/tune.hpp"
 #include "p2pscope/units.hpp"
 
@@ -104,7 +105,7 @@ IrqBackup read_backup(const FsRoot& fs, const std::vector<int>& irqs) {
     b.entries.push_back(std::move(e));
   }
   if (!missing.empty())
-    throw UsageError("IRQ(s) " + missing + " do not exist on this machine (no /proc/irq/N/smp_affinity under " +
+    throw UsageError("IRQ(s) " + missing + " do not exist on this machine (no readable regular file /proc/irq/N/smp_affinity under " +
                      fs.root().string() + "); make the plan again with 'p2pscope irq plan'");
   return b;
 }
@@ -143,43 +144,18 @@ IrqBackup backup_from_json(const nlohmann::json& j) {
 }
 
 void write_backup_file(const std::string& path, const IrqBackup& b) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string tmpl = (dir / (target.filename().string() + ".tmp.XXXXXX")).string();
-  const int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) throw_errno("create a temporary file next to backup " + path);
-  const std::string text = to_json(b).dump(2) + "\n";
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmpl.c_str());
-      throw Error("write backup " + tmpl + ": " + errno_text(err));
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmpl.c_str());
-    throw Error("flush backup " + tmpl + ": " + errno_text(err));
-  }
-  if (std::rename(tmpl.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmpl.c_str());
-    throw Error("rename " + tmpl + " to " + path + ": " + errno_text(err));
-  }
+  // Never over an existing backup: after a second apply it would hold the first
+  // apply's affinities, and the machine's own could not be restored.
+  write_file_atomic(path, to_json(b).dump(2) + "\n", Replace::refuse,
+                    "it may hold the affinities of an earlier apply; restore them with 'p2pscope irq reset --backup " +
+                        path + " --yes' or give another --backup name");
 }
 
 IrqBackup read_backup_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError("cannot open backup '" + path + "': " + errno_text(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+  std::string why;
+  const auto text = try_read_regular_file(path, kMaxReadBytes, &why);
+  if (!text) throw UsageError("cannot open backup '" + path + "': " + why);
+  const auto j = nlohmann::json::parse(*text, nullptr, false);
   if (j.is_discarded()) throw UsageError("backup '" + path + "' is not valid JSON");
   return backup_from_json(j);
 }

@@ -4,7 +4,10 @@
 The network.yml must load with a YAML parser and pass the checks ASTRA-sim's
 analytical backend makes (NetworkParser::check_validity: one entry per dimension in
 every list, npus_count > 1, bandwidth > 0, latency >= 0, known topology names), cover
-every device, and carry the link models' bandwidth in ASTRA-sim's GB/s (2^30 B/s).
+every device, and carry each dimension's line: the upper regime of its links'
+recommended models (largest alpha, smallest beta), bandwidth in ASTRA-sim's GB/s (2^30
+B/s) and latency per hop. The system file (--system) must be JSON with one "ring" per
+dimension and an endpoint delay of at least 1 ns.
 The JSON must parse and hold every link of links.json.
 Usage: check_export_yaml.py P2PSCOPE_BINARY FIXTURES_DIR
 """
@@ -12,7 +15,6 @@ import json
 import math
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -42,7 +44,8 @@ with tempfile.TemporaryDirectory(prefix="p2pscope-export-yaml-") as tmp:
         d = os.path.join(tmp, name)
         shutil.copytree(os.path.join(fixtures, "campaigns", name), d)
         run("analyze", d, "--no-report")
-        run("export", d, "--to", "astra-sim", "--out", os.path.join(d, "network.yml"))
+        run("export", d, "--to", "astra-sim", "--out", os.path.join(d, "network.yml"),
+            "--system", os.path.join(d, "system.json"))
         run("export", d, "--to", "json", "--out", os.path.join(d, "export.json"))
         with open(os.path.join(d, "network.yml")) as f:
             net = yaml.safe_load(f)
@@ -62,9 +65,21 @@ with tempfile.TemporaryDirectory(prefix="p2pscope-export-yaml-") as tmp:
         devices = {l["src"] for l in links} | {l["dst"] for l in links}
         check(math.prod(net["npus_count"]) == len(devices), f"npus_count does not cover the {len(devices)} devices")
         check(net["topology"] == topology and net["npus_count"] == npus, f"expected {topology} {npus}")
+        sysj = json.load(open(os.path.join(d, "system.json")))
+        check(sysj["all-reduce-implementation"] == ["ring"] * dims, "one ring per dimension")
+        check(isinstance(sysj["endpoint-delay"], int) and sysj["endpoint-delay"] >= 1, "endpoint-delay >= 1")
+
+        def upper(l):
+            m = l["model"]
+            if m == "three_regime":
+                return l["three_regime"]["high"]
+            if m == "two_regime":
+                return l["two_regime"]["above"]
+            return l["alpha_beta"]
+
         if dims == 1:
-            beta = statistics.median(l["alpha_beta"]["beta_bytes_per_s"] for l in links)
-            alpha = statistics.median(l["alpha_beta"]["alpha_ns"] for l in links)
+            beta = min(upper(l)["beta_bytes_per_s"] for l in links)
+            alpha = max(upper(l)["alpha_ns"] for l in links)
             hops = 2 if net["topology"][0] == "Switch" else 1
             check(abs(net["bandwidth"][0] - beta / 2**30) <= 1e-6 * beta / 2**30 + 1e-6, "bandwidth is not beta / 2^30")
             check(abs(net["latency"][0] - alpha / hops) <= 1e-3 + 1e-6 * alpha, "latency is not alpha / hops")

@@ -11,7 +11,7 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/units.hpp"
-#include "transport/tcp/worker.hpp"
+#include "transport/tcp/datapath.hpp"
 
 namespace p2pscope::tcp {
 
@@ -21,13 +21,10 @@ void ChannelState::mark(std::int64_t first, std::int64_t last) {
   round_last_ns = std::max(round_last_ns, last);
 }
 
-bool Session::dir_used(bool c2s) const {
-  switch (p.mode) {
-    case Mode::bidir: return true;
-    case Mode::latency: return c2s;
-    default: return c2s != p.reverse;
-  }
+namespace {
+bool dir_used(const Params& p, bool c2s);
 }
+bool Session::dir_used(bool c2s) const { return tcp::dir_used(p, c2s); }
 
 std::uint64_t Session::seed(bool c2s, std::uint32_t g, std::uint32_t round) const {
   // Rounds differ only when verifying, so stale data from an earlier round is caught.
@@ -46,26 +43,95 @@ Layout Layout::ring_if_smaller(const Params& p) {
   return l;
 }
 
-std::uint64_t Layout::bytes(const Params& p) const {
-  return ring ? std::uint64_t{p.channels} * p.sockets_per_channel * slots * p.chunk_bytes : p.size_bytes;
+namespace {
+
+std::uint64_t sat_mul(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? ~std::uint64_t{0} : r;
+}
+std::uint64_t sat_add(std::uint64_t a, std::uint64_t b) { return a + b < a ? ~std::uint64_t{0} : a + b; }
+
+bool dir_used(const Params& p, bool c2s) {
+  switch (p.mode) {
+    case Mode::bidir: return true;
+    case Mode::latency: return c2s;
+    default: return c2s != p.reverse;
+  }
 }
 
-namespace {
+struct BufferPlan {
+  Layout src, dst;
+  std::uint64_t src_bytes = 0, dst_bytes = 0;  // per GPU slot
+};
 
 // Host memory in bandwidth modes needs real memory only for the chunks in flight: a
 // ring (whole-message buffers cost 10 ms per MiB in page faults and memset). --verify
 // keeps a whole source, its pattern filled before the round; received chunks are
 // checked one by one, so the destination is a ring either way. Latency mode sends
 // whole messages; GPU memory is staged chunk by chunk already.
+BufferPlan plan_buffers(const Params& p, bool sends, bool receives) {
+  const bool host = p.mem == MemKind::host;
+  const bool bw = p.mode != Mode::latency;
+  BufferPlan b;
+  b.dst = host && bw ? Layout::ring_if_smaller(p) : Layout{};
+  b.src = host && bw && !p.verify ? Layout::ring_if_smaller(p) : Layout{};
+  b.src_bytes = sends ? b.src.bytes(p) : 0;  // latency: the client pings
+  b.dst_bytes = p.mode == Mode::latency || receives ? b.dst.bytes(p) : 0;
+  return b;
+}
+
+}  // namespace
+
+std::uint64_t Layout::bytes(const Params& p) const {
+  return ring ? sat_mul(sat_mul(sat_mul(p.channels, p.sockets_per_channel), slots), p.chunk_bytes) : p.size_bytes;
+}
+
+std::vector<std::uint64_t> chunks_of(const Params& p, std::uint32_t channel, std::uint32_t socket) {
+  std::vector<std::uint64_t> out;
+  const std::uint64_t n = (p.size_bytes + p.chunk_bytes - 1) / p.chunk_bytes;
+  std::uint64_t j = 0;  // index within the channel
+  for (std::uint64_t i = channel; i < n; i += p.channels, ++j)
+    if (j % p.sockets_per_channel == socket) out.push_back(i);
+  return out;
+}
+
+std::uint64_t link_count(const Params& p) {
+  const std::uint64_t dirs = p.mode == Mode::bidir ? 2 : 1;
+  return sat_mul(sat_mul(sat_mul(dirs, p.gpus.size()), p.channels), p.sockets_per_channel);
+}
+
+std::uint64_t worker_count(const Params& p, const DataPath& path, bool is_client) {
+  std::uint64_t n = 0;
+  for (bool c2s : {true, false}) {
+    if (!dir_used(p, c2s)) continue;
+    const std::uint64_t links = sat_mul(sat_mul(p.gpus.size(), p.channels), p.sockets_per_channel);
+    n = sat_add(n, sat_mul(links, path.threads_per_link(p, c2s == is_client)));
+  }
+  return n;
+}
+
+std::uint64_t host_buffer_bytes(const Params& p, bool is_client) {
+  if (p.mem != MemKind::host) return 0;
+  const BufferPlan b = plan_buffers(p, dir_used(p, is_client), dir_used(p, !is_client));
+  return sat_mul(sat_add(b.src_bytes, b.dst_bytes), p.gpus.size());
+}
+
+std::uint64_t default_max_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return 16ull << 30;
+  return sat_mul(static_cast<std::uint64_t>(pages), static_cast<std::uint64_t>(page)) / 4;
+}
+
+namespace {
+
 void allocate_buffers(Session& s) {
   const Params& p = s.p;
   const bool host = p.mem == MemKind::host;
   const bool sends = s.dir_used(s.is_client), receives = s.dir_used(!s.is_client);
-  const bool bw = p.mode != Mode::latency;
-  s.dst_layout = host && bw ? Layout::ring_if_smaller(p) : Layout{};
-  s.src_layout = host && bw && !p.verify ? Layout::ring_if_smaller(p) : Layout{};
-  const std::uint64_t src_bytes = sends ? s.src_layout.bytes(p) : 0;  // latency: the client pings
-  const std::uint64_t dst_bytes = p.mode == Mode::latency || receives ? s.dst_layout.bytes(p) : 0;
+  const BufferPlan plan = plan_buffers(p, sends, receives);
+  s.dst_layout = plan.dst;
+  s.src_layout = plan.src;
+  const std::uint64_t src_bytes = plan.src_bytes, dst_bytes = plan.dst_bytes;
   for (std::uint32_t g = 0; g < p.gpus.size(); ++g) {
     std::string nic;
     for (const auto& c : s.conns)
@@ -107,7 +173,7 @@ void prepare_session(Session& s) {
   s.report.side = s.is_client ? "client" : "server";
   char host[256] = {};
   gethostname(host, sizeof host - 1);
-  s.report.hostname = host;
+  s.report.hostname = s.reveal_host ? host : "(withheld: the session was not authenticated)";
 
   // Binding warnings, once per NIC and role: CPUs outside the allowed set are skipped.
   std::map<std::string, const NicAddr*> nics;
@@ -134,6 +200,7 @@ void prepare_session(Session& s) {
     }
 
   allocate_buffers(s);
+  for (std::size_t k = 0; k < 2 * p.gpus.size(); ++k) s.next_chunks.push_back(std::make_unique<std::atomic<std::uint64_t>>(0));
   for (int dir = 0; dir < 2; ++dir)
     for (std::uint32_t g = 0; g < p.gpus.size(); ++g)
       for (std::uint32_t c = 0; c < p.channels; ++c) s.chans.push_back(std::make_unique<ChannelState>(p.window));
@@ -155,16 +222,11 @@ void prepare_session(Session& s) {
       if (c.socket == 0) add(s.is_client ? "tx" : "rx");
       continue;
     }
-    const auto n = chunks_of(p, c.channel, c.socket).size();
-    c.send_ns = std::make_unique<std::atomic<std::int64_t>[]>(std::max<std::size_t>(n, 1));
-    if (s.sends(c.c2s)) {
-      add("tx");
-      add("ack");
-    } else {
-      add("rx");
-    }
+    c.send_ns = std::make_unique<std::atomic<std::int64_t>[]>(p.window);  // a ring: at most `window` unacked
+    add(s.sends(c.c2s) ? "tx" : "rx");  // one worker per link and side (a TX worker reads its acks)
   }
   fill_sources(s, 0);
+  s.path->prepare(s);
   s.report.setup_s = static_cast<double>(monotonic_ns() - setup0) * 1e-9;
 }
 
@@ -178,24 +240,12 @@ void fill_sources(Session& s, std::uint32_t round) {
 }
 
 void run_round(Session& s, std::uint32_t round, bool timed) {
-  RoundCtl ctl;
-  for (auto& c : s.conns) ctl.socks.push_back(&c->sock);
-  for (auto& ch : s.chans) ch->round_first_ns = ch->round_last_ns = 0;
-  {
-    std::vector<std::jthread> threads;
-    threads.reserve(s.workers.size());
-    for (std::size_t w = 0; w < s.workers.size(); ++w) {
-      Conn& c = *s.conns[s.worker_conn[w]];
-      ChannelState& ch = *s.chans[s.chan_index(c.c2s, c.gpu_slot, c.channel)];
-      const std::string& role = s.workers[w].role;
-      WorkerArgs a{s, c, ch, round, timed, ctl, s.workers[w],
-                   cpus_for(role == "rx" ? s.local.rx_bind : s.local.tx_bind, c.nic)};
-      void (*fn)(WorkerArgs) = role == "ack" ? ack_worker : role == "tx" ? tx_worker : rx_worker;
-      if (s.p.mode == Mode::latency) fn = role == "tx" ? ping_worker : pong_worker;
-      threads.emplace_back(fn, a);
-    }
-  }  // jthreads join here
-  if (ctl.failed) throw Error(ctl.error);
+  for (auto& ch : s.chans) {
+    ch->round_first_ns = ch->round_last_ns = 0;
+    ch->round_bytes = 0;
+  }
+  for (auto& n : s.next_chunks) n->store(0);
+  s.path->run_workers(s, round, timed);
   if (!timed || s.p.mode == Mode::latency) return;
 
   const Params& p = s.p;
@@ -207,9 +257,7 @@ void run_round(Session& s, std::uint32_t round, bool timed) {
       for (std::uint32_t g = 0; g < p.gpus.size(); ++g)
         for (std::uint32_t c = 0; c < p.channels; ++c) {
           ChannelState& ch = *s.chans[s.chan_index(c2s, g, c)];
-          std::uint64_t b = 0;
-          for (std::uint32_t k = 0; k < p.sockets_per_channel; ++k)
-            for (std::uint64_t i : chunks_of(p, c, k)) b += std::min(p.chunk_bytes, p.size_bytes - i * p.chunk_bytes);
+          const std::uint64_t b = ch.round_bytes;
           if (b == 0) continue;
           ch.bytes += b;
           ch.elapsed_s += static_cast<double>(ch.round_last_ns - ch.round_first_ns) * 1e-9;
@@ -244,10 +292,10 @@ void finish_report(Session& s) {
           if (conn->c2s != c2s || conn->gpu_slot != g || conn->channel != c) continue;
           if (conn->socket == 0) {
             cr.nic = conn->nic.name;
-            cr.local_addr = conn->sock.local_addr();
-            cr.peer_addr = conn->sock.peer_addr();
+            cr.local_addr = conn->sock.valid() ? conn->sock.local_addr() : conn->local_desc;
+            cr.peer_addr = conn->sock.valid() ? conn->sock.peer_addr() : conn->peer_desc;
           }
-          cr.retransmits += conn->sock.retransmits();
+          if (conn->sock.valid()) cr.retransmits += conn->sock.retransmits();
         }
         cr.bytes = ch.bytes;
         cr.elapsed_s = ch.elapsed_s;

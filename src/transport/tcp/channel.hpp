@@ -17,9 +17,19 @@
 
 namespace p2pscope::tcp {
 
-// One TCP connection: data flows in direction c2s (client to server) or s2c.
+class DataPath;
+
+// What a data path keeps per link besides a socket (a plugin's comms, say).
+struct LinkState {
+  virtual ~LinkState() = default;
+};
+
+// One data link (a TCP connection, or a plugin's send/recv comm): data flows in
+// direction c2s (client to server) or s2c.
 struct Conn {
-  Socket sock;
+  Socket sock;                       // sockets path; invalid for a plugin link
+  std::unique_ptr<LinkState> link;   // other paths' own state
+  std::string local_desc, peer_desc;  // for reports when there is no socket
   bool c2s = true;
   std::uint32_t gpu_slot = 0, channel = 0, socket = 0;
   NicAddr nic;
@@ -34,6 +44,7 @@ struct ChannelState {
   std::atomic<std::uint32_t> in_flight{0};
   std::mutex mu;  // guards the fields below (workers of several sockets add to them)
   std::int64_t round_first_ns = 0, round_last_ns = 0;  // this round
+  std::uint64_t round_bytes = 0;                       // this round, as the workers moved them
   std::uint64_t bytes = 0;
   double elapsed_s = 0;
   std::vector<double> lat_ns;
@@ -64,6 +75,8 @@ struct Layout {
 struct Session {
   Params p;
   bool is_client = true;
+  DataPath* path = nullptr;  // not owned: the options' path outlives the session
+  bool reveal_host = true;   // the server's hostname goes to an authenticated client only
   LocalOptions local;
   std::vector<std::unique_ptr<Conn>> conns;
   std::vector<Buffer> src, dst;                       // per GPU slot (src empty on a receive-only side)
@@ -74,6 +87,10 @@ struct Session {
   std::vector<std::string> warnings;
   std::vector<int> allowed_cpus;                      // the process's affinity at start
   SideReport report;                                  // per-round figures as they come
+  // Next chunk to deal, per direction and GPU slot (sockets path: chunks are dealt as
+  // they go; reset before each round).
+  std::vector<std::unique_ptr<std::atomic<std::uint64_t>>> next_chunks;
+  std::atomic<std::uint64_t>& next_chunk(bool c2s, std::uint32_t g) { return *next_chunks[(c2s ? 0 : p.gpus.size()) + g]; }
 
   // This side sends data in direction c2s / s2c?
   bool sends(bool c2s) const { return c2s == is_client; }
@@ -84,14 +101,28 @@ struct Session {
   std::uint64_t seed(bool c2s, std::uint32_t g, std::uint32_t round) const;
 };
 
-// Allocates buffers and channel states, fills patterns (after conns are set up);
-// sets report.setup_s, buffer_bytes and buffer_layout.
+// Allocates buffers and channel states, fills patterns, lets the path prepare (after
+// conns are set up); sets report.setup_s, buffer_bytes and buffer_layout.
 void prepare_session(Session& s);
+// What a session of p costs a side, computed before anything is allocated, with
+// overflow-safe arithmetic (saturating at UINT64_MAX): data links, worker threads,
+// host buffer bytes (what prepare_session will allocate in host memory).
+std::uint64_t link_count(const Params& p);
+std::uint64_t worker_count(const Params& p, const DataPath& path, bool is_client);
+std::uint64_t host_buffer_bytes(const Params& p, bool is_client);
+// A quarter of the machine's RAM: the server's default --max-memory.
+std::uint64_t default_max_memory_bytes();
 // Fills this side's source buffers for `round` (when verifying, each round differs).
 void fill_sources(Session& s, std::uint32_t round);
-// One round: every worker started, joined; figures added when `timed`. Throws Error
-// with the first worker's failure (after shutting every socket down so all stop).
+// One round: the path's workers started and joined; figures added when `timed`.
+// Throws RoundFailure with the first worker's failure (after every worker stopped).
 void run_round(Session& s, std::uint32_t round, bool timed);
+// Chunk indices carried by (channel, socket): chunk i goes to channel i % C, and the
+// channel's j-th chunk to socket j % K.
+// (The sockets path deals chunks dynamically instead; the plugin path, whose receiver
+// must post each receive's size ahead, keeps this static deal.)
+std::vector<std::uint64_t> chunks_of(const Params& p, std::uint32_t channel, std::uint32_t socket);
+inline std::uint64_t chunk_count(const Params& p) { return (p.size_bytes + p.chunk_bytes - 1) / p.chunk_bytes; }
 // Builds s.report (channels, workers, totals) after the last round.
 void finish_report(Session& s);
 

@@ -30,6 +30,7 @@ Listener::Listener(const std::vector<std::string>& addrs, std::uint16_t port) : 
       throw Error("listen on " + addr + ":" + std::to_string(port_) + ": bind failed: " + errno_text(errno) +
                   (errno == EADDRINUSE ? " (another server on this port? pick --port)" : ""));
     if (::listen(s.fd(), 1024) != 0) throw_errno("listen on " + addr);
+    fcntl(s.fd(), F_SETFL, fcntl(s.fd(), F_GETFL) | O_NONBLOCK);  // accept_on never blocks
     if (port_ == 0) {
       socklen_t len = sizeof a;
       getsockname(s.fd(), reinterpret_cast<sockaddr*>(&a), &len);
@@ -48,6 +49,21 @@ Listener::~Listener() {
 void Listener::stop() noexcept {
   const char c = 1;
   [[maybe_unused]] ssize_t r = ::write(wake_[1], &c, 1);
+}
+
+std::vector<int> Listener::fds() const {
+  std::vector<int> out;
+  for (const auto& s : socks_) out.push_back(s.fd());
+  return out;
+}
+
+Socket Listener::accept_on(int listen_fd) {
+  const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+  if (fd >= 0) return Socket(fd);
+  if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED || errno == EWOULDBLOCK) return Socket();
+  if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+    return Socket();  // out of descriptors for now: the connection waits in the backlog
+  throw_errno("accept");
 }
 
 Socket Listener::accept(double timeout_s) {

@@ -18,6 +18,10 @@ class Listener {
   // Throws Error on timeout or when stop() was called.
   Socket accept(double timeout_s);
   void stop() noexcept;  // wakes accept(); thread-safe
+  // For a caller's own poll loop: the listening sockets, and accept on one that polled
+  // readable (an invalid Socket when the connection went away meanwhile).
+  std::vector<int> fds() const;
+  Socket accept_on(int fd);
 
  private:
   std::vector<Socket> socks_;

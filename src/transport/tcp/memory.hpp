@@ -57,6 +57,7 @@ class Staging {
   void h2d(int i, void* dev, std::size_t n);        // async copy out of slot i
   void wait(int i);                                 // the last copy on slot i finished
   static void set_device(int gpu);                  // cudaSetDevice for this thread
+  static void synchronize_device();                 // cudaDeviceSynchronize (this thread's GPU)
 
  private:
   struct Impl;
@@ -65,6 +66,8 @@ class Staging {
 };
 
 bool cuda_built();
+// Can a kernel read p where it is (device memory, or host memory mapped for the GPU)?
+bool device_accessible(const void* p);
 
 // memory_cuda.cpp: device copies of n bytes at `offset` of b (fill and check), cudaFree.
 void copy_to_device(Buffer& b, std::size_t offset, const char* host, std::size_t n);

@@ -94,6 +94,17 @@ void Staging::h2d(int i, void* dev, std::size_t n) {
 void Staging::wait(int i) { check(cudaEventSynchronize(impl_->events[static_cast<std::size_t>(i)]), "cudaEventSynchronize"); }
 
 void Staging::set_device(int gpu) { check(cudaSetDevice(gpu), "cudaSetDevice(" + std::to_string(gpu) + ")"); }
+void Staging::synchronize_device() { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
+
+bool device_accessible(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error this call leaves
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ||
+         (a.type == cudaMemoryTypeHost && a.devicePointer != nullptr);
+}
 
 #else  // no CUDA
 
@@ -116,6 +127,8 @@ void Staging::d2h(int, const void*, std::size_t) { no_cuda(); }
 void Staging::h2d(int, void*, std::size_t) { no_cuda(); }
 void Staging::wait(int) {}
 void Staging::set_device(int) { no_cuda(); }
+void Staging::synchronize_device() { no_cuda(); }
+bool device_accessible(const void*) { return false; }
 
 #endif
 

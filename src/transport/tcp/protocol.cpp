@@ -25,9 +25,10 @@ Mode parse_mode(const std::string& text) {
 
 void validate(const Params& p) {
   auto bad = [](const std::string& m) { throw UsageError(m); };
-  if (p.channels == 0) bad("--channels must be at least 1");
-  if (p.sockets_per_channel == 0) bad("--sockets-per-channel must be at least 1");
-  if (p.window == 0) bad("--window must be at least 1 (chunks in flight per channel)");
+  if (p.channels == 0 || p.channels > 4096) bad("--channels must be in 1-4096");
+  if (p.sockets_per_channel == 0 || p.sockets_per_channel > 256) bad("--sockets-per-channel must be in 1-256");
+  if (p.window == 0 || p.window > 65536) bad("--window must be in 1-65536 (chunks in flight per channel)");
+  if (p.transport.empty() || p.transport.size() > 200) bad("transport name empty or over 200 characters");
   if (p.size_bytes == 0) bad("--size must be at least 1 byte");
   if (p.size_bytes > kMaxSizeBytes) bad("--size " + format_size(p.size_bytes) + " is over the limit of 64 GiB");
   if (p.gpus.empty()) bad("--gpus lists no GPU");
@@ -35,7 +36,7 @@ void validate(const Params& p) {
   for (int g : p.gpus)
     if (g < 0 || g > 1023) bad("--gpus: GPU index " + std::to_string(g) + " is out of range");
   if (p.iters == 0) bad("--iters must be at least 1");
-  if (p.timeout_s <= 0 || p.timeout_s > 3600) bad("--timeout must be in (0, 3600] seconds");
+  if (!(p.timeout_s >= 0.01 && p.timeout_s <= 3600)) bad("--timeout must be in [0.01, 3600] seconds");
   if (p.mode == Mode::latency) {
     if (p.size_bytes > (64u << 20)) bad("latency mode: --size (message size) must be at most 64 MiB");
     if (p.iters > 10'000'000) bad("latency mode: --iters over 10M");
@@ -49,6 +50,7 @@ void validate(const Params& p) {
     if (p.chunk_bytes > (1ull << 30)) bad("--chunk must be at most 1 GiB");
     if (p.iters > 100000) bad("--iters over 100000");
   }
+  // Each factor is bounded above, so the product fits in 64 bits.
   const std::uint64_t dirs = p.mode == Mode::bidir ? 2 : 1;
   if (dirs * p.gpus.size() * p.channels * p.sockets_per_channel > kMaxConnections)
     bad("too many connections: gpus x channels x sockets-per-channel (x2 for bidir) is over " +
@@ -70,7 +72,8 @@ nlohmann::json to_json(const Params& p) {
           {"reverse", p.reverse},
           {"nodelay", p.nodelay},
           {"sockbuf_bytes", p.sockbuf_bytes},
-          {"timeout_s", p.timeout_s}};
+          {"timeout_s", p.timeout_s},
+          {"transport", p.transport}};
 }
 
 Params params_from_json(const nlohmann::json& j) {
@@ -93,6 +96,7 @@ Params params_from_json(const nlohmann::json& j) {
     p.nodelay = j.at("nodelay").get<bool>();
     p.sockbuf_bytes = j.at("sockbuf_bytes").get<std::uint32_t>();
     p.timeout_s = j.at("timeout_s").get<double>();
+    p.transport = j.value("transport", std::string("sockets"));
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(std::string("malformed parameters from peer: ") + e.what());
   }
@@ -146,9 +150,12 @@ Frame recv_frame(Socket& s, bool refuse) {
 
 nlohmann::json expect_frame(Socket& s, FrameType type, const std::string& context) {
   Frame f = recv_frame(s, false);
-  if (f.type == FrameType::reject || f.type == FrameType::error)
-    throw Error(context + ": peer " + (f.type == FrameType::reject ? "refused: " : "failed: ") +
-                f.body.value("reason", std::string("(no reason given)")));
+  if (f.type == FrameType::reject || f.type == FrameType::error) {
+    const auto it = f.body.find("reason");
+    const std::string reason = it != f.body.end() && it->is_string() ? it->get<std::string>().substr(0, 2000)
+                                                                      : "(no reason given)";
+    throw Error(context + ": peer " + (f.type == FrameType::reject ? "refused: " : "failed: ") + reason);
+  }
   if (f.type != type)
     throw Error(context + ": unexpected control message type " + std::to_string(static_cast<unsigned>(f.type)));
   return f.body;

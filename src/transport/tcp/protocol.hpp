@@ -19,14 +19,17 @@ inline constexpr std::uint64_t kMaxSizeBytes = 64ull << 30;  // per GPU pair
 inline constexpr std::uint32_t kMaxConnections = 4096;
 
 enum class FrameType : std::uint32_t {
-  hello = 1,       // client -> server: {params, session}
-  accept = 2,      // server -> client: {}
+  hello = 1,       // client -> server: {nonce}
+  accept = 2,      // server -> client: {session, proof, timeout_s}
   reject = 3,      // either way: {reason}
-  data_hello = 4,  // first frame of a data socket: {session, dir, gpu, channel, socket}
+  data_hello = 4,  // first frame of a data socket: {session, c2s, gpu_slot, channel, socket}
   go = 5,          // client -> server: {round}
   done = 6,        // server -> client: {round} when its side of the round finished
   result = 7,      // server -> client: the server's SideReport
   error = 8,       // either way: {reason} (the sender's side failed)
+  challenge = 9,   // server -> client, answering hello: {nonce, auth: "required" | "none"}
+  params = 10,     // client -> server: {proof, params}; the server reads params only after the proof
+  net_handles = 11,  // either way (bench net): {handles: [hex listen handle or null per link]}
 };
 
 struct FrameHeader {
@@ -43,6 +46,9 @@ struct ChunkHeader {
   std::uint32_t round = 0;
 };
 static_assert(sizeof(ChunkHeader) == 16);
+// The last header a socket sends in a round (length 0): chunks are dealt as they go,
+// so the receiver learns the end from the sender.
+inline constexpr std::uint64_t kEndOfRound = ~std::uint64_t{0};
 
 struct Ack {
   std::uint32_t round = 0;

@@ -32,7 +32,10 @@ nlohmann::json to_json(const SideReport& s) {
   for (const auto& w : s.workers)
     wk.push_back({{"role", w.role}, {"dir", w.dir}, {"gpu", w.gpu}, {"channel", w.channel}, {"socket", w.socket},
                   {"nic", w.nic}, {"expected_cpus", w.expected_cpus}, {"actual_cpus", w.actual_cpus},
-                  {"mismatch", w.mismatch}, {"cpu_time_s", w.cpu_time_s}});
+                  {"mismatch", w.mismatch}, {"cpu_time_s", w.cpu_time_s}, {"wall_time_s", w.wall_time_s},
+                  {"runqueue_wait_s", w.runqueue_wait_s}, {"syscalls", w.syscalls},
+                  {"voluntary_switches", w.voluntary_switches},
+                  {"involuntary_switches", w.involuntary_switches}});
   nlohmann::json j = {{"side", s.side},
                       {"hostname", s.hostname},
                       {"tx_bytes_per_s", s.tx_bytes_per_s},
@@ -100,6 +103,11 @@ SideReport side_from_json(const nlohmann::json& j) {
       r.actual_cpus = w.at("actual_cpus").get<std::vector<int>>();
       r.mismatch = w.at("mismatch");
       r.cpu_time_s = w.at("cpu_time_s");
+      r.wall_time_s = w.value("wall_time_s", 0.0);
+      r.runqueue_wait_s = w.value("runqueue_wait_s", 0.0);
+      r.syscalls = w.value("syscalls", std::uint64_t{0});
+      r.voluntary_switches = w.value("voluntary_switches", std::uint64_t{0});
+      r.involuntary_switches = w.value("involuntary_switches", std::uint64_t{0});
       s.workers.push_back(r);
     }
   } catch (const nlohmann::json::exception& e) {
@@ -108,8 +116,53 @@ SideReport side_from_json(const nlohmann::json& j) {
   return s;
 }
 
+Boundedness boundedness(const Results& r) {
+  Boundedness b;
+  std::string starved_worker;
+  for (const auto* s : {&r.client, &r.server})
+    for (const auto& w : s->workers) {
+      if (w.wall_time_s <= 0) continue;
+      const double busy = w.cpu_time_s / w.wall_time_s;
+      if (w.runqueue_wait_s / w.wall_time_s > b.starved) {
+        b.starved = w.runqueue_wait_s / w.wall_time_s;
+        starved_worker = s->side + " " + w.role + " channel " + std::to_string(w.channel);
+      }
+      if (busy > b.busiest) {
+        b.busiest = busy;
+        b.busiest_worker = s->side + " " + w.role + " gpu " + std::to_string(w.gpu) + " channel " +
+                           std::to_string(w.channel) + " socket " + std::to_string(w.socket);
+      }
+    }
+  if (b.busiest_worker.empty()) {
+    b.verdict = "unknown";
+    b.text = "no worker times (an older peer, or nothing ran)";
+  } else if (b.starved >= kStarvedWait) {
+    b.verdict = "starved";
+    b.text = "CPU-starved: the " + starved_worker + " thread waited " + fixed(100 * b.starved, 0) +
+             " % of its time for a CPU (other load on this machine, or more threads than cores): the rate is "
+             "the machine's, not the link's";
+  } else if (b.busiest >= kCpuBoundBusy) {
+    b.verdict = "cpu";
+    b.text = "CPU-bound: " + b.busiest_worker + " thread was busy " + fixed(100 * b.busiest, 0) +
+             " % of its time (more channels or cores, or fewer copies, would go faster)";
+  } else {
+    b.verdict = "link";
+    b.text = "not CPU-bound: the busiest thread (" + b.busiest_worker + ") was busy " + fixed(100 * b.busiest, 0) +
+             " % of its time; the link, the peer or the window set the pace";
+  }
+  return b;
+}
+
 nlohmann::json to_json(const Results& r) {
-  return {{"params", to_json(r.params)}, {"client", to_json(r.client)}, {"server", to_json(r.server)}};
+  const Boundedness b = boundedness(r);
+  nlohmann::json j = {{"params", to_json(r.params)},
+                      {"client", to_json(r.client)},
+                      {"server", to_json(r.server)},
+                      {"bound", {{"verdict", b.verdict}, {"busiest_thread", b.busiest_worker},
+                                 {"busiest_fraction", b.busiest}, {"starved_fraction", b.starved}, {"text", b.text}}}};
+  if (!r.failure.empty())
+    j["failure"] = {{"reason", r.failure}, {"cause", r.failure_cause}, {"rounds_completed", r.rounds_completed}};
+  return j;
 }
 
 std::string format_text(const Results& r) {
@@ -161,13 +214,20 @@ std::string format_text(const Results& r) {
                    p.verify ? format_size(s->verified_bytes) : "off"});
     out << "Total (median over rounds)\n" << tot.to_text() << "\n";
   }
-  Table w({"side", "role", "dir", "gpu", "ch", "sock", "nic", "expected_cpus", "actual_cpus", "", "cpu_s"});
+  Table w({"side", "role", "dir", "gpu", "ch", "sock", "nic", "expected_cpus", "actual_cpus", "", "cpu_s", "busy_%",
+           "runq_%", "syscalls", "vol_sw", "invol_sw"});
   for (const auto* s : {&r.client, &r.server})
     for (const auto& x : s->workers)
       w.add_row({s->side, x.role, x.dir, std::to_string(x.gpu), std::to_string(x.channel), std::to_string(x.socket),
                  x.nic, x.expected_cpus.empty() ? "(unbound)" : format_cpulist(x.expected_cpus),
-                 format_cpulist(x.actual_cpus), x.mismatch ? "MISMATCH" : "", fixed(x.cpu_time_s, 3)});
-  out << "Workers (binding and CPU time)\n" << w.to_text();
+                 format_cpulist(x.actual_cpus), x.mismatch ? "MISMATCH" : "", fixed(x.cpu_time_s, 3),
+                 x.wall_time_s > 0 ? fixed(100 * x.cpu_time_s / x.wall_time_s, 0) : "-",
+                 x.wall_time_s > 0 ? fixed(100 * x.runqueue_wait_s / x.wall_time_s, 0) : "-", std::to_string(x.syscalls),
+                 std::to_string(x.voluntary_switches), std::to_string(x.involuntary_switches)});
+  out << "Workers (binding, CPU time, busy = CPU / wall time of its rounds, runq = waiting for a CPU, data-path "
+         "syscalls, context switches)\n"
+      << w.to_text();
+  if (p.mode != Mode::latency) out << boundedness(r).text << "\n";
   // Set-up is outside every timed round but inside the command's wall time: say it.
   for (const auto* s : {&r.client, &r.server})
     if (!s->buffer_layout.empty())

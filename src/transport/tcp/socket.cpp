@@ -30,10 +30,11 @@ sockaddr_in make_addr(const std::string& ip, std::uint16_t port, const std::stri
   return a;
 }
 
-std::string io_error(const std::string& label, const char* op, int err) {
+IoError io_error(const std::string& label, const char* op, int err) {
   if (err == EAGAIN || err == EWOULDBLOCK)
-    return label + ": " + op + " timed out (peer silent past --timeout; link down or peer stalled?)";
-  return label + ": " + op + " failed: " + errno_text(err);
+    return IoError(label + ": " + op + " timed out (peer silent past --timeout; link down or peer stalled?)",
+                   IoCause::timeout);
+  return IoError(label + ": " + op + " failed: " + errno_text(err), cause_of_errno(err));
 }
 
 std::string refused_hint(int err) {
@@ -43,6 +44,26 @@ std::string refused_hint(int err) {
 }
 
 }  // namespace
+
+const char* to_string(IoCause c) {
+  switch (c) {
+    case IoCause::closed: return "peer closed the connection";
+    case IoCause::reset: return "connection reset by the peer";
+    case IoCause::timeout: return "timed out (peer silent)";
+    case IoCause::unreachable: return "link down or peer unreachable";
+    case IoCause::other: break;
+  }
+  return "I/O error";
+}
+
+IoCause cause_of_errno(int err) {
+  switch (err) {
+    case ECONNRESET: case EPIPE: case ECONNABORTED: return IoCause::reset;
+    case EAGAIN: case ETIMEDOUT: return IoCause::timeout;
+    case EHOSTUNREACH: case ENETUNREACH: case ENETDOWN: case EHOSTDOWN: return IoCause::unreachable;
+    default: return IoCause::other;
+  }
+}
 
 std::uint32_t parse_ipv4(const std::string& text, const std::string& what) {
   in_addr a{};
@@ -88,19 +109,18 @@ Socket Socket::connect_to(const std::string& addr, std::uint16_t port, const std
   const int flags = fcntl(s.fd(), F_GETFL);
   fcntl(s.fd(), F_SETFL, flags | O_NONBLOCK);
   int rc = ::connect(s.fd(), reinterpret_cast<const sockaddr*>(&dst), sizeof dst);
-  if (rc != 0 && errno != EINPROGRESS) throw Error(what + " failed: " + errno_text(errno) + refused_hint(errno));
+  if (rc != 0 && errno != EINPROGRESS)
+    throw IoError(what + " failed: " + errno_text(errno) + refused_hint(errno), cause_of_errno(errno));
   if (rc != 0) {
     pollfd p{s.fd(), POLLOUT, 0};
     const int ms = static_cast<int>(std::ceil(timeout_s * 1000));
     rc = ::poll(&p, 1, ms);
-    if (rc == 0) throw Error(what + " timed out after " + std::to_string(timeout_s) + " s");
+    if (rc == 0) throw IoError(what + " timed out after " + std::to_string(timeout_s) + " s", IoCause::timeout);
     if (rc < 0) throw Error(what + ": poll failed: " + errno_text(errno));
     int err = 0;
     socklen_t len = sizeof err;
     getsockopt(s.fd(), SOL_SOCKET, SO_ERROR, &err, &len);
-    if (err != 0)
-      throw Error(what + " failed: " + errno_text(err) +
-                  refused_hint(err));
+    if (err != 0) throw IoError(what + " failed: " + errno_text(err) + refused_hint(err), cause_of_errno(err));
   }
   fcntl(s.fd(), F_SETFL, flags);
   s.set_label(addr + ":" + std::to_string(port));
@@ -143,7 +163,7 @@ void Socket::send_two(const void* a, std::size_t an, const void* b, std::size_t 
     const ssize_t r = ::sendmsg(fd_, &m, MSG_NOSIGNAL);
     if (r < 0) {
       if (errno == EINTR) continue;
-      throw Error(io_error(label_, "send", errno));
+      throw io_error(label_, "send", errno);
     }
     std::size_t done = static_cast<std::size_t>(r);
     while (cnt > 0 && done >= v->iov_len) {
@@ -162,13 +182,24 @@ void Socket::recv_all(void* data, std::size_t n) {
   auto* p = static_cast<char*>(data);
   while (n > 0) {
     const ssize_t r = ::recv(fd_, p, n, MSG_WAITALL);
-    if (r == 0) throw Error(label_ + ": peer closed the connection (peer process gone or stopped)");
+    if (r == 0) throw IoError(label_ + ": peer closed the connection (its process ended or closed it)", IoCause::closed);
     if (r < 0) {
       if (errno == EINTR) continue;
-      throw Error(io_error(label_, "recv", errno));
+      throw io_error(label_, "recv", errno);
     }
     p += r;
     n -= static_cast<std::size_t>(r);
+  }
+}
+
+std::size_t Socket::recv_now(void* data, std::size_t n) {
+  for (;;) {
+    const ssize_t r = ::recv(fd_, data, n, MSG_DONTWAIT);
+    if (r > 0) return static_cast<std::size_t>(r);
+    if (r == 0) throw IoError(label_ + ": peer closed the connection (its process ended or closed it)", IoCause::closed);
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    throw io_error(label_, "recv", errno);
   }
 }
 

@@ -9,7 +9,23 @@
 #include <cstdint>
 #include <string>
 
+#include "p2pscope/error.hpp"
+
 namespace p2pscope::tcp {
+
+// Why a socket call failed, as far as the errno tells: a failed session names it.
+enum class IoCause { other, closed, reset, timeout, unreachable };
+const char* to_string(IoCause c);
+
+class IoError : public Error {
+ public:
+  IoError(const std::string& what, IoCause cause) : Error(what), cause_(cause) {}
+  IoCause cause() const { return cause_; }
+
+ private:
+  IoCause cause_;
+};
+IoCause cause_of_errno(int err);
 
 class Socket {
  public:
@@ -40,6 +56,9 @@ class Socket {
   // header then payload in one sendmsg where possible.
   void send_two(const void* a, std::size_t an, const void* b, std::size_t bn);
   void recv_all(void* data, std::size_t n);
+  // Whatever is readable now, at most n bytes, without waiting: 0 when nothing is.
+  // Throws IoError as recv_all does (a closed peer included).
+  std::size_t recv_now(void* data, std::size_t n);
   void shutdown() noexcept;  // SHUT_RDWR; safe from any thread
   void close() noexcept;
 

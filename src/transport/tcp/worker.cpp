@@ -2,16 +2,26 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <deque>
+#include <optional>
+#include <tuple>
+#include <cstring>
 #include <ctime>
+#include <functional>
 #include <memory>
+#include <system_error>
+#include <thread>
 
 #include "p2pscope/affinity.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/units.hpp"
+#include "transport/tcp/datapath.hpp"
 #include "transport/tcp/protocol.hpp"
 
 namespace p2pscope::tcp {
@@ -33,18 +43,26 @@ std::uint64_t chunk_len(const Params& p, std::uint64_t i) {
 }
 
 // Runs body with pinning, CPU time and failure reporting around it.
-template <class F>
-void guarded(WorkerArgs& a, F&& body) {
-  const double cpu0 = thread_cpu_s();
-  try {
-    pin_self(a.cpus, a.s.allowed_cpus, a.rep);
-    if (a.s.p.mem == MemKind::gpu) Staging::set_device(a.s.p.gpus[a.c.gpu_slot]);
-    body();
-  } catch (const std::exception& e) {
-    a.ctl.fail(where(a) + ": " + e.what());
-  }
-  a.rep.cpu_time_s += thread_cpu_s() - cpu0;
+// Time this thread waited runnable for a CPU (/proc/thread-self/schedstat, second field,
+// ns): other load on the machine shows here, not in CPU time.
+double runqueue_wait_s() {
+  FILE* f = std::fopen("/proc/thread-self/schedstat", "r");
+  if (!f) return 0;
+  unsigned long long run = 0, wait = 0;
+  const int n = std::fscanf(f, "%llu %llu", &run, &wait);
+  std::fclose(f);
+  return n == 2 ? static_cast<double>(wait) * 1e-9 : 0;
 }
+
+struct ThreadSwitches {
+  std::int64_t voluntary = 0, involuntary = 0;
+  static ThreadSwitches now() {
+    rusage ru{};
+    getrusage(RUSAGE_THREAD, &ru);
+    return {ru.ru_nvcsw, ru.ru_nivcsw};
+  }
+};
+
 
 // Stagger-free wait for a window slot that gives up when the round failed.
 bool acquire_slot(WorkerArgs& a) {
@@ -59,20 +77,55 @@ bool acquire_slot(WorkerArgs& a) {
 
 }  // namespace
 
-void RoundCtl::fail(const std::string& msg) noexcept {
+void RoundCtl::fail(const std::string& msg, IoCause why, const std::string& nic_name) noexcept {
   std::lock_guard lk(mu);
   if (failed.exchange(true)) return;  // keep the first (root) cause
   error = msg;
+  cause = why;
+  nic = nic_name;
   for (Socket* s : socks) s->shutdown();
 }
 
-std::vector<std::uint64_t> chunks_of(const Params& p, std::uint32_t channel, std::uint32_t socket) {
-  std::vector<std::uint64_t> out;
-  const std::uint64_t n = (p.size_bytes + p.chunk_bytes - 1) / p.chunk_bytes;
-  std::uint64_t j = 0;  // index within the channel
-  for (std::uint64_t i = channel; i < n; i += p.channels, ++j)
-    if (j % p.sockets_per_channel == socket) out.push_back(i);
-  return out;
+void run_guarded(WorkerArgs& a, const std::function<void()>& body) {
+  const double cpu0 = thread_cpu_s();
+  const double wall0 = static_cast<double>(monotonic_ns()) * 1e-9;
+  const ThreadSwitches sw0 = ThreadSwitches::now();
+  const double wait0 = runqueue_wait_s();
+  try {
+    pin_self(a.cpus, a.s.allowed_cpus, a.rep);
+    if (a.s.p.mem == MemKind::gpu) Staging::set_device(a.s.p.gpus[a.c.gpu_slot]);
+    body();
+  } catch (const IoError& e) {
+    a.ctl.fail(where(a) + ": " + e.what(), e.cause(), a.c.nic.name);
+  } catch (const std::exception& e) {
+    a.ctl.fail(where(a) + ": " + e.what(), IoCause::other, a.c.nic.name);
+  }
+  a.rep.cpu_time_s += thread_cpu_s() - cpu0;
+  a.rep.wall_time_s += static_cast<double>(monotonic_ns()) * 1e-9 - wall0;
+  a.rep.runqueue_wait_s += runqueue_wait_s() - wait0;
+  const ThreadSwitches sw1 = ThreadSwitches::now();
+  a.rep.voluntary_switches += static_cast<std::uint64_t>(sw1.voluntary - sw0.voluntary);
+  a.rep.involuntary_switches += static_cast<std::uint64_t>(sw1.involuntary - sw0.involuntary);
+}
+
+void run_worker_threads(Session& s, std::uint32_t round, bool timed, RoundCtl& ctl,
+                        const std::function<WorkerFn(const WorkerReport&)>& pick) {
+  {
+    std::vector<std::jthread> threads;
+    threads.reserve(s.workers.size());
+    try {
+      for (std::size_t w = 0; w < s.workers.size(); ++w) {
+        Conn& c = *s.conns[s.worker_conn[w]];
+        ChannelState& ch = *s.chans[s.chan_index(c.c2s, c.gpu_slot, c.channel)];
+        WorkerArgs a{s, c, ch, round, timed, ctl, s.workers[w],
+                     cpus_for(s.workers[w].role == "rx" ? s.local.rx_bind : s.local.tx_bind, c.nic)};
+        threads.emplace_back(pick(s.workers[w]), a);
+      }
+    } catch (const std::system_error& e) {  // out of threads: the ones started stop on the failure
+      ctl.fail(std::string("could not start a worker thread: ") + e.what(), IoCause::other, "");
+    }
+  }  // jthreads join here
+  if (ctl.failed) throw RoundFailure(ctl.error, ctl.cause, ctl.nic);
 }
 
 void pin_self(const std::vector<int>& cpus, const std::vector<int>& allowed, WorkerReport& rep) {
@@ -93,30 +146,126 @@ void pin_self(const std::vector<int>& cpus, const std::vector<int>& allowed, Wor
   rep.mismatch = !cpus.empty() && rep.actual_cpus != cpus;
 }
 
-void tx_worker(WorkerArgs a) {
-  guarded(a, [&] {
-    const Params& p = a.s.p;
-    const auto chunks = chunks_of(p, a.c.channel, a.c.socket);
-    const Buffer& src = a.s.src[a.c.gpu_slot];
-    std::unique_ptr<Staging> st;
-    const int slots = static_cast<int>(std::min<std::size_t>(4, chunks.size()));
-    if (src.on_gpu() && slots > 0) {
-      st = std::make_unique<Staging>(src.gpu(), p.chunk_bytes, slots);
-      for (int k = 0; k < slots; ++k)
-        st->d2h(k, src.data() + chunks[static_cast<std::size_t>(k)] * p.chunk_bytes, chunk_len(p, chunks[static_cast<std::size_t>(k)]));
+// Acks of one socket, read by its TX thread (no thread of their own: at 4-8 channels a
+// third thread per channel cost more in wakeups and scheduling than reading 8 bytes
+// between sends). An ack's time is when the TX thread saw it: at most one chunk's send
+// call late, so chunk latency is an upper bound (said in the report).
+class AckReader {
+ public:
+  explicit AckReader(WorkerArgs& a) : a_(a), ring_(a.s.p.window) {}
+  std::size_t outstanding() const { return sent_ - acked_; }
+  bool all_acked() const { return acked_ == sent_; }
+  // A chunk went out at t (at most `window` are unacked: a ring of send times suffices).
+  void sent(std::int64_t t) { a_.c.send_ns[sent_++ % ring_].store(t, std::memory_order_relaxed); }
+  // Reads what has arrived without waiting (wait = false), or waits for one ack first.
+  void read(bool wait) {
+    while (acked_ + have_ / sizeof(Ack) < sent_) {  // never past the acks due: the peer may close after them
+      std::size_t got = 0;
+      if (wait) {
+        got = sizeof(Ack) - have_ % sizeof(Ack);
+        a_.c.sock.recv_all(buf_ + have_, got);
+        wait = false;  // one whole ack is in: drain the rest without waiting
+      } else {
+        got = a_.c.sock.recv_now(buf_ + have_, sizeof buf_ - have_);
+        if (got == 0) return;
+      }
+      ++a_.rep.syscalls;
+      have_ += got;
+      const std::int64_t t = monotonic_ns();
+      std::size_t used = 0;
+      for (; have_ - used >= sizeof(Ack); used += sizeof(Ack)) {
+        Ack ack;
+        std::memcpy(&ack, buf_ + used, sizeof ack);
+        on_ack(ack, t);
+      }
+      std::memmove(buf_, buf_ + used, have_ - used);
+      have_ -= used;
     }
-    for (std::size_t j = 0; j < chunks.size(); ++j) {
-      if (!acquire_slot(a)) return;
-      const std::uint64_t off = chunks[j] * p.chunk_bytes, len = chunk_len(p, chunks[j]);
-      const char* data = src.data() + a.s.src_layout.offset(p, a.c.channel, a.c.socket, j, off);
-      const int slot = static_cast<int>(j % static_cast<std::size_t>(std::max(slots, 1)));
+  }
+
+ private:
+  void on_ack(const Ack& ack, std::int64_t t) {
+    if (ack.status != 0) throw Error("receiver reports a verify mismatch (see the peer's message)");
+    if (ack.round != a_.round)
+      throw Error("ack for round " + std::to_string(ack.round) + " in round " + std::to_string(a_.round));
+    if (acked_ >= sent_) throw Error("more acks than chunks sent (peer out of step)");
+    a_.ch.in_flight.fetch_sub(1);
+    a_.ch.permits.release();
+    const std::int64_t sent = a_.c.send_ns[acked_++ % ring_].load(std::memory_order_relaxed);
+    std::lock_guard lk(a_.ch.mu);
+    if (a_.timed) a_.ch.lat_ns.push_back(static_cast<double>(t - sent));
+    a_.ch.round_last_ns = std::max(a_.ch.round_last_ns, t);
+  }
+
+  WorkerArgs& a_;
+  std::size_t ring_, sent_ = 0, acked_ = 0, have_ = 0;
+  char buf_[64 * sizeof(Ack)];
+};
+
+// Chunks are dealt to a GPU slot's sockets as they go (one shared counter): a socket that
+// runs ahead takes the next chunk, so the channels end together instead of every one
+// waiting for the slowest (static dealing cost about a fifth at 8 channels on one host,
+// bench/results/tcp.md). Each socket ends its round with an end-of-round header.
+void tx_worker(WorkerArgs a) {
+  run_guarded(a, [&] {
+    const Params& p = a.s.p;
+    const std::uint64_t n = chunk_count(p);
+    std::atomic<std::uint64_t>& next = a.s.next_chunk(a.c.c2s, a.c.gpu_slot);
+    auto claim = [&]() -> std::optional<std::uint64_t> {
+      const std::uint64_t i = next.fetch_add(1, std::memory_order_relaxed);
+      return i < n ? std::optional<std::uint64_t>(i) : std::nullopt;
+    };
+    const Buffer& src = a.s.src[a.c.gpu_slot];
+    AckReader acks(a);
+    // GPU memory: up to `slots` claimed chunks copied ahead into pinned slots, in order.
+    std::unique_ptr<Staging> st;
+    constexpr int slots = 4;
+    std::deque<std::pair<std::uint64_t, int>> staged;  // (chunk, slot)
+    int next_slot = 0;
+    auto stage_ahead = [&] {
+      while (st && staged.size() < static_cast<std::size_t>(slots)) {
+        const auto i = claim();
+        if (!i) break;
+        const int sl = next_slot++ % slots;
+        st->d2h(sl, src.data() + *i * p.chunk_bytes, chunk_len(p, *i));
+        staged.emplace_back(*i, sl);
+      }
+    };
+    if (src.on_gpu()) st = std::make_unique<Staging>(src.gpu(), p.chunk_bytes, slots);
+    stage_ahead();
+    for (std::size_t j = 0;; ++j) {
+      // A full window frees up through acks: this socket's, read here, or (several
+      // sockets per channel) another socket's, read by that socket's TX thread.
+      while (!a.ch.permits.try_acquire()) {
+        if (a.ctl.failed.load(std::memory_order_relaxed)) return;
+        if (acks.outstanding() > 0) {
+          acks.read(true);
+        } else {
+          if (!acquire_slot(a)) return;
+          break;
+        }
+      }
+      std::optional<std::uint64_t> i;
+      int sl = 0;
       if (st) {
-        st->wait(slot);
-        data = st->slot(slot);
+        if (!staged.empty()) std::tie(i, sl) = std::pair<std::optional<std::uint64_t>, int>(staged.front());
+        if (i) staged.pop_front();
+      } else {
+        i = claim();
+      }
+      if (!i) {
+        a.ch.permits.release();
+        break;
+      }
+      const std::uint64_t off = *i * p.chunk_bytes, len = chunk_len(p, *i);
+      const char* data = src.data() + a.s.src_layout.offset(p, a.c.channel, a.c.socket, j, off);
+      if (st) {
+        st->wait(sl);
+        data = st->slot(sl);
       }
       const std::uint32_t occ = a.ch.in_flight.fetch_add(1) + 1;
       const std::int64_t t = monotonic_ns();
-      a.c.send_ns[j].store(t, std::memory_order_relaxed);  // read by ack_worker (acks are FIFO per socket)
+      acks.sent(t);
       {
         std::lock_guard lk(a.ch.mu);
         if (a.timed) {
@@ -125,40 +274,23 @@ void tx_worker(WorkerArgs a) {
           a.ch.occ_max = std::max(a.ch.occ_max, occ);
         }
         if (a.ch.round_first_ns == 0 || t < a.ch.round_first_ns) a.ch.round_first_ns = t;
+        a.ch.round_bytes += len;
       }
       ChunkHeader h{off, static_cast<std::uint32_t>(len), a.round};
       a.c.sock.send_two(&h, sizeof h, data, len);
-      if (st && j + static_cast<std::size_t>(slots) < chunks.size()) {
-        const std::uint64_t nx = chunks[j + static_cast<std::size_t>(slots)];
-        st->d2h(slot, src.data() + nx * p.chunk_bytes, chunk_len(p, nx));
-      }
+      ++a.rep.syscalls;
+      stage_ahead();  // the slot just sent is free again (send copies before it returns)
+      acks.read(false);
     }
-  });
-}
-
-void ack_worker(WorkerArgs a) {
-  guarded(a, [&] {
-    const auto n = chunks_of(a.s.p, a.c.channel, a.c.socket).size();
-    for (std::size_t j = 0; j < n; ++j) {
-      Ack ack;
-      a.c.sock.recv_all(&ack, sizeof ack);
-      const std::int64_t t = monotonic_ns();
-      if (ack.status != 0) throw Error("receiver reports a verify mismatch (see the peer's message)");
-      if (ack.round != a.round) throw Error("ack for round " + std::to_string(ack.round) + " in round " + std::to_string(a.round));
-      a.ch.in_flight.fetch_sub(1);
-      a.ch.permits.release();
-      const std::int64_t sent = a.c.send_ns[j].load(std::memory_order_relaxed);
-      std::lock_guard lk(a.ch.mu);
-      if (a.timed) a.ch.lat_ns.push_back(static_cast<double>(t - sent));
-      a.ch.round_last_ns = std::max(a.ch.round_last_ns, t);
-    }
+    ChunkHeader end{kEndOfRound, 0, a.round};
+    a.c.sock.send_all(&end, sizeof end);
+    while (!acks.all_acked()) acks.read(true);
   });
 }
 
 void rx_worker(WorkerArgs a) {
-  guarded(a, [&] {
+  run_guarded(a, [&] {
     const Params& p = a.s.p;
-    const auto chunks = chunks_of(p, a.c.channel, a.c.socket);
     Buffer& dst = a.s.dst[a.c.gpu_slot];
     const std::uint64_t seed = a.s.seed(a.c.c2s, a.c.gpu_slot, a.round);
     std::unique_ptr<Staging> st;
@@ -169,16 +301,24 @@ void rx_worker(WorkerArgs a) {
     auto send_ack = [&](std::uint32_t status) {
       Ack ack{a.round, status};
       a.c.sock.send_all(&ack, sizeof ack);
+      ++a.rep.syscalls;
     };
-    for (std::size_t j = 0; j < chunks.size(); ++j) {
-      const std::uint64_t off = chunks[j] * p.chunk_bytes, len = chunk_len(p, chunks[j]);
+    const std::uint64_t n = chunk_count(p);
+    std::size_t j = 0;
+    for (;; ++j) {
       ChunkHeader h;
       a.c.sock.recv_all(&h, sizeof h);
+      a.rep.syscalls += 2;  // header, payload (MSG_WAITALL: one call unless interrupted)
       const std::int64_t t0 = monotonic_ns();
-      if (h.offset != off || h.length != len || h.round != a.round)
-        throw Error("malformed or out-of-order chunk header (offset " + std::to_string(h.offset) + " length " +
-                    std::to_string(h.length) + " round " + std::to_string(h.round) + "; expected offset " +
-                    std::to_string(off) + " length " + std::to_string(len) + " round " + std::to_string(a.round) + ")");
+      if (h.round != a.round)
+        throw Error("chunk header of round " + std::to_string(h.round) + " in round " + std::to_string(a.round));
+      if (h.offset == kEndOfRound && h.length == 0) break;
+      const std::uint64_t i = h.offset / p.chunk_bytes;
+      if (h.offset % p.chunk_bytes != 0 || i >= n || h.length != chunk_len(p, i))
+        throw Error("malformed chunk header (offset " + std::to_string(h.offset) + " length " +
+                    std::to_string(h.length) + " for a " + std::to_string(p.size_bytes) + "-byte message in " +
+                    std::to_string(p.chunk_bytes) + "-byte chunks)");
+      const std::uint64_t off = h.offset, len = h.length;
       const int slot = static_cast<int>(j % 2);
       char* into = st ? st->slot(slot) : dst.data() + a.s.dst_layout.offset(p, a.c.channel, a.c.socket, j, off);
       a.c.sock.recv_all(into, len);
@@ -207,9 +347,10 @@ void rx_worker(WorkerArgs a) {
       std::lock_guard lk(a.ch.mu);
       if (a.ch.round_first_ns == 0 || t0 < a.ch.round_first_ns) a.ch.round_first_ns = t0;
       a.ch.round_last_ns = std::max(a.ch.round_last_ns, t1);
+      a.ch.round_bytes += len;
     }
-    if (st && lag && !chunks.empty()) {
-      st->wait(static_cast<int>((chunks.size() - 1) % 2));
+    if (st && lag && j > 0) {
+      st->wait(static_cast<int>((j - 1) % 2));
       send_ack(0);
       std::lock_guard lk(a.ch.mu);
       a.ch.round_last_ns = std::max(a.ch.round_last_ns, monotonic_ns());
@@ -218,7 +359,7 @@ void rx_worker(WorkerArgs a) {
 }
 
 void ping_worker(WorkerArgs a) {
-  guarded(a, [&] {
+  run_guarded(a, [&] {
     const Params& p = a.s.p;
     const std::size_t n = p.size_bytes;
     const std::uint32_t total = p.warmup + p.iters;
@@ -240,7 +381,7 @@ void ping_worker(WorkerArgs a) {
 }
 
 void pong_worker(WorkerArgs a) {
-  guarded(a, [&] {
+  run_guarded(a, [&] {
     const Params& p = a.s.p;
     const std::size_t n = p.size_bytes;
     char* buf = a.s.dst[a.c.gpu_slot].data();

@@ -3,6 +3,7 @@
 // failures through RoundCtl, which shuts every socket of the round down so the
 // other workers (and the peer) stop at once instead of waiting for a timeout.
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -14,9 +15,10 @@ namespace p2pscope::tcp {
 struct RoundCtl {
   std::atomic<bool> failed{false};
   std::mutex mu;
-  std::string error;
+  std::string error, nic;
+  IoCause cause = IoCause::other;
   std::vector<Socket*> socks;
-  void fail(const std::string& msg) noexcept;
+  void fail(const std::string& msg, IoCause cause, const std::string& nic) noexcept;
 };
 
 struct WorkerArgs {
@@ -30,15 +32,22 @@ struct WorkerArgs {
   std::vector<int> cpus;  // binding for this worker's NIC and role; empty = none
 };
 
-void tx_worker(WorkerArgs a);    // sends chunks, at most `window` unacked per channel
-void ack_worker(WorkerArgs a);   // reads acks: frees window slots, chunk latency
+void tx_worker(WorkerArgs a);    // sends chunks, at most `window` unacked per channel; reads its acks
 void rx_worker(WorkerArgs a);    // receives chunks (verifies), sends acks
 void ping_worker(WorkerArgs a);  // latency: send, wait for the echo
 void pong_worker(WorkerArgs a);  // latency: echo
 
-// Chunk indices carried by (channel, socket): chunk i goes to channel i % C, and the
-// channel's j-th chunk to socket j % K.
-std::vector<std::uint64_t> chunks_of(const Params& p, std::uint32_t channel, std::uint32_t socket);
+
+// Runs a worker's body with what every data path's worker needs around it: pinning
+// (verified), the GPU of its slot current, CPU / wall / run-queue time and context
+// switches into a.rep, and any exception turned into a.ctl.fail (first cause kept).
+void run_guarded(WorkerArgs& a, const std::function<void()>& body);
+
+// Starts one thread per s.workers entry running fn(args), joins them all; a thread
+// that cannot start fails the round. Throws RoundFailure with the first cause.
+using WorkerFn = void (*)(WorkerArgs);
+void run_worker_threads(Session& s, std::uint32_t round, bool timed, RoundCtl& ctl,
+                        const std::function<WorkerFn(const WorkerReport&)>& pick);
 
 // Pins the calling thread to cpus (those allowed), fills rep's expected/actual.
 void pin_self(const std::vector<int>& cpus, const std::vector<int>& allowed, WorkerReport& rep);

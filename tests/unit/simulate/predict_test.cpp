@@ -6,6 +6,7 @@
 
 #include "p2pscope/error.hpp"
 #include "p2pscope/simulate.hpp"
+#include "../cli/run_binary.hpp"
 #include "simulate_support.hpp"
 
 namespace p2pscope::simulate {
@@ -18,6 +19,13 @@ double t_link(double n, double a = kA, double b = kB) { return a + n / b * 1e9; 
 
 path uniform4() { return path(P2PSCOPE_FIXTURES_DIR) / "links" / "uniform4"; }
 
+// The links' share of a prediction: without the endpoint delay (1 ns by default), which is
+// charged once per step and once per phase (one phase for these flat schedules).
+double wire(const Prediction& r) {
+  EXPECT_DOUBLE_EQ(r.endpoint_ns, r.steps + 1.0);
+  return r.time_ns - r.endpoint_ns;
+}
+
 void expect_rel(double got, double want) { EXPECT_NEAR(got, want, 1e-12 * want) << got << " vs " << want; }
 
 TEST(Predict, RingFormulasAreTheTextbookOnesExactly) {
@@ -27,18 +35,18 @@ TEST(Predict, RingFormulasAreTheTextbookOnesExactly) {
   for (const std::uint64_t S : {std::uint64_t{1024}, std::uint64_t{3000}, std::uint64_t{1} << 20, std::uint64_t{1} << 30}) {
     const double n = static_cast<double>(S);
     const auto ar = pr.predict(Collective::allreduce, Algorithm::ring, S);
-    expect_rel(ar.time_ns, 2 * (p - 1) * (kA + n / p / kB * 1e9));  // 2(p-1) steps of S/p
+    expect_rel(wire(ar), 2 * (p - 1) * (kA + n / p / kB * 1e9));  // 2(p-1) steps of S/p
     EXPECT_EQ(ar.steps, 6);
     expect_rel(ar.busbw_bytes_per_s, n / ar.time_ns * 1e9 * 2 * (p - 1) / p);
     for (const auto op : {Collective::allgather, Collective::reducescatter, Collective::alltoall}) {
       const auto r = pr.predict(op, Algorithm::ring, S);
-      expect_rel(r.time_ns, (p - 1) * (kA + n / p / kB * 1e9));  // (p-1) steps of S/p
+      expect_rel(wire(r), (p - 1) * (kA + n / p / kB * 1e9));  // (p-1) steps of S/p
       EXPECT_EQ(r.steps, 3);
     }
     // Pipelined chain of p-1 hops in k chunks: (p-2+k)(alpha + S/k / beta), best power of two k.
     double best = INFINITY;
     for (double k = 1; k <= n && k <= (1 << 24); k *= 2) best = std::min(best, (p - 2 + k) * t_link(n / k));
-    expect_rel(pr.predict(Collective::broadcast, Algorithm::ring, S).time_ns, best);
+    expect_rel(wire(pr.predict(Collective::broadcast, Algorithm::ring, S)), best);
   }
 }
 
@@ -46,14 +54,14 @@ TEST(Predict, TreeFormulas) {
   const Predictor pr(uniform4().string());
   const double n = 1 << 20, p = 4;
   // Recursive doubling / halving: log2 p rounds, alpha each, (p-1)/p S over beta in all.
-  expect_rel(pr.predict(Collective::allgather, Algorithm::tree, 1 << 20).time_ns, 2 * kA + (p - 1) / p * n / kB * 1e9);
-  expect_rel(pr.predict(Collective::reducescatter, Algorithm::tree, 1 << 20).time_ns, 2 * kA + (p - 1) / p * n / kB * 1e9);
+  expect_rel(wire(pr.predict(Collective::allgather, Algorithm::tree, 1 << 20)), 2 * kA + (p - 1) / p * n / kB * 1e9);
+  expect_rel(wire(pr.predict(Collective::reducescatter, Algorithm::tree, 1 << 20)), 2 * kA + (p - 1) / p * n / kB * 1e9);
   // Bruck: 2 rounds of p/2 blocks of S/p.
-  expect_rel(pr.predict(Collective::alltoall, Algorithm::tree, 1 << 20).time_ns, 2 * t_link(n / 2));
+  expect_rel(wire(pr.predict(Collective::alltoall, Algorithm::tree, 1 << 20)), 2 * t_link(n / 2));
   // Binary tree (parent of i is (i-1)/2: depth floor(log2 4) = 2), up and down, pipelined in k chunks.
   double best = INFINITY;
   for (double k = 1; k <= n && k <= (1 << 24); k *= 2) best = std::min(best, (2 * 2 + k - 1) * t_link(n / k));
-  expect_rel(pr.predict(Collective::allreduce, Algorithm::tree, 1 << 20).time_ns, best);
+  expect_rel(wire(pr.predict(Collective::allreduce, Algorithm::tree, 1 << 20)), best);
 }
 
 TEST(Predict, TheSlowestLinkSetsEachStep) {
@@ -62,10 +70,10 @@ TEST(Predict, TheSlowestLinkSetsEachStep) {
   const Predictor pr(test::write_links(s).string());
   const double n = 1 << 24;
   const auto r = pr.predict(Collective::allreduce, Algorithm::ring, 1 << 24);
-  expect_rel(r.time_ns, 6 * t_link(n / 4, kA, 2e10));
+  expect_rel(wire(r), 6 * t_link(n / 4, kA, 2e10));
   EXPECT_EQ(r.bottleneck, "2->3 (NV18)");
   // alltoall: only the step k = 1 uses 2->3.
-  expect_rel(pr.predict(Collective::alltoall, Algorithm::ring, 1 << 24).time_ns, t_link(n / 4, kA, 2e10) + 2 * t_link(n / 4));
+  expect_rel(wire(pr.predict(Collective::alltoall, Algorithm::ring, 1 << 24)), t_link(n / 4, kA, 2e10) + 2 * t_link(n / 4));
 }
 
 TEST(Predict, AOneWayLinkUsesTheReverseModelAndSaysSo) {
@@ -74,7 +82,7 @@ TEST(Predict, AOneWayLinkUsesTheReverseModelAndSaysSo) {
   const Predictor pr(test::write_links(s).string());
   ASSERT_FALSE(pr.notes().empty());
   EXPECT_NE(pr.notes().back().find("3->0"), std::string::npos) << pr.notes().back();
-  expect_rel(pr.predict(Collective::allreduce, Algorithm::ring, 4096).time_ns, 6 * t_link(1024));
+  expect_rel(wire(pr.predict(Collective::allreduce, Algorithm::ring, 4096)), 6 * t_link(1024));
 }
 
 TEST(Predict, APairMeasuredInNeitherDirectionIsAnErrorOnlyWhereNeeded) {
@@ -133,6 +141,59 @@ TEST(Predict, QuotesContentionMeasuredNextToTheCampaign) {
             std::string::npos) << all;
   const auto e = export_campaign(dir.string(), ExportFormat::astra_sim);
   EXPECT_NE(e.text.find("# contention (fan-in"), std::string::npos) << e.text;
+}
+
+// Issue 24: a size of 0 is refused; sizes beyond the measured ones are marked.
+TEST(Predict, RefusesZeroAndMarksExtrapolatedSizes) {
+  const Predictor pr(uniform4().string());  // measured 1 B .. 1 GiB
+  EXPECT_THROW(pr.predict(Collective::allreduce, Algorithm::ring, 0), UsageError);
+  EXPECT_FALSE(pr.predict(Collective::allreduce, Algorithm::ring, std::uint64_t{4} << 30).extrapolated);  // 1 GiB steps
+  EXPECT_TRUE(pr.predict(Collective::allreduce, Algorithm::ring, std::uint64_t{8} << 30).extrapolated);
+  auto r = test::run_binary("predict " + uniform4().string() + " --ops allreduce --sizes 0,1K");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("0 bytes moves nothing"), std::string::npos) << r.out;
+  r = test::run_binary("predict " + uniform4().string() + " --ops allreduce --sizes 1G,8G --format csv");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(",no\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(",yes\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 of 2 rows are extrapolated"), std::string::npos) << r.out;
+}
+
+// Issue 21: links.json with impossible values is refused with what is wrong, exit 2.
+TEST(Predict, ImpossibleModelsAreRefused) {
+  const auto good = nlohmann::json::parse(test::slurp(uniform4() / "links.json"));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/links/0/alpha_beta/beta_bytes_per_s", "0"},
+      {"/links/0/alpha_beta/alpha_ns", "1e999"},
+      {"/links/0/src", "-2147483648"},
+      {"/links/0/alpha_beta/alpha_ns", "\"fast\""},
+      {"/links/0/points/3/median_ns", "-5"},
+      {"/links/0/link_class", "42"}};
+  for (const auto& [where, value] : cases) {
+    const auto d = test::temp_dir("bad");
+    std::string text = good.dump(1);
+    auto j = good;
+    j[nlohmann::json::json_pointer(where)] = 12345.678;  // a marker to replace as text
+    text = j.dump(1);
+    const auto at = text.find("12345.678");
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, 9, value);
+    std::ofstream(d / "links.json") << text;
+    std::string what;
+    try {
+      Predictor pr(d.string());
+      what = "accepted";
+    } catch (const UsageError& e) {
+      what = e.what();
+    }
+    const std::string key = where.substr(where.rfind('/') + 1);
+    EXPECT_TRUE(what.find(key) != std::string::npos || what.find("number overflow") != std::string::npos) << where << " = " << value << ": " << what;
+    for (const char* cmd : {"predict ", "export "}) {
+      const auto r = test::run_binary(cmd + d.string() + (cmd[0] == 'e' ? " --to astra-sim" : " --ops allreduce"));
+      EXPECT_EQ(r.code, 2) << cmd << where << " = " << value << ": " << r.out;
+      EXPECT_EQ(r.out.find("internal error"), std::string::npos) << r.out;
+    }
+  }
 }
 
 TEST(Predict, BatchOverEveryOpAndSize) {

@@ -1,0 +1,121 @@
+// p2pscope topo --net-plugin [P]: the devices an NCCL net plugin offers (names, PCI
+// paths, speeds, memory it registers, GDR, limits, device type), which plugin NCCL
+// would load under this environment, and whether it can reach GPU memory.
+// Registered on `topo` by one line in cmd_topo.cpp; when the option is given it
+// replaces topo's own report.
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "commands.hpp"
+#include "p2pscope/error.hpp"
+#include "p2pscope/metadata.hpp"
+#include "p2pscope/netplugin.hpp"
+#include "p2pscope/table.hpp"
+
+namespace p2pscope::app {
+namespace {
+
+std::string versions_text(const std::vector<int>& v) {
+  std::vector<std::string> s;
+  for (int x : v) s.push_back(fmt::format("v{}", x));
+  return s.empty() ? "none" : fmt::format("{}", fmt::join(s, ","));
+}
+
+std::string resolution_text(const net::Resolution& r) {
+  const char* lp = std::getenv("LD_LIBRARY_PATH");
+  std::string head = fmt::format("NCCL would load (NCCL_NET_PLUGIN={}, LD_LIBRARY_PATH={}): ",
+                                 r.request.empty() ? "unset" : r.request, lp ? lp : "unset");
+  if (r.disabled) return head + "no plugin: " + r.reason + "\n";
+  if (!r.found) return head + "no plugin: " + r.reason + "\n";
+  std::string s = fmt::format("{}{} ({}), exports {}", head, r.file, r.path, versions_text(r.versions));
+  if (!r.reason.empty()) s += ": " + r.reason;
+  return s + "\n";
+}
+
+std::string plugin_text(const net::Plugin& p) {
+  std::string s = fmt::format("net plugin: '{}' ABI v{} from {} (exports {})\n", p.name(), p.version(), p.path(),
+                              versions_text(p.exported_versions()));
+  auto rows = net::properties_rows(p);
+  Table t(rows.front());
+  for (std::size_t i = 1; i < rows.size(); ++i) t.add_row(rows[i]);
+  s += t.to_text();
+  s += "GPU memory: " + net::gpu_memory_verdict(p) + "\n";
+  // The plugin's own warnings explain missing devices or memory types.
+  for (const auto& line : p.log())
+    if (line.rfind("WARN", 0) == 0) s += "plugin log: " + line + "\n";
+  return s;
+}
+
+void run(const std::string& requested, bool given_value, const std::string& format, const std::string& out,
+         const Context& ctx) {
+  const char* env = std::getenv("NCCL_NET_PLUGIN");
+  net::Resolution res = net::resolve_like_nccl(env ? env : "");
+  std::shared_ptr<net::Plugin> plugin;
+  std::string load_error;
+  net::LoadOptions o;
+  o.plugin = requested;
+  if (given_value || res.found) {
+    try {
+      plugin = net::Plugin::load(o);
+    } catch (const UsageError&) {
+      throw;
+    } catch (const Error& e) {
+      if (given_value) throw;  // the user named it: its failure is the answer
+      load_error = e.what();
+    }
+  }
+  std::string text;
+  if (format == "json") {
+    nlohmann::json j;
+    j["nccl_would_load"] = net::resolution_json(res);
+    if (plugin) {
+      j.update(net::properties_json(*plugin));
+    } else {
+      j["plugin"] = nullptr;
+      j["devices"] = nlohmann::json::array();
+      j["gpu_memory"] = "no plugin loaded";
+      if (!load_error.empty()) j["load_error"] = load_error;
+    }
+    j["metadata"] = run_metadata(ctx.argv);
+    text = j.dump(2) + "\n";
+  } else {
+    if (plugin) text += plugin_text(*plugin);
+    if (!load_error.empty()) text += "loading it failed: " + load_error + "\n";
+    text += resolution_text(res);
+  }
+  if (out.empty() || out == "-") {
+    std::cout << text;
+    return;
+  }
+  std::ofstream f(out);
+  if (!f) throw Error("cannot write '" + out + "': " + errno_text(errno));
+  f << text;
+  if (!f.flush()) throw Error("write '" + out + "' failed: " + errno_text(errno));
+  std::cerr << "wrote " << out << "\n";
+}
+
+}  // namespace
+
+void add_topo_net_plugin_option(CLI::App& topo, Context& ctx) {
+  auto plugin = std::make_shared<std::string>();
+  CLI::Option* opt = topo.add_option("--net-plugin", *plugin,
+                                     "Show an NCCL net plugin's devices instead: PATH, NAME (libnccl-net-NAME.so) or "
+                                     "nothing (the one NCCL_NET_PLUGIN / libnccl-net.so names)")
+                         ->expected(0, 1);
+  // After parsing, take over topo's report when the option was given.
+  topo.parse_complete_callback([&topo, &ctx, plugin, opt] {
+    if (opt->count() == 0) return;
+    topo.final_callback([&topo, &ctx, plugin] {
+      run(*plugin, !plugin->empty(), topo.get_option("--format")->as<std::string>(),
+          topo.get_option("--out")->as<std::string>(), ctx);
+    });
+  });
+}
+
+}  // namespace p2pscope::app

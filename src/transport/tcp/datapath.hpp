@@ -1,0 +1,65 @@
+#pragma once
+// How a session's bytes move. The session (session.cpp: handshake, limits, rounds,
+// results, failures) is the same for every data path, as gloo's pair is the same over
+// its transports; a DataPath opens the session's links, runs one round's workers on
+// them and says what it is. Two exist: TCP sockets (bench tcp, socket_path.cpp) and
+// an NCCL net plugin (bench net, src/transport/net/plugin_path.cpp).
+//
+// A DataPath holds no session state (that lives in Session): one object may serve a
+// client and a server session at once (--loopback), from two threads.
+#include <memory>
+#include <string>
+
+#include "p2pscope/tcp.hpp"
+#include "transport/tcp/socket.hpp"
+
+namespace p2pscope::tcp {
+
+struct Session;
+class Gate;
+
+// A round failed: the first worker's failure, after every worker stopped.
+class RoundFailure : public Error {
+ public:
+  RoundFailure(const std::string& what, IoCause cause, std::string nic)
+      : Error(what), cause_(cause), nic_(std::move(nic)) {}
+  IoCause cause() const { return cause_; }
+  const std::string& nic() const { return nic_; }  // of the failing link, "" unknown
+
+ private:
+  IoCause cause_;
+  std::string nic_;
+};
+
+class DataPath {
+ public:
+  virtual ~DataPath() = default;
+  // Negotiated in the handshake: both sides must move data the same way.
+  virtual std::string name() const = 0;  // "sockets", "net plugin p2pscope v11"
+  // UsageError when this path cannot run p (a memory kind it does not offer...).
+  virtual void check(const Params& p) const = 0;
+  // Client, after the server accepted: opens every link of s (s.conns).
+  virtual void open_client(Session& s, Socket& ctrl, const ClientOptions& o, const std::string& session_id) = 0;
+  // Server: the counterpart; socket connections arrive through the gate.
+  virtual void open_server(Session& s, Socket& ctrl, Gate& gate, const std::string& session_id) = 0;
+  // After the buffers exist (prepare_session): registers them, posts what must be
+  // posted before the first round. Sockets need nothing.
+  virtual void prepare(Session& s) = 0;
+  // Runs this side's workers for one round and joins them; marks s.chans. Throws
+  // RoundFailure with the first cause after stopping every worker.
+  virtual void run_workers(Session& s, std::uint32_t round, bool timed) = 0;
+  // Workers this side runs per link (for the server's thread limit).
+  virtual std::uint32_t threads_per_link(const Params& p, bool sends) const = 0;
+};
+
+std::shared_ptr<DataPath> make_socket_path();
+
+}  // namespace p2pscope::tcp
+namespace p2pscope::net {
+class Plugin;
+}
+namespace p2pscope::tcp {
+// One loaded plugin serves every session of the process (and both sides of --loopback).
+std::shared_ptr<DataPath> make_plugin_path(std::shared_ptr<net::Plugin> plugin);
+
+}  // namespace p2pscope::tcp

@@ -1,0 +1,325 @@
+// The net-plugin data path (bench net): each link of the session is one plugin comm,
+// dealt over the plugin's devices as bench tcp deals sockets over NICs. Handles from
+// listen() cross the control connection; each side connects the links it sends on and
+// accepts the ones it receives on, in one agreed order. In a round, one progress
+// thread per comm keeps up to --window isend/irecv requests posted, tests only the
+// oldest (plugins accept nothing else) and never trusts the sizes test() reports.
+// Receives into CUDA memory are flushed where the plugin asks (iflush); on UNPACK
+// devices (TCPX) the bytes land in the plugin's bounce buffers with a scatter list,
+// which the unpack kernel (or, for host memory, a copy) applies before irecvConsumed.
+#include <cstring>
+#include <thread>
+
+#include "p2pscope/clock.hpp"
+#include "p2pscope/error.hpp"
+#include "p2pscope/netplugin.hpp"
+#include "p2pscope/units.hpp"
+#include "transport/tcp/channel.hpp"
+#include "transport/tcp/datapath.hpp"
+#include "transport/tcp/protocol.hpp"
+#include "transport/tcp/worker.hpp"
+
+namespace p2pscope::tcp {
+namespace {
+
+// NCCL_NET_MAX_REQUESTS: what a plugin must take in flight per comm.
+constexpr std::uint32_t kMaxRequestsPerComm = 32;
+
+struct PluginLink final : LinkState {
+  int dev = 0;
+  net::ListenComm listen;
+  net::SendComm send;
+  net::RecvComm recv;
+  net::MemRegion mr;
+};
+
+PluginLink& link_of(Conn& c) { return static_cast<PluginLink&>(*c.link); }
+
+std::string hex(const net::NetHandle& h) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : h) out += {d[b >> 4], d[b & 15]};
+  return out;
+}
+
+net::NetHandle unhex(const std::string& text) {
+  net::NetHandle h{};
+  if (text.size() != 2 * h.size()) throw Error("a listen handle of " + std::to_string(text.size()) + " hex digits");
+  auto nib = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    throw Error("a listen handle with a character that is not a hex digit");
+  };
+  for (std::size_t i = 0; i < h.size(); ++i) h[i] = static_cast<unsigned char>(nib(text[2 * i]) << 4 | nib(text[2 * i + 1]));
+  return h;
+}
+
+std::uint64_t chunk_len(const Params& p, std::uint64_t i) {
+  return std::min<std::uint64_t>(p.chunk_bytes, p.size_bytes - i * p.chunk_bytes);
+}
+
+// Gives up when nothing moved for the session's timeout (a plugin answering NULL or
+// never completing must not hang the run).
+class Watchdog {
+ public:
+  explicit Watchdog(double timeout_s) : limit_ns_(static_cast<std::int64_t>(timeout_s * 1e9)) {}
+  void moved() { last_ = monotonic_ns(); }
+  void check(const char* what) const {
+    if (monotonic_ns() - last_ > limit_ns_)
+      throw IoError(std::string("no progress for ") + fixed_s() + " s while " + what +
+                        " (plugin stalled, or the peer stopped)", IoCause::timeout);
+  }
+
+ private:
+  std::string fixed_s() const { return std::to_string(limit_ns_ / 1'000'000'000); }
+  std::int64_t limit_ns_, last_ = monotonic_ns();
+};
+
+void plugin_sender(WorkerArgs a) {
+  run_guarded(a, [&] {
+    const Params& p = a.s.p;
+    PluginLink& l = link_of(a.c);
+    const auto chunks = chunks_of(p, a.c.channel, a.c.socket);
+    const Buffer& src = a.s.src[a.c.gpu_slot];
+    const std::uint32_t window = std::min(p.window, kMaxRequestsPerComm);
+    std::deque<std::int64_t> posted_ns;
+    std::size_t posted = 0, done = 0;
+    Watchdog dog(p.timeout_s);
+    while (done < chunks.size()) {
+      if (a.ctl.failed.load(std::memory_order_relaxed)) break;
+      // The channel's window (its sockets share it) and the comm's request limit.
+      while (posted < chunks.size() && posted - done < window && a.ch.permits.try_acquire()) {
+        const std::uint64_t off = chunks[posted] * p.chunk_bytes, len = chunk_len(p, chunks[posted]);
+        const char* data = src.data() + a.s.src_layout.offset(p, a.c.channel, a.c.socket, posted, off);
+        const std::int64_t t = monotonic_ns();
+        const auto req = l.send.isend(data, len, l.mr);
+        ++a.rep.syscalls;
+        if (!req) {  // the plugin is busy: test, then try again
+          a.ch.permits.release();
+          break;
+        }
+        const std::uint32_t occ = a.ch.in_flight.fetch_add(1) + 1;
+        posted_ns.push_back(t);
+        ++posted;
+        dog.moved();
+        std::lock_guard lk(a.ch.mu);
+        if (a.timed) {
+          a.ch.occ_sum += occ;
+          ++a.ch.occ_n;
+          a.ch.occ_max = std::max(a.ch.occ_max, occ);
+        }
+        if (a.ch.round_first_ns == 0 || t < a.ch.round_first_ns) a.ch.round_first_ns = t;
+      }
+      if (done < posted) {
+        ++a.rep.syscalls;
+        if (l.send.test_oldest()) {
+          const std::int64_t t = monotonic_ns();
+          a.ch.in_flight.fetch_sub(1);
+          a.ch.permits.release();
+          std::lock_guard lk(a.ch.mu);
+          if (a.timed) a.ch.lat_ns.push_back(static_cast<double>(t - posted_ns.front()));
+          a.ch.round_last_ns = std::max(a.ch.round_last_ns, t);
+          a.ch.round_bytes += chunk_len(p, chunks[done]);
+          posted_ns.pop_front();
+          ++done;
+          dog.moved();
+          continue;
+        }
+      }
+      dog.check(done < posted ? "waiting for a send to complete" : "posting a send");
+      std::this_thread::yield();  // nothing moved: let the peer's thread (or the plugin's) run
+    }
+    for (; done < posted; ++done) a.ch.permits.release();  // a failed round leaves the window whole
+  });
+}
+
+// Applies an UNPACK receive's scatter list: a kernel into GPU memory, a copy into host.
+void unpack_into(const net::UnpackView& v, char* dst, bool on_gpu) {
+  if (on_gpu) {
+    if (!device_accessible(v.bounce) || !device_accessible(v.pieces))
+      throw UsageError("the plugin's UNPACK bounce area or scatter list is host memory the GPU cannot read (the "
+                       "reference plugin emulates UNPACK in host memory; TCPX's bounce buffers are GPU memory): use "
+                       "--mem host with this plugin's UNPACK mode");
+    net::launch_unpack(v.pieces, v.count, v.bounce, dst, nullptr);
+    Staging::synchronize_device();
+    return;
+  }
+  const char* bounce = static_cast<const char*>(v.bounce);
+  for (std::size_t i = 0; i < v.count; ++i) std::memcpy(dst + v.pieces[i].dst_off, bounce + v.pieces[i].src_off, v.pieces[i].len);
+}
+
+void plugin_receiver(WorkerArgs a) {
+  run_guarded(a, [&] {
+    const Params& p = a.s.p;
+    PluginLink& l = link_of(a.c);
+    const auto chunks = chunks_of(p, a.c.channel, a.c.socket);
+    Buffer& dst = a.s.dst[a.c.gpu_slot];
+    const std::uint64_t seed = a.s.seed(a.c.c2s, a.c.gpu_slot, a.round);
+    const net::DeviceProps& dev = l.recv.plugin()->device(l.dev);
+    const bool unpack = l.recv.unpack();
+    const std::uint32_t window = std::min(p.window, unpack ? 16u : kMaxRequestsPerComm);
+    std::size_t posted = 0, done = 0;
+    Watchdog dog(p.timeout_s);
+    auto where = [&](std::size_t j) {
+      const std::uint64_t off = chunks[j] * p.chunk_bytes;
+      return dst.data() + a.s.dst_layout.offset(p, a.c.channel, a.c.socket, j, off);
+    };
+    while (done < chunks.size()) {
+      if (a.ctl.failed.load(std::memory_order_relaxed)) return;
+      while (posted < chunks.size() && posted - done < window) {
+        const auto req = l.recv.irecv(where(posted), chunk_len(p, chunks[posted]), l.mr);
+        ++a.rep.syscalls;
+        if (!req) break;
+        const std::int64_t t = monotonic_ns();
+        ++posted;
+        dog.moved();
+        std::lock_guard lk(a.ch.mu);
+        if (a.ch.round_first_ns == 0 || t < a.ch.round_first_ns) a.ch.round_first_ns = t;
+      }
+      ++a.rep.syscalls;
+      if (done < posted && l.recv.test_oldest()) {
+        const std::uint64_t off = chunks[done] * p.chunk_bytes, len = chunk_len(p, chunks[done]);
+        char* into = where(done);
+        if (unpack) {
+          unpack_into(l.recv.unpack_view(), into, dst.on_gpu());
+          l.recv.irecv_consumed();
+        }
+        if (dst.on_gpu() && (dev.force_flush || dev.cuda_memory())) {
+          if (l.recv.iflush(into, len, l.mr)) {
+            while (!l.recv.test_flush()) dog.check("waiting for a flush (iflush) to complete");
+          }
+        }
+        if (p.verify && !dst.on_gpu()) {
+          const std::uint64_t bad = check_pattern(into, off, len, seed);
+          if (bad != len)
+            throw Error("verify: byte at offset " + std::to_string(off + bad) + " of GPU slot " +
+                        std::to_string(a.c.gpu_slot) + " differs from the sender's pattern");
+        }
+        const std::int64_t t = monotonic_ns();
+        ++done;
+        dog.moved();
+        std::lock_guard lk(a.ch.mu);
+        a.ch.round_last_ns = std::max(a.ch.round_last_ns, t);
+        a.ch.round_bytes += len;
+        continue;
+      }
+      dog.check(done < posted ? "waiting for a receive to complete" : "posting a receive");
+      std::this_thread::yield();
+    }
+  });
+}
+
+class PluginPath final : public DataPath {
+ public:
+  explicit PluginPath(std::shared_ptr<net::Plugin> plugin) : plugin_(std::move(plugin)) {}
+
+  std::string name() const override {
+    return "net plugin " + plugin_->name() + " v" + std::to_string(plugin_->version());
+  }
+
+  void check(const Params& p) const override {
+    if (p.mode == Mode::latency)
+      throw UsageError("bench net: --mode latency is not supported over a plugin yet; use bw or bidir (the chunk "
+                       "latency column gives post-to-completion times)");
+    bool cuda = false, host = false;
+    std::uint64_t max_bytes = ~std::uint64_t{0};
+    for (const auto& d : plugin_->devices()) {
+      cuda = cuda || d.cuda_memory();
+      host = host || d.host_memory();
+      max_bytes = std::min(max_bytes, d.max_p2p_bytes);
+    }
+    if (p.mem == MemKind::gpu && !cuda)
+      throw UsageError(plugin_->describe() + " offers " + net::ptr_support_text(plugin_->device(0).ptr_support) +
+                       " memory, not CUDA: use --mem host");
+    if (p.mem == MemKind::host && !host)
+      throw UsageError(plugin_->describe() + " cannot move host memory (ptrSupport " +
+                       net::ptr_support_text(plugin_->device(0).ptr_support) + "): use --mem gpu");
+    if (p.chunk_bytes > max_bytes)
+      throw UsageError("--chunk " + format_size(p.chunk_bytes) + " is over what " + plugin_->describe() +
+                       " carries in one request (" + format_size(max_bytes) + "); pick a smaller --chunk");
+  }
+
+  std::uint32_t threads_per_link(const Params&, bool) const override { return 1; }
+
+  void open_client(Session& s, Socket& ctrl, const ClientOptions&, const std::string&) override { open(s, ctrl); }
+  void open_server(Session& s, Socket& ctrl, Gate&, const std::string&) override { open(s, ctrl); }
+
+  void prepare(Session& s) override {
+    for (auto& c : s.conns) {
+      PluginLink& l = link_of(*c);
+      const bool sends = s.sends(c->c2s);
+      Buffer& b = sends ? s.src[c->gpu_slot] : s.dst[c->gpu_slot];
+      if (b.size() == 0) continue;
+      const net::MemType type = b.on_gpu() ? net::MemType::cuda : net::MemType::host;
+      l.mr = sends ? l.send.reg_mr(b.data(), b.size(), type) : l.recv.reg_mr(b.data(), b.size(), type);
+    }
+  }
+
+  void run_workers(Session& s, std::uint32_t round, bool timed) override {
+    RoundCtl ctl;  // no sockets to shut: the workers poll ctl.failed between plugin calls
+    run_worker_threads(s, round, timed, ctl,
+                       [](const WorkerReport& w) -> WorkerFn { return w.role == "tx" ? plugin_sender : plugin_receiver; });
+  }
+
+ private:
+  // Links in one order on both sides (direction, GPU, channel, socket); each side
+  // listens where it receives, sends those handles, then connects or accepts in order.
+  void open(Session& s, Socket& ctrl) {
+    const Params& p = s.p;
+    const auto& devs = plugin_->devices();
+    nlohmann::json mine = nlohmann::json::array();
+    for (bool c2s : {true, false}) {
+      if (!s.dir_used(c2s)) continue;
+      for (std::uint32_t g = 0; g < p.gpus.size(); ++g)
+        for (std::uint32_t c = 0; c < p.channels; ++c)
+          for (std::uint32_t k = 0; k < p.sockets_per_channel; ++k) {
+            auto conn = std::make_unique<Conn>();
+            auto link = std::make_unique<PluginLink>();
+            conn->c2s = c2s;
+            conn->gpu_slot = g;
+            conn->channel = c;
+            conn->socket = k;
+            link->dev = static_cast<int>((std::size_t{g} * p.channels + c) % devs.size());
+            const auto& d = devs[static_cast<std::size_t>(link->dev)];
+            conn->nic = {d.name, ""};
+            conn->local_desc = "dev " + std::to_string(d.index) + " " + d.name;
+            conn->peer_desc = "comm " + std::to_string(s.conns.size());
+            if (!s.sends(c2s)) {
+              link->listen = plugin_->listen(link->dev);
+              mine.push_back(hex(link->listen.handle()));
+            } else {
+              mine.push_back(nullptr);
+            }
+            conn->link = std::move(link);
+            s.conns.push_back(std::move(conn));
+          }
+    }
+    send_frame(ctrl, FrameType::net_handles, {{"handles", mine}});
+    const auto theirs = expect_frame(ctrl, FrameType::net_handles, "exchanging plugin listen handles");
+    const auto it = theirs.find("handles");
+    if (it == theirs.end() || !it->is_array() || it->size() != s.conns.size())
+      throw Error("the peer's plugin handles do not match this session's " + std::to_string(s.conns.size()) + " links");
+    const auto deadline = net::Clock::now() + std::chrono::duration_cast<net::Clock::duration>(
+                                                  std::chrono::duration<double>(p.timeout_s));
+    for (std::size_t i = 0; i < s.conns.size(); ++i) {
+      Conn& c = *s.conns[i];
+      PluginLink& l = link_of(c);
+      if (s.sends(c.c2s)) {
+        if (!(*it)[i].is_string()) throw Error("the peer sent no listen handle for link " + std::to_string(i));
+        l.send = plugin_->connect(l.dev, unhex((*it)[i].get<std::string>()), deadline);
+      } else {
+        l.recv = plugin_->accept(l.listen, deadline);
+      }
+    }
+  }
+
+  std::shared_ptr<net::Plugin> plugin_;
+};
+
+}  // namespace
+
+std::shared_ptr<DataPath> make_plugin_path(std::shared_ptr<net::Plugin> plugin) {
+  return std::make_shared<PluginPath>(std::move(plugin));
+}
+
+}  // namespace p2pscope::tcp

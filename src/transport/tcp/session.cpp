@@ -1,0 +1,427 @@
+// Session control, the same for every data path: handshake (challenge-response over
+// the shared secret, then parameters checked against the server's own limits), rounds,
+// exchange of results, and what a failed session keeps. Data links are the DataPath's.
+#include <unistd.h>
+
+#include <ctime>
+#include <exception>
+#include <thread>
+
+#include "p2pscope/auth.hpp"
+#include "p2pscope/clock.hpp"
+#include "p2pscope/error.hpp"
+#include "p2pscope/fsroot.hpp"
+#include "p2pscope/table.hpp"
+#include "p2pscope/tcp.hpp"
+#include "p2pscope/units.hpp"
+#include "transport/tcp/channel.hpp"
+#include "transport/tcp/datapath.hpp"
+#include "transport/tcp/gate.hpp"
+#include "transport/tcp/listener.hpp"
+#include "transport/tcp/protocol.hpp"
+
+namespace p2pscope::tcp {
+namespace {
+
+void configure(Socket& s, const Params& p) {
+  s.set_timeout(p.timeout_s);
+  s.set_nodelay(p.nodelay);
+  s.set_buffers(p.sockbuf_bytes);
+}
+
+std::uint32_t rounds_of(const Params& p) { return p.mode == Mode::latency ? 1 : p.warmup + p.iters; }
+bool timed_round(const Params& p, std::uint32_t r) { return p.mode == Mode::latency || r >= p.warmup; }
+
+// GPU destinations are checked whole after the round (host ones chunk by chunk).
+void after_round(Session& s, std::uint32_t round) {
+  if (!s.p.verify || s.p.mode == Mode::latency) return;
+  for (bool c2s : {true, false}) {
+    if (!s.dir_used(c2s) || s.sends(c2s)) continue;
+    for (std::uint32_t g = 0; g < s.dst.size(); ++g) {
+      if (s.dst[g].on_gpu()) {
+        const auto bad = check_buffer(s.dst[g], s.seed(c2s, g, round));
+        if (bad != s.dst[g].size())
+          throw Error("verify: GPU " + std::to_string(s.p.gpus[g]) + " destination byte " + std::to_string(bad) +
+                      " differs from the sender's pattern after round " + std::to_string(round));
+      }
+      s.report.verified_bytes += s.p.size_bytes;
+    }
+  }
+}
+
+// Fails early (before any data moves) when a GPU of the list cannot be used.
+void probe_gpus(const Params& p) {
+  if (p.mem != MemKind::gpu) return;
+  for (int g : p.gpus) Buffer::device(1, g);
+}
+
+// "link down (NIC eth1: operstate down)" when the failing link's NIC says so: a
+// timeout and an unplugged cable look alike from the socket.
+std::string name_cause(const LocalOptions& local, IoCause cause, const std::string& nic) {
+  if (!nic.empty() && nic != "lo" && cause != IoCause::closed && cause != IoCause::reset) {
+    try {
+      const FsRoot root(local.fsroot);
+      const auto oper = root.read_line("/sys/class/net/" + nic + "/operstate");
+      const auto carrier = root.read_line("/sys/class/net/" + nic + "/carrier");
+      if ((oper && *oper != "up" && *oper != "unknown") || (carrier && *carrier == "0"))
+        return "link down (NIC " + nic + ": operstate " + oper.value_or("?") + ", carrier " + carrier.value_or("?") + ")";
+    } catch (const std::exception&) {  // the NIC is gone altogether: say what the socket said
+    }
+  }
+  return to_string(cause);
+}
+
+struct Outcome {
+  std::string failure, cause;
+  std::uint32_t timed_done = 0;
+};
+
+// Tells the peer this side failed; never throws (the peer may be gone).
+void tell_peer(Socket& ctrl, const std::string& why) noexcept {
+  try {
+    ctrl.set_timeout(1.0);
+    send_frame(ctrl, FrameType::error, {{"reason", why}});
+  } catch (const std::exception&) {
+  }
+}
+
+Outcome run_rounds(Session& s, Socket& ctrl) {
+  const std::string peer = s.is_client ? "server" : "client";
+  Outcome out;
+  std::int64_t rounds0 = 0;  // from the first go: not the peer's set-up
+  try {
+    // The server says when its buffers are ready, so no timed round includes its setup;
+    // it fills the next round's sources before reporting a round done, for the same reason.
+    if (s.is_client)
+      expect_frame(ctrl, FrameType::done, "waiting for the server to set up");
+    else
+      send_frame(ctrl, FrameType::done, {{"round", -1}});
+    for (std::uint32_t r = 0; r < rounds_of(s.p); ++r) {
+      if (s.is_client) {
+        if (r > 0) fill_sources(s, r);
+        send_frame(ctrl, FrameType::go, {{"round", r}});
+      } else {
+        const auto body = expect_frame(ctrl, FrameType::go, "waiting for round " + std::to_string(r));
+        const auto it = body.find("round");
+        if (it == body.end() || !it->is_number_integer() || it->get<std::int64_t>() != r)
+          throw Error("client is out of step: round mismatch");
+      }
+      if (r == 0) rounds0 = monotonic_ns();
+      run_round(s, r, timed_round(s.p, r));
+      after_round(s, r);
+      if (s.is_client) {
+        expect_frame(ctrl, FrameType::done, "round " + std::to_string(r));
+      } else {
+        if (r + 1 < rounds_of(s.p)) fill_sources(s, r + 1);
+        send_frame(ctrl, FrameType::done, {{"round", r}});
+      }
+      if (timed_round(s.p, r) && s.p.mode != Mode::latency) ++out.timed_done;
+    }
+  } catch (const RoundFailure& e) {
+    out.failure = s.report.side + ": " + e.what();
+    out.cause = name_cause(s.local, e.cause(), e.nic());
+  } catch (const IoError& e) {  // the control connection
+    out.failure = s.report.side + ": control connection to the " + peer + ": " + e.what();
+    out.cause = to_string(e.cause());
+  } catch (const std::exception& e) {
+    out.failure = s.report.side + ": " + e.what();
+    out.cause = "error";
+  }
+  if (!out.failure.empty()) tell_peer(ctrl, out.failure);
+  if (s.p.mode == Mode::latency && out.failure.empty()) out.timed_done = 1;
+  s.report.rounds_s = rounds0 ? static_cast<double>(monotonic_ns() - rounds0) * 1e-9 : 0;
+  finish_report(s);
+  return out;
+}
+
+// After a failure the peer may still send its figures (it failed too, or saw ours):
+// read frames for a short while, keep its reason and its result.
+void collect_after_failure(Socket& ctrl, Results& r) {
+  const std::int64_t until = monotonic_ns() + 1'000'000'000;
+  try {
+    ctrl.set_timeout(0.5);
+    while (monotonic_ns() < until) {
+      Frame f = recv_frame(ctrl, false);
+      if (f.type == FrameType::error) {
+        const auto it = f.body.find("reason");
+        if (it != f.body.end() && it->is_string()) r.failure += "; server: " + it->get<std::string>().substr(0, 500);
+      } else if (f.type == FrameType::result) {
+        r.server = side_from_json(f.body);
+        return;
+      }
+    }
+  } catch (const std::exception&) {  // gone: the client's side is what there is
+  }
+  r.server.side = "server";
+  r.server.warnings.push_back("the server's figures did not arrive after the failure");
+}
+
+std::string json_string(const nlohmann::json& j, const char* key, const std::string& context) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_string())
+    throw Error(context + ": malformed reply (field '" + key + "' missing or not a string)");
+  return it->get<std::string>();
+}
+
+std::shared_ptr<DataPath> path_of(const LocalOptions& l) { return l.path ? l.path : make_socket_path(); }
+
+std::string now_hms() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
+  return buf;
+}
+
+}  // namespace
+
+Results run_client(const ClientOptions& o, const Params& params) {
+  validate(params);
+  if (o.hosts.empty()) throw UsageError("--client needs at least one server address");
+  for (const auto& h : o.hosts) parse_ipv4(h, "--client");
+  const auto path = path_of(o.local);
+  Params p = params;
+  p.transport = path->name();
+  path->check(p);
+  probe_gpus(p);
+
+  Session s;
+  s.p = p;
+  s.is_client = true;
+  s.local = o.local;
+  s.path = path.get();
+  s.report.side = "client";
+  std::string src;
+  if (!o.local.nics.empty()) src = resolve_nic(o.local.nics[0]).ipv4;
+  Socket ctrl = Socket::connect_to(o.hosts[0], o.port, src, p.timeout_s);
+  configure(ctrl, p);
+  ctrl.set_label("control connection to " + ctrl.peer_addr());
+  const std::string context = "handshake with " + ctrl.peer_addr();
+  const std::string nonce = auth::random_nonce_hex();
+  send_frame(ctrl, FrameType::hello, {{"nonce", nonce}});
+  const auto challenge = expect_frame(ctrl, FrameType::challenge, context);
+  const std::string server_nonce = json_string(challenge, "nonce", context);
+  const bool required = json_string(challenge, "auth", context) == "required";
+  if (required && !o.token)
+    throw Error(context + ": the server requires the shared secret: set P2PSCOPE_TOKEN (or P2PSCOPE_TOKEN_FILE) "
+                          "to the server's value");
+  send_frame(ctrl, FrameType::params,
+             {{"proof", o.token ? auth::proof(*o.token, "client", nonce, server_nonce) : ""}, {"params", to_json(p)}});
+  const auto accepted = expect_frame(ctrl, FrameType::accept, context);
+  if (required && !auth::equal_constant_time(json_string(accepted, "proof", context),
+                                              auth::proof(*o.token, "server", nonce, server_nonce)))
+    throw Error(context + ": the server could not prove it holds the shared secret; not sending data to it");
+  if (o.token && !required)
+    s.warnings.push_back("this client has a shared secret but the server checks none: anyone can use that server");
+  const std::string session_id = json_string(accepted, "session", context);
+  const auto t = accepted.find("timeout_s");
+  if (t != accepted.end() && t->is_number() && t->get<double>() != p.timeout_s)
+    s.warnings.push_back("the server runs this session with a timeout of " + fixed(t->get<double>(), 1) +
+                         " s (its limits), not --timeout " + fixed(p.timeout_s, 1));
+
+  path->open_client(s, ctrl, o, session_id);
+  prepare_session(s);
+  const Outcome out = run_rounds(s, ctrl);
+  Results r;
+  r.params = p;
+  r.client = s.report;
+  r.failure = out.failure;
+  r.failure_cause = out.cause;
+  r.rounds_completed = out.timed_done;
+  if (out.failure.empty()) {
+    r.server = side_from_json(expect_frame(ctrl, FrameType::result, "final results"));
+  } else {
+    collect_after_failure(ctrl, r);
+  }
+  return r;
+}
+
+struct Server::Impl {
+  ServerOptions opts;
+  Listener listener;
+  std::shared_ptr<DataPath> path;
+  std::mutex gate_mu;
+  bool stopped = false;
+  // Started by the first serve_one (not the constructor: a test may fork a child that
+  // serves, and threads do not survive fork) and kept between sessions, so a client
+  // that connects as one session ends waits for the next instead of being dropped.
+  std::unique_ptr<Gate> gate;
+  explicit Impl(const ServerOptions& o) : opts(o), listener(o.bind_addrs, o.port), path(path_of(o.local)) {}
+  void log(const std::string& line) const {
+    if (opts.log) opts.log(line);
+  }
+  void flush_log(Gate& g) const {
+    for (const auto& l : g.take_log()) log(l);
+  }
+  Gate& the_gate() {
+    std::lock_guard lk(gate_mu);
+    if (stopped) throw NoClient("server stopped");
+    if (!gate) {
+      const ServerLimits& lim = opts.limits;
+      gate = std::make_unique<Gate>(listener, GateLimits{lim.hello_timeout_s, lim.max_pending, 64u << 10}, opts.token);
+    }
+    return *gate;
+  }
+  Results session(Gate& gate, ClientHello& c);
+};
+
+Server::Server(const ServerOptions& opts) {
+  if (opts.bind_addrs.empty()) throw UsageError("--bind needs at least one address");
+  for (const auto& a : opts.bind_addrs) parse_ipv4(a, "--bind");
+  for (const auto& n : opts.local.nics) resolve_nic(n);
+  const auto& l = opts.limits;
+  if (l.min_timeout_s <= 0 || l.max_timeout_s < l.min_timeout_s) throw UsageError("server timeout limits out of order");
+  if (l.hello_timeout_s <= 0 || l.max_pending == 0) throw UsageError("server handshake limits must be positive");
+  impl_ = std::make_unique<Impl>(opts);
+}
+Server::~Server() = default;
+std::uint16_t Server::port() const { return impl_->listener.port(); }
+void Server::stop() {
+  impl_->listener.stop();
+  std::lock_guard lk(impl_->gate_mu);
+  impl_->stopped = true;
+  if (impl_->gate) impl_->gate->stop();
+}
+
+Results Server::serve_one() {
+  Gate& gate = impl_->the_gate();
+  ClientHello c;
+  try {
+    c = gate.next_client(impl_->opts.accept_timeout_s);
+  } catch (...) {
+    impl_->flush_log(gate);
+    throw;
+  }
+  impl_->flush_log(gate);
+  try {
+    Results r = impl_->session(gate, c);
+    impl_->flush_log(gate);
+    return r;
+  } catch (const Error&) {
+    impl_->flush_log(gate);
+    throw;
+  } catch (const std::exception& e) {  // a resource (threads, memory) or a bug: this session only
+    impl_->flush_log(gate);
+    throw Error("session with " + c.peer + " failed: " + e.what());
+  }
+}
+
+Results Server::Impl::session(Gate& gate, ClientHello& c) {
+  Socket& ctrl = c.ctrl;
+  ctrl.set_label("control connection from " + c.peer);
+  Params p;
+  std::uint64_t host_bytes = 0;
+  try {
+    p = params_from_json(c.params);
+    if (p.transport != path->name())
+      throw UsageError("the client moves data over " + p.transport.substr(0, 100) + ", this server over " +
+                       path->name() + " (bench tcp and bench net servers are separate)");
+    path->check(p);
+    const ServerLimits& lim = opts.limits;
+    p.timeout_s = std::min(std::max(p.timeout_s, lim.min_timeout_s), lim.max_timeout_s);
+    const std::uint64_t links = link_count(p);
+    if (links > lim.max_connections)
+      throw UsageError("the session needs " + std::to_string(links) + " data links, over this server's limit of " +
+                       std::to_string(lim.max_connections));
+    const std::uint64_t threads = worker_count(p, *path, false);
+    if (threads > lim.max_threads)
+      throw UsageError("the session needs " + std::to_string(threads) + " worker threads here, over this server's "
+                       "limit of " + std::to_string(lim.max_threads));
+    host_bytes = host_buffer_bytes(p, false);
+    const std::uint64_t max_mem = lim.max_memory_bytes ? lim.max_memory_bytes : default_max_memory_bytes();
+    if (host_bytes > max_mem)
+      throw UsageError("the session needs " + format_size(host_bytes) + " of host buffers here, over this server's "
+                       "--max-memory " + format_size(max_mem) + "; use a smaller --size or --chunk x --window, or "
+                       "drop --verify (it keeps a whole source)");
+    probe_gpus(p);
+  } catch (const std::exception& e) {
+    try {
+      send_frame(ctrl, FrameType::reject, {{"reason", e.what()}});
+    } catch (const std::exception&) {
+    }
+    throw Error("refused " + c.peer + ": " + e.what());
+  }
+  configure(ctrl, p);
+  const std::string session_id = auth::random_nonce_hex();
+  gate.open_session(session_id, "busy: serving a session for " + c.peer + " since " + now_hms());
+  struct Close {
+    Gate& g;
+    ~Close() { g.close_session(); }
+  } close{gate};
+  send_frame(ctrl, FrameType::accept,
+             {{"session", session_id},
+              {"proof", opts.token ? auth::proof(*opts.token, "server", c.client_nonce, c.server_nonce) : ""},
+              {"timeout_s", p.timeout_s}});
+
+  Session s;
+  s.p = p;
+  s.is_client = false;
+  s.local = opts.local;
+  s.path = path.get();
+  s.report.side = "server";
+  s.reveal_host = c.authenticated;
+  path->open_server(s, ctrl, gate, session_id);
+  prepare_session(s);
+  const Outcome out = run_rounds(s, ctrl);
+  gate.close_session();  // before the result: a client that connects once it has it is not "busy"
+  try {
+    send_frame(ctrl, FrameType::result, to_json(s.report));
+  } catch (const std::exception& e) {
+    if (out.failure.empty()) throw;
+  }
+  Results r;
+  r.params = p;
+  r.client.side = "client";
+  r.server = s.report;
+  r.failure = out.failure;
+  r.failure_cause = out.cause;
+  r.rounds_completed = out.timed_done;
+  return r;
+}
+
+Results run_loopback(const Params& p, const LocalOptions& client_local, const LocalOptions& server_local) {
+  validate(p);
+  ServerOptions so;
+  so.bind_addrs = {"127.0.0.1"};
+  so.port = 0;
+  so.local = server_local;
+  so.accept_timeout_s = p.timeout_s;
+  so.limits.max_timeout_s = std::max(so.limits.max_timeout_s, p.timeout_s);  // one process: no stranger's limits
+  so.limits.min_timeout_s = std::min(so.limits.min_timeout_s, p.timeout_s);
+  so.limits.max_memory_bytes = ~std::uint64_t{0};
+  so.limits.max_connections = so.limits.max_threads = 1u << 20;
+  const std::optional<std::string> token = auth::random_nonce_hex();  // nobody else can join this session
+  so.token = token;
+  Server srv(so);
+  ClientOptions co;
+  co.hosts = {"127.0.0.1"};
+  co.port = srv.port();
+  co.local = client_local;
+  co.token = token;
+  std::exception_ptr server_error;
+  Results server_side;
+  std::thread t([&] {
+    try {
+      server_side = srv.serve_one();
+    } catch (...) {
+      server_error = std::current_exception();
+    }
+  });
+  Results r;
+  try {
+    r = run_client(co, p);
+  } catch (...) {
+    srv.stop();
+    t.join();
+    throw;
+  }
+  t.join();
+  if (server_error && r.failure.empty()) std::rethrow_exception(server_error);
+  // One process: the server's own figures are at hand even when they could not be sent.
+  if (!r.failure.empty() && r.server.channels.empty() && !server_side.server.channels.empty())
+    r.server = server_side.server;
+  return r;
+}
+
+}  // namespace p2pscope::tcp
