@@ -5,6 +5,9 @@
 #
 #   tools/capture-fsroot.sh [OUT_DIR]     (default ./fsroot-<host>-<time>)
 #
+# What sysfs cannot show (NVLinks, GPU names) is saved from nvidia-smi, when it is
+# installed, under OUT_DIR/p2pscope/: nvidia-smi-gpus.csv, nvidia-smi-topo-m.txt,
+# nvidia-smi-q.xml, nvidia-smi-nvlink-s.txt; `p2pscope topo --root` reads them.
 # Only named attributes are read (never config, rom, vpd or resource files, whose
 # reads can be slow, privileged or hang); unreadable files are skipped; no link is
 # followed out of /sys. Runs as any user; root adds nothing it needs.
@@ -87,8 +90,10 @@ for i in /sys/class/infiniband/*; do
 done
 
 # /proc.
-add_files /proc/interrupts /proc/cpuinfo /proc/stat /proc/net/dev /proc/sys/kernel/hostname
-for q in /proc/irq/[0-9]*; do add_files "$q"/smp_affinity "$q"/smp_affinity_list; done
+add_files /proc/interrupts /proc/cpuinfo /proc/stat /proc/net/dev /proc/net/route /proc/sys/kernel/hostname
+for q in /proc/irq/[0-9]*; do
+  add_files "$q"/smp_affinity "$q"/smp_affinity_list "$q"/effective_affinity "$q"/effective_affinity_list
+done
 
 # Copy: cp reads until EOF (sysfs sizes lie) and keeps links as links with -P.
 # Unreadable files (EINVAL on empty GID attributes, EACCES) fail alone and are skipped.
@@ -96,6 +101,18 @@ copy() { xargs -0 -r -n 512 timeout 10 cp --parents -P -t "$out" 2>/dev/null; }
 printf '%s\0' "${files[@]}" | copy
 printf '%s\0' "${links[@]}" | copy
 for d in "${dirs[@]}"; do mkdir -p "$out$d"; done
+# nvidia-smi facts (each command bounded: a wedged driver must not hang the capture).
+if command -v nvidia-smi >/dev/null 2>&1; then
+  mkdir -p "$out/p2pscope"
+  smi() { local f=$1; shift; timeout 30 nvidia-smi "$@" >"$out/p2pscope/$f" 2>/dev/null || rm -f "$out/p2pscope/$f"; }
+  smi nvidia-smi-gpus.csv --query-gpu=index,pci.bus_id,name,uuid,memory.total --format=csv,noheader,nounits
+  smi nvidia-smi-topo-m.txt topo -m
+  smi nvidia-smi-q.xml -q -x
+  smi nvidia-smi-nvlink-s.txt nvlink -s
+  smi nvidia-smi.txt
+else
+  echo "capture-fsroot: nvidia-smi not found: NVLinks and GPU names are not in this capture" >&2
+fi
 # A file that failed to read leaves nothing; drop empty copies of unreadable ones.
 find "$out" -type f -empty -delete 2>/dev/null
 # git keeps no empty directory: mark the queue dirs so a committed tree keeps them.

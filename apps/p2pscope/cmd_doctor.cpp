@@ -9,7 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <regex>
+#include <cstdio>
 #include <sstream>
 
 #include "commands.hpp"
@@ -17,7 +17,9 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
 #include "p2pscope/metadata.hpp"
+#include "p2pscope/table.hpp"
 #include "p2pscope/tune.hpp"
+#include "p2pscope/units.hpp"
 
 extern char** environ;
 
@@ -30,13 +32,6 @@ struct DoctorOptions {
   bool compare = false, force = false;
 };
 
-std::string slurp(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(std::string("cannot open ") + what + " '" + path + "': " + errno_text(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::map<std::string, std::string> nccl_env() {
   std::map<std::string, std::string> env;
@@ -95,16 +90,8 @@ std::pair<int, std::string> run_self(const std::vector<std::string>& args, const
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
 }
 
-// Largest bus bandwidth printed by `bench nccl` (JSON "busbw..." fields or "busbw X GB/s").
-double busbw_in(const std::string& out) {
-  static const std::regex gb(R"(busbw[^0-9\n]{0,20}([0-9]+(?:\.[0-9]+)?)\s*GB/s)", std::regex::icase);
-  static const std::regex js(R"("busbw_bytes_per_s"\s*:\s*([0-9.eE+]+))");
-  double best = 0;
-  for (std::sregex_iterator it(out.begin(), out.end(), gb), end; it != end; ++it) best = std::max(best, std::stod((*it)[1]) * 1e9);
-  for (std::sregex_iterator it(out.begin(), out.end(), js), end; it != end; ++it) best = std::max(best, std::stod((*it)[1]));
-  return best;
-}
-
+// bench nccl all-reduce under forced fallbacks; its figures come from its JSON file,
+// its NCCL_DEBUG=INFO lines from its output.
 std::vector<tune::TransportRun> compare_transports(const std::string& size) {
   const std::vector<std::pair<std::string, std::map<std::string, std::string>>> configs = {
       {"default", {{"NCCL_DEBUG", "INFO"}}},
@@ -112,28 +99,64 @@ std::vector<tune::TransportRun> compare_transports(const std::string& size) {
       {"NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1", {{"NCCL_DEBUG", "INFO"}, {"NCCL_P2P_DISABLE", "1"}, {"NCCL_SHM_DISABLE", "1"}}},
   };
   std::vector<tune::TransportRun> runs;
+  char tmpl[] = "/tmp/p2pscope-doctor-XXXXXX";
+  if (!::mkdtemp(tmpl)) throw_errno("mkdtemp");
+  const std::string dir = tmpl;
+  int k = 0;
   for (const auto& [label, env] : configs) {
     std::cerr << "doctor: running bench nccl --op allreduce under " << label << " ...\n";
     tune::TransportRun r;
     r.label = label;
     r.env = env;
-    auto [code, out] = run_self({"bench", "nccl", "--op", "allreduce", "--sizes", size}, env);
+    const std::string json_path = dir + "/run" + std::to_string(k++) + ".json";
+    auto [code, out] = run_self({"bench", "nccl", "--op", "allreduce", "--sizes", size, "--format", "json", "--out", json_path}, env);
     r.exit_code = code;
     r.log = tune::parse_nccl_log(out, "bench nccl (" + label + ")");
-    r.busbw_bytes_per_s = busbw_in(out);
+    std::ifstream in(json_path);
+    if (in) {
+      std::stringstream ss;
+      ss << in.rdbuf();
+      const auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+      try {
+        if (!j.is_discarded()) {
+          auto perf = tune::perf_from_bench_json(j, "bench nccl (" + label + ")");
+          perf.transport = r.log.primary_transport();
+          r.busbw_bytes_per_s = std::max(0.0, perf.peak_busbw());
+          r.log.perf.push_back(std::move(perf));
+        }
+      } catch (const UsageError& e) {
+        r.error = e.what();
+      }
+    }
+    std::remove(json_path.c_str());
     if (code != 0) r.error = "exit " + std::to_string(code) + ": " + out.substr(out.size() > 400 ? out.size() - 400 : 0);
     runs.push_back(std::move(r));
   }
+  ::rmdir(dir.c_str());
   return runs;
 }
 
+std::string gb(double bytes_per_s) { return bytes_per_s > 0 ? fixed(bytes_per_s / 1e9, 2) + " GB/s" : std::string("n/a"); }
+
 void print_text(const tune::DoctorReport& r, const std::vector<tune::TransportRun>& runs) {
-  for (const auto& l : r.logs)
-    std::cout << l.file << ": NCCL " << (l.nccl_version.empty() ? "?" : l.nccl_version) << ", transport "
-              << l.primary_transport() << ", network " << (l.network.empty() ? "?" : l.network) << "\n";
+  for (const auto& l : r.logs) {
+    if (l.nccl_lines == 0)
+      std::cout << l.file << ": no NCCL_DEBUG=INFO lines (plain program output), transport unknown\n";
+    else
+      std::cout << l.file << ": NCCL " << (l.nccl_version.empty() ? "?" : l.nccl_version) << ", transport "
+                << l.primary_transport() << (l.loopback() ? " over lo (loopback: not a network)" : "") << ", network "
+                << (l.network.empty() ? "?" : l.network) << "\n";
+    for (const auto& p : l.perf)
+      std::cout << "  " << p.tool << " " << (p.op.empty() ? "?" : p.op) << ": " << p.rows.size()
+                << " size(s), peak busbw " << gb(p.peak_busbw()) << ", avg busbw " << gb(p.avg_busbw) << "\n";
+  }
+  for (const auto& p : r.results)
+    std::cout << p.source << ": " << p.tool << " " << p.op << ", " << p.rows.size() << " size(s), peak busbw "
+              << gb(p.peak_busbw()) << "\n";
+  if (const auto cmp = tune::transport_comparison(r.logs); !cmp.empty()) std::cout << "compared: " << cmp << "\n";
   for (const auto& run : runs) {
     std::cout << "run " << run.label << ": transport " << run.log.primary_transport() << ", busbw "
-              << (run.busbw_bytes_per_s > 0 ? std::to_string(run.busbw_bytes_per_s / 1e9) + " GB/s" : "n/a");
+              << gb(run.busbw_bytes_per_s);
     if (runs.front().busbw_bytes_per_s > 0 && run.busbw_bytes_per_s > 0)
       std::cout << " (default / this = " << runs.front().busbw_bytes_per_s / run.busbw_bytes_per_s << ")";
     if (!run.error.empty()) std::cout << "\n  failed: " << run.error;
@@ -160,49 +183,27 @@ void print_text(const tune::DoctorReport& r, const std::vector<tune::TransportRu
 void add_doctor_command(CLI::App& app, Context& ctx) {
   auto opt = std::make_shared<DoctorOptions>();
   auto* cmd = app.add_subcommand("doctor", "Diagnose NCCL settings, NCCL logs, RDMA setup and IRQ placement");
-  cmd->add_option("--nccl-log", opt->logs, "NCCL_DEBUG=INFO log file(s) to analyse")->check(CLI::ExistingFile);
+  cmd->add_option("--nccl-log", opt->logs,
+                  "NCCL_DEBUG=INFO log file(s) or plain nccl-tests output to analyse (repeat for several runs)")->check(CLI::ExistingFile);
   cmd->add_option("--root", opt->root, "Root of a captured tree instead of /");
   cmd->add_option("--format", opt->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   // --out as every other command that writes a file spells it.
   cmd->add_option("--report,--out", opt->report, "Write the NCCL optimization report (markdown) here");
   cmd->add_flag("--force", opt->force, "Replace the --report file if it exists");
-  cmd->add_option("--results", opt->results, "p2pscope result JSON(s) for the report's performance table")
+  cmd->add_option("--results", opt->results, "`bench nccl --format json` file(s) for the report's performance table")
       ->check(CLI::ExistingFile);
   cmd->add_flag("--compare-transports", opt->compare,
                 "Run bench nccl all-reduce with default settings and with P2P / P2P+SHM disabled (GPU machine)");
   cmd->add_option("--size", opt->size, "Message size for --compare-transports (default 64M)");
   cmd->callback([opt, &ctx] {
-    tune::DoctorReport rep;
-    rep.env = nccl_env();
-    rep.findings = tune::check_nccl_env(rep.env);
-    const FsRoot fs(opt->root);
+    tune::DoctorInputs in;
+    in.log_files = opt->logs;
+    in.result_files = opt->results;
+    in.root = opt->root;
+    in.shell_env = nccl_env();
     topo::Topology topo;
     bool have_topo = false;
-    try {
-      topo::DiscoverOptions d;
-      d.use_nvml = fs.is_live();
-      topo = topo::discover(fs, d);
-      have_topo = true;
-      rep.topology = topo::to_json(topo);
-      for (auto& f : tune::topology_findings(topo, rep.env)) rep.findings.push_back(std::move(f));
-      for (auto& f : tune::irq_findings(tune::snapshot_from_topology(topo, realtime_ns()))) rep.findings.push_back(std::move(f));
-    } catch (const Error& e) {
-      rep.findings.push_back({"topology.unavailable", "warning", std::string("topology not read: ") + e.what(), {}, ""});
-    }
-    std::vector<tune::TransportRun> log_runs;
-    for (const auto& file : opt->logs) {
-      const std::string text = slurp(file, "NCCL log");
-      rep.logs.push_back(tune::parse_nccl_log(text, file));
-      if (const double bw = busbw_in(text); bw > 0) {  // a log that carries its benchmark result
-        tune::TransportRun r;
-        r.label = file;
-        for (const auto& e : rep.logs.back().env_lines) r.label += " " + e;
-        r.log = rep.logs.back();
-        r.busbw_bytes_per_s = bw;
-        log_runs.push_back(std::move(r));
-      }
-      for (auto& f : tune::log_findings(rep.logs.back())) rep.findings.push_back(std::move(f));
-    }
+    tune::DoctorReport rep = tune::diagnose(in, &topo, &have_topo);
     std::vector<tune::TransportRun> runs;
     if (opt->compare) {
       if (!have_topo || topo.gpus.empty()) {
@@ -211,16 +212,10 @@ void add_doctor_command(CLI::App& app, Context& ctx) {
         runs = compare_transports(opt->size);
         for (const auto& r : runs)
           for (auto& f : tune::log_findings(r.log)) rep.findings.push_back(std::move(f));
+        for (const auto& r : runs) rep.results.insert(rep.results.end(), r.log.perf.begin(), r.log.perf.end());
       }
     }
-    tune::sort_findings(rep.findings);
-    std::vector<nlohmann::json> results;
-    for (const auto& f : opt->results) {
-      auto j = nlohmann::json::parse(slurp(f, "results"), nullptr, false);
-      if (j.is_discarded()) throw UsageError("--results '" + f + "' is not valid JSON");
-      if (!j.contains("label")) j["label"] = f;
-      results.push_back(std::move(j));
-    }
+    if (!runs.empty()) tune::sort_findings(rep.findings);
     if (opt->format == "json") {
       auto j = tune::to_json(rep);
       nlohmann::json jr = nlohmann::json::array();
@@ -234,8 +229,7 @@ void add_doctor_command(CLI::App& app, Context& ctx) {
       print_text(rep, runs);
     }
     if (!opt->report.empty()) {
-      auto all_runs = runs.empty() ? log_runs : runs;
-      write_file_atomic(opt->report, tune::render_report(rep, have_topo ? &topo : nullptr, results, all_runs),
+      write_file_atomic(opt->report, tune::render_report(rep, have_topo ? &topo : nullptr, runs),
                         opt->force ? Replace::allow : Replace::refuse);
       std::cerr << "wrote " << opt->report << "\n";
     }

@@ -24,8 +24,9 @@ struct IrqOptions {
   std::string out, format = "text", interval = "5s";
   std::string a, b, plan_file, backup;
   std::vector<std::string> nics;
-  std::string reserve;
-  bool yes = false, dry_run = false, force = false;
+  std::string reserve, style = "shared";
+  int system_cores = -1, tx_cores = -1, rx_cores = -1;
+  bool yes = false, dry_run = false, move_irqs = false, force = false;
   int top = 10;
 };
 
@@ -76,6 +77,14 @@ std::string diff_text(const tune::IrqDiff& d, int top) {
 
 std::string plan_text(const tune::IrqPlan& p) {
   std::ostringstream o;
+  o << "policy: " << p.policy << "\n";
+  for (const auto& x : p.excluded) o << "left out: " << x << "\n";
+  Table shares({"numa", "reserved", "system", "TX", "RX", "application"});
+  auto cell = [](const std::vector<int>& v) { return v.empty() ? std::string("-") : format_cpulist(v); };
+  for (const auto& n : p.nodes)
+    shares.add_row({std::to_string(n.numa), cell(n.reserved), cell(n.system), cell(n.tx), cell(n.rx), cell(n.application)});
+  o << "\n" << shares.to_text() << "\n";
+  if (!p.irqs_planned) o << "IRQs: left at their defaults (NCCL does not move them); --move-irqs plans them\n\n";
   for (const auto& n : p.nics) {
     o << n.name << " (NUMA " << n.numa << "): TX " << format_cpulist(n.tx_cpus) << "   RX " << format_cpulist(n.rx_cpus)
       << "\n";
@@ -160,7 +169,13 @@ void add_irq_commands(CLI::App& app, Context& ctx) {
 
   auto* plan = irq->add_subcommand("plan", "Per-NIC TX/RX CPU sets and IRQ targets on the NIC's NUMA node");
   plan->add_option("--nics", opt->nics, "NICs to plan (default: every physical NIC with IRQs)")->delimiter(',');
-  plan->add_option("--reserve", opt->reserve, "CPUs to keep free, e.g. 0-7");
+  plan->add_option("--reserve", opt->reserve, "CPUs to keep free, e.g. 0-7 (replaces the system-core share)");
+  plan->add_option("--style", opt->style, "shared (one TX and one RX set per NUMA node, NCCL's reference) or per-nic")
+      ->check(CLI::IsMember({"shared", "per-nic"}));
+  plan->add_option("--system-cores", opt->system_cores, "Cores per node left to the system first (default: 1/6 of the node)");
+  plan->add_option("--tx-cores", opt->tx_cores, "TX cores per node (shared) or per NIC (per-nic); default a third of the rest");
+  plan->add_option("--rx-cores", opt->rx_cores, "RX cores, like --tx-cores");
+  plan->add_flag("--move-irqs", opt->move_irqs, "Also plan IRQ affinities onto the TX/RX cores (default: leave IRQs alone)");
   plan->add_option("--root", opt->root, "Root of a captured tree instead of /");
   plan->add_option("--format", opt->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   plan->add_option("--out", opt->out, "Write the plan here instead of stdout");
@@ -170,7 +185,14 @@ void add_irq_commands(CLI::App& app, Context& ctx) {
     topo::DiscoverOptions dopts;
     dopts.use_nvml = false;
     const auto t = topo::discover(fs, dopts);
-    tune::PlanOptions po{opt->nics, parse_cpulist(opt->reserve)};
+    tune::PlanOptions po;
+    po.nics = opt->nics;
+    po.reserve = parse_cpulist(opt->reserve);
+    po.style = opt->style;
+    po.system_cores = opt->system_cores;
+    po.tx_cores = opt->tx_cores;
+    po.rx_cores = opt->rx_cores;
+    po.plan_irqs = opt->move_irqs;
     const auto p = tune::make_plan(t, po);
     emit(opt->format == "json" ? tune::to_json(p).dump(2) + "\n" : plan_text(p), opt->out, opt->force);
   });

@@ -1,4 +1,5 @@
-// `p2pscope sweep tcp`: the engine over a grid of channels x chunk x window
+// `p2pscope sweep tcp` / `sweep net` (over an NCCL net plugin, the data path of bench
+// net): the engine over a grid of channels x chunk x window
 // (x sockets per channel), each point repeated; writes sweep.csv, heatmap.svg and
 // best.json (the best configuration with its figures and the command that runs it).
 #include <cmath>
@@ -17,12 +18,14 @@
 #include "p2pscope/charts.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/metadata.hpp"
+#include "p2pscope/netplugin.hpp"
 #include "p2pscope/profile.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/table.hpp"
 #include "p2pscope/tcp.hpp"
 #include "p2pscope/units.hpp"
 #include "tcp_options.hpp"
+#include "transport/tcp/datapath.hpp"
 
 namespace p2pscope::app {
 namespace {
@@ -35,6 +38,8 @@ struct SweepTcpOptions {
   int reps = 3;
   std::string out;
   MonitorCliOptions monitor;  // monitor.csv in --out, summary in best.json
+  bool net = false;     // sweep net: the data path is an NCCL net plugin
+  std::string plugin;   // sweep net --plugin (NCCL_NET_PLUGIN rules, as bench net)
 };
 
 std::vector<std::uint32_t> int_list(const std::string& text, const char* what) {
@@ -68,7 +73,10 @@ std::string shell_quote(const std::string& a) {
 std::string best_command(const SweepTcpOptions& o, const tcp::Params& base, std::uint32_t channels, std::uint64_t chunk,
                          std::uint32_t window, std::uint32_t sockets) {
   const TcpCliOptions& e = o.engine;
-  std::string c = "p2pscope bench tcp";
+  std::string c = o.net ? "p2pscope bench net" + (o.plugin.empty() ? "" : " --plugin " + shell_quote(o.plugin))
+                        : "p2pscope bench tcp";
+  c += fmt::format(" --mode {} --mem {} --channels {} --sockets-per-channel {} --window {} --chunk {} --size {}", e.mode,
+                   e.mem, channels, sockets, window, format_size_compact(chunk), format_size_compact(base.size_bytes));
   if (o.client.empty()) {
     c += " --loopback";
   } else {
@@ -77,8 +85,6 @@ std::string best_command(const SweepTcpOptions& o, const tcp::Params& base, std:
     c += " --client " + shell_quote(hosts);
     if (o.port != 18515) c += fmt::format(" --port {}", o.port);
   }
-  c += fmt::format(" --mode {} --mem {} --channels {} --sockets-per-channel {} --window {} --chunk {} --size {}", e.mode,
-                   e.mem, channels, sockets, window, format_size_compact(chunk), format_size_compact(base.size_bytes));
   if (!e.nics.empty()) {
     std::string nics;
     for (const auto& n : e.nics) nics += (nics.empty() ? "" : ",") + n;
@@ -131,15 +137,23 @@ void write_heatmap(const SweepTcpOptions& o, const std::vector<std::uint32_t>& c
 void run(const SweepTcpOptions& given, Context& ctx) {
   SweepTcpOptions o = given;
   // Without --out, a folder of its own under p2pscope-out, as profile's campaigns.
-  if (o.out.empty()) o.out = "p2pscope-out/sweep-tcp-" + compact_timestamp(realtime_ns());
+  if (o.out.empty()) o.out = std::string("p2pscope-out/sweep-") + (o.net ? "net-" : "tcp-") + compact_timestamp(realtime_ns());
   if (o.reps < 1 || o.reps > 1000) throw UsageError("--reps must be in 1-1000");
   if (o.engine.mode == "latency") throw UsageError("sweep tcp sweeps bandwidth; use --mode bw, bidir or fullmesh");
   const auto channels = int_list(o.channels_list, "--channels-list");
   const auto windows = int_list(o.window_list, "--window-list");
   const auto sockets = int_list(o.sockets_list, "--sockets-list");
   const auto chunks = parse_size_list(o.chunk_list);
-  const tcp::LocalOptions local = o.engine.local();
+  tcp::LocalOptions local = o.engine.local();
+  if (o.net) {  // one plugin for every point (and both sides of the loopback)
+    net::LoadOptions lo;
+    lo.plugin = o.plugin;
+    const auto plugin = net::Plugin::load(lo);
+    local.path = tcp::make_plugin_path(plugin);
+    std::cerr << "p2pscope sweep net: loaded " << plugin->describe() << "\n";
+  }
   tcp::Params base = o.engine.params();
+  if (local.path) base.transport = local.path->name();  // best.json's params say which
   const double monitor_interval_s = o.monitor.enabled ? o.monitor.interval_s() : 0;
   std::filesystem::create_directories(o.out);
   std::unique_ptr<monitor::MonitorSession> mon;
@@ -176,6 +190,7 @@ void run(const SweepTcpOptions& given, Context& ctx) {
       tcp::Results r;
       try {
         r = run_as_client_or_loopback(o.client, o.port, local, p);
+        if (!r.failure.empty()) throw Error(r.failure);  // a failed point measured nothing whole
       } catch (const std::exception& e) {
         if (samples.empty()) throw;  // nothing measured yet: the plain error says it all
         stopped = "stopped at " + point + ": " + e.what();
@@ -248,19 +263,28 @@ void run(const SweepTcpOptions& given, Context& ctx) {
 void add_sweep_commands(CLI::App& app, Context& ctx) {
   auto* sweep = app.add_subcommand("sweep", "Parameter sweeps");
   sweep->require_subcommand(1);
-  auto o = std::make_shared<SweepTcpOptions>();
-  auto* c = sweep->add_subcommand("tcp", "TCP engine over channels x chunk x window (x sockets), repeated");
-  c->add_option("--channels-list", o->channels_list, "channel counts, e.g. 1,2,4,8 or 1:16")->capture_default_str();
-  c->add_option("--chunk-list", o->chunk_list, "chunk sizes, e.g. 256K,1M,4M or 64K:4M")->capture_default_str();
-  c->add_option("--window-list", o->window_list, "windows, e.g. 1,4,16")->capture_default_str();
-  c->add_option("--sockets-list", o->sockets_list, "sockets per channel, e.g. 1,2")->capture_default_str();
-  c->add_option("--reps", o->reps, "runs per point")->capture_default_str();
-  c->add_option("--out", o->out, "directory for sweep.csv, heatmap.svg, best.json (default p2pscope-out/sweep-tcp-TIME)");
-  c->add_option("--client", o->client, "servers to run against (default: loopback in this process)")->delimiter(',');
-  c->add_option("--port", o->port, "server port with --client")->capture_default_str();
-  o->engine.add_engine_options(*c, false);
-  o->monitor.add(*c, false);
-  c->callback([o, &ctx] { run(*o, ctx); });
+  for (bool net : {false, true}) {
+    auto o = std::make_shared<SweepTcpOptions>();
+    o->net = net;
+    auto* c = net ? sweep->add_subcommand("net", "bench net (an NCCL net plugin) over channels x chunk x window "
+                                                 "(x comms per channel), repeated; output as sweep tcp")
+                  : sweep->add_subcommand("tcp", "TCP engine over channels x chunk x window (x sockets), repeated");
+    if (net)
+      c->add_option("--plugin", o->plugin, "plugin: a path, a file name or NAME (libnccl-net-NAME.so); default "
+                                           "$NCCL_NET_PLUGIN, else libnccl-net.so, as NCCL resolves it");
+    c->add_option("--channels-list", o->channels_list, "channel counts, e.g. 1,2,4,8 or 1:16")->capture_default_str();
+    c->add_option("--chunk-list", o->chunk_list, "chunk sizes, e.g. 256K,1M,4M or 64K:4M")->capture_default_str();
+    c->add_option("--window-list", o->window_list, "windows, e.g. 1,4,16")->capture_default_str();
+    c->add_option("--sockets-list", o->sockets_list, "sockets per channel, e.g. 1,2")->capture_default_str();
+    c->add_option("--reps", o->reps, "runs per point")->capture_default_str();
+    c->add_option("--out", o->out, std::string("directory for sweep.csv, heatmap.svg, best.json (default p2pscope-out/sweep-") +
+                                        (net ? "net" : "tcp") + "-TIME)");
+    c->add_option("--client", o->client, "servers to run against (default: loopback in this process)")->delimiter(',');
+    c->add_option("--port", o->port, "server port with --client")->capture_default_str();
+    o->engine.add_engine_options(*c, false);
+    o->monitor.add(*c, false);
+    c->callback([o, &ctx] { run(*o, ctx); });
+  }
 }
 
 }  // namespace p2pscope::app

@@ -52,42 +52,26 @@ std::string plugin_text(const net::Plugin& p) {
   return s;
 }
 
-void run(const std::string& requested, bool given_value, const std::string& format, const std::string& out,
-         const Context& ctx) {
+void run(const std::string& requested, const std::string& format, const std::string& out, const Context& ctx) {
   const char* env = std::getenv("NCCL_NET_PLUGIN");
-  net::Resolution res = net::resolve_like_nccl(env ? env : "");
-  std::shared_ptr<net::Plugin> plugin;
-  std::string load_error;
-  net::LoadOptions o;
-  o.plugin = requested;
-  if (given_value || res.found) {
-    try {
-      plugin = net::Plugin::load(o);
-    } catch (const UsageError&) {
-      throw;
-    } catch (const Error& e) {
-      if (given_value) throw;  // the user named it: its failure is the answer
-      load_error = e.what();
-    }
+  // What NCCL would load; the plugin named on the command line replaces it when given.
+  net::NcclPluginReport rep = net::report_nccl_plugin(env ? env : "");
+  if (!requested.empty()) {
+    net::LoadOptions o;
+    o.plugin = requested;
+    rep.plugin = net::Plugin::load(o);  // the user named it: its failure is the answer
+    rep.load_error.clear();
+    rep.gpu_memory = net::gpu_memory_verdict(*rep.plugin);
   }
   std::string text;
   if (format == "json") {
-    nlohmann::json j;
-    j["nccl_would_load"] = net::resolution_json(res);
-    if (plugin) {
-      j.update(net::properties_json(*plugin));
-    } else {
-      j["plugin"] = nullptr;
-      j["devices"] = nlohmann::json::array();
-      j["gpu_memory"] = "no plugin loaded";
-      if (!load_error.empty()) j["load_error"] = load_error;
-    }
+    nlohmann::json j = rep.to_json();
     j["metadata"] = run_metadata(ctx.argv);
     text = j.dump(2) + "\n";
   } else {
-    if (plugin) text += plugin_text(*plugin);
-    if (!load_error.empty()) text += "loading it failed: " + load_error + "\n";
-    text += resolution_text(res);
+    if (rep.plugin) text += plugin_text(*rep.plugin);
+    if (!rep.load_error.empty()) text += "loading it failed: " + rep.load_error + "\n";
+    text += resolution_text(rep.resolution);
   }
   if (out.empty() || out == "-") {
     std::cout << text;
@@ -112,8 +96,7 @@ void add_topo_net_plugin_option(CLI::App& topo, Context& ctx) {
   topo.parse_complete_callback([&topo, &ctx, plugin, opt] {
     if (opt->count() == 0) return;
     topo.final_callback([&topo, &ctx, plugin] {
-      run(*plugin, !plugin->empty(), topo.get_option("--format")->as<std::string>(),
-          topo.get_option("--out")->as<std::string>(), ctx);
+      run(*plugin, topo.get_option("--format")->as<std::string>(), topo.get_option("--out")->as<std::string>(), ctx);
     });
   });
 }

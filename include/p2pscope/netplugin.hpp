@@ -35,6 +35,10 @@ using Deadline = Clock::time_point;
 inline constexpr int kMinAbiVersion = 6;   // the oldest ncclNetPlugin_vN NCCL 2.28 still loads
 inline constexpr int kMaxAbiVersion = 11;  // the newest
 inline constexpr std::size_t kHandleBytes = 128;  // NCCL_NET_HANDLE_MAXSIZE
+// Requests NCCL keeps in flight per comm (NCCL_NET_MAX_REQUESTS): a window above it
+// only meets NULL requests. UNPACK receives: the queue depth of the scatter lists.
+inline constexpr int kMaxRequestsPerComm = 32;
+inline constexpr int kUnpackQueueDepth = 16;
 
 // NCCL_PTR_* bits of ptrSupport.
 inline constexpr int kPtrHost = 0x1;
@@ -95,7 +99,7 @@ struct Resolution {
   bool disabled = false;        // NCCL_NET_PLUGIN=none
   bool found = false;
   std::string file;             // the name dlopen accepted
-  std::string path;             // its resolved path (dladdr / /proc/self/maps)
+  std::string path;             // its canonical path (from dlinfo's link map)
   std::vector<int> versions;    // ncclNetPlugin_vN symbols present, any N
   std::string reason;           // why not found / why NCCL would skip it
 };
@@ -105,6 +109,8 @@ class ListenComm;
 class SendComm;
 class RecvComm;
 
+// Load a plugin once per process and share it (server and client sides of a loopback
+// run included): plugins keep process-wide state, and a second load re-runs init.
 class Plugin : public std::enable_shared_from_this<Plugin> {
  public:
   // dlopen + pick the highest ncclNetPlugin_vN in [min,max] + init + devices +
@@ -121,7 +127,7 @@ class Plugin : public std::enable_shared_from_this<Plugin> {
   std::vector<int> exported_versions() const;  // every ncclNetPlugin_vN the file has
   const std::vector<DeviceProps>& devices() const;
   const DeviceProps& device(int dev) const;  // UsageError for an index out of range
-  std::string describe() const;  // "plugin 'NAME' v9 (/path)" for messages
+  std::string describe() const;  // "net plugin 'NAME' v9 (/path)" for messages
 
   // Log lines the plugin printed through NCCL's logger since it was loaded (WARN and
   // INFO, "LEVEL file:line text"), oldest first, at most the last 500.
@@ -130,9 +136,16 @@ class Plugin : public std::enable_shared_from_this<Plugin> {
   // listen() returns at once; the handle goes to the peer that connects.
   ListenComm listen(int dev);
   // connect/accept loop while the plugin answers a NULL comm (not yet), until the
-  // deadline: then Error "connect to ... did not complete within ...".
+  // deadline: then Error "<describe>: connect(dev N) failed: ncclInProgress (7): the
+  // peer did not accept before the deadline" (accept: "no peer connected ...").
   SendComm connect(int dev, const NetHandle& handle, Deadline deadline);
   RecvComm accept(ListenComm& listener, Deadline deadline);
+  // One try each, for a caller that must progress both ends in one thread (--loopback
+  // with plugins whose connect waits for the accept, as IB's does): std::nullopt =
+  // not yet. `handle` carries the plugin's connection state between tries: pass the
+  // same object each time, starting from the peer's bytes.
+  std::optional<SendComm> try_connect(int dev, NetHandle& handle);
+  std::optional<RecvComm> try_accept(ListenComm& listener);
 
   struct Impl;
   Impl& impl() { return *impl_; }
@@ -142,7 +155,8 @@ class Plugin : public std::enable_shared_from_this<Plugin> {
   std::unique_ptr<Impl> impl_;
 };
 
-// Registered memory on one comm. deregMr in the destructor.
+// Registered memory on one comm. deregMr in the destructor (skipped when the comm
+// was closed first: plugins free a comm's registrations with it).
 class MemRegion {
  public:
   MemRegion() = default;
@@ -159,6 +173,7 @@ class MemRegion {
  private:
   friend class CommBase;
   std::shared_ptr<Plugin> plugin_;
+  std::weak_ptr<int> comm_alive_;  // expired once its comm closed: deregMr is skipped then
   void* comm_ = nullptr;
   void* mhandle_ = nullptr;
   void* data_ = nullptr;
@@ -219,6 +234,7 @@ class CommBase {
  protected:
   friend class Plugin;
   std::shared_ptr<Plugin> plugin_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(1);  // regions watch it (MemRegion::comm_alive_)
   void* comm_ = nullptr;
   int dev_ = 0;
   std::uint64_t next_seq_ = 0;
@@ -300,6 +316,18 @@ nlohmann::json resolution_json(const Resolution& r);
 std::vector<std::vector<std::string>> properties_rows(const Plugin& p);  // header first
 // "yes: cuda via dmabuf on 4/4 devices" / "no: host memory only (ptrSupport host)".
 std::string gpu_memory_verdict(const Plugin& p);
+
+// For `doctor`: what NCCL would load under NCCL_NET_PLUGIN (the value given, "" =
+// unset) and LD_LIBRARY_PATH, loaded and asked for its devices when found. Never
+// throws for the plugin's faults: they land in load_error.
+struct NcclPluginReport {
+  Resolution resolution;
+  std::shared_ptr<Plugin> plugin;  // null when none was found or it failed to load
+  std::string load_error;
+  std::string gpu_memory;          // the verdict, or why there is none
+  nlohmann::json to_json() const;  // {"nccl_would_load", "plugin", "devices", "gpu_memory", "load_error"?}
+};
+NcclPluginReport report_nccl_plugin(const std::string& nccl_net_plugin);
 
 // Unpack kernel (src/transport/net/unpack.cu; Error when built without CUDA):
 // copies count pieces from bounce to dst on `stream` (a cudaStream_t, nullptr =

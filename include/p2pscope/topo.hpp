@@ -46,7 +46,8 @@ struct Irq {
   int irq = -1;
   std::string chip;   // e.g. "PCI-MSIX-0000:00:03.0" or "IR-PCI-MSI"
   std::string name;   // action names, e.g. "virtio0-input.0"
-  std::vector<int> affinity;             // /proc/irq/N/smp_affinity_list
+  std::vector<int> affinity;             // /proc/irq/N/smp_affinity_list: the CPUs allowed
+  std::vector<int> effective;            // effective_affinity_list: where the kernel routes it; empty unknown
   std::vector<std::uint64_t> per_cpu;    // counts, indexed like the header's CPU columns
   std::vector<int> cpu_columns;          // CPU id of each per_cpu column
   std::uint64_t total() const;
@@ -70,7 +71,7 @@ struct Nic {
   int mtu = -1;
   long long speed_mbps = -1;
   std::string state;  // operstate
-  int rx_queues = 0, tx_queues = 0;
+  int rx_queues = -1, tx_queues = -1;  // -1: not known (no queues directory, e.g. not captured)
   std::vector<Irq> irqs;  // with affinity and per-CPU counts
   bool is_virtual() const { return pci.empty(); }
 };
@@ -125,6 +126,11 @@ struct Topology {
   InterruptTable interrupts;
   // nvlinks[i][j]: NVLink count between GPU i and j (0 when none or unknown).
   std::vector<std::vector<int>> nvlinks;
+  // Where nvlinks came from: "NVML", "capture (nvidia-smi topo -m)"; "" = unknown, so
+  // GPU-GPU links are shown as unknown, never as the PCIe path alone.
+  std::string gpu_links_source;
+  std::string default_route_nic;  // from /proc/net/route; "" unknown or none
+  bool route_known = false;       // /proc/net/route was readable
   std::vector<std::string> warnings;  // e.g. "3 malformed /proc/interrupts lines skipped"
 
   const Nic* find_nic(const std::string& name) const;
@@ -136,7 +142,22 @@ struct Topology {
 // "PHB", "NODE", "SYS". A PCIe switch (upstream and downstream ports together)
 // counts as one bridge, as in NCCL.
 std::string path_class(const Topology& t, const std::string& pci_a, const std::string& pci_b);
+// GPU-GPU cells are "?" when gpu_links_source is empty (a capture without nvidia-smi).
 std::vector<std::vector<std::string>> gpu_gpu_matrix(const Topology& t);
+// The link class of two GPUs: "NV#", the PCIe class when links are known, else "?".
+std::string gpu_link_class(const Topology& t, int gpu_a, int gpu_b);
+
+// Where a NIC's interrupts go, each fact on its own: the CPUs allowed (smp_affinity),
+// the effective affinity, and the CPUs whose counters say they served them.
+struct IrqPlacement {
+  std::vector<int> allowed, effective, counted;  // unions over the NIC's IRQs; empty unknown
+  std::uint64_t count = 0, off_node_count = 0;   // counts since boot; off_node: CPUs of another node
+  double off_node_share() const { return count ? static_cast<double>(off_node_count) / static_cast<double>(count) : -1; }
+};
+IrqPlacement irq_placement(const Topology& t, const Nic& n);
+// The share of a NIC's interrupts above which it is named as served off its node,
+// by topo and by doctor alike.
+constexpr double kOffNodeThreshold = 0.10;
 std::vector<std::vector<std::string>> gpu_nic_matrix(const Topology& t);
 
 struct DiscoverOptions {

@@ -5,6 +5,7 @@
 // Library code: nothing here prints or exits. Bad user input throws UsageError,
 // run-time failures throw Error. All functions are safe to call from any thread
 // (no shared state); FsRoot writes are the only side effects.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -97,9 +98,22 @@ IrqDiff diff(const IrqSnapshot& a, const IrqSnapshot& b);
 nlohmann::json to_json(const IrqDiff& d);
 
 // ------------------------------------------------------------------ IRQ plan
+// The policy (also printed by `irq plan` and in docs/irq.md), per NUMA node that
+// has chosen NICs, over its whole cores in CPU order after --reserve:
+//   system: the first 1/6 of the node's cores (none when --reserve is given);
+//   TX, RX: a third each of the cores left, shared by all the node's NICs;
+//   application: the rest. On GCP A3-high (52 cores a node) this gives NCCL's
+//   reference: system 8, TX 14, RX 14, application 16 cores.
+// The management NIC (the default-route NIC that no GPU is near, PIX/PXB) is left
+// out unless named. IRQs stay where they are unless plan_irqs (NCCL leaves them at
+// their defaults); "per-nic" gives each NIC its own disjoint TX and RX cores.
 struct PlanOptions {
-  std::vector<std::string> nics;  // empty: every non-virtual NIC that has IRQs
+  std::vector<std::string> nics;  // empty: every physical NIC with IRQs, less the management NIC
   std::vector<int> reserve;       // CPUs kept away from NIC threads and IRQs
+  std::string style = "shared";   // "shared" (one TX and one RX set per node) or "per-nic"
+  int system_cores = -1;          // per node; -1: the policy above
+  int tx_cores = -1, rx_cores = -1;  // per node (shared) or per NIC (per-nic); -1: the policy
+  bool plan_irqs = true;          // compute IRQ targets (the CLI asks only with --move-irqs)
 };
 struct IrqTarget {
   int irq = -1;
@@ -112,17 +126,25 @@ struct NicPlan {
   std::string name;
   int numa = -1;
   std::vector<int> tx_cpus, rx_cpus;
-  std::vector<IrqTarget> irqs;
+  std::vector<IrqTarget> irqs;  // empty when IRQs are left at their defaults
+};
+// How one NUMA node's CPUs are shared out.
+struct NodeShare {
+  int numa = -1;
+  std::vector<int> reserved, system, tx, rx, application;
 };
 struct IrqPlan {
   std::string hostname;
+  std::string policy;                 // one line, the rule that made this plan
+  std::vector<NodeShare> nodes;
   std::vector<NicPlan> nics;
+  std::vector<std::string> excluded;  // "eth0: management NIC (default route, no GPU near)"
+  bool irqs_planned = false;
   std::string tx_bindings, rx_bindings;  // NCCL_GPUDIRECTTCPX_{TX,RX}_BINDINGS values
   std::vector<std::string> warnings;
 };
-// Per NIC, on its NUMA node: TX and RX sets of whole cores, disjoint, none reserved;
-// a node's free cores are split evenly among its NICs (TX first half, RX second).
-// IRQs go round-robin over cores: tx/combined/other to RX cores except tx to TX.
+// The management NIC by the rule above, "" when there is none or the route is unknown.
+std::string management_nic(const topo::Topology& t);
 // Throws UsageError for an unknown NIC or a node without two free cores.
 IrqPlan make_plan(const topo::Topology& t, const PlanOptions& opts);
 nlohmann::json to_json(const IrqPlan& p);
@@ -208,6 +230,59 @@ struct GdrStatus {
   bool enabled = false;
   std::string line;
 };
+// One row of a result table, bandwidths in bytes/s (GB/s = 1e9); -1 where unknown
+// (nccl-tests prints N/A for in-place columns of some ops).
+struct PerfRow {
+  std::uint64_t size_bytes = 0;
+  std::uint64_t count = 0;
+  std::string type, redop;
+  double oop_time_us = -1, oop_algbw = -1, oop_busbw = -1;  // out-of-place
+  double ip_time_us = -1, ip_algbw = -1, ip_busbw = -1;     // in-place
+  long long oop_wrong = -1, ip_wrong = -1;
+  double busbw() const { return std::max(oop_busbw, ip_busbw); }
+};
+// A result table: an nccl-tests run in a log or in its plain output, a `bench nccl`
+// JSON document, or a program's "allreduce 64MiB busbw=3.99 GB/s" line.
+struct PerfRun {
+  std::string source;     // file
+  std::string tool;       // "nccl-tests", "bench nccl", "printed"
+  std::string op;         // "all_reduce" (nccl-tests' name, from its binary or header), "" unknown
+  std::string transport;  // the transport of the log it came with, "" unknown
+  std::vector<PerfRow> rows;
+  double avg_busbw = -1;  // nccl-tests' "# Avg bus bandwidth" line, bytes/s
+  std::size_t rows_dropped = 0;  // beyond the cap on rows kept
+  double peak_busbw() const;     // best busbw over the rows, -1 when none
+  // The figure runs are compared by: nccl-tests' average when printed, else the peak.
+  double headline_busbw() const { return avg_busbw > 0 ? avg_busbw : peak_busbw(); }
+};
+// Streams result tables out of lines; used by the NCCL log reader and for plain
+// nccl-tests output. Bounded memory: at most kMaxRuns runs of kMaxRows rows.
+class PerfTableParser {
+ public:
+  static constexpr std::size_t kMaxRuns = 256, kMaxRows = 4096;
+  explicit PerfTableParser(std::string source) : source_(std::move(source)) {}
+  // Returns true when the line belonged to a table (header, row, average).
+  bool line(std::string_view l);
+  // `transports`, when given, holds a transport per run in creation order (see
+  // runs_started()); empty entries leave a run's transport as it is.
+  std::vector<PerfRun> finish(const std::vector<std::string>* transports = nullptr);
+  std::size_t runs_started() const { return started_; }
+  std::size_t runs_dropped() const { return runs_dropped_; }
+
+ private:
+  PerfRun& current();
+  std::string source_, pending_op_;
+  std::vector<PerfRun> runs_;
+  bool open_ = false;  // the last run still takes rows
+  bool has_root_ = true;  // header with a "root" column (nccl-tests >= 2.10)
+  std::size_t runs_dropped_ = 0, started_ = 0;
+  std::vector<std::size_t> index_;  // creation number of each kept run
+};
+// `bench nccl --format json` documents (or a JSON array of them); throws UsageError
+// when it is not one.
+PerfRun perf_from_bench_json(const nlohmann::json& j, const std::string& source);
+nlohmann::json to_json(const PerfRun& r);
+
 struct NcclLog {
   std::string file;
   std::string nccl_version;       // "2.28.3+cuda13.0"
@@ -216,7 +291,8 @@ struct NcclLog {
   std::string network;            // from "Using network X" ("Socket", "IB", plugin name)
   std::vector<std::string> interfaces;  // NET/Socket or NET/IB "Using" entries, "eth0:10.0.0.1"
   std::vector<std::string> ib_devices;  // "mlx5_0:1/RoCE"
-  std::vector<ChannelUse> channels;
+  std::vector<ChannelUse> channels;    // the first kMaxChannels; transports counts them all
+  std::map<std::string, int> gdr_channels;  // transport -> channel connections with GDRDMA
   std::map<std::string, int> transports;  // transport -> channel-connection count
   std::vector<GdrStatus> gdr;
   int coll_channels = -1;         // from "N coll channels"
@@ -226,33 +302,73 @@ struct NcclLog {
   std::vector<std::string> evidence;    // the key lines, in order, capped
   std::vector<std::string> warnings;    // parser warnings: truncated, garbled, empty
   bool init_complete = false;
+  int nccl_lines = 0;             // 0: plain program output (e.g. nccl-tests without NCCL_DEBUG)
+  std::vector<PerfRun> perf;      // result tables found in the log, transport filled in
+  std::string socket_ifname;      // NCCL_SOCKET_IFNAME as the log says it was set, "" if not
+  // NET/Socket ran over the loopback device only: not a network measurement.
+  bool loopback() const;
   // The transports that really carried data (counts > 0), most used first.
   std::vector<std::string> used_transports() const;
   // "P2P", "SHM", "NET/Socket", "NET/IB", "CollNet", "mixed: ...", "unknown".
   std::string primary_transport() const;
 };
 NcclLog parse_nccl_log(std::string_view text, const std::string& file);
+// Reads the file line by line (memory bounded by the caps above, not the file size).
+// Throws UsageError when it cannot be opened.
+NcclLog read_nccl_log_file(const std::string& path);
 nlohmann::json to_json(const NcclLog& l);
 std::vector<Finding> log_findings(const NcclLog& l);
 
 // ------------------------------------------------------------------ doctor
 // RDMA ports, GID index, NCCL_IB_HCA / NCCL_SOCKET_IFNAME advice, GPU-NIC path
 // classes and NCCL_NET_GDR_LEVEL, RoCE TC/PFC/ECN, IRQ NUMA mismatches.
-std::vector<Finding> topology_findings(const topo::Topology& t,
-                                       const std::map<std::string, std::string>& env);
+// `env_source` names where each variable came from ("log run.log"); a variable not
+// in it is labelled as the doctor's own shell.
+std::vector<Finding> topology_findings(const topo::Topology& t, const std::map<std::string, std::string>& env,
+                                       const std::map<std::string, std::string>& env_source = {});
 // The RoCE v2 GID with an IPv4-mapped address for NCCL_IB_GID_INDEX, -1 if none.
 int roce_v2_ipv4_gid_index(const topo::RdmaPort& port);
-// Interfaces fit for NCCL_SOCKET_IFNAME: up, not lo, not docker/veth/virbr/bridges.
+// Interfaces fit for NCCL_SOCKET_IFNAME: up, not lo, not docker/veth/virbr/bridges, not
+// the management NIC (unless it is the only one).
 std::vector<std::string> socket_interfaces(const topo::Topology& t);
 std::vector<Finding> irq_findings(const IrqSnapshot& s);
+// One finding naming every NIC whose interrupts landed off its node above
+// topo::kOffNodeThreshold (the rule `topo` marks NO by), with allowed / effective /
+// counted CPUs as separate evidence.
+std::vector<Finding> irq_placement_findings(const topo::Topology& t);
+// For a report made from a captured tree: fix lines that inspect the live machine
+// become what to capture on the host; changes are marked "on the host".
+void advise_for_capture(std::vector<Finding>& findings, const std::string& root);
+// "P2P 160.70 GB/s, SHM 23.30, Socket 3.20: socket fallback costs 50x" over the logs'
+// result tables (nccl-tests' average where printed, else the peak); "" with fewer than
+// two transports. Loopback runs are named as such and left out of the ratio.
+std::string transport_comparison(const std::vector<NcclLog>& logs);
 
 struct DoctorReport {
   std::vector<NcclLog> logs;
+  std::vector<PerfRun> results;   // from --results (bench nccl JSON) and compare runs
+  std::string root = "/";         // a captured tree when not "/"
+  std::map<std::string, std::string> env_source;  // variable -> "log X"; absent: the doctor's shell
   std::vector<Finding> findings;  // errors first, then warnings, then info
   std::map<std::string, std::string> env;  // NCCL_* at the time
   nlohmann::json topology;        // topo::to_json, or null
 };
 void sort_findings(std::vector<Finding>& f);
+
+// What `doctor` is given: logs (NCCL_DEBUG=INFO or plain nccl-tests output), `bench
+// nccl --format json` files, a root (captured tree or "/") and the NCCL_* variables of
+// the doctor's own shell.
+struct DoctorInputs {
+  std::vector<std::string> log_files, result_files;
+  std::string root = "/";
+  std::map<std::string, std::string> shell_env;
+};
+// Reads everything (logs streamed), runs every check and sorts the findings. Facts
+// about a run come from its log: a variable a log sets overrides the shell's (the
+// first log that sets it wins, named in env_source); env checks run per source.
+// The topology (when readable) is stored in *topo_out. Throws UsageError for an
+// unreadable log or results file.
+DoctorReport diagnose(const DoctorInputs& in, topo::Topology* topo_out = nullptr, bool* have_topo = nullptr);
 nlohmann::json to_json(const DoctorReport& r);
 
 // Transport comparison from `doctor --compare-transports`.
@@ -267,10 +383,9 @@ struct TransportRun {
 
 // Markdown in the sections of the NCCL optimization report template: executive
 // summary, initial diagnosis, environment inspection, issues found, optimizations,
-// performance results, log evidence, key learnings. `results` are p2pscope result
-// JSON documents (bench/sweep), shown in the performance table.
-std::string render_report(const DoctorReport& r, const topo::Topology* t,
-                          const std::vector<nlohmann::json>& results,
-                          const std::vector<TransportRun>& runs);
+// performance results (every result table of the logs and r.results, with the
+// transport each came from, and the transport comparison), log evidence, key
+// learnings. Sections that do not apply (no RDMA device) take one line.
+std::string render_report(const DoctorReport& r, const topo::Topology* t, const std::vector<TransportRun>& runs);
 
 }  // namespace p2pscope::tune

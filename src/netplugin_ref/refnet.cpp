@@ -1,8 +1,6 @@
 // The reference plugin's data path: one nonblocking TCP socket per comm, messages
 // framed by an 8-byte length, every test() progressing its comm with large
 // send/recv calls straight into the caller's buffers (no copies, no threads).
-#include "netplugin_ref/refnet.hpp"
-
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <ifaddrs.h>
@@ -14,7 +12,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -24,89 +22,11 @@
 #include <string>
 #include <vector>
 
+#include "netplugin_ref/refnet_state.hpp"
+
 namespace refnet {
+using namespace detail;
 namespace {
-
-constexpr std::uint64_t kMagic = 0x5032505352454631ull;  // "P2PSREF1"
-constexpr std::uint64_t kOff = UINT64_MAX;
-
-struct Dev {
-  std::string name;
-  std::string pci_path;
-  sockaddr_in addr{};
-  int speed_mbps = 10000;
-};
-
-struct Config {
-  std::vector<Dev> devs;
-  bool unpack = false;
-  std::uint64_t fail_after = kOff, die_after = kOff;
-  bool fault_send = true, fault_recv = false;
-  bool zero_devices = false, init_fail = false;
-  bool cuda = false;  // P2PSCOPE_REFNET_CUDA=1 and libcuda.so.1 loaded
-  abi::Logger log = nullptr;
-};
-Config g;  // set by init; read-only while comms exist
-std::atomic<long long> g_null_left{0};  // NULL answers left; <0: forever
-
-#define REF_LOG(level, ...) \
-  do {                      \
-    if (g.log) g.log(level, 16 /*NCCL_NET*/, __FILE__, __LINE__, __VA_ARGS__); \
-  } while (0)
-#define WARN(...) REF_LOG(abi::kLogWarn, __VA_ARGS__)
-#define INFO(...) REF_LOG(abi::kLogInfo, __VA_ARGS__)
-
-std::uint64_t env_u64(const char* name, std::uint64_t dflt) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return dflt;
-  return std::strtoull(v, nullptr, 0);
-}
-
-// The handle NCCL carries between ranks; `pending` is connect()'s progress.
-struct Handle {
-  std::uint64_t magic;
-  sockaddr_in addr;
-  int stage;  // 0: not started, 1: connecting
-  int fd;
-};
-static_assert(sizeof(Handle) <= abi::kHandleMaxBytes);
-
-struct Listen {
-  int fd = -1;
-  int dev = 0;
-  int pending_fd = -1;     // accepted, hello not complete
-  std::uint64_t hello = 0;
-  std::size_t hello_got = 0;
-};
-
-// CUDA memory (P2PSCOPE_REFNET_CUDA=1): staged through host buffers with the driver
-// API, loaded at run time so that the plugin needs no CUDA to build or for host memory.
-struct Cuda {
-  void* lib = nullptr;
-  int (*ptr_attr)(void* data, int attribute, unsigned long long ptr) = nullptr;  // cuPointerGetAttribute
-  int (*set_current)(void* ctx) = nullptr;                                         // cuCtxSetCurrent
-  int (*dtoh)(void* dst, unsigned long long src, std::size_t n) = nullptr;        // cuMemcpyDtoH_v2
-  int (*htod)(unsigned long long dst, const void* src, std::size_t n) = nullptr;  // cuMemcpyHtoD_v2
-} cu;
-constexpr int kCuPointerAttributeContext = 1;
-
-bool load_cuda() {
-  if (cu.lib) return true;
-  cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!cu.lib) return false;
-  cu.ptr_attr = reinterpret_cast<decltype(cu.ptr_attr)>(dlsym(cu.lib, "cuPointerGetAttribute"));
-  cu.set_current = reinterpret_cast<decltype(cu.set_current)>(dlsym(cu.lib, "cuCtxSetCurrent"));
-  cu.dtoh = reinterpret_cast<decltype(cu.dtoh)>(dlsym(cu.lib, "cuMemcpyDtoH_v2"));
-  cu.htod = reinterpret_cast<decltype(cu.htod)>(dlsym(cu.lib, "cuMemcpyHtoD_v2"));
-  return cu.ptr_attr && cu.set_current && cu.dtoh && cu.htod;
-}
-
-struct Mr {
-  void* data;
-  std::size_t size;
-  bool cuda = false;
-  void* ctx = nullptr;  // the CUDA context that owns the memory
-};
 
 // Synchronous copies between a CUDA buffer and a (pageable) host one, in the
 // buffer's context: the calling thread may never have touched CUDA.
@@ -121,54 +41,6 @@ bool host_to_cuda(const Mr* mr, void* dev, const void* host, std::size_t n) {
   return cu.htod(reinterpret_cast<unsigned long long>(dev), host, n) == 0;
 }
 
-struct Comm;
-struct Req {
-  Comm* comm = nullptr;
-  std::uint64_t seq = 0;
-  char* data = nullptr;
-  std::size_t posted = 0;  // bytes posted (send: the message size)
-  std::size_t total = 0;   // message size (recv: known once the header arrived)
-  std::size_t done = 0;    // payload bytes moved
-  std::uint64_t hdr = 0;
-  std::size_t hdr_done = 0;
-  bool complete = false;
-  bool retired = true;
-  const Mr* cuda_mr = nullptr;  // CUDA receive: copy staging -> user at completion
-  char* user = nullptr;
-};
-
-struct Comm {
-  int fd = -1;
-  bool send = false;
-  int dev = 0;
-  Req reqs[kMaxRequests];
-  std::uint64_t head = 0, tail = 0;  // oldest not retired, next to post
-  std::uint64_t active = 0;          // oldest not complete
-  std::uint64_t moved = 0;           // payload bytes moved on this comm
-  Result err = abi::kSuccess;
-  // UNPACK receive side.
-  abi::UnpackQueue* meta = nullptr;
-  char* bounce = nullptr;
-  abi::UnpackDevHandle* udh = nullptr;
-  std::uint64_t consumed = 0;
-  std::vector<char> stage[kMaxRequests];  // CUDA staging, one per request slot
-  bool faulty() const { return send ? g.fault_send : g.fault_recv; }
-};
-
-std::string pci_of(const std::string& ifname) {
-  char buf[PATH_MAX];
-  std::string link = "/sys/class/net/" + ifname + "/device";
-  if (!realpath(link.c_str(), buf)) return "";
-  return buf;
-}
-
-int speed_of(const std::string& ifname) {
-  std::ifstream in("/sys/class/net/" + ifname + "/speed");
-  int s = 0;
-  if (in >> s && s > 0) return s;
-  return 10000;  // loopback and virtual NICs report none
-}
-
 Result fail(Comm* c, Result r) {
   c->err = r;
   return r;
@@ -179,6 +51,26 @@ Result fail(Comm* c, Result r) {
 std::size_t page_slot(std::size_t page, std::size_t npages) {
   std::size_t q = page ^ 1u;
   return q < npages ? q : page;
+}
+
+// readv on the comm's socket, served first from the carry (one source per call).
+ssize_t pull(Comm* c, iovec* iov, int n) {
+  if (c->carry_off < c->carry.size()) {
+    std::size_t got = 0;
+    for (int i = 0; i < n && c->carry_off < c->carry.size(); ++i) {
+      const std::size_t m = std::min(c->carry.size() - c->carry_off, iov[i].iov_len);
+      std::memcpy(iov[i].iov_base, c->carry.data() + c->carry_off, m);
+      c->carry_off += m;
+      got += m;
+      if (m < iov[i].iov_len) break;
+    }
+    if (c->carry_off == c->carry.size()) {
+      c->carry.clear();
+      c->carry_off = 0;
+    }
+    return static_cast<ssize_t>(got);
+  }
+  return ::readv(c->fd, iov, n);
 }
 
 // Move bytes of the oldest incomplete request(s) until the socket would block.
@@ -207,15 +99,30 @@ Result progress(Comm* c) {
       }
     }
     if (c->send) {
-      iovec iov[2];
+      // Every posted send in one sendmsg (headers and payloads): small chunks cost one
+      // system call per window, not one per chunk.
+      iovec iov[kMaxRequests * 2];
       int n = 0;
-      if (r.hdr_done < 8) iov[n++] = {reinterpret_cast<char*>(&r.hdr) + r.hdr_done, 8 - r.hdr_done};
-      std::size_t want = std::min<std::uint64_t>(r.total - r.done, limit);
-      if (want) iov[n++] = {r.data + r.done, want};
-      if (n == 0) break;  // limited to zero: the fault fires on the next call
+      std::uint64_t budget = limit;
+      std::size_t asked = 0;
+      for (std::uint64_t q = c->active; q < c->tail; ++q) {
+        Req& x = c->reqs[q % kMaxRequests];
+        if (x.hdr_done < 8) {
+          iov[n++] = {reinterpret_cast<char*>(&x.hdr) + x.hdr_done, 8 - x.hdr_done};
+          asked += 8 - x.hdr_done;
+        }
+        const std::size_t want = std::min<std::uint64_t>(x.total - x.done, budget);
+        if (want) {
+          iov[n++] = {x.data + x.done, want};
+          asked += want;
+          budget -= want;
+        }
+        if (x.done + want < x.total) break;  // a fault limit ends the batch mid-request
+      }
+      if (asked == 0) break;  // limited to zero: the fault fires on the next call
       msghdr mh{};
       mh.msg_iov = iov;
-      mh.msg_iovlen = n;
+      mh.msg_iovlen = static_cast<std::size_t>(n);
       ssize_t k = ::sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
       if (k < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return abi::kSuccess;
@@ -224,16 +131,39 @@ Result progress(Comm* c) {
         return fail(c, abi::kRemoteError);
       }
       std::size_t got = static_cast<std::size_t>(k);
-      std::size_t h = std::min(got, 8 - r.hdr_done);
-      r.hdr_done += h;
-      r.done += got - h;
-      c->moved += got - h;
+      for (std::uint64_t q = c->active; got > 0 && q < c->tail; ++q) {
+        Req& x = c->reqs[q % kMaxRequests];
+        const std::size_t h = std::min(got, 8 - x.hdr_done);
+        x.hdr_done += h;
+        got -= h;
+        const std::size_t b = std::min(got, x.total - x.done);
+        x.done += b;
+        got -= b;
+        c->moved += b;
+      }
+      while (c->active < c->tail) {
+        Req& x = c->reqs[c->active % kMaxRequests];
+        if (x.hdr_done < 8 || x.done < x.total) break;
+        x.complete = true;
+        ++c->active;
+      }
+      if (static_cast<std::size_t>(k) < asked) return abi::kSuccess;  // the socket is full
+      continue;
     } else {
       ssize_t k;
       if (r.hdr_done < 8) {
-        k = ::recv(c->fd, reinterpret_cast<char*>(&r.hdr) + r.hdr_done, 8 - r.hdr_done, MSG_DONTWAIT);
+        iovec iov[2];
+        int n = 0;
+        iov[n++] = {reinterpret_cast<char*>(&r.hdr) + r.hdr_done, 8 - r.hdr_done};
+        // Header and payload in one call when the last message filled its receive.
+        const bool both = c->exact && !c->meta && !c->faulty() && r.hdr_done == 0 && r.posted > 0;
+        if (both) iov[n++] = {r.data, r.posted};
+        k = pull(c, iov, n);
         if (k > 0) {
-          r.hdr_done += static_cast<std::size_t>(k);
+          std::size_t got = static_cast<std::size_t>(k);
+          const std::size_t h = std::min(got, 8 - r.hdr_done);
+          r.hdr_done += h;
+          got -= h;
           if (r.hdr_done == 8) {
             r.total = r.hdr;
             if (r.total > r.posted) {
@@ -241,8 +171,15 @@ Result progress(Comm* c) {
                    (unsigned long long)r.total, (unsigned long long)r.posted, (unsigned long long)r.seq);
               return fail(c, abi::kInvalidUsage);
             }
+            if (got > r.total) {  // a shorter message: the rest is the next one's
+              c->carry.insert(c->carry.begin() + static_cast<std::ptrdiff_t>(c->carry_off), r.data + r.total,
+                              r.data + got);
+              got = r.total;
+            }
+            r.done = got;
+            c->moved += got;
           }
-          continue;
+          if (r.hdr_done < 8 || r.done < r.total) continue;
         }
       } else {
         std::size_t want = std::min<std::uint64_t>(r.total - r.done, limit);
@@ -262,10 +199,10 @@ Result progress(Comm* c) {
             off += len;
             left -= len;
           }
-          k = n ? ::readv(c->fd, iov, n) : 0;
-          if (n == 0) k = 0;
+          k = n ? pull(c, iov, n) : 0;
         } else {
-          k = want ? ::recv(c->fd, r.data + r.done, want, MSG_DONTWAIT) : 0;
+          iovec iov{r.data + r.done, want};
+          k = want ? pull(c, &iov, 1) : 0;
         }
         if (k > 0) {
           r.done += static_cast<std::size_t>(k);
@@ -287,6 +224,7 @@ Result progress(Comm* c) {
       }
     }
     if (r.hdr_done == 8 && r.done == r.total) {
+      c->exact = r.total == r.posted;
       if (r.cuda_mr && !host_to_cuda(r.cuda_mr, r.user, r.data, r.total)) {
         WARN("refnet: copying %llu received bytes to CUDA memory %p failed", (unsigned long long)r.total,
              static_cast<void*>(r.user));
@@ -338,231 +276,18 @@ void retire(Comm* c, Req* r) {
   while (c->head < c->tail && c->reqs[c->head % kMaxRequests].retired) ++c->head;
 }
 
-bool ip_of(const std::string& ifname, sockaddr_in* out) {
-  ifaddrs* ifs = nullptr;
-  if (getifaddrs(&ifs) != 0) return false;
-  bool ok = false;
-  for (ifaddrs* i = ifs; i; i = i->ifa_next) {
-    if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && ifname == i->ifa_name) {
-      std::memcpy(out, i->ifa_addr, sizeof(sockaddr_in));
-      ok = true;
-      break;
-    }
-  }
-  freeifaddrs(ifs);
-  return ok;
-}
-
 }  // namespace
 
-Result init(abi::Logger log) {
-  g = Config{};
-  g.log = log;
-  if (env_u64("P2PSCOPE_REFNET_INIT_FAIL", 0)) {
-    WARN("refnet: init fails as asked (P2PSCOPE_REFNET_INIT_FAIL)");
-    return abi::kSystemError;
-  }
-  g.unpack = env_u64("P2PSCOPE_REFNET_UNPACK", 0) != 0;
-  if (env_u64("P2PSCOPE_REFNET_CUDA", 0)) {
-    g.cuda = load_cuda();
-    if (!g.cuda) WARN("refnet: P2PSCOPE_REFNET_CUDA=1 but libcuda.so.1 could not be loaded: host memory only");
-  }
-  g.fail_after = env_u64("P2PSCOPE_REFNET_FAIL_AFTER_BYTES", kOff);
-  g.die_after = env_u64("P2PSCOPE_REFNET_DIE_AFTER_BYTES", kOff);
-  const char* side = std::getenv("P2PSCOPE_REFNET_FAULT_SIDE");
-  std::string s = side ? side : "send";
-  g.fault_send = s == "send" || s == "both";
-  g.fault_recv = s == "recv" || s == "both";
-  const char* nr = std::getenv("P2PSCOPE_REFNET_NULL_REQUESTS");
-  g_null_left = !nr || !*nr ? 0 : std::string(nr) == "forever" ? -1 : std::strtoll(nr, nullptr, 0);
-  g.zero_devices = std::getenv("P2PSCOPE_REFNET_DEVICES") && env_u64("P2PSCOPE_REFNET_DEVICES", 1) == 0;
-  const char* ifs = std::getenv("P2PSCOPE_REFNET_IFS");
-  std::string list = ifs && *ifs ? ifs : "lo";
-  for (std::size_t pos = 0; pos <= list.size();) {
-    std::size_t e = list.find(',', pos);
-    if (e == std::string::npos) e = list.size();
-    Dev d;
-    d.name = list.substr(pos, e - pos);
-    pos = e + 1;
-    if (d.name.empty()) continue;
-    if (!ip_of(d.name, &d.addr)) {
-      WARN("refnet: interface %s has no IPv4 address: skipped", d.name.c_str());
-      continue;
-    }
-    d.pci_path = pci_of(d.name);
-    d.speed_mbps = speed_of(d.name);
-    g.devs.push_back(d);
-  }
-  INFO("refnet: %zu devices, unpack %d", g.devs.size(), (int)g.unpack);
-  return abi::kSuccess;
-}
-
-Result devices(int* ndev) {
-  *ndev = g.zero_devices ? 0 : static_cast<int>(g.devs.size());
-  return abi::kSuccess;
-}
-
-Result properties(int dev, abi::PropsV11* p) {
-  if (dev < 0 || dev >= static_cast<int>(g.devs.size())) return abi::kInvalidArgument;
-  const Dev& d = g.devs[static_cast<std::size_t>(dev)];
-  *p = abi::PropsV11{};
-  p->name = const_cast<char*>(d.name.c_str());
-  p->pci_path = d.pci_path.empty() ? nullptr : const_cast<char*>(d.pci_path.c_str());
-  p->guid = static_cast<std::uint64_t>(dev);
-  p->ptr_support = g.cuda ? 0x3 : 0x1;  // host (and CUDA, staged)
-  p->speed = d.speed_mbps;
-  p->port = 0;
-  p->latency = 0;
-  p->max_comms = 65536;
-  p->max_recvs = 1;
-  p->net_device_type = g.unpack ? abi::kDevUnpack : abi::kDevHost;
-  p->net_device_version = g.unpack ? abi::kUnpackDeviceVersion : 0;
-  p->vprops.ndevs = 1;
-  p->vprops.devs[0] = dev;
-  p->max_p2p_bytes = g.unpack ? kUnpackSliceBytes : (1ull << 31);
-  p->max_coll_bytes = p->max_p2p_bytes;
-  p->max_multi_request_size = 1;
-  return abi::kSuccess;
-}
-
-Result listen(int dev, void* handle, void** listen_comm) {
-  *listen_comm = nullptr;
-  if (dev < 0 || dev >= static_cast<int>(g.devs.size())) return abi::kInvalidArgument;
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  sockaddr_in a = g.devs[static_cast<std::size_t>(dev)].addr;
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 128) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    WARN("refnet: listen on %s: %s", g.devs[static_cast<std::size_t>(dev)].name.c_str(), std::strerror(errno));
-    if (fd >= 0) ::close(fd);
-    return abi::kSystemError;
-  }
-  Handle h{kMagic, a, 0, -1};
-  std::memset(handle, 0, abi::kHandleMaxBytes);
-  std::memcpy(handle, &h, sizeof h);
-  auto* l = new Listen;
-  l->fd = fd;
-  l->dev = dev;
-  *listen_comm = l;
-  return abi::kSuccess;
-}
-
-Result connect(int dev, void* handle, void** send_comm) {
-  *send_comm = nullptr;
-  Handle h;
-  std::memcpy(&h, handle, sizeof h);
-  if (h.magic != kMagic) {
-    WARN("refnet: connect: the handle is not one of this plugin's (magic %llx)", (unsigned long long)h.magic);
-    return abi::kInvalidArgument;
-  }
-  char ip[INET_ADDRSTRLEN];
-  inet_ntop(AF_INET, &h.addr.sin_addr, ip, sizeof ip);
-  if (h.stage == 0) {
-    h.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int one = 1;
-    ::setsockopt(h.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (::connect(h.fd, reinterpret_cast<sockaddr*>(&h.addr), sizeof h.addr) != 0 && errno != EINPROGRESS) {
-      WARN("refnet: connect to %s:%d: %s", ip, ntohs(h.addr.sin_port), std::strerror(errno));
-      ::close(h.fd);
-      return abi::kSystemError;
-    }
-    h.stage = 1;
-    std::memcpy(handle, &h, sizeof h);
-  }
-  pollfd pfd{h.fd, POLLOUT, 0};
-  if (::poll(&pfd, 1, 0) == 0) return abi::kSuccess;  // not yet: call again
-  int err = 0;
-  socklen_t el = sizeof err;
-  ::getsockopt(h.fd, SOL_SOCKET, SO_ERROR, &err, &el);
-  if (err != 0) {
-    WARN("refnet: connect to %s:%d: %s", ip, ntohs(h.addr.sin_port), std::strerror(err));
-    ::close(h.fd);
-    h.stage = 0;
-    std::memcpy(handle, &h, sizeof h);
-    return abi::kSystemError;
-  }
-  std::uint64_t hello = kMagic;
-  if (::send(h.fd, &hello, sizeof hello, MSG_NOSIGNAL) != sizeof hello) {
-    WARN("refnet: hello to %s:%d: %s", ip, ntohs(h.addr.sin_port), std::strerror(errno));
-    ::close(h.fd);
-    return abi::kSystemError;
-  }
-  auto* c = new Comm;
-  c->fd = h.fd;
-  c->send = true;
-  c->dev = dev;
-  *send_comm = c;
-  return abi::kSuccess;
-}
-
-Result accept(void* listen_comm, void** recv_comm, abi::DeviceHandle** dev_handle) {
-  *recv_comm = nullptr;
-  auto* l = static_cast<Listen*>(listen_comm);
-  if (l->pending_fd < 0) {
-    int fd = ::accept4(l->fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return abi::kSuccess;
-      WARN("refnet: accept: %s", std::strerror(errno));
-      return abi::kSystemError;
-    }
-    l->pending_fd = fd;
-    l->hello_got = 0;
-  }
-  ssize_t k = ::recv(l->pending_fd, reinterpret_cast<char*>(&l->hello) + l->hello_got, 8 - l->hello_got, 0);
-  if (k > 0) l->hello_got += static_cast<std::size_t>(k);
-  if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
-    WARN("refnet: accept: the peer left before its hello");
-    ::close(l->pending_fd);
-    l->pending_fd = -1;
-    return abi::kRemoteError;
-  }
-  if (l->hello_got < 8) return abi::kSuccess;
-  if (l->hello != kMagic) {
-    WARN("refnet: accept: a connection that is not this plugin's (hello %llx)", (unsigned long long)l->hello);
-    ::close(l->pending_fd);
-    l->pending_fd = -1;
-    return abi::kRemoteError;
-  }
-  auto* c = new Comm;
-  c->fd = l->pending_fd;
-  c->dev = l->dev;
-  l->pending_fd = -1;
-  int one = 1;
-  ::setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  if (g.unpack) {
-    // As TCPX: a metadata queue the kernel reads and a bounce area, one slot per request.
-    std::size_t bytes = kUnpackSliceBytes * abi::kUnpackQueueDepth;
-    void* b = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    c->meta = new (std::nothrow) abi::UnpackQueue{};
-    if (b == MAP_FAILED || !c->meta) {
-      WARN("refnet: no memory for the UNPACK bounce area");
-      if (b != MAP_FAILED) ::munmap(b, bytes);
-      ::close(c->fd);
-      delete c->meta;
-      delete c;
-      return abi::kSystemError;
-    }
-    c->bounce = static_cast<char*>(b);
-    c->udh = new abi::UnpackDevHandle{c->meta, c->bounce, 0};
-    if (dev_handle && *dev_handle) {
-      (*dev_handle)->handle = c->udh;
-      (*dev_handle)->size = sizeof(abi::UnpackDevHandle);
-      (*dev_handle)->needs_proxy_progress = 1;
-    }
-  }
-  *recv_comm = c;
-  return abi::kSuccess;
-}
-
-Result reg_mr(void*, void* data, std::size_t size, int type, void** mhandle) {
+Result reg_mr(void* comm, void* data, std::size_t size, int type, void** mhandle) {
+  auto* c = static_cast<Comm*>(comm);
   if (type == 0x2 && g.cuda) {
     void* ctx = nullptr;
     if (cu.ptr_attr(&ctx, kCuPointerAttributeContext, reinterpret_cast<unsigned long long>(data)) != 0 || !ctx) {
       WARN("refnet: regMr: %p is not CUDA device memory", data);
       return abi::kInvalidArgument;
     }
-    *mhandle = new Mr{data, size, true, ctx};
+    c->mrs.push_back(new Mr{data, size, true, ctx});
+    *mhandle = c->mrs.back();
     return abi::kSuccess;
   }
   if (type != 0x1) {
@@ -570,11 +295,19 @@ Result reg_mr(void*, void* data, std::size_t size, int type, void** mhandle) {
          g.cuda ? "|NCCL_PTR_CUDA" : "; P2PSCOPE_REFNET_CUDA=1 adds CUDA");
     return abi::kInvalidArgument;
   }
-  *mhandle = new Mr{data, size};
+  c->mrs.push_back(new Mr{data, size});
+  *mhandle = c->mrs.back();
   return abi::kSuccess;
 }
 
-Result dereg_mr(void*, void* mhandle) {
+Result dereg_mr(void* comm, void* mhandle) {
+  auto* c = static_cast<Comm*>(comm);
+  auto it = std::find(c->mrs.begin(), c->mrs.end(), static_cast<Mr*>(mhandle));
+  if (it == c->mrs.end()) {
+    WARN("refnet: deregMr of a handle this comm did not register");
+    return abi::kInvalidArgument;
+  }
+  c->mrs.erase(it);
   delete static_cast<Mr*>(mhandle);
   return abi::kSuccess;
 }
@@ -668,6 +401,7 @@ void close_comm(Comm* c) {
   if (c->bounce) ::munmap(c->bounce, kUnpackSliceBytes * abi::kUnpackQueueDepth);
   delete c->meta;
   delete c->udh;
+  for (Mr* m : c->mrs) delete m;
   delete c;
 }
 }  // namespace

@@ -38,6 +38,8 @@ void discover_nics(const FsRoot& fs, Topology& t);
 void discover_rdma(const FsRoot& fs, Topology& t);
 void discover_gpus(Topology& t);
 void add_nvml_facts(Topology& t);
+// nvidia-smi output saved beside a captured tree (tools/capture-fsroot.sh).
+void add_captured_gpu_facts(const FsRoot& fs, Topology& t);
 
 }  // namespace p2pscope::topo::detail
 

@@ -45,6 +45,11 @@ Topology discover(const FsRoot& fs, const DiscoverOptions& opts) {
   detail::discover_rdma(fs, t);
   detail::discover_gpus(t);
   if (opts.use_nvml && fs.is_live()) detail::add_nvml_facts(t);
+  if (!fs.is_live()) detail::add_captured_gpu_facts(fs, t);
+  if (t.gpus.size() > 1 && t.gpu_links_source.empty())
+    t.warnings.push_back(fs.is_live() ? "NVLinks unknown (NVML not used): GPU-GPU links shown as '?'"
+                                      : "GPU-GPU links unknown (not in capture): sysfs cannot show NVLink; capture with "
+                                        "tools/capture-fsroot.sh on a machine with nvidia-smi");
   return t;
 }
 

@@ -49,6 +49,7 @@ void add_nvml_facts(Topology& t) {
   for (const auto& [a, na] : to_nvml)
     for (const auto& [b, nb] : to_nvml)
       if (a != b) t.nvlinks[a][b] = std::max(0, nvml->nvlink_count(na, nb));
+  if (!to_nvml.empty()) t.gpu_links_source = "NVML";
 }
 
 }  // namespace p2pscope::topo::detail

@@ -6,7 +6,22 @@
 namespace p2pscope::topo {
 namespace {
 nlohmann::json irq_json(const Irq& i) {
-  return {{"irq", i.irq}, {"chip", i.chip}, {"name", i.name}, {"affinity", i.affinity}, {"count", i.total()}};
+  return {{"irq", i.irq},
+          {"chip", i.chip},
+          {"name", i.name},
+          {"affinity", i.affinity},
+          {"effective_affinity", i.effective.empty() ? nlohmann::json() : nlohmann::json(i.effective)},
+          {"count", i.total()}};
+}
+nlohmann::json placement(const Topology& t, const Nic& n) {
+  const IrqPlacement p = irq_placement(t, n);
+  auto cpus = [](const std::vector<int>& v) { return v.empty() ? nlohmann::json() : nlohmann::json(v); };
+  return {{"allowed_cpus", cpus(p.allowed)},
+          {"effective_cpus", cpus(p.effective)},
+          {"counted_cpus", p.counted},
+          {"count", p.count},
+          {"off_node_count", p.off_node_count},
+          {"off_node_share", p.count ? nlohmann::json(p.off_node_share()) : nlohmann::json()}};
 }
 }  // namespace
 
@@ -42,7 +57,8 @@ nlohmann::json to_json(const Topology& t) {
     for (const auto& i : n.irqs) irqs.push_back(irq_json(i));
     nics.push_back({{"name", n.name}, {"pci", n.pci}, {"virtual", n.is_virtual()}, {"numa", n.numa}, {"mac", n.mac},
                     {"mtu", n.mtu}, {"speed_mbps", n.speed_mbps}, {"state", n.state},
-                    {"queues", {{"rx", n.rx_queues}, {"tx", n.tx_queues}}}, {"irqs", std::move(irqs)}});
+                    {"queues", n.rx_queues < 0 ? json() : json{{"rx", n.rx_queues}, {"tx", n.tx_queues}}},
+                    {"irqs", std::move(irqs)}, {"irq_placement", placement(t, n)}});
   }
   auto& rdma = j["rdma"] = json::array();
   for (const auto& d : t.rdma) {
@@ -58,6 +74,8 @@ nlohmann::json to_json(const Topology& t) {
     rdma.push_back({{"name", d.name}, {"pci", d.pci}, {"numa", d.numa}, {"netdevs", d.netdevs}, {"ports", std::move(ports)}});
   }
   j["nvlinks"] = t.nvlinks;
+  j["gpu_links_source"] = t.gpu_links_source.empty() ? "unknown (not in capture)" : t.gpu_links_source;
+  j["default_route_nic"] = t.route_known ? json(t.default_route_nic) : json();
   j["gpu_gpu"] = gpu_gpu_matrix(t);
   j["gpu_nic"] = gpu_nic_matrix(t);
   j["interrupts"] = {{"cpu_columns", t.interrupts.cpu_columns},

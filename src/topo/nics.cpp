@@ -25,6 +25,35 @@ std::vector<int> irq_affinity(const FsRoot& fs, int irq) {
   return {};
 }
 
+std::vector<int> irq_effective(const FsRoot& fs, int irq) {
+  return read_cpulist(fs, "/proc/irq/" + std::to_string(irq) + "/effective_affinity_list").value_or(std::vector<int>{});
+}
+
+// /proc/net/route: "Iface Destination Gateway Flags ..." with hex fields; the default
+// route has destination 00000000 and mask 00000000. The first one wins, as the kernel's.
+void read_default_route(const FsRoot& fs, Topology& t) {
+  const auto text = fs.read("/proc/net/route");
+  if (!text) return;
+  t.route_known = true;
+  std::size_t pos = 0;
+  while (pos < text->size()) {
+    auto nl = text->find('\n', pos);
+    if (nl == std::string::npos) nl = text->size();
+    std::vector<std::string> f;
+    for (std::size_t i = pos; i < nl;) {
+      while (i < nl && ((*text)[i] == ' ' || (*text)[i] == '\t')) ++i;
+      const std::size_t b = i;
+      while (i < nl && (*text)[i] != ' ' && (*text)[i] != '\t') ++i;
+      if (i > b) f.push_back(text->substr(b, i - b));
+    }
+    pos = nl + 1;
+    if (f.size() >= 8 && f[1] == "00000000" && f[7] == "00000000") {
+      t.default_route_nic = f[0];
+      return;
+    }
+  }
+}
+
 bool names_nic(const Irq& irq, const std::string& nic, const std::string& pci) {
   if (!pci.empty() && (irq.chip.find(pci) != std::string::npos || irq.name.find(pci) != std::string::npos)) return true;
   // "eth0-TxRx-3", "eth0-rx-0", or exactly "eth0"; "eth1-" must not match "eth10-".
@@ -37,6 +66,7 @@ void discover_nics(const FsRoot& fs, Topology& t) {
   std::map<int, const Irq*> by_number;
   for (auto& irq : t.interrupts.irqs) {
     irq.affinity = irq_affinity(fs, irq.irq);
+    irq.effective = irq_effective(fs, irq.irq);
     by_number[irq.irq] = &irq;
   }
   const int only_node = t.numa_nodes.size() == 1 ? t.numa_nodes[0].id : -1;
@@ -55,6 +85,7 @@ void discover_nics(const FsRoot& fs, Topology& t) {
     n.speed_mbps = read_int_or(fs, dir + "speed");
     if (n.speed_mbps < 0) n.speed_mbps = -1;  // the kernel writes -1 (or fails) for unknown
     n.state = read_text(fs, dir + "operstate");
+    if (fs.is_dir(dir + "queues")) n.rx_queues = n.tx_queues = 0;  // else unknown (-1)
     for (const auto& q : fs.list(dir + "queues")) {
       if (q.rfind("rx-", 0) == 0) ++n.rx_queues;
       if (q.rfind("tx-", 0) == 0) ++n.tx_queues;
@@ -73,11 +104,13 @@ void discover_nics(const FsRoot& fs, Topology& t) {
       } else {  // in msi_irqs but not (yet) in /proc/interrupts
         irq.irq = number;
         irq.affinity = irq_affinity(fs, number);
+        irq.effective = irq_effective(fs, number);
       }
       n.irqs.push_back(std::move(irq));
     }
     t.nics.push_back(std::move(n));
   }
+  read_default_route(fs, t);
 }
 
 }  // namespace p2pscope::topo::detail

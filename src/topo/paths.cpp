@@ -3,6 +3,7 @@
 // the root port belongs to the host bridge, and each (upstream, downstream) pair is
 // one PCIe switch, named by its upstream port, as NCCL counts it.
 #include <algorithm>
+#include <set>
 
 #include "topo/detail.hpp"
 
@@ -54,13 +55,42 @@ std::string path_class(const Topology& t, const std::string& pci_a, const std::s
   return a.switches == b.switches ? "PIX" : "PXB";
 }
 
+std::string gpu_link_class(const Topology& t, int a, int b) {
+  if (a < 0 || b < 0 || static_cast<std::size_t>(std::max(a, b)) >= t.gpus.size()) return "?";
+  if (a == b) return "X";
+  if (static_cast<std::size_t>(std::max(a, b)) < t.nvlinks.size() && t.nvlinks[a][b] > 0)
+    return "NV" + std::to_string(t.nvlinks[a][b]);
+  if (t.gpu_links_source.empty()) return "?";  // NVLink not known: the PCIe path may not be the link
+  return path_class(t, t.gpus[a].pci, t.gpus[b].pci);
+}
+
 std::vector<std::vector<std::string>> gpu_gpu_matrix(const Topology& t) {
   std::vector<std::vector<std::string>> m;
   for (const auto& a : t.gpus) {
     m.emplace_back();
-    for (const auto& b : t.gpus) m.back().push_back(path_class(t, a.pci, b.pci));
+    for (const auto& b : t.gpus) m.back().push_back(gpu_link_class(t, a.index, b.index));
   }
   return m;
+}
+
+IrqPlacement irq_placement(const Topology& t, const Nic& n) {
+  IrqPlacement p;
+  std::set<int> allowed, effective, counted;
+  for (const auto& irq : n.irqs) {
+    allowed.insert(irq.affinity.begin(), irq.affinity.end());
+    effective.insert(irq.effective.begin(), irq.effective.end());
+    for (std::size_t i = 0; i < irq.per_cpu.size() && i < irq.cpu_columns.size(); ++i) {
+      if (irq.per_cpu[i] == 0) continue;
+      counted.insert(irq.cpu_columns[i]);
+      p.count += irq.per_cpu[i];
+      const int node = t.numa_of_cpu(irq.cpu_columns[i]);
+      if (n.numa >= 0 && node >= 0 && node != n.numa) p.off_node_count += irq.per_cpu[i];
+    }
+  }
+  p.allowed.assign(allowed.begin(), allowed.end());
+  p.effective.assign(effective.begin(), effective.end());
+  p.counted.assign(counted.begin(), counted.end());
+  return p;
 }
 
 std::vector<std::vector<std::string>> gpu_nic_matrix(const Topology& t) {

@@ -70,7 +70,9 @@ std::string matrix(const Topology& t) {
   Table tab(head);
   for (std::size_t r = 0; r < labels.size(); ++r) {
     std::vector<std::string> row{labels[r]};
-    for (std::size_t c = 0; c < labels.size(); ++c) row.push_back(path_class(t, pcis[r], pcis[c]));
+    for (std::size_t c = 0; c < labels.size(); ++c)
+      row.push_back(r < t.gpus.size() && c < t.gpus.size() ? gpu_link_class(t, static_cast<int>(r), static_cast<int>(c))
+                                                           : path_class(t, pcis[r], pcis[c]));
     row.push_back(cpus[r].empty() ? "N/A" : format_cpulist(cpus[r]));
     row.push_back(numa[r] < 0 ? "N/A" : std::to_string(numa[r]));
     tab.add_row(row);
@@ -79,28 +81,33 @@ std::string matrix(const Topology& t) {
   o << tab.to_text();
   for (const auto& g : t.gpus) o << "  GPU" << g.index << ": " << g.pci << " " << g.name << "\n";
   for (std::size_t i = 0; i < nics.size(); ++i) o << "  NIC" << i << ": " << nics[i]->name << " (" << nics[i]->pci << ")\n";
+  if (t.gpus.size() > 1)
+    o << "  GPU-GPU links: " << (t.gpu_links_source.empty() ? "unknown (not in capture): ? = NVLink or PCIe, sysfs cannot tell"
+                                                              : "from " + t.gpu_links_source)
+      << "\n";
   o << "  X = self, NV# = # NVLinks, PIX = one PCIe switch, PXB = several switches, PHB = through the host bridge,\n"
        "  NODE = between host bridges of one NUMA node, SYS = across NUMA nodes\n";
   return o.str();
 }
 
 std::string nic_table(const Topology& t) {
-  std::map<int, int> node_of;
-  for (const auto& c : t.cpus) node_of[c.id] = c.numa;
-  Table tab({"NIC", "PCI", "NUMA", "state", "speed", "MTU", "rx/tx queues", "IRQs", "IRQ CPUs", "on NIC's node"});
+  Table tab({"NIC", "PCI", "NUMA", "state", "speed", "MTU", "rx/tx queues", "IRQs", "allowed CPUs", "effective CPUs",
+             "counted on CPUs", "off node"});
+  auto list = [](const std::vector<int>& v, const char* none) { return v.empty() ? std::string(none) : format_cpulist(v); };
   for (const auto& n : t.nics) {
-    std::set<int> served;
-    for (const auto& i : n.irqs) served.insert(i.affinity.begin(), i.affinity.end());
-    std::vector<int> remote;
-    for (int c : served)
-      if (auto it = node_of.find(c); it != node_of.end() && it->second >= 0 && it->second != n.numa) remote.push_back(c);
+    const IrqPlacement p = irq_placement(t, n);
     std::string verdict = "-";
-    if (!served.empty() && n.numa >= 0)
-      verdict = remote.empty() ? "yes" : "NO: " + format_cpulist(remote) + " on another node";
+    if (p.count > 0 && n.numa >= 0) {
+      const double share = p.off_node_share();
+      const int pct = static_cast<int>(share * 100 + 0.5);
+      verdict = share > kOffNodeThreshold ? "NO: " + std::to_string(pct) + "%" : std::to_string(pct) + "%";
+    }
+    const std::string queues =
+        n.rx_queues < 0 ? "?" : std::to_string(n.rx_queues) + "/" + std::to_string(n.tx_queues);
     tab.add_row({n.name, n.pci.empty() ? "virtual" : n.pci, num(n.numa), n.state.empty() ? "?" : n.state,
-                 n.speed_mbps < 0 ? "?" : std::to_string(n.speed_mbps) + " Mb/s", num(n.mtu),
-                 std::to_string(n.rx_queues) + "/" + std::to_string(n.tx_queues), std::to_string(n.irqs.size()),
-                 served.empty() ? "-" : format_cpulist({served.begin(), served.end()}), verdict});
+                 n.speed_mbps < 0 ? "?" : std::to_string(n.speed_mbps) + " Mb/s", num(n.mtu), queues,
+                 std::to_string(n.irqs.size()), list(p.allowed, n.irqs.empty() ? "-" : "?"),
+                 list(p.effective, n.irqs.empty() ? "-" : "?"), list(p.counted, "-"), verdict});
   }
   return tab.to_text();
 }
@@ -124,7 +131,9 @@ std::string rdma_table(const Topology& t) {
 
 std::string to_text(const Topology& t) {
   std::ostringstream o;
-  o << cpu_summary(t) << "\nGPU/NIC connections:\n" << matrix(t) << "\nNICs (IRQ CPUs: where the NIC's interrupts are served):\n"
+  o << cpu_summary(t) << "\nGPU/NIC connections:\n" << matrix(t) << "\nNICs (allowed = smp_affinity, effective = effective_affinity, counted = CPUs whose "
+       "/proc/interrupts counters served them; off node = share of those counts on another node, NO above "
+    << static_cast<int>(kOffNodeThreshold * 100) << "%; ? = not captured):\n"
     << nic_table(t) << "\nRDMA:\n" << rdma_table(t);
   if (!t.warnings.empty()) {
     o << "\nWarnings:\n";

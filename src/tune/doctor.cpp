@@ -56,12 +56,24 @@ std::vector<Finding> log_findings(const NcclLog& l) {
   const auto env_set = [&](const std::string& kv) {
     return std::find(l.env_lines.begin(), l.env_lines.end(), kv) != l.env_lines.end();
   };
-  if (has("NET/Socket")) {
+  if (l.nccl_lines == 0 && !l.perf.empty())
+    out.push_back(make("log.plain_output", "info",
+                       l.file + ": program output without NCCL_DEBUG=INFO lines: its results are read, the transport is unknown",
+                       {}, "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET <the same command> 2>&1 | tee run.log"));
+  if (l.loopback()) {
+    auto ev = lines_with(l, "NCCL_SOCKET_IFNAME", 1);
+    for (const auto& e : lines_with(l, "NET/Socket : Using", 1)) ev.push_back(e);
+    out.push_back(make("log.loopback", "warning",
+                       l.file + ": NCCL's network was the loopback device lo: its NET/Socket figures measure a kernel "
+                                "memory copy, not a network",
+                       ev, "export NCCL_SOCKET_IFNAME=<the data NIC between the hosts, see net.socket_ifname>"));
+  }
+  if (has("NET/Socket") && !l.loopback()) {
     auto ev = lines_with(l, "via NET/Socket", 2);
     for (const auto& e : lines_with(l, "Using", 3)) ev.push_back(e);
     const bool single_node_forced = env_set("NCCL_P2P_DISABLE=1") && env_set("NCCL_SHM_DISABLE=1");
     out.push_back(make("log.socket_fallback", single_node_forced ? "warning" : "error",
-                       "NCCL moves data over TCP sockets (NET/Socket)" +
+                       l.file + ": NCCL moves data over TCP sockets (NET/Socket)" +
                            std::string(single_node_forced ? " because NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1 forbid the faster intra-node paths"
                                                           : ": no usable RDMA device; expect a small fraction of the RDMA/NVLink bandwidth"),
                        ev,
@@ -72,21 +84,19 @@ std::vector<Finding> log_findings(const NcclLog& l) {
   if (has("SHM")) {
     const bool forced = env_set("NCCL_P2P_DISABLE=1");
     out.push_back(make("log.shm_path", "warning",
-                       std::string("GPUs exchange data through host shared memory (SHM)") +
+                       l.file + ": GPUs exchange data through host shared memory (SHM)" +
                            (forced ? " because NCCL_P2P_DISABLE=1" : ": P2P between these GPUs is unavailable"),
                        lines_with(l, "via SHM", 2),
                        forced ? "unset NCCL_P2P_DISABLE" : "nvidia-smi topo -m   # check NVLink / PCIe P2P; ACS and IOMMU settings"));
   }
   if (has("NET/IB")) {
-    bool any_gdr = false;
-    for (const auto& c : l.channels) any_gdr = any_gdr || (c.transport == "NET/IB" && c.gdr);
-    if (!any_gdr)
+    if (!l.gdr_channels.count("NET/IB"))
       out.push_back(make("log.ib_without_gdr", "warning",
-                         "NET/IB channels run without GPUDirect RDMA: data is staged through host memory",
+                         l.file + ": NET/IB channels run without GPUDirect RDMA: data is staged through host memory",
                          lines_with(l, "GPU Direct RDMA", 3),
                          "sudo modprobe nvidia-peermem   # or a kernel with DMA-BUF\nexport NCCL_NET_GDR_LEVEL=PHB   # if the NIC is behind the CPU"));
     else
-      out.push_back(make("log.ib_gdr", "info", "NET/IB channels use GPUDirect RDMA (GDRDMA)", lines_with(l, "GDRDMA", 2), ""));
+      out.push_back(make("log.ib_gdr", "info", l.file + ": NET/IB channels use GPUDirect RDMA (GDRDMA)", lines_with(l, "GDRDMA", 2), ""));
   }
   for (const auto& w : l.warnings)
     out.push_back(make("log.partial", "warning", l.file + ": " + w, {}, "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and keep the whole log"));
@@ -105,26 +115,48 @@ int roce_v2_ipv4_gid_index(const topo::RdmaPort& port) {
 
 std::vector<std::string> socket_interfaces(const topo::Topology& t) {
   std::vector<std::string> out;
+  const std::string mgmt = management_nic(t);
   for (const auto& n : t.nics)
-    if (!virtual_name(n.name) && !n.is_virtual() && (n.state == "up" || n.state == "unknown")) out.push_back(n.name);
+    if (!virtual_name(n.name) && !n.is_virtual() && (n.state == "up" || n.state == "unknown") && n.name != mgmt)
+      out.push_back(n.name);
+  if (out.empty() && !mgmt.empty()) out.push_back(mgmt);  // the only NIC: better than none
   return out;
 }
 
-std::vector<Finding> topology_findings(const topo::Topology& t, const std::map<std::string, std::string>& env) {
+std::vector<Finding> topology_findings(const topo::Topology& t, const std::map<std::string, std::string>& env,
+                                       const std::map<std::string, std::string>& env_source) {
   std::vector<Finding> out;
   auto get = [&](const char* n) -> std::string {
     auto it = env.find(n);
     return it == env.end() ? "" : it->second;
+  };
+  auto from = [&](const std::string& n) {
+    auto it = env_source.find(n);
+    return " (" + (it == env_source.end() ? std::string("the doctor's own shell") : it->second) + ")";
   };
   // Interfaces for NCCL_SOCKET_IFNAME.
   const auto ifs = socket_interfaces(t);
   std::string ifl;
   for (const auto& i : ifs) ifl += (ifl.empty() ? "" : ",") + i;
   const std::string cur_if = get("NCCL_SOCKET_IFNAME");
-  if (ifs.empty()) {
+  const std::string mgmt = management_nic(t);
+  if (!mgmt.empty() && std::find(ifs.begin(), ifs.end(), mgmt) == ifs.end())
+    out.push_back(make("net.management_nic", "info",
+                       mgmt + " carries the default route and no GPU is behind its PCIe switch: the management NIC, "
+                              "left out of NCCL_SOCKET_IFNAME and irq plan",
+                       {"default route via " + mgmt}, ""));
+  if (cur_if == "lo" || cur_if == "=lo") {
+    out.push_back(make("net.socket_ifname_loopback", "warning",
+                       "NCCL_SOCKET_IFNAME=" + cur_if + from("NCCL_SOCKET_IFNAME") +
+                           ": NCCL's sockets stay on this host (loopback); between hosts use a data NIC",
+                       {"NCCL_SOCKET_IFNAME=" + cur_if + from("NCCL_SOCKET_IFNAME"), "data interfaces: " + ifl},
+                       ifs.empty() ? "" : "export NCCL_SOCKET_IFNAME=" + ifl));
+  } else if (ifs.empty()) {
     out.push_back(make("net.no_interface", "warning", "no physical network interface is up", {}, "ip link   # bring the data NIC up"));
   } else if (cur_if.empty()) {
-    out.push_back(make("net.socket_ifname", "info", "NCCL_SOCKET_IFNAME is unset; the physical interfaces that are up: " + ifl,
+    out.push_back(make("net.socket_ifname", "info",
+                       "NCCL_SOCKET_IFNAME is unset" + from("NCCL_SOCKET_IFNAME") +
+                           "; the data interfaces that are up: " + ifl,
                        {"interfaces: " + ifl}, "export NCCL_SOCKET_IFNAME=" + ifl));
   } else if (cur_if[0] != '^') {
     std::string want = cur_if[0] == '=' ? cur_if.substr(1) : cur_if;
@@ -137,7 +169,8 @@ std::vector<Finding> topology_findings(const topo::Topology& t, const std::map<s
         if (!p.empty() && (cur_if[0] == '=' ? n.name == p : n.name.rfind(p, 0) == 0)) match = true;
       }
     if (!match)
-      out.push_back(make("net.socket_ifname_missing", "error", "NCCL_SOCKET_IFNAME=" + cur_if + " matches no interface on this host",
+      out.push_back(make("net.socket_ifname_missing", "error",
+                         "NCCL_SOCKET_IFNAME=" + cur_if + from("NCCL_SOCKET_IFNAME") + " matches no interface on this host",
                          {"NCCL_SOCKET_IFNAME=" + cur_if, "interfaces: " + ifl}, "export NCCL_SOCKET_IFNAME=" + ifl));
   }
 
@@ -239,6 +272,36 @@ std::vector<Finding> topology_findings(const topo::Topology& t, const std::map<s
   return out;
 }
 
+std::vector<Finding> irq_placement_findings(const topo::Topology& t) {
+  std::vector<Finding> out;
+  std::vector<std::string> named, ev;
+  for (const auto& n : t.nics) {
+    if (n.numa < 0 || n.irqs.empty()) continue;
+    const auto p = topo::irq_placement(t, n);
+    if (p.count == 0 || p.off_node_share() <= topo::kOffNodeThreshold) continue;
+    const int pct = static_cast<int>(p.off_node_share() * 100 + 0.5);
+    named.push_back(n.name + " (" + std::to_string(pct) + "%)");
+    ev.push_back(n.name + " on NUMA " + std::to_string(n.numa) + ": " + std::to_string(pct) + "% of " +
+                 std::to_string(p.count) + " interrupts counted on CPUs of another node; counted on " +
+                 format_cpulist(p.counted) + ", allowed " + (p.allowed.empty() ? "?" : format_cpulist(p.allowed)) +
+                 ", effective " + (p.effective.empty() ? "?" : format_cpulist(p.effective)));
+  }
+  if (named.empty()) return out;
+  std::string list, nics;
+  for (const auto& x : named) list += (list.empty() ? "" : ", ") + x;
+  for (const auto& n : t.nics)
+    for (const auto& x : named)
+      if (x.rfind(n.name + " (", 0) == 0) nics += (nics.empty() ? "" : ",") + n.name;
+  out.push_back(make("irq.off_node", "warning",
+                     "interrupts served off the NIC's NUMA node (over " +
+                         std::to_string(static_cast<int>(topo::kOffNodeThreshold * 100)) + "% of counts since boot): " + list,
+                     ev,
+                     "# NCCL leaves IRQs at their defaults; moving them is optional. To try it:\n"
+                     "p2pscope irq plan --nics " + nics + " --move-irqs --format json > plan.json\n"
+                     "sudo p2pscope irq apply plan.json --yes --backup irq-backup.json"));
+  return out;
+}
+
 std::vector<Finding> irq_findings(const IrqSnapshot& s) {
   std::vector<Finding> out;
   const IrqDiff d = diff(IrqSnapshot{}, s);  // since boot
@@ -250,7 +313,7 @@ std::vector<Finding> irq_findings(const IrqSnapshot& s) {
     out.push_back(make("irq.numa_mismatch", "warning",
                        m.nic + " sits on NUMA node " + std::to_string(m.nic_numa) + " but its interrupts are served on node(s) " +
                            (serving.empty() ? "?" : serving) + ": " + m.reason,
-                       {"IRQs " + irqs}, "p2pscope irq plan --nics " + m.nic + " --format json > plan.json\n"
+                       {"IRQs " + irqs}, "p2pscope irq plan --nics " + m.nic + " --move-irqs --format json > plan.json\n"
                                          "sudo p2pscope irq apply plan.json --yes --backup irq-backup.json"));
   }
   if (d.imbalance > 4 && d.cpus.size() > 2)
@@ -259,6 +322,41 @@ std::vector<Finding> irq_findings(const IrqSnapshot& s) {
                            "x the mean since boot",
                        {"busiest CPU " + std::to_string(d.cpus.front().cpu)}, "p2pscope irq diff --interval 10s   # measure under load"));
   return out;
+}
+
+void advise_for_capture(std::vector<Finding>& findings, const std::string& root) {
+  auto starts = [](const std::string& l, const char* p) { return l.rfind(p, 0) == 0; };
+  for (auto& f : findings) {
+    if (f.fix.empty()) continue;
+    std::string out;
+    std::size_t b = 0;
+    while (b <= f.fix.size()) {
+      auto e = f.fix.find('\n', b);
+      if (e == std::string::npos) e = f.fix.size();
+      std::string l = f.fix.substr(b, e - b);
+      b = e + 1;
+      if (l.empty()) continue;
+      if (starts(l, "export ") || starts(l, "unset ") || starts(l, "#")) {
+        // settings for the job: the same on a capture
+      } else if (starts(l, "ibv_devinfo")) {
+        l = "capture on the host: ibv_devinfo -v > ibv_devinfo.txt   # port and GID state as the driver sees it";
+      } else if (starts(l, "nvidia-smi")) {
+        l = "capture again on the host with nvidia-smi installed: tools/capture-fsroot.sh   # saves topo -m and -q -x";
+      } else if (starts(l, "ip link") || starts(l, "ip addr") || starts(l, "ip -")) {
+        l = "capture on the host: ip -d addr > ip-addr.txt; ip route > ip-route.txt";
+      } else if (starts(l, "p2pscope irq diff")) {
+        l = "capture on the host under load: p2pscope irq snapshot --out a.json; sleep 10; p2pscope irq snapshot --out "
+            "b.json   # then here: p2pscope irq diff a.json b.json";
+      } else if (starts(l, "p2pscope irq plan")) {
+        const auto gt = l.find(" --format");
+        l.insert(gt == std::string::npos ? l.size() : gt, " --root " + root);  // a plan can be made from the capture
+      } else {
+        l = "on the host: " + l;
+      }
+      out += (out.empty() ? "" : "\n") + l;
+    }
+    f.fix = out;
+  }
 }
 
 void sort_findings(std::vector<Finding>& f) {
@@ -272,7 +370,12 @@ nlohmann::json to_json(const DoctorReport& r) {
   for (const auto& x : r.findings) f.push_back(to_json(x));
   nlohmann::json env = nlohmann::json::object();
   for (const auto& [k, v] : r.env) env[k] = v;
-  return {{"logs", logs}, {"findings", f}, {"env", env}};
+  nlohmann::json res = nlohmann::json::array();
+  for (const auto& p : r.results) res.push_back(to_json(p));
+  nlohmann::json src = nlohmann::json::object();
+  for (const auto& [k, v] : r.env) src[k] = r.env_source.count(k) ? r.env_source.at(k) : "the doctor's own shell";
+  return {{"logs", logs}, {"results", res}, {"findings", f}, {"env", env}, {"env_source", src},
+          {"transport_comparison", transport_comparison(r.logs)}};
 }
 
 }  // namespace p2pscope::tune

@@ -1,7 +1,8 @@
-// The IRQ / thread plan: per NIC, TX and RX sets of whole cores on its NUMA node,
-// and for each of its IRQs one core of the matching set.
+// The IRQ / thread plan: per NUMA node, system / TX / RX / application shares of its
+// whole cores (the policy in tune.hpp), and optionally one core per IRQ.
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <set>
 
 #include "p2pscope/bindings.hpp"
@@ -62,9 +63,26 @@ std::vector<int> flatten(const std::vector<Core>& cores, std::size_t begin, std:
 
 }  // namespace
 
+std::string management_nic(const topo::Topology& t) {
+  if (t.default_route_nic.empty()) return {};
+  const topo::Nic* n = t.find_nic(t.default_route_nic);
+  if (!n || n->is_virtual()) return {};
+  for (const auto& g : t.gpus) {
+    const std::string c = topo::path_class(t, g.pci, n->pci);
+    if (c == "PIX" || c == "PXB") return {};  // a GPU's own NIC carries the default route
+  }
+  return n->name;
+}
+
 IrqPlan make_plan(const topo::Topology& t, const PlanOptions& opts) {
+  if (opts.style != "shared" && opts.style != "per-nic")
+    throw UsageError("--style must be 'shared' or 'per-nic', got '" + opts.style + "'");
+  for (int v : {opts.system_cores, opts.tx_cores, opts.rx_cores})
+    if (v < -1 || v > 4096) throw UsageError("core counts must be between 0 and 4096, got " + std::to_string(v));
+  if (opts.tx_cores == 0 || opts.rx_cores == 0) throw UsageError("--tx-cores and --rx-cores need at least 1 core");
   IrqPlan plan;
   plan.hostname = t.hostname;
+  plan.irqs_planned = opts.plan_irqs;
   const std::set<int> reserved(opts.reserve.begin(), opts.reserve.end());
   std::set<int> nodes;
   for (const auto& c : t.cpus) nodes.insert(c.numa);
@@ -72,15 +90,28 @@ IrqPlan make_plan(const topo::Topology& t, const PlanOptions& opts) {
 
   std::vector<const topo::Nic*> chosen;
   if (opts.nics.empty()) {
-    for (const auto& n : t.nics)
-      if (!n.is_virtual() && !n.irqs.empty()) chosen.push_back(&n);
+    const std::string mgmt = management_nic(t);
+    for (const auto& n : t.nics) {
+      if (n.is_virtual() || n.irqs.empty()) continue;
+      if (n.name == mgmt) {
+        plan.excluded.push_back(n.name + ": management NIC (default route, no GPU behind its PCIe switch); name it in --nics to plan it");
+        continue;
+      }
+      chosen.push_back(&n);
+    }
+    if (chosen.empty() && !plan.excluded.empty()) {  // the management NIC is the only one: plan it
+      chosen.push_back(t.find_nic(mgmt));
+      plan.excluded.clear();
+      plan.warnings.push_back(mgmt + " carries the default route and is the only NIC with IRQs: planned anyway");
+    }
     if (chosen.empty())
       throw UsageError("no physical NIC with IRQs found; name the NICs with --nics (see 'p2pscope topo')");
+    if (!t.route_known && !t.gpus.empty())
+      plan.warnings.push_back("default route unknown (no /proc/net/route): the management NIC was not identified; "
+                              "list the data NICs with --nics");
   } else {
     for (const auto& name : opts.nics) {
-      const topo::Nic* found = nullptr;
-      for (const auto& n : t.nics)
-        if (n.name == name) found = &n;
+      const topo::Nic* found = t.find_nic(name);
       if (!found) {
         std::string known;
         for (const auto& n : t.nics) known += (known.empty() ? "" : ", ") + n.name;
@@ -88,6 +119,9 @@ IrqPlan make_plan(const topo::Topology& t, const PlanOptions& opts) {
       }
       if (std::find(chosen.begin(), chosen.end(), found) == chosen.end()) chosen.push_back(found);
     }
+    for (const auto& n : t.nics)
+      if (!n.is_virtual() && !n.irqs.empty() && std::find(chosen.begin(), chosen.end(), &n) == chosen.end())
+        plan.excluded.push_back(n.name + ": not in --nics");
   }
 
   // Group NICs by node; a NIC of unknown node on a one-node machine lives on node 0.
@@ -102,44 +136,80 @@ IrqPlan make_plan(const topo::Topology& t, const PlanOptions& opts) {
     by_node[node].push_back(n);
   }
 
+  const bool shared_style = opts.style == "shared";
+  const int auto_system = reserved.empty() ? -1 : 0;
   for (const auto& [node, nics] : by_node) {
+    const auto all = free_cores(t, node, single_node, {});
     const auto cores = free_cores(t, node, single_node, reserved);
     const std::size_t k = nics.size();
     if (cores.size() < 2)
       throw UsageError("NUMA node " + std::to_string(node) + " has " + std::to_string(cores.size()) +
                        " whole core(s) free after --reserve; TX and RX need one core each: reserve fewer CPUs");
-    const bool shared = cores.size() < 2 * k;
-    if (shared)
-      plan.warnings.push_back("NUMA node " + std::to_string(node) + " has " + std::to_string(cores.size()) +
-                              " free cores for " + std::to_string(k) +
-                              " NICs: its NICs share one TX set and one RX set");
-    const std::size_t share = shared ? cores.size() : cores.size() / k;
+    int sys = opts.system_cores >= 0 ? opts.system_cores : auto_system;
+    if (sys < 0) sys = static_cast<int>(all.size() / 6);
+    sys = std::min<int>(sys, static_cast<int>(cores.size()) - 2);
+    const std::size_t left = cores.size() - static_cast<std::size_t>(sys);
+    std::size_t tx_n = opts.tx_cores > 0 ? static_cast<std::size_t>(opts.tx_cores) : 0;
+    std::size_t rx_n = opts.rx_cores > 0 ? static_cast<std::size_t>(opts.rx_cores) : 0;
+    const std::size_t per = shared_style ? 1 : k;  // sets to carve
+    if (tx_n == 0) tx_n = std::max<std::size_t>(1, left / 3 / per);
+    if (rx_n == 0) rx_n = std::max<std::size_t>(1, left / 3 / per);
+    bool shared = shared_style;
+    if (!shared && per * (tx_n + rx_n) > left) {
+      plan.warnings.push_back("NUMA node " + std::to_string(node) + " has " + std::to_string(left) + " free cores for " +
+                              std::to_string(k) + " NICs of " + std::to_string(tx_n) + "+" + std::to_string(rx_n) +
+                              " cores: its NICs share one TX set and one RX set");
+      shared = true;
+    }
+    if (shared && tx_n + rx_n > left) {
+      plan.warnings.push_back("NUMA node " + std::to_string(node) + ": " + std::to_string(tx_n) + " TX + " +
+                              std::to_string(rx_n) + " RX cores asked, " + std::to_string(left) +
+                              " free: shrunk to fit, nothing left for the application");
+      tx_n = std::max<std::size_t>(1, left / 2);
+      rx_n = left - tx_n;
+    }
+    NodeShare share;
+    share.numa = node;
+    for (const auto& c : all)
+      if (std::find(cores.begin(), cores.end(), c) == cores.end()) share.reserved.insert(share.reserved.end(), c.begin(), c.end());
+    std::sort(share.reserved.begin(), share.reserved.end());
+    share.system = flatten(cores, 0, static_cast<std::size_t>(sys));
+    std::size_t pos = static_cast<std::size_t>(sys);
     for (std::size_t i = 0; i < k; ++i) {
-      const std::size_t begin = shared ? 0 : i * share;
-      const std::size_t tx_n = share / 2;
+      const std::size_t begin = shared ? static_cast<std::size_t>(sys) : pos;
       const std::vector<Core> tx_cores(cores.begin() + begin, cores.begin() + begin + tx_n);
-      const std::vector<Core> rx_cores(cores.begin() + begin + tx_n, cores.begin() + begin + share);
+      const std::vector<Core> rx_cores(cores.begin() + begin + tx_n, cores.begin() + begin + tx_n + rx_n);
+      if (!shared) pos += tx_n + rx_n;
       NicPlan np;
       np.name = nics[i]->name;
       np.numa = node;
       np.tx_cpus = flatten(tx_cores, 0, tx_cores.size());
       np.rx_cpus = flatten(rx_cores, 0, rx_cores.size());
       std::map<std::string, std::size_t> next;  // round-robin position per set
-      for (const auto& irq : nics[i]->irqs) {
+      for (const auto& irq : opts.plan_irqs ? nics[i]->irqs : std::vector<topo::Irq>{}) {
         IrqTarget tgt;
         tgt.irq = irq.irq;
         tgt.name = irq.name;
         tgt.role = irq_role(irq.name);
         const bool to_tx = tgt.role == "tx";
         const auto& set = to_tx ? tx_cores : rx_cores;
-        auto& pos = next[to_tx ? "tx" : "rx"];
-        tgt.cpus = set[pos++ % set.size()];
+        auto& at = next[to_tx ? "tx" : "rx"];
+        tgt.cpus = set[at++ % set.size()];
         tgt.mask = format_cpumask(tgt.cpus);
         np.irqs.push_back(std::move(tgt));
       }
-      if (np.irqs.empty()) plan.warnings.push_back(np.name + " has no IRQs (virtual NIC?); only thread bindings planned");
+      if (nics[i]->irqs.empty()) plan.warnings.push_back(np.name + " has no IRQs (virtual NIC?); only thread bindings planned");
+      share.tx.insert(share.tx.end(), np.tx_cpus.begin(), np.tx_cpus.end());
+      share.rx.insert(share.rx.end(), np.rx_cpus.begin(), np.rx_cpus.end());
       plan.nics.push_back(std::move(np));
     }
+    for (auto* v : {&share.tx, &share.rx}) {
+      std::sort(v->begin(), v->end());
+      v->erase(std::unique(v->begin(), v->end()), v->end());
+    }
+    const std::size_t used_end = shared ? static_cast<std::size_t>(sys) + tx_n + rx_n : pos;
+    share.application = flatten(cores, used_end, cores.size());
+    plan.nodes.push_back(std::move(share));
   }
   std::vector<NicBinding> tx, rx;
   for (const auto& n : plan.nics) {
@@ -150,6 +220,17 @@ IrqPlan make_plan(const topo::Topology& t, const PlanOptions& opts) {
     plan.tx_bindings = format_bindings(tx);
     plan.rx_bindings = format_bindings(rx);
   }
+  std::string sizes = opts.system_cores >= 0 ? std::to_string(opts.system_cores) + " system core(s)"
+                      : reserved.empty()     ? "the first 1/6 of its cores for the system"
+                                             : "no system cores beyond --reserve";
+  sizes += ", then ";
+  sizes += opts.tx_cores > 0 ? std::to_string(opts.tx_cores) + " TX core(s)" : std::string("a third of the rest for TX");
+  sizes += " and ";
+  sizes += opts.rx_cores > 0 ? std::to_string(opts.rx_cores) + " RX core(s)" : std::string("a third for RX");
+  plan.policy = "per NUMA node, whole cores in CPU order: " + sizes +
+                (shared_style ? ", one TX and one RX set shared by the node's NICs" : ", disjoint per NIC") +
+                ", the rest for the application; management NIC left out unless named; IRQs " +
+                (opts.plan_irqs ? "moved onto the NIC's RX/TX cores" : "left at their defaults (as NCCL does)");
   return plan;
 }
 
@@ -168,6 +249,14 @@ nlohmann::json to_json(const IrqPlan& p) {
                     {"rx_cpus", format_cpulist(n.rx_cpus)},
                     {"irqs", irqs}});
   }
+  j["policy"] = p.policy;
+  j["irqs_planned"] = p.irqs_planned;
+  j["excluded"] = p.excluded;
+  auto& nodes = j["nodes"] = nlohmann::json::array();
+  for (const auto& n : p.nodes)
+    nodes.push_back({{"numa", n.numa}, {"reserved", format_cpulist(n.reserved)}, {"system", format_cpulist(n.system)},
+                     {"tx", format_cpulist(n.tx)}, {"rx", format_cpulist(n.rx)},
+                     {"application", format_cpulist(n.application)}});
   j["env"] = {{"NCCL_GPUDIRECTTCPX_TX_BINDINGS", p.tx_bindings}, {"NCCL_GPUDIRECTTCPX_RX_BINDINGS", p.rx_bindings}};
   j["warnings"] = p.warnings;
   return j;
@@ -177,6 +266,8 @@ IrqPlan plan_from_json(const nlohmann::json& j) {
   try {
     IrqPlan p;
     p.hostname = j.value("hostname", "");
+    p.policy = j.value("policy", "");
+    p.irqs_planned = j.value("irqs_planned", true);
     for (const auto& n : j.at("nics")) {
       NicPlan np;
       np.name = n.at("name").get<std::string>();

@@ -98,6 +98,9 @@ std::vector<Finding> check_nccl_env(const std::map<std::string, std::string>& en
     if (name.rfind("NCCL_", 0) != 0) continue;
     if (is_known_nccl_variable(name)) continue;
     if (name.rfind("NCCL_TESTS_", 0) == 0 || name.rfind("NCCL_FASTRAK_", 0) == 0) continue;  // other tools
+    // Set by NVIDIA's containers to say which NCCL they ship (as CUDA_VERSION); seen on the
+    // device machines. NCCL does not read it, and unsetting it changes nothing.
+    if (name == "NCCL_VERSION") continue;
     if (name == "NCCL_ASYNC_ERROR_HANDLING" || name == "NCCL_BLOCKING_WAIT" || name == "NCCL_DESYNC_DEBUG") {
       out.push_back(make("env.pytorch_variable", "info", name + " is read by PyTorch, not by NCCL",
                          {ev(name, value)}, "export TORCH_" + name + "=" + value + "   # the current PyTorch name"));

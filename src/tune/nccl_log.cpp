@@ -1,10 +1,19 @@
 // NCCL_DEBUG=INFO log parser: version, ranks, network, interfaces, the transport of
 // every channel connection, GPUDirect RDMA status. Tolerant: garbled or cut logs
 // give what could be read plus warnings.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <regex>
 #include <set>
 
+#include "p2pscope/error.hpp"
 #include "p2pscope/tune.hpp"
 
 namespace p2pscope::tune {
@@ -12,6 +21,7 @@ namespace {
 
 constexpr std::size_t kMaxEvidence = 60;
 constexpr std::size_t kMaxLineLen = 2048;  // longer "lines" are garbage, not NCCL output
+constexpr std::size_t kMaxChannels = 4096; // channel connections kept one by one (all are counted)
 
 // "P2P/CUMEM/read" -> "P2P/CUMEM"; "NET/IB/0/GDRDMA" -> "NET/IB"; "SHM/direct/direct" -> "SHM".
 std::string transport_of(const std::string& via) {
@@ -61,6 +71,14 @@ std::vector<std::string> NcclLog::used_transports() const {
   return out;
 }
 
+namespace {
+std::string primary_of(const std::map<std::string, int>& transports) {
+  NcclLog l;
+  l.transports = transports;
+  return l.primary_transport();
+}
+}  // namespace
+
 std::string NcclLog::primary_transport() const {
   std::set<std::string> kinds;
   for (const auto& t : used_transports()) {
@@ -76,140 +94,306 @@ std::string NcclLog::primary_transport() const {
   return s;
 }
 
-NcclLog parse_nccl_log(std::string_view text, const std::string& file) {
+namespace {
+
+// "Channel 00/0 : 0[0] -> 1[1] [send] via NET/Socket/0": parsed by hand (the hot
+// line of big logs). False when the shape is not that.
+bool parse_conn(std::string_view m, ChannelUse& c) {
+  std::size_t i = 8;  // after "Channel "
+  auto number = [&](int& out) {
+    const std::size_t b = i;
+    long v = 0;
+    while (i < m.size() && std::isdigit(static_cast<unsigned char>(m[i])) && i - b < 7) v = v * 10 + (m[i++] - '0');
+    out = static_cast<int>(v);
+    return i > b;
+  };
+  auto lit = [&](std::string_view x) {
+    if (m.substr(i, x.size()) != x) return false;
+    i += x.size();
+    return true;
+  };
+  auto bracket = [&] {
+    if (i >= m.size() || m[i] != '[') return false;
+    const auto e = m.find(']', i);
+    if (e == std::string_view::npos) return false;
+    i = e + 1;
+    return true;
+  };
+  int sub = 0;
+  if (!number(c.channel)) return false;
+  if (lit("/") && !number(sub)) return false;
+  if (!lit(" : ") || !number(c.from_rank) || !bracket() || !lit(" -> ") || !number(c.to_rank) || !bracket()) return false;
+  if (!lit(" [send]")) lit(" [receive]");
+  if (!lit(" via ")) return false;
+  std::string_view rest = m.substr(i);
+  while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.back()))) rest.remove_suffix(1);
+  if (rest.empty()) return false;
+  c.detail = std::string(rest);
+  return true;
+}
+
+// "Channel 00/02 :    0   1": the ring of a collective channel; returns the count (02).
+int ring_count(std::string_view m) {
+  std::size_t i = 8;
+  while (i < m.size() && std::isdigit(static_cast<unsigned char>(m[i]))) ++i;
+  if (i == 8 || i >= m.size() || m[i] != '/') return -1;
+  const std::size_t b = ++i;
+  int v = 0;
+  while (i < m.size() && std::isdigit(static_cast<unsigned char>(m[i])) && i - b < 6) v = v * 10 + (m[i++] - '0');
+  if (i == b || m.substr(i, 2) != " :") return -1;
+  return v;
+}
+
+bool contains(std::string_view s, std::string_view x) { return s.find(x) != std::string_view::npos; }
+
+}  // namespace
+
+namespace {
+
+struct NcclLogStream {
+  NcclLog log;
+  std::set<int> ranks;
+  PerfTableParser perf;
+  int garbled = 0, bad_channel = 0, total_lines = 0;
+  // Channel connections since the last result table: a file of several runs gives
+  // each table the transport its own run set up.
+  std::map<std::string, int> since_table;
+  std::vector<std::string> table_transport;  // per perf run, by creation order
+  void perf_line(std::string_view l) {
+    const std::size_t before = perf.runs_started();
+    perf.line(l);
+    if (perf.runs_started() > before) {
+      table_transport.resize(perf.runs_started());
+      table_transport.back() = since_table.empty() ? std::string() : primary_of(since_table);
+      since_table.clear();
+    }
+  }
+  std::size_t warn_dropped = 0;
+  explicit NcclLogStream(const std::string& file) : perf(file) { log.file = file; }
+  void keep(const std::string& line) {
+    if (log.evidence.size() < kMaxEvidence) log.evidence.push_back(line);
+  }
+  void line(std::string_view raw);
+  NcclLog finish(bool ends_with_newline);
+};
+
+void NcclLogStream::line(std::string_view raw) {
   static const std::regex re_version(R"(NCCL version ([0-9]+\.[0-9]+\.[0-9]+[^\s]*))");
   static const std::regex re_rank(R"(\brank (\d+) n[Rr]anks (\d+))");
-  static const std::regex re_network(R"(^Using network (\S+))");
   static const std::regex re_using(R"(^(NET/\S+|Bootstrap) ?: ?Using (.*))");
   static const std::regex re_item(R"(\[(\d+)\]([^\s\[\];]+))");
-  static const std::regex re_conn(
-      R"(^Channel (\d+)(?:/\d+)? : (\d+)\[[^\]]*\] -> (\d+)\[[^\]]*\](?: \[(?:send|receive)\])? via (.+?)\s*$)");
-  static const std::regex re_ring(R"(^Channel (\d+)/(\d+) :\s+\d)");
   static const std::regex re_counts(R"((\d+) coll channels,.*?(\d+) p2p channels)");
   static const std::regex re_gdr(R"(GPU Direct RDMA (Enabled|Disabled) for (?:GPU (\S+) / )?HCA (\S+)(?: '([^']+)')?)");
   static const std::regex re_env(R"(^(NCCL_[A-Z0-9_]+) set by environment to (.*?)\.?\s*$)");
 
-  NcclLog log;
-  log.file = file;
-  std::set<int> ranks;
-  int nccl_lines = 0, garbled = 0, bad_channel = 0, total_lines = 0;
-  auto keep = [&](const std::string& line) {
-    if (log.evidence.size() < kMaxEvidence) log.evidence.push_back(line);
-  };
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    auto nl = text.find('\n', pos);
-    const bool last = nl == std::string_view::npos;
-    if (last) nl = text.size();
-    std::string line(text.substr(pos, std::min(nl - pos, kMaxLineLen)));
-    pos = nl + 1;
-    ++total_lines;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (std::any_of(line.begin(), line.end(), [](char c) {
-          const auto u = static_cast<unsigned char>(c);
-          return u < 0x20 && c != '\t';
-        })) {
-      ++garbled;
-      continue;
-    }
-    bool warn = false;
-    const std::string msg = message_of(line, warn);
-    std::smatch m;
-    if (std::regex_search(line, m, re_version)) {
-      if (log.nccl_version.empty()) {
-        log.nccl_version = m[1].str();
-        keep(line);
-      }
-      ++nccl_lines;
-      continue;
-    }
-    if (msg.empty()) continue;
-    ++nccl_lines;
-    if (warn) {
-      log.warn_lines.push_back(line);
-      keep(line);
-      continue;
-    }
-    if (std::regex_search(msg, m, re_rank)) {
-      ranks.insert(std::stoi(m[1].str().substr(0, 6)));
-      log.nranks = std::stoi(m[2].str().substr(0, 6));
-    }
-    if (msg.find("Init COMPLETE") != std::string::npos) {
-      log.init_complete = true;
+  ++total_lines;
+  raw = raw.substr(0, std::min(raw.size(), kMaxLineLen));
+  if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
+  if (std::any_of(raw.begin(), raw.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return u < 0x20 && c != '\t';
+      })) {
+    ++garbled;
+    return;
+  }
+  // Lines without "NCCL " are program output: result tables live there.
+  const auto at = raw.find("NCCL ");
+  if (at == std::string_view::npos) {
+    perf_line(raw);
+    return;
+  }
+  const std::string line(raw);
+  std::smatch m;
+  if (contains(raw, "NCCL version ") && std::regex_search(line, m, re_version)) {
+    if (log.nccl_version.empty()) {
+      log.nccl_version = m[1].str();
       keep(line);
     }
-    if (std::regex_search(msg, m, re_network)) {
-      log.network = m[1].str();
-      keep(line);
-    } else if (std::regex_search(msg, m, re_using)) {
-      const std::string who = m[1].str();
-      const std::string rest = m[2].str();
-      for (std::sregex_iterator it(rest.begin(), rest.end(), re_item), end; it != end; ++it) {
-        const std::string item = (*it)[2].str();
-        if (who == "NET/IB") {
-          if (std::find(log.ib_devices.begin(), log.ib_devices.end(), item) == log.ib_devices.end())
-            log.ib_devices.push_back(item);
-        } else if (who != "Bootstrap" &&
-                   std::find(log.interfaces.begin(), log.interfaces.end(), item) == log.interfaces.end()) {
-          log.interfaces.push_back(item);
-        }
-      }
-      keep(line);
-    } else if (msg.rfind("Channel ", 0) == 0 && msg.find(" via ") != std::string::npos) {
-      if (std::regex_search(msg, m, re_conn)) {
-        ChannelUse c;
-        c.channel = std::stoi(m[1].str().substr(0, 6));
-        c.from_rank = std::stoi(m[2].str().substr(0, 6));
-        c.to_rank = std::stoi(m[3].str().substr(0, 6));
-        c.detail = m[4].str();
+    ++log.nccl_lines;
+    return;
+  }
+  bool warn = false;
+  const std::string msg = message_of(line, warn);
+  if (msg.empty()) {
+    perf_line(raw);
+    return;
+  }
+  ++log.nccl_lines;
+  if (warn) {
+    if (log.warn_lines.size() < 1000) log.warn_lines.push_back(line);
+    else ++warn_dropped;
+    keep(line);
+    return;
+  }
+  const std::string_view mv(msg);
+  if (mv.rfind("Channel ", 0) == 0) {
+    if (contains(mv, " via ")) {
+      ChannelUse c;
+      if (parse_conn(mv, c)) {
         c.transport = transport_of(c.detail);
-        c.gdr = c.detail.find("GDRDMA") != std::string::npos;
+        c.gdr = contains(c.detail, "GDRDMA");
         const bool first_of_kind = log.transports[c.transport]++ == 0;
+        ++since_table[c.transport];
+        if (c.gdr) ++log.gdr_channels[c.transport];
         if (first_of_kind || log.evidence.size() < 12) keep(line);
-        log.channels.push_back(std::move(c));
+        if (log.channels.size() < kMaxChannels) log.channels.push_back(std::move(c));
       } else {
         ++bad_channel;
       }
-    } else if (std::regex_search(msg, m, re_ring)) {
-      log.coll_channels = std::max(log.coll_channels, std::stoi(m[2].str().substr(0, 6)));
-    } else if (std::regex_search(msg, m, re_counts)) {
-      log.coll_channels = std::stoi(m[1].str().substr(0, 6));
-      log.p2p_channels = std::stoi(m[2].str().substr(0, 6));
-      keep(line);
-    } else if (std::regex_search(msg, m, re_gdr)) {
-      GdrStatus g;
-      g.enabled = m[1].str() == "Enabled";
-      g.gpu = m[2].str();
-      g.hca = m[4].matched ? m[4].str() : m[3].str();
-      g.line = line;
-      log.gdr.push_back(std::move(g));
-      keep(line);
-    } else if (std::regex_search(msg, m, re_env)) {
-      const std::string kv = m[1].str() + "=" + m[2].str();
-      if (std::find(log.env_lines.begin(), log.env_lines.end(), kv) == log.env_lines.end()) {
-        log.env_lines.push_back(kv);
-        keep(line);
+    } else if (const int n = ring_count(mv); n >= 0) {
+      log.coll_channels = std::max(log.coll_channels, n);
+    }
+    return;
+  }
+  if ((contains(mv, "nranks ") || contains(mv, "nRanks ")) && std::regex_search(msg, m, re_rank)) {
+    ranks.insert(std::stoi(m[1].str().substr(0, 6)));
+    log.nranks = std::stoi(m[2].str().substr(0, 6));
+  }
+  if (contains(mv, "Init COMPLETE")) {
+    log.init_complete = true;
+    keep(line);
+  }
+  if (mv.rfind("Using network ", 0) == 0) {
+    const auto rest = mv.substr(14);
+    log.network = std::string(rest.substr(0, rest.find_first_of(" \t")));
+    keep(line);
+  } else if ((mv.rfind("NET/", 0) == 0 || mv.rfind("Bootstrap", 0) == 0) && contains(mv, "Using") &&
+             std::regex_search(msg, m, re_using)) {
+    const std::string who = m[1].str();
+    const std::string rest = m[2].str();
+    for (std::sregex_iterator it(rest.begin(), rest.end(), re_item), end; it != end; ++it) {
+      const std::string item = (*it)[2].str();
+      if (who == "NET/IB") {
+        if (std::find(log.ib_devices.begin(), log.ib_devices.end(), item) == log.ib_devices.end())
+          log.ib_devices.push_back(item);
+      } else if (who != "Bootstrap" &&
+                 std::find(log.interfaces.begin(), log.interfaces.end(), item) == log.interfaces.end()) {
+        log.interfaces.push_back(item);
       }
-    } else if (msg.find("No device found") != std::string::npos || msg.find("Failed to open libibverbs") != std::string::npos ||
-               msg.find("No plugin found") != std::string::npos) {
+    }
+    keep(line);
+  } else if (contains(mv, "coll channels") && std::regex_search(msg, m, re_counts)) {
+    log.coll_channels = std::stoi(m[1].str().substr(0, 6));
+    log.p2p_channels = std::stoi(m[2].str().substr(0, 6));
+    keep(line);
+  } else if (contains(mv, "GPU Direct RDMA") && std::regex_search(msg, m, re_gdr)) {
+    GdrStatus g;
+    g.enabled = m[1].str() == "Enabled";
+    g.gpu = m[2].str();
+    g.hca = m[4].matched ? m[4].str() : m[3].str();
+    g.line = line;
+    if (log.gdr.size() < 256) log.gdr.push_back(std::move(g));
+    keep(line);
+  } else if (contains(mv, " set by environment to ") && std::regex_search(msg, m, re_env)) {
+    const std::string kv = m[1].str() + "=" + m[2].str();
+    if (m[1].str() == "NCCL_SOCKET_IFNAME") log.socket_ifname = m[2].str();
+    if (std::find(log.env_lines.begin(), log.env_lines.end(), kv) == log.env_lines.end() && log.env_lines.size() < 256) {
+      log.env_lines.push_back(kv);
       keep(line);
     }
+  } else if (contains(mv, "No device found") || contains(mv, "Failed to open libibverbs") || contains(mv, "No plugin found")) {
+    keep(line);
   }
-  log.ranks.assign(ranks.begin(), ranks.end());
+}
 
-  if (nccl_lines == 0)
+NcclLog NcclLogStream::finish(bool ends_with_newline) {
+  log.ranks.assign(ranks.begin(), ranks.end());
+  const std::string transport = log.nccl_lines > 0 ? log.primary_transport() : std::string();
+  for (auto& r : perf.finish(&table_transport)) {
+    if (r.transport.empty()) r.transport = transport == "unknown" ? "" : transport;
+    log.perf.push_back(std::move(r));
+  }
+  const std::string& file = log.file;
+  if (log.nccl_lines == 0 && log.perf.empty())
     log.warnings.push_back("no NCCL lines found in " + file + ": run with NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT,NET)");
-  if (garbled > 0)
-    log.warnings.push_back(std::to_string(garbled) + " garbled line(s) (control characters) skipped");
+  if (garbled > 0) log.warnings.push_back(std::to_string(garbled) + " garbled line(s) (control characters) skipped");
   if (bad_channel > 0)
     log.warnings.push_back(std::to_string(bad_channel) + " channel line(s) could not be parsed (garbled?)");
-  if (nccl_lines > 0 && !log.init_complete && log.channels.empty())
+  if (warn_dropped > 0) log.warnings.push_back(std::to_string(warn_dropped) + " more NCCL WARN line(s) not kept");
+  if (perf.runs_dropped() > 0)
+    log.warnings.push_back(std::to_string(perf.runs_dropped()) + " result table(s) beyond the first " +
+                           std::to_string(PerfTableParser::kMaxRuns) + " not kept");
+  if (log.nccl_lines > 0 && !log.init_complete && log.channels.empty())
     log.warnings.push_back("the log ends before any channel was connected (truncated?): transports unknown");
-  else if (nccl_lines > 0 && !log.init_complete)
+  else if (log.nccl_lines > 0 && !log.init_complete)
     log.warnings.push_back("no 'Init COMPLETE' line: the log may be truncated; results are partial");
-  if (!text.empty() && text.back() != '\n' && total_lines > 1)
+  if (!ends_with_newline && total_lines > 1)
     log.warnings.push_back("the last line has no newline: the file was cut while being written");
-  return log;
+  return std::move(log);
+}
+
+}  // namespace
+
+NcclLog parse_nccl_log(std::string_view text, const std::string& file) {
+  NcclLogStream st(file);
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    auto nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    st.line(text.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  return st.finish(text.empty() || text.back() == '\n');
+}
+
+NcclLog read_nccl_log_file(const std::string& path) {
+  // A regular file only: a fifo would hang and /dev/zero would never end (streamed, so
+  // a big log costs no memory; an endless one must be refused before it starts).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw UsageError("cannot open NCCL log '" + path + "': " + std::strerror(errno));
+  struct stat st_buf {};
+  if (::fstat(fd, &st_buf) != 0 || !S_ISREG(st_buf.st_mode)) {
+    ::close(fd);
+    throw UsageError("NCCL log '" + path + "' is not a regular file (a device, fifo or directory): save the log "
+                     "to a file and give that");
+  }
+  std::FILE* f = ::fdopen(fd, "rb");
+  if (!f) {
+    ::close(fd);
+    throw UsageError("cannot open NCCL log '" + path + "': " + std::strerror(errno));
+  }
+  NcclLogStream st(path);
+  std::vector<char> buf(1 << 20);
+  std::string carry;  // a line split across reads
+  char last = '\n';
+  for (std::size_t n; (n = std::fread(buf.data(), 1, buf.size(), f)) > 0;) {
+    std::string_view chunk(buf.data(), n);
+    last = chunk.back();
+    std::size_t pos = 0;
+    while (pos < chunk.size()) {
+      const auto nl = chunk.find('\n', pos);
+      if (nl == std::string_view::npos) {
+        if (carry.size() < kMaxLineLen * 4) carry.append(chunk.substr(pos, std::min(chunk.size() - pos, kMaxLineLen * 4)));
+        break;
+      }
+      if (carry.empty()) {
+        st.line(chunk.substr(pos, nl - pos));
+      } else {
+        carry.append(chunk.substr(pos, std::min(nl - pos, kMaxLineLen * 4)));
+        st.line(carry);
+        carry.clear();
+      }
+      pos = nl + 1;
+    }
+  }
+  const bool err = std::ferror(f) != 0;
+  std::fclose(f);
+  if (err) throw Error("read error on NCCL log '" + path + "'");
+  if (!carry.empty()) st.line(carry);
+  return st.finish(last == '\n');
+}
+
+bool NcclLog::loopback() const {
+  const auto it = transports.find("NET/Socket");
+  const bool socket = it != transports.end() && it->second > 0;
+  if (!socket) return false;
+  if (interfaces.empty()) return socket_ifname == "lo" || socket_ifname == "=lo";
+  for (const auto& i : interfaces) {
+    const std::string name = i.substr(0, i.find(':'));
+    const std::string addr = i.find(':') == std::string::npos ? "" : i.substr(i.find(':') + 1);
+    if (name != "lo" && addr.rfind("127.", 0) != 0 && addr.rfind("::1", 0) != 0) return false;
+  }
+  return true;
 }
 
 nlohmann::json to_json(const NcclLog& l) {
@@ -217,8 +401,9 @@ nlohmann::json to_json(const NcclLog& l) {
   for (const auto& [t, n] : l.transports) ch[t] = n;
   nlohmann::json gdr = nlohmann::json::array();
   for (const auto& g : l.gdr) gdr.push_back({{"gpu", g.gpu}, {"hca", g.hca}, {"enabled", g.enabled}});
-  bool any_gdr_channel = false;
-  for (const auto& c : l.channels) any_gdr_channel = any_gdr_channel || c.gdr;
+  const bool any_gdr_channel = !l.gdr_channels.empty();
+  nlohmann::json perf = nlohmann::json::array();
+  for (const auto& r : l.perf) perf.push_back(to_json(r));
   return {{"file", l.file},
           {"nccl_version", l.nccl_version},
           {"nranks", l.nranks},
@@ -235,6 +420,10 @@ nlohmann::json to_json(const NcclLog& l) {
           {"init_complete", l.init_complete},
           {"env", l.env_lines},
           {"nccl_warnings", l.warn_lines},
+          {"socket_ifname", l.socket_ifname},
+          {"loopback", l.loopback()},
+          {"nccl_lines", l.nccl_lines},
+          {"perf", perf},
           {"warnings", l.warnings}};
 }
 

@@ -17,18 +17,26 @@ std::string gbps(double bytes_per_s) {
   return s.str();
 }
 
-// Best bus bandwidth (bytes/s) in a p2pscope result document or a log's "busbw=X GB/s".
-double busbw_of(const nlohmann::json& j) {
-  double best = 0;
-  if (j.is_object()) {
-    for (const char* k : {"busbw_bytes_per_s", "bus_bytes_per_s", "bytes_per_s"})
-      if (j.contains(k) && j[k].is_number()) best = std::max(best, j[k].get<double>());
-    for (const auto& [k, v] : j.items())
-      if (v.is_structured()) best = std::max(best, busbw_of(v));
-  } else if (j.is_array()) {
-    for (const auto& v : j) best = std::max(best, busbw_of(v));
-  }
-  return best;
+std::string size_text(std::uint64_t b) {
+  if (b == 0) return "?";
+  return format_size_compact(b);
+}
+
+// "Socket over lo" / "P2P" / "SHM" / "Socket" / "IB": how a run is named in comparisons.
+std::string transport_label(const PerfRun& r, bool loopback) {
+  std::string t = r.transport;
+  if (t.rfind("NET/", 0) == 0) t = t.substr(4);
+  if (t.empty()) t = "transport unknown (" + r.source + ")";
+  if (loopback) t += " over lo";
+  return t;
+}
+
+std::string ratio_text(double x) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(x >= 10 ? 0 : 1);
+  s << x;
+  return s.str();
 }
 
 void fence(std::ostringstream& o, const std::vector<std::string>& lines, const char* lang = "") {
@@ -44,10 +52,90 @@ const Finding* find(const std::vector<Finding>& f, const std::string& id) {
   return nullptr;
 }
 
+void perf_section(std::ostringstream& o, const DoctorReport& r) {
+  std::vector<std::pair<const PerfRun*, bool>> all;  // run, loopback
+  for (const auto& l : r.logs)
+    for (const auto& p : l.perf) all.push_back({&p, l.loopback()});
+  for (const auto& p : r.results) all.push_back({&p, false});
+  if (all.empty()) {
+    o << "No result table in the logs and no --results given (nccl-tests output, `bench nccl --format json`, or "
+         "--compare-transports on a GPU machine).\n\n";
+    return;
+  }
+  o << "| Source | Tool | Op | Transport | Sizes | Peak busbw (GB/s) | Avg busbw (GB/s) |\n|---|---|---|---|---|---|---|\n";
+  for (const auto& [p, lo] : all) {
+    std::uint64_t lo_size = 0, hi_size = 0, peak_size = 0;
+    double peak = -1;
+    for (const auto& row : p->rows) {
+      if (lo_size == 0 || row.size_bytes < lo_size) lo_size = row.size_bytes;
+      hi_size = std::max(hi_size, row.size_bytes);
+      if (row.busbw() > peak) peak = row.busbw(), peak_size = row.size_bytes;
+    }
+    o << "| `" << p->source << "` | " << p->tool << " | " << (p->op.empty() ? "?" : p->op) << " | "
+      << transport_label(*p, lo) << (lo ? " (not a network)" : "") << " | "
+      << (p->rows.empty() ? "-" : size_text(lo_size) + ".." + size_text(hi_size)) << " | "
+      << (peak > 0 ? gbps(peak) + " at " + size_text(peak_size) : std::string("n/a")) << " | "
+      << (p->avg_busbw > 0 ? gbps(p->avg_busbw) : std::string("-")) << " |\n";
+  }
+  o << "\n";
+  const std::string cmp = transport_comparison(r.logs);
+  if (!cmp.empty()) o << "**Transports compared**: " << cmp << "\n\n";
+  for (const auto& [p, lo] : all) {
+    if (p->rows.size() < 2) continue;
+    o << "`" << p->source << "` " << (p->op.empty() ? "" : p->op + " ") << "(" << transport_label(*p, lo)
+      << "), every size, GB/s (1e9 B/s):\n\n";
+    o << "| size | count | type | redop | out-of-place time (us) | algbw | busbw | #wrong | in-place time (us) | algbw | "
+         "busbw | #wrong |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    auto v = [](double x, bool bw) { return x < 0 ? std::string("N/A") : bw ? gbps(x) : gbps(x * 1e9); };
+    auto w = [](long long x) { return x < 0 ? std::string("-") : std::to_string(x); };
+    for (const auto& row : p->rows)
+      o << "| " << row.size_bytes << " | " << row.count << " | " << row.type << " | " << row.redop << " | "
+        << v(row.oop_time_us, false) << " | " << v(row.oop_algbw, true) << " | " << v(row.oop_busbw, true) << " | "
+        << w(row.oop_wrong) << " | " << v(row.ip_time_us, false) << " | " << v(row.ip_algbw, true) << " | "
+        << v(row.ip_busbw, true) << " | " << w(row.ip_wrong) << " |\n";
+    if (p->avg_busbw > 0) o << "\nAvg bus bandwidth: " << gbps(p->avg_busbw) << " GB/s\n";
+    if (p->rows_dropped) o << "\n(" << p->rows_dropped << " more rows not kept)\n";
+    o << "\n";
+  }
+}
+
 }  // namespace
 
-std::string render_report(const DoctorReport& r, const topo::Topology* t, const std::vector<nlohmann::json>& results,
-                          const std::vector<TransportRun>& runs) {
+std::string transport_comparison(const std::vector<NcclLog>& logs) {
+  struct Item {
+    std::string label;
+    double bw;
+    bool loopback;
+  };
+  std::vector<Item> items;
+  for (const auto& l : logs)
+    for (const auto& p : l.perf)
+      if (p.headline_busbw() > 0) items.push_back({transport_label(p, l.loopback()), p.headline_busbw(), l.loopback()});
+  std::size_t real = 0;
+  for (const auto& i : items) real += i.loopback ? 0 : 1;
+  if (items.size() < 2) return {};
+  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.bw > b.bw; });
+  std::string out;
+  for (const auto& i : items)
+    out += (out.empty() ? "" : ", ") + i.label + " " + gbps(i.bw) + (out.empty() ? " GB/s" : "") +
+           (i.loopback ? " (loopback: not a network)" : "");
+  const Item* best = nullptr;
+  const Item* worst = nullptr;
+  for (const auto& i : items) {
+    if (i.loopback) continue;
+    if (!best) best = &i;
+    worst = &i;
+  }
+  if (real >= 2 && best && worst && worst->bw > 0 && best != worst) {
+    std::string name = worst->label;
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out += ": " + name + " fallback costs " + ratio_text(best->bw / worst->bw) + "x against " + best->label;
+  }
+  out += " (nccl-tests' average bus bandwidth where printed, else the peak)";
+  return out;
+}
+
+std::string render_report(const DoctorReport& r, const topo::Topology* t, const std::vector<TransportRun>& runs) {
   std::ostringstream o;
   int errors = 0, warnings = 0;
   for (const auto& f : r.findings) {
@@ -62,12 +150,19 @@ std::string render_report(const DoctorReport& r, const topo::Topology* t, const 
   if (r.logs.empty()) {
     o << "No NCCL log was given; the findings below come from the environment and the host topology.\n";
   } else {
-    o << "| Log | NCCL | Ranks | Transport really used | Channels |\n|---|---|---|---|---|\n";
-    for (const auto& l : r.logs)
+    o << "| Log | NCCL | Ranks | Transport really used | Channels | Bus bandwidth (GB/s) |\n|---|---|---|---|---|---|\n";
+    for (const auto& l : r.logs) {
+      double bw = -1;
+      for (const auto& p : l.perf) bw = std::max(bw, p.headline_busbw());
+      std::string tr = l.nccl_lines == 0 ? std::string("unknown (no NCCL_DEBUG=INFO lines)") : l.primary_transport();
+      if (l.loopback()) tr += " over lo (loopback: not a network)";
       o << "| `" << l.file << "` | " << (l.nccl_version.empty() ? "?" : l.nccl_version) << " | "
-        << (l.nranks > 0 ? std::to_string(l.nranks) : "?") << " | " << l.primary_transport() << " | "
-        << (l.coll_channels > 0 ? std::to_string(l.coll_channels) : "?") << " |\n";
+        << (l.nranks > 0 ? std::to_string(l.nranks) : "?") << " | " << tr << " | "
+        << (l.coll_channels > 0 ? std::to_string(l.coll_channels) : "?") << " | " << (bw > 0 ? gbps(bw) : std::string("-"))
+        << " |\n";
+    }
     o << "\n";
+    if (const std::string cmp = transport_comparison(r.logs); !cmp.empty()) o << cmp << ".\n\n";
   }
   o << errors << " error(s), " << warnings << " warning(s) found.";
   if (!runs.empty() && runs.front().busbw_bytes_per_s > 0) {
@@ -83,10 +178,13 @@ std::string render_report(const DoctorReport& r, const topo::Topology* t, const 
   o << "## Initial Diagnosis\n\n### Baseline Performance\n";
   const NcclLog* base = r.logs.empty() ? nullptr : &r.logs.front();
   o << "- **Transport detected**: " << (base ? base->primary_transport() : std::string("(no log)")) << "\n";
-  o << "- **Bandwidth achieved**: "
-    << (!runs.empty() && runs.front().busbw_bytes_per_s > 0 ? gbps(runs.front().busbw_bytes_per_s) + " GB/s bus bandwidth"
-                                                             : std::string("see Performance Results"))
-    << "\n- **Key problems identified**:\n";
+  std::string achieved = "see Performance Results";
+  if (!runs.empty() && runs.front().busbw_bytes_per_s > 0)
+    achieved = gbps(runs.front().busbw_bytes_per_s) + " GB/s bus bandwidth (" + runs.front().label + ")";
+  else if (base && !base->perf.empty() && base->perf.front().headline_busbw() > 0)
+    achieved = gbps(base->perf.front().headline_busbw()) + " GB/s bus bandwidth (" +
+               (base->perf.front().avg_busbw > 0 ? "nccl-tests' average" : "peak") + ", " + base->file + ")";
+  o << "- **Bandwidth achieved**: " << achieved << "\n- **Key problems identified**:\n";
   bool any = false;
   for (const auto& f : r.findings)
     if (f.severity != "info") {
@@ -109,20 +207,25 @@ std::string render_report(const DoctorReport& r, const topo::Topology* t, const 
                      (n.pci.empty() ? "  (virtual)" : "  pci " + n.pci) +
                      (n.speed_mbps > 0 ? "  " + std::to_string(n.speed_mbps) + " Mb/s" : ""));
   }
-  if (rdma.empty()) rdma.push_back("no RDMA device (no /sys/class/infiniband entries)");
-  fence(o, rdma);
+  const bool no_rdma = !t || t->rdma.empty();  // without a topology nothing RDMA can be said either
+  const std::string why_not = t ? "no RDMA device on this host (no /sys/class/infiniband entries)" : "the topology was not read";
+  if (no_rdma) o << "Not applicable: " << why_not << ".\n\n";
+  else fence(o, rdma);
   o << "**Network Interfaces:**\n";
   fence(o, nets);
   o << "**Initial NCCL Settings:**\n";
   std::vector<std::string> env;
-  for (const auto& [k, v] : r.env) env.push_back(k + "=" + v);
   for (const auto& l : r.logs)
-    for (const auto& e : l.env_lines)
-      if (std::find(env.begin(), env.end(), e) == env.end()) env.push_back(e + "   (from " + l.file + ")");
+    for (const auto& e : l.env_lines) env.push_back(e + "   (set in " + l.file + ")");
+  for (const auto& [k, v] : r.env)
+    if (!r.env_source.count(k)) env.push_back(k + "=" + v + "   (the doctor's own shell, not a run's)");
   fence(o, env);
   o << "**GID Table:**\n";
-  if (gids.empty()) gids.push_back("no GIDs (no RoCE/IB port)");
-  fence(o, gids);
+  if (no_rdma) o << "Not applicable: " << why_not << ".\n\n";
+  else {
+    if (gids.empty()) gids.push_back("no GIDs (no RoCE/IB port)");
+    fence(o, gids);
+  }
 
   o << "## Issues Found\n\n";
   int n = 0;
@@ -140,50 +243,68 @@ std::string render_report(const DoctorReport& r, const topo::Topology* t, const 
   o << "## Optimizations Applied\n\n";
   o << "The doctor changes nothing; these are the settings its findings call for. Apply, rerun with "
        "NCCL_DEBUG=INFO and check the log evidence.\n\n";
-  o << "### GPUDirect RDMA Configuration\n\n**Environment variables set:**\n";
-  std::vector<std::string> gdr;
-  for (const auto& f : r.findings)
-    if (f.id.rfind("path.", 0) == 0 || f.id.find("gdr") != std::string::npos) {
-      gdr.push_back("# " + f.title);
-      if (!f.fix.empty()) gdr.push_back(f.fix);
+  std::vector<std::string> socket;
+  for (const char* id : {"net.socket_ifname", "net.socket_ifname_loopback", "net.socket_ifname_missing", "net.management_nic"})
+    if (const Finding* f = find(r.findings, id)) {
+      socket.push_back("# " + f->title);
+      if (!f->fix.empty()) socket.push_back(f->fix);
     }
-  fence(o, gdr, "bash");
-  o << "**Rationale:** NCCL uses GPUDirect RDMA when the GPU-NIC path class is at most NCCL_NET_GDR_LEVEL "
-       "(default PXB); across the CPU (PHB) or sockets (SYS) it stages through host memory.\n\n";
-  o << "### RoCEv2 Optimization\n\n";
-  for (const char* id : {"net.socket_ifname", "rdma.ib_hca", "rdma.gid_index", "rdma.roce_qos"}) {
-    const Finding* f = find(r.findings, id);
-    o << "**" << id << "**: " << (f ? f->title : std::string("not applicable on this host")) << "\n";
-    if (f && !f->fix.empty()) fence(o, {f->fix}, "bash");
-    else o << "\n";
+  if (!socket.empty()) {
+    o << "### Socket Interfaces\n\n";
+    fence(o, socket, "bash");
   }
-  o << "- **Why the RoCE v2 IPv4-mapped GID?** Routable (UDP/IP) and matches the IPv4 addresses the hosts reach each other by.\n"
-       "- **PFC (Priority Flow Control)**: makes one priority lossless so RDMA never sees drops.\n"
-       "- **ECN (Explicit Congestion Notification)**: marks instead of dropping; DCQCN slows senders before PFC pauses spread.\n"
-       "- **Why both are needed for RoCEv2**: RoCE's go-back-N recovery collapses under loss; ECN keeps queues short, PFC is the backstop.\n\n";
-  o << "### InfiniBand Optimization\n\n";
-  bool ib = false;
-  if (t)
+  if (no_rdma) {
+    o << "### GPUDirect RDMA, RoCEv2, InfiniBand\n\nNot applicable: " << why_not
+      << (t ? "; NCCL's network is TCP sockets (see Socket Interfaces)" : "") << ".\n\n";
+  } else {
+    o << "### GPUDirect RDMA Configuration\n\n**Environment variables set:**\n";
+    std::vector<std::string> gdr;
+    for (const auto& f : r.findings)
+      if (f.id.rfind("path.", 0) == 0 || f.id.find("gdr") != std::string::npos) {
+        gdr.push_back("# " + f.title);
+        if (!f.fix.empty()) gdr.push_back(f.fix);
+      }
+    fence(o, gdr, "bash");
+    o << "**Rationale:** NCCL uses GPUDirect RDMA when the GPU-NIC path class is at most NCCL_NET_GDR_LEVEL "
+         "(default PXB); across the CPU (PHB) or sockets (SYS) it stages through host memory.\n\n";
+    bool roce = false, ib = false;
     for (const auto& d : t->rdma)
-      for (const auto& p : d.ports) ib = ib || p.link_layer == "InfiniBand";
-  o << (ib ? "InfiniBand ports present: set NCCL_IB_HCA to one port per GPU rail; no GID index or TC is needed (LID routing).\n\n"
-           : "No InfiniBand link layer on this host.\n\n");
+      for (const auto& p : d.ports) {
+        roce = roce || p.link_layer == "Ethernet";
+        ib = ib || p.link_layer == "InfiniBand";
+      }
+    o << "### RoCEv2 Optimization\n\n";
+    if (!roce) {
+      o << "Not applicable: no RoCE (Ethernet link layer) port.\n\n";
+    } else {
+      for (const char* id : {"rdma.ib_hca", "rdma.gid_index", "rdma.roce_qos"}) {
+        const Finding* f = find(r.findings, id);
+        o << "**" << id << "**: " << (f ? f->title : std::string("nothing to change")) << "\n";
+        if (f && !f->fix.empty()) fence(o, {f->fix}, "bash");
+        else o << "\n";
+      }
+      o << "- **Why the RoCE v2 IPv4-mapped GID?** Routable (UDP/IP) and matches the IPv4 addresses the hosts reach each other by.\n"
+           "- **PFC and ECN**: PFC makes one priority lossless; ECN marks instead of dropping so DCQCN slows senders "
+           "before pauses spread. RoCE's go-back-N recovery collapses under loss, so both are needed.\n\n";
+    }
+    o << "### InfiniBand Optimization\n\n";
+    o << (ib ? "InfiniBand ports present: set NCCL_IB_HCA to one port per GPU rail; no GID index or TC is needed (LID routing).\n\n"
+             : "Not applicable: no InfiniBand link layer on this host.\n\n");
+  }
 
   o << "## Performance Results\n\n### Benchmark Results\n\n";
-  o << "| Configuration | Transport | Bus bandwidth (GB/s) | Speedup vs slowest |\n|---|---|---|---|\n";
-  double slowest = 0;
-  for (const auto& run : runs)
-    if (run.busbw_bytes_per_s > 0 && (slowest == 0 || run.busbw_bytes_per_s < slowest)) slowest = run.busbw_bytes_per_s;
-  for (const auto& run : runs)
-    o << "| " << run.label << " | " << run.log.primary_transport() << " | "
-      << (run.busbw_bytes_per_s > 0 ? gbps(run.busbw_bytes_per_s) : std::string("n/a")) << " | "
-      << (slowest > 0 && run.busbw_bytes_per_s > 0 ? gbps(run.busbw_bytes_per_s / slowest * 1e9) + "x" : "n/a") << " |\n";
-  for (const auto& j : results) {
-    const double bw = busbw_of(j);
-    o << "| result " << j.value("label", j.value("command", std::string("(json)"))) << " | "
-      << j.value("transport", std::string("?")) << " | " << (bw > 0 ? gbps(bw) : std::string("n/a")) << " | |\n";
+  perf_section(o, r);
+  if (!runs.empty()) {
+    o << "**--compare-transports** (bench nccl all-reduce under forced fallbacks):\n\n";
+    o << "| Configuration | Transport | Bus bandwidth (GB/s) | Speedup vs slowest |\n|---|---|---|---|\n";
+    double slowest = 0;
+    for (const auto& run : runs)
+      if (run.busbw_bytes_per_s > 0 && (slowest == 0 || run.busbw_bytes_per_s < slowest)) slowest = run.busbw_bytes_per_s;
+    for (const auto& run : runs)
+      o << "| " << run.label << " | " << run.log.primary_transport() << " | "
+        << (run.busbw_bytes_per_s > 0 ? gbps(run.busbw_bytes_per_s) : std::string("n/a")) << " | "
+        << (slowest > 0 && run.busbw_bytes_per_s > 0 ? ratio_text(run.busbw_bytes_per_s / slowest) + "x" : "n/a") << " |\n";
   }
-  if (runs.empty() && results.empty()) o << "| (no runs given: use --compare-transports or --results) | | | |\n";
   o << "\n### NCCL Log Evidence\n\n";
   for (const auto& l : r.logs) {
     o << "`" << l.file << "` (transport " << l.primary_transport() << "):\n";

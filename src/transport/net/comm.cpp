@@ -16,6 +16,7 @@ const char* mem_name(MemType t) { return t == MemType::cuda ? "CUDA" : "host"; }
 // ---- MemRegion -----------------------------------------------------------------
 MemRegion::MemRegion(MemRegion&& o) noexcept
     : plugin_(std::move(o.plugin_)),
+      comm_alive_(std::move(o.comm_alive_)),
       comm_(std::exchange(o.comm_, nullptr)),
       mhandle_(std::exchange(o.mhandle_, nullptr)),
       data_(o.data_),
@@ -26,6 +27,7 @@ MemRegion& MemRegion::operator=(MemRegion&& o) noexcept {
   if (this != &o) {
     reset();
     plugin_ = std::move(o.plugin_);
+    comm_alive_ = std::move(o.comm_alive_);
     comm_ = std::exchange(o.comm_, nullptr);
     mhandle_ = std::exchange(o.mhandle_, nullptr);
     data_ = o.data_;
@@ -39,8 +41,11 @@ MemRegion::~MemRegion() { reset(); }
 
 void MemRegion::reset() noexcept {
   if (mhandle_ && plugin_) {
-    auto& I = impl_of(plugin_);
-    if (I.ops->dereg_mr(comm_, mhandle_) != abi::kSuccess) detail::log_note("WARN p2pscope: deregMr failed");
+    if (comm_alive_.expired()) {
+      detail::log_note("INFO p2pscope: a memory region outlived its comm; deregMr skipped");
+    } else if (impl_of(plugin_).ops->dereg_mr(comm_, mhandle_) != abi::kSuccess) {
+      detail::log_note("WARN p2pscope: deregMr failed");
+    }
   }
   mhandle_ = nullptr;
   comm_ = nullptr;
@@ -50,6 +55,7 @@ void MemRegion::reset() noexcept {
 // ---- CommBase ------------------------------------------------------------------
 CommBase::CommBase(CommBase&& o) noexcept
     : plugin_(std::move(o.plugin_)),
+      alive_(std::move(o.alive_)),
       comm_(std::exchange(o.comm_, nullptr)),
       dev_(o.dev_),
       next_seq_(o.next_seq_),
@@ -58,6 +64,7 @@ CommBase::CommBase(CommBase&& o) noexcept
 
 CommBase& CommBase::operator=(CommBase&& o) noexcept {
   plugin_ = std::move(o.plugin_);
+  alive_ = std::move(o.alive_);
   comm_ = std::exchange(o.comm_, nullptr);
   dev_ = o.dev_;
   next_seq_ = o.next_seq_;
@@ -86,6 +93,7 @@ MemRegion CommBase::reg_mr(void* data, std::size_t size_bytes, MemType type) {
               ? "the buffer is not 4 KiB aligned, which some plugins (TCPX) require"
               : "");
   mr.plugin_ = plugin_;
+  mr.comm_alive_ = alive_;
   mr.comm_ = comm_;
   mr.mhandle_ = mh;
   mr.data_ = data;
@@ -107,6 +115,7 @@ MemRegion CommBase::reg_mr_dmabuf(void* data, std::size_t size_bytes, MemType ty
   I.check(I.ops->reg_mr_dmabuf(comm_, data, size_bytes, t, offset, fd, &mh),
           fmt::format("regMrDmaBuf({} bytes, fd {}, offset {})", size_bytes, fd, offset));
   mr.plugin_ = plugin_;
+  mr.comm_alive_ = alive_;
   mr.comm_ = comm_;
   mr.mhandle_ = mh;
   mr.data_ = data;
@@ -185,6 +194,7 @@ void SendComm::close() noexcept {
   auto& I = impl_of(plugin_);
   // Outstanding requests die with the comm: plugins free them in closeSend.
   if (I.ops->close_send(comm_) != abi::kSuccess) detail::log_note("WARN p2pscope: closeSend failed");
+  alive_.reset();  // regions of the closed comm see theirs expire
   comm_ = nullptr;
   queue_.clear();
   plugin_.reset();
@@ -274,6 +284,7 @@ void RecvComm::close() noexcept {
   if (!comm_) return;
   auto& I = impl_of(plugin_);
   if (I.ops->close_recv(comm_) != abi::kSuccess) detail::log_note("WARN p2pscope: closeRecv failed");
+  alive_.reset();
   comm_ = nullptr;
   queue_.clear();
   flushes_.clear();

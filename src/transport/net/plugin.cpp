@@ -164,19 +164,12 @@ void backoff(int tries) {
 }
 }  // namespace
 
-SendComm Plugin::connect(int dev, const NetHandle& handle, Deadline deadline) {
+std::optional<SendComm> Plugin::try_connect(int dev, NetHandle& handle) {
   device(dev);
-  NetHandle h = handle;  // plugins may write connection state into the handle
   void* comm = nullptr;
   abi::DeviceHandle* dh = nullptr;  // NCCL asks no send-side offload, even for UNPACK
-  std::string call = fmt::format("connect(dev {})", dev);
-  for (int tries = 0; !comm; ++tries) {
-    impl_->check(impl_->ops->connect(dev, h.data(), &comm, &dh), call);
-    if (comm) break;
-    if (Clock::now() > deadline)
-      throw Error(impl_->failure(call, abi::kInProgress, "the peer did not accept before the deadline"));
-    backoff(tries);
-  }
+  impl_->check(impl_->ops->connect(dev, handle.data(), &comm, &dh), fmt::format("connect(dev {})", dev));
+  if (!comm) return std::nullopt;
   SendComm sc;
   sc.plugin_ = shared_from_this();
   sc.comm_ = comm;
@@ -184,7 +177,18 @@ SendComm Plugin::connect(int dev, const NetHandle& handle, Deadline deadline) {
   return sc;
 }
 
-RecvComm Plugin::accept(ListenComm& listener, Deadline deadline) {
+SendComm Plugin::connect(int dev, const NetHandle& handle, Deadline deadline) {
+  NetHandle h = handle;  // plugins write connection state into the handle
+  for (int tries = 0;; ++tries) {
+    if (auto sc = try_connect(dev, h)) return std::move(*sc);
+    if (Clock::now() > deadline)
+      throw Error(impl_->failure(fmt::format("connect(dev {})", dev), abi::kInProgress,
+                                 "the peer did not accept before the deadline"));
+    backoff(tries);
+  }
+}
+
+std::optional<RecvComm> Plugin::try_accept(ListenComm& listener) {
   if (!listener.comm_) throw UsageError(describe() + ": accept on a closed listen comm");
   const int dev = listener.dev_;
   std::unique_ptr<abi::DeviceHandle> dh;
@@ -196,20 +200,24 @@ RecvComm Plugin::accept(ListenComm& listener, Deadline deadline) {
   }
   abi::DeviceHandle* dhp = dh.get();
   void* comm = nullptr;
-  std::string call = fmt::format("accept(dev {})", dev);
-  for (int tries = 0; !comm; ++tries) {
-    impl_->check(impl_->ops->accept(listener.comm_, &comm, &dhp), call);
-    if (comm) break;
-    if (Clock::now() > deadline)
-      throw Error(impl_->failure(call, abi::kInProgress, "no peer connected before the deadline"));
-    backoff(tries);
-  }
+  impl_->check(impl_->ops->accept(listener.comm_, &comm, &dhp), fmt::format("accept(dev {})", dev));
+  if (!comm) return std::nullopt;
   RecvComm rc;
   rc.plugin_ = shared_from_this();
   rc.comm_ = comm;
   rc.dev_ = dev;
   rc.dev_handle_ = dh.release();
   return rc;
+}
+
+RecvComm Plugin::accept(ListenComm& listener, Deadline deadline) {
+  for (int tries = 0;; ++tries) {
+    if (auto rc = try_accept(listener)) return std::move(*rc);
+    if (Clock::now() > deadline)
+      throw Error(impl_->failure(fmt::format("accept(dev {})", listener.dev_), abi::kInProgress,
+                                 "no peer connected before the deadline"));
+    backoff(tries);
+  }
 }
 
 }  // namespace p2pscope::net

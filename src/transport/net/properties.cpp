@@ -118,4 +118,37 @@ std::vector<std::vector<std::string>> properties_rows(const Plugin& p) {
   return rows;
 }
 
+NcclPluginReport report_nccl_plugin(const std::string& value) {
+  NcclPluginReport r;
+  r.resolution = resolve_like_nccl(value);
+  if (!r.resolution.found) {
+    r.gpu_memory = "no plugin: NCCL would use its internal IB/socket transports";
+    return r;
+  }
+  try {
+    LoadOptions o;
+    o.plugin = r.resolution.path.empty() ? r.resolution.file : r.resolution.path;
+    r.plugin = Plugin::load(o);
+    r.gpu_memory = gpu_memory_verdict(*r.plugin);
+  } catch (const Error& e) {
+    r.load_error = e.what();
+    r.gpu_memory = "unknown: the plugin did not load";
+  }
+  return r;
+}
+
+nlohmann::json NcclPluginReport::to_json() const {
+  nlohmann::json j;
+  j["nccl_would_load"] = resolution_json(resolution);
+  if (plugin) {
+    j.update(properties_json(*plugin));
+  } else {
+    j["plugin"] = nullptr;
+    j["devices"] = nlohmann::json::array();
+  }
+  j["gpu_memory"] = gpu_memory;
+  if (!load_error.empty()) j["load_error"] = load_error;
+  return j;
+}
+
 }  // namespace p2pscope::net

@@ -11,6 +11,7 @@
 #include "p2pscope/auth.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/table.hpp"
 #include "p2pscope/tcp.hpp"
 #include "transport/tcp/protocol.hpp"
 
@@ -104,7 +105,7 @@ ClientHello Gate::next_client(double timeout_s) {
   if (timeout_s > 0) {
     if (!cv_.wait_for(lk, std::chrono::duration<double>(timeout_s), ready))
       throw NoClient("no client on port " + std::to_string(listener_.port()) + " within " +
-                     std::to_string(timeout_s) + " s");
+                     fixed(timeout_s, 1) + " s");
   } else {
     cv_.wait(lk, ready);
   }
@@ -130,7 +131,7 @@ void Gate::close_session() {
 DataHello Gate::next_data(double timeout_s) {
   std::unique_lock lk(mu_);
   if (!cv_.wait_for(lk, std::chrono::duration<double>(timeout_s), [&] { return stopping_ || !data_.empty(); }))
-    throw IoError("the client's data connections did not all arrive within " + std::to_string(timeout_s) + " s",
+    throw IoError("the client's data connections did not all arrive within " + fixed(timeout_s, 1) + " s",
                   IoCause::timeout);
   if (data_.empty()) throw Error("server stopped");
   DataHello d = std::move(data_.front());
@@ -258,7 +259,7 @@ void Gate::loop() {
       if (rc > 0 && fds[i].revents) step(p);
       ++i;
       if (!p.done && now > p.deadline_ns)
-        refuse(p, "the handshake did not finish within " + std::to_string(limits_.hello_timeout_s) + " s", true);
+        refuse(p, "the handshake did not finish within " + fixed(limits_.hello_timeout_s, 1) + " s", true);
     }
     pending.remove_if([](const Pending& p) { return p.done; });
     for (std::size_t k = 0; rc > 0 && k < lfds.size(); ++k) {

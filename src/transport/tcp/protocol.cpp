@@ -1,6 +1,8 @@
 #include "transport/tcp/protocol.hpp"
 
 #include <cstdio>
+#include <limits>
+#include <type_traits>
 
 #include "p2pscope/error.hpp"
 #include "p2pscope/units.hpp"
@@ -49,6 +51,13 @@ void validate(const Params& p) {
           "; pick a chunk at most the transfer size");
     if (p.chunk_bytes > (1ull << 30)) bad("--chunk must be at most 1 GiB");
     if (p.iters > 100000) bad("--iters over 100000");
+    // Every chunk of a round is tracked (its index and send time): without a cap, 64 GiB
+    // in 1-byte chunks would make either side fill memory the buffer limits never see.
+    const std::uint64_t per_pair = (p.size_bytes + p.chunk_bytes - 1) / p.chunk_bytes;
+    const std::uint64_t chunks = per_pair * p.gpus.size() * (p.mode == Mode::bidir ? 2 : 1);  // <= 2^36 * 128
+    if (chunks > kMaxChunksPerRound)
+      bad("--size / --chunk makes " + std::to_string(chunks) + " chunks a round (x GPUs, x2 for bidir), over the limit of " +
+          std::to_string(kMaxChunksPerRound) + ": each is tracked in memory; use a larger --chunk");
   }
   // Each factor is bounded above, so the product fits in 64 bits.
   const std::uint64_t dirs = p.mode == Mode::bidir ? 2 : 1;
@@ -76,27 +85,65 @@ nlohmann::json to_json(const Params& p) {
           {"transport", p.transport}};
 }
 
+namespace {
+
+// A count from the peer: a whole number that fits T. nlohmann's get<T> would wrap
+// 2^32 + 1 to 1 and -1 to 2^32 - 1, and turn true or 2.5 into 1 or 2, silently.
+template <class T>
+T count_field(const nlohmann::json& j, const char* key) {
+  const auto& v = j.at(key);
+  const bool whole = v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0);
+  if (!whole || v.get<std::uint64_t>() > std::numeric_limits<T>::max())
+    throw UsageError(std::string("malformed parameters from peer: '") + key + "' must be a whole number in 0-" +
+                     std::to_string(std::numeric_limits<T>::max()) + ", not " + v.dump().substr(0, 40));
+  return static_cast<T>(v.get<std::uint64_t>());
+}
+
+// A string or boolean field from the peer, or UsageError naming it.
+template <class T>
+T typed_field(const nlohmann::json& j, const char* key) {
+  const auto& v = j.at(key);
+  const bool ok = std::is_same_v<T, bool> ? v.is_boolean() : v.is_string();
+  if (!ok)
+    throw UsageError(std::string("malformed parameters from peer: '") + key + "' must be " +
+                     (std::is_same_v<T, bool> ? "true or false" : "a string") + ", not " + v.dump().substr(0, 40));
+  return v.get<T>();
+}
+
+}  // namespace
+
 Params params_from_json(const nlohmann::json& j) {
   Params p;
   try {
-    p.mode = parse_mode(j.at("mode").get<std::string>());
-    const auto mem = j.at("mem").get<std::string>();
+    if (!j.is_object()) throw UsageError("malformed parameters from peer: not a JSON object");
+    p.mode = parse_mode(typed_field<std::string>(j, "mode"));
+    const auto mem = typed_field<std::string>(j, "mem");
     if (mem != "host" && mem != "gpu") throw UsageError("mem '" + mem + "' is neither host nor gpu");
     p.mem = mem == "gpu" ? MemKind::gpu : MemKind::host;
-    p.channels = j.at("channels").get<std::uint32_t>();
-    p.sockets_per_channel = j.at("sockets_per_channel").get<std::uint32_t>();
-    p.window = j.at("window").get<std::uint32_t>();
-    p.size_bytes = j.at("size_bytes").get<std::uint64_t>();
-    p.chunk_bytes = j.at("chunk_bytes").get<std::uint64_t>();
-    p.iters = j.at("iters").get<std::uint32_t>();
-    p.warmup = j.at("warmup").get<std::uint32_t>();
-    p.gpus = j.at("gpus").get<std::vector<int>>();
-    p.verify = j.at("verify").get<bool>();
-    p.reverse = j.at("reverse").get<bool>();
-    p.nodelay = j.at("nodelay").get<bool>();
-    p.sockbuf_bytes = j.at("sockbuf_bytes").get<std::uint32_t>();
+    p.channels = count_field<std::uint32_t>(j, "channels");
+    p.sockets_per_channel = count_field<std::uint32_t>(j, "sockets_per_channel");
+    p.window = count_field<std::uint32_t>(j, "window");
+    p.size_bytes = count_field<std::uint64_t>(j, "size_bytes");
+    p.chunk_bytes = count_field<std::uint64_t>(j, "chunk_bytes");
+    p.iters = count_field<std::uint32_t>(j, "iters");
+    p.warmup = count_field<std::uint32_t>(j, "warmup");
+    const auto& gpus = j.at("gpus");
+    if (!gpus.is_array()) throw UsageError("malformed parameters from peer: 'gpus' is not a list");
+    if (gpus.size() > 64) throw UsageError("--gpus lists more than 64 GPUs");
+    p.gpus.clear();
+    for (const auto& g : gpus) {
+      if (!g.is_number_integer() || g.get<std::int64_t>() < 0 || g.get<std::int64_t>() > 1023)
+        throw UsageError("malformed parameters from peer: 'gpus' holds " + g.dump().substr(0, 40) +
+                         ", not a GPU index in 0-1023");
+      p.gpus.push_back(g.get<int>());
+    }
+    p.verify = typed_field<bool>(j, "verify");
+    p.reverse = typed_field<bool>(j, "reverse");
+    p.nodelay = typed_field<bool>(j, "nodelay");
+    p.sockbuf_bytes = count_field<std::uint32_t>(j, "sockbuf_bytes");
+    if (!j.at("timeout_s").is_number()) throw UsageError("malformed parameters from peer: 'timeout_s' is not a number");
     p.timeout_s = j.at("timeout_s").get<double>();
-    p.transport = j.value("transport", std::string("sockets"));
+    if (j.contains("transport")) p.transport = typed_field<std::string>(j, "transport");
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(std::string("malformed parameters from peer: ") + e.what());
   }

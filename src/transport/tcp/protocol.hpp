@@ -17,6 +17,7 @@ namespace p2pscope::tcp {
 inline constexpr std::uint32_t kMaxControlBytes = 4u << 20;
 inline constexpr std::uint64_t kMaxSizeBytes = 64ull << 30;  // per GPU pair
 inline constexpr std::uint32_t kMaxConnections = 4096;
+inline constexpr std::uint64_t kMaxChunksPerRound = 1ull << 22;  // over all GPU pairs and directions
 
 enum class FrameType : std::uint32_t {
   hello = 1,       // client -> server: {nonce}

@@ -5,6 +5,7 @@
 
 #include <ctime>
 #include <exception>
+#include <optional>
 #include <thread>
 
 #include "p2pscope/auth.hpp"
@@ -71,6 +72,43 @@ std::string name_cause(const LocalOptions& local, IoCause cause, const std::stri
   return to_string(cause);
 }
 
+// A timed round's figures, taken before it runs: a round that fails after this side's
+// workers finished it (the peer failed it: a plugin's send completes once the bytes are
+// handed over, before they arrive) must not count, as rounds_completed does not count it.
+struct Figures {
+  struct Chan {
+    std::uint64_t bytes, occ_n;
+    double elapsed_s, occ_sum;
+    std::size_t lat_n;
+    std::uint32_t occ_max;
+  };
+  std::vector<Chan> chans;
+  std::size_t tx_rounds = 0, rx_rounds = 0;
+};
+
+Figures figures_of(const Session& s) {
+  Figures f;
+  for (const auto& c : s.chans) f.chans.push_back({c->bytes, c->occ_n, c->elapsed_s, c->occ_sum, c->lat_ns.size(), c->occ_max});
+  f.tx_rounds = s.report.round_tx_bytes_per_s.size();
+  f.rx_rounds = s.report.round_rx_bytes_per_s.size();
+  return f;
+}
+
+void restore(Session& s, const Figures& f) {
+  for (std::size_t i = 0; i < f.chans.size() && i < s.chans.size(); ++i) {
+    ChannelState& c = *s.chans[i];
+    const Figures::Chan& k = f.chans[i];
+    c.bytes = k.bytes;
+    c.elapsed_s = k.elapsed_s;
+    c.lat_ns.resize(k.lat_n);
+    c.occ_sum = k.occ_sum;
+    c.occ_n = k.occ_n;
+    c.occ_max = k.occ_max;
+  }
+  s.report.round_tx_bytes_per_s.resize(f.tx_rounds);
+  s.report.round_rx_bytes_per_s.resize(f.rx_rounds);
+}
+
 struct Outcome {
   std::string failure, cause;
   std::uint32_t timed_done = 0;
@@ -89,6 +127,7 @@ Outcome run_rounds(Session& s, Socket& ctrl) {
   const std::string peer = s.is_client ? "server" : "client";
   Outcome out;
   std::int64_t rounds0 = 0;  // from the first go: not the peer's set-up
+  std::optional<Figures> before;  // set while a timed round's figures are not yet confirmed
   try {
     // The server says when its buffers are ready, so no timed round includes its setup;
     // it fills the next round's sources before reporting a round done, for the same reason.
@@ -107,6 +146,7 @@ Outcome run_rounds(Session& s, Socket& ctrl) {
           throw Error("client is out of step: round mismatch");
       }
       if (r == 0) rounds0 = monotonic_ns();
+      if (timed_round(s.p, r) && s.p.mode != Mode::latency) before = figures_of(s);
       run_round(s, r, timed_round(s.p, r));
       after_round(s, r);
       if (s.is_client) {
@@ -116,18 +156,25 @@ Outcome run_rounds(Session& s, Socket& ctrl) {
         send_frame(ctrl, FrameType::done, {{"round", r}});
       }
       if (timed_round(s.p, r) && s.p.mode != Mode::latency) ++out.timed_done;
+      before.reset();
     }
   } catch (const RoundFailure& e) {
     out.failure = s.report.side + ": " + e.what();
     out.cause = name_cause(s.local, e.cause(), e.nic());
-  } catch (const IoError& e) {  // the control connection
+  } catch (const IoError& e) {  // the control connection: its NIC may be the one that went down
     out.failure = s.report.side + ": control connection to the " + peer + ": " + e.what();
-    out.cause = to_string(e.cause());
+    std::string nic;
+    try {
+      nic = nic_name_of(ctrl.local_ip());
+    } catch (const std::exception&) {
+    }
+    out.cause = name_cause(s.local, e.cause(), nic);
   } catch (const std::exception& e) {
     out.failure = s.report.side + ": " + e.what();
     out.cause = "error";
   }
   if (!out.failure.empty()) tell_peer(ctrl, out.failure);
+  if (!out.failure.empty() && before) restore(s, *before);
   if (s.p.mode == Mode::latency && out.failure.empty()) out.timed_done = 1;
   s.report.rounds_s = rounds0 ? static_cast<double>(monotonic_ns() - rounds0) * 1e-9 : 0;
   finish_report(s);
@@ -263,6 +310,7 @@ struct Server::Impl {
     }
     return *gate;
   }
+  ClientHello wait_client(Gate& gate);
   Results session(Gate& gate, ClientHello& c);
 };
 
@@ -284,16 +332,34 @@ void Server::stop() {
   if (impl_->gate) impl_->gate->stop();
 }
 
+// Waits for the next client in short slices, passing on what the gate refused as it
+// happens (not when a client finally comes: a server nobody uses would log nothing).
+ClientHello Server::Impl::wait_client(Gate& gate) {
+  const double total_s = opts.accept_timeout_s;
+  const std::int64_t start = monotonic_ns();
+  for (;;) {
+    double slice_s = 0.25;
+    if (total_s > 0) slice_s = std::min(slice_s, total_s - static_cast<double>(monotonic_ns() - start) * 1e-9);
+    try {
+      if (slice_s <= 0) throw NoClient("");
+      ClientHello c = gate.next_client(slice_s);
+      flush_log(gate);
+      return c;
+    } catch (const NoClient&) {
+      flush_log(gate);
+      {
+        std::lock_guard lk(gate_mu);
+        if (stopped) throw NoClient("server stopped");
+      }
+      if (total_s > 0 && static_cast<double>(monotonic_ns() - start) * 1e-9 >= total_s)
+        throw NoClient("no client on port " + std::to_string(listener.port()) + " within " + fixed(total_s, 1) + " s");
+    }
+  }
+}
+
 Results Server::serve_one() {
   Gate& gate = impl_->the_gate();
-  ClientHello c;
-  try {
-    c = gate.next_client(impl_->opts.accept_timeout_s);
-  } catch (...) {
-    impl_->flush_log(gate);
-    throw;
-  }
-  impl_->flush_log(gate);
+  ClientHello c = impl_->wait_client(gate);
   try {
     Results r = impl_->session(gate, c);
     impl_->flush_log(gate);

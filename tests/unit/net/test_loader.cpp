@@ -127,3 +127,22 @@ TEST(NetLoader, UnsetFindsLibncclNetSoOrSaysWhy) {
     EXPECT_NE(r.reason.find("internal IB/socket transports"), std::string::npos) << r.reason;
   }
 }
+
+TEST(NetLoader, DoctorReportLoadsWhatNcclWouldOrSaysWhy) {
+  const std::string dir = fs::path(kRefnet).parent_path().string();
+  Env env({{"LD_LIBRARY_PATH", dir}});
+  NcclPluginReport r = report_nccl_plugin("p2pscope");
+  ASSERT_TRUE(r.plugin) << r.load_error;
+  EXPECT_EQ(r.plugin->version(), 11);
+  EXPECT_EQ(r.gpu_memory.rfind("no: host memory only", 0), 0u) << r.gpu_memory;
+  auto j = r.to_json();
+  EXPECT_EQ(j["devices"][0]["name"], "lo");
+  EXPECT_EQ(j["nccl_would_load"]["found"], true);
+  NcclPluginReport bad = report_nccl_plugin(P2PSCOPE_TEST_NOSYM_PATH);
+  EXPECT_FALSE(bad.plugin);
+  EXPECT_NE(bad.load_error.find("exports no ncclNetPlugin_vN symbol"), std::string::npos) << bad.load_error;
+  EXPECT_EQ(bad.to_json()["load_error"], bad.load_error);
+  NcclPluginReport none = report_nccl_plugin("none");
+  EXPECT_FALSE(none.plugin);
+  EXPECT_NE(none.gpu_memory.find("internal"), std::string::npos);
+}

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -51,22 +52,56 @@ std::string raw_exchange(std::uint16_t port, std::uint32_t magic, std::uint32_t 
   return got;
 }
 
-std::string refused(std::uint32_t magic, std::uint32_t version, std::string* server_error) {
+// A server whose front door gets one foreign header: the peer is told why, the server
+// logs it and keeps waiting (a garbled peer does not end a server meant to run until
+// killed). When `then_serve` is set a normal client comes next and must be served;
+// otherwise serve_one ends at its accept timeout with NoClient, not with the refusal.
+struct Refusal {
+  std::string reply, log, server_error;
+  bool served_next = false;
+};
+
+Refusal refused(std::uint32_t magic, std::uint32_t version, bool then_serve) {
+  Refusal out;
+  std::mutex mu;
   ServerOptions so;
   so.bind_addrs = {"127.0.0.1"};
   so.port = 0;
-  so.accept_timeout_s = 5;
+  so.accept_timeout_s = then_serve ? 20 : 2;
+  so.log = [&](const std::string& line) {
+    std::lock_guard lk(mu);
+    out.log += line + "\n";
+  };
   Server srv(so);
   std::thread t([&] {
     try {
-      srv.serve_one();
+      const Results r = srv.serve_one();
+      out.served_next = r.failure.empty() && r.server.verified_bytes > 0;
+    } catch (const NoClient& e) {
+      out.server_error = std::string("NoClient: ") + e.what();
     } catch (const Error& e) {
-      *server_error = e.what();
+      out.server_error = e.what();
     }
   });
-  const std::string reply = raw_exchange(srv.port(), magic, version);
+  out.reply = raw_exchange(srv.port(), magic, version);
+  if (then_serve) {
+    Params p;
+    p.size_bytes = 1 << 20;
+    p.chunk_bytes = 256 << 10;
+    p.iters = 1;
+    p.warmup = 0;
+    p.verify = true;
+    ClientOptions co;
+    co.port = srv.port();
+    try {
+      run_client(co, p);
+    } catch (const Error& e) {
+      ADD_FAILURE() << "the client after the refused peer failed: " << e.what();
+      srv.stop();
+    }
+  }
   t.join();
-  return reply;
+  return out;
 }
 
 }  // namespace
@@ -90,6 +125,12 @@ TEST(TcpErrors, BadParametersAreUsageErrorsNamingTheOption) {
   p.size_bytes = 8;
   p.mem = MemKind::gpu;
   EXPECT_NE(usage_error_of(p).find("--mem gpu"), std::string::npos);
+  p = {};
+  p.size_bytes = 64ull << 30;
+  p.chunk_bytes = 1;  // 2^36 chunks, each tracked
+  EXPECT_NE(usage_error_of(p).find("use a larger --chunk"), std::string::npos);
+  p.chunk_bytes = 16u << 10;  // 2^22: the most there may be
+  EXPECT_EQ(usage_error_of(p), "");
   p = {};
   EXPECT_EQ(usage_error_of(p), "");
   EXPECT_THROW(parse_mode("sideways"), UsageError);
@@ -122,17 +163,23 @@ TEST(TcpErrors, MalformedBindingPointsAtTheBadPart) {
 }
 
 TEST(TcpErrors, WrongVersionIsRefusedWithAMessage) {
-  std::string server_error;
-  const std::string reply = refused(kProtocolMagic, kProtocolVersion + 98, &server_error);
-  EXPECT_NE(reply.find("protocol version 99"), std::string::npos) << reply;
-  EXPECT_NE(server_error.find("version 99"), std::string::npos) << server_error;
+  const std::string v = std::to_string(kProtocolVersion + 98);
+  const Refusal r = refused(kProtocolMagic, kProtocolVersion + 98, true);
+  EXPECT_NE(r.reply.find("protocol version " + v), std::string::npos) << r.reply;
+  EXPECT_NE(r.reply.find("run the same p2pscope version"), std::string::npos) << r.reply;
+  EXPECT_NE(r.log.find("refused 127.0.0.1:"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("version " + v), std::string::npos) << r.log;
+  EXPECT_EQ(r.server_error, "");
+  EXPECT_TRUE(r.served_next) << "the server did not serve the client that came after the refused peer";
 }
 
 TEST(TcpErrors, WrongMagicIsRefusedWithAMessage) {
-  std::string server_error;
-  const std::string reply = refused(0x48545450 /* "PTTH" */, kProtocolVersion, &server_error);
-  EXPECT_NE(reply.find("not speaking the p2pscope tcp protocol"), std::string::npos) << reply;
-  EXPECT_NE(server_error.find("magic"), std::string::npos) << server_error;
+  const Refusal r = refused(0x48545450 /* "PTTH" */, kProtocolVersion, false);
+  EXPECT_NE(r.reply.find("not the p2pscope tcp protocol"), std::string::npos) << r.reply;
+  EXPECT_NE(r.log.find("magic"), std::string::npos) << r.log;
+  // The refusal did not end serve_one: it waited for a client until its accept timeout.
+  EXPECT_EQ(r.server_error.rfind("NoClient: ", 0), 0u) << r.server_error;
+  EXPECT_NE(r.server_error.find("within 2"), std::string::npos) << r.server_error;
 }
 
 TEST(TcpErrors, BindingToCpusOutsideTheAllowedSetWarnsAndRuns) {

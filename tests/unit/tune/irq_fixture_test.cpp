@@ -95,7 +95,7 @@ TEST(IrqFixture, TwoSocketPlanProperties) {
   const fs::path dir = kFsroots / "two-socket";
   if (!fs::exists(dir)) GTEST_SKIP() << "fixture tests/fixtures/fsroot/two-socket not present yet";
   const auto t = load(dir);
-  const auto p = make_plan(t, {{}, parse_cpulist("0-1")});
+  const auto p = make_plan(t, {.nics = {}, .reserve = parse_cpulist("0-1"), .style = "per-nic"});
   ASSERT_FALSE(p.nics.empty());
   std::set<int> reserved{0, 1};
   for (const auto& c : t.cpus)  // a reserved CPU takes its whole core out

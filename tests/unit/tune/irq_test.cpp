@@ -86,7 +86,8 @@ fs::path make_tree(const topo::Topology& t) {
 
 TEST(IrqPlan, PropertiesOnTwoSockets) {
   const auto t = two_socket();
-  const auto p = make_plan(t, {{}, parse_cpulist("0-1")});  // reserve CPUs 0-1: cores 0 and 1 with siblings
+  // reserve CPUs 0-1 (cores 0 and 1 with siblings); the disjoint-per-NIC style
+  const auto p = make_plan(t, {.nics = {}, .reserve = parse_cpulist("0-1"), .style = "per-nic"});
   ASSERT_EQ(p.nics.size(), 3u);
   std::set<int> used_node0;
   for (const auto& n : p.nics) {
@@ -113,10 +114,11 @@ TEST(IrqPlan, PropertiesOnTwoSockets) {
       EXPECT_EQ(i.cpus.size(), 2u);  // one whole core
     }
   }
-  // Fair share: node 0 has 6 free cores for 2 NICs -> 3 each (1 TX + 2 RX cores).
-  EXPECT_EQ(p.nics[0].tx_cpus.size() + p.nics[0].rx_cpus.size(), 6u);
-  EXPECT_EQ(p.nics[1].tx_cpus.size() + p.nics[1].rx_cpus.size(), 6u);
-  EXPECT_EQ(p.nics[2].tx_cpus.size() + p.nics[2].rx_cpus.size(), 16u);  // eth3 alone on node 1
+  // Node 0: 6 free cores (no system share beyond --reserve), a third for TX and a third
+  // for RX split over 2 NICs -> 1 + 1 core each; eth3 alone on node 1: 8 / 3 -> 2 + 2.
+  EXPECT_EQ(p.nics[0].tx_cpus.size() + p.nics[0].rx_cpus.size(), 4u);
+  EXPECT_EQ(p.nics[1].tx_cpus.size() + p.nics[1].rx_cpus.size(), 4u);
+  EXPECT_EQ(p.nics[2].tx_cpus.size() + p.nics[2].rx_cpus.size(), 8u);
   // Binding strings parse back to the sets.
   const auto tx = parse_bindings(p.tx_bindings);
   const auto rx = parse_bindings(p.rx_bindings);
@@ -126,7 +128,7 @@ TEST(IrqPlan, PropertiesOnTwoSockets) {
     EXPECT_EQ(tx[i].cpus, p.nics[i].tx_cpus);
     EXPECT_EQ(rx[i].cpus, p.nics[i].rx_cpus);
   }
-  EXPECT_EQ(p.tx_bindings, "eth1:2,18;eth2:5,21;eth3:8-11,24-27");
+  EXPECT_EQ(p.tx_bindings, "eth1:2,18;eth2:4,20;eth3:8-9,24-25");
   // eth2's tx queues go to TX cores, rx queues to RX cores.
   EXPECT_EQ(p.nics[1].irqs[0].role, "tx");
   EXPECT_EQ(p.nics[1].irqs[1].role, "rx");
@@ -149,7 +151,7 @@ TEST(IrqPlan, BadRequestsAreRefusedWithReasons) {
   }
   EXPECT_THROW(make_plan(t, {{"eth3"}, parse_cpulist("8-14")}), UsageError);  // one core left on node 1
   // Few cores for many NICs: shared sets, with a warning.
-  const auto p = make_plan(t, {{"eth1", "eth2"}, parse_cpulist("0-4")});
+  const auto p = make_plan(t, {.nics = {"eth1", "eth2"}, .reserve = parse_cpulist("0-4"), .style = "per-nic"});
   EXPECT_FALSE(p.warnings.empty());
   EXPECT_EQ(p.nics[0].tx_cpus, p.nics[1].tx_cpus);
 }

@@ -1,0 +1,87 @@
+// doctor's composition: logs, results, topology, env (from the logs first), IRQ
+// placement; one place so that tests drive exactly what the command prints.
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
+#include "p2pscope/tune.hpp"
+
+namespace p2pscope::tune {
+namespace {
+
+std::vector<PerfRun> read_results(const std::string& path) {
+  const auto j = nlohmann::json::parse(read_regular_file(path, "--results"), nullptr, false);
+  if (j.is_discarded()) throw UsageError("--results '" + path + "' is not valid JSON");
+  std::vector<PerfRun> out;
+  if (j.is_array())
+    for (const auto& d : j) out.push_back(perf_from_bench_json(d, path));
+  else
+    out.push_back(perf_from_bench_json(j, path));
+  return out;
+}
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+DoctorReport diagnose(const DoctorInputs& in, topo::Topology* topo_out, bool* have_topo) {
+  DoctorReport rep;
+  rep.root = in.root;
+  for (const auto& file : in.log_files) rep.logs.push_back(read_nccl_log_file(file));
+  for (const auto& file : in.result_files)
+    for (auto& p : read_results(file)) rep.results.push_back(std::move(p));
+
+  rep.env = in.shell_env;
+  for (const auto& l : rep.logs)
+    for (const auto& kv : l.env_lines) {
+      const auto eq = kv.find('=');
+      const std::string k = kv.substr(0, eq);
+      if (rep.env_source.count(k)) continue;  // the first log that sets it
+      rep.env[k] = eq == std::string::npos ? "" : kv.substr(eq + 1);
+      rep.env_source[k] = "set in " + l.file;
+    }
+  // NCCL_* checks per source, each finding saying whose settings it judged.
+  for (auto& f : check_nccl_env(in.shell_env)) {
+    f.title += " (the doctor's own shell)";
+    rep.findings.push_back(std::move(f));
+  }
+  for (const auto& l : rep.logs) {
+    std::map<std::string, std::string> env;
+    for (const auto& kv : l.env_lines) env[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+    for (auto& f : check_nccl_env(env)) {
+      if (f.id == "env.socket_ifname_virtual" && l.loopback()) continue;  // log.loopback says it, with the proof
+      f.title = l.file + ": " + f.title;
+      rep.findings.push_back(std::move(f));
+    }
+  }
+
+  const FsRoot fs(in.root);
+  topo::Topology t;
+  bool ok = false;
+  try {
+    topo::DiscoverOptions d;
+    d.use_nvml = fs.is_live();
+    t = topo::discover(fs, d);
+    ok = true;
+    rep.topology = topo::to_json(t);
+    for (auto& f : topology_findings(t, rep.env, rep.env_source)) rep.findings.push_back(std::move(f));
+    for (auto& f : irq_placement_findings(t)) rep.findings.push_back(std::move(f));
+    for (auto& f : irq_findings(snapshot_from_topology(t, now_ns())))
+      if (f.id != "irq.numa_mismatch") rep.findings.push_back(std::move(f));  // irq.off_node names them all
+  } catch (const Error& e) {
+    rep.findings.push_back({"topology.unavailable", "warning", std::string("topology not read: ") + e.what(), {}, ""});
+  }
+  for (const auto& l : rep.logs)
+    for (auto& f : log_findings(l)) rep.findings.push_back(std::move(f));
+  if (!fs.is_live()) advise_for_capture(rep.findings, in.root);
+  sort_findings(rep.findings);
+  if (topo_out && ok) *topo_out = std::move(t);
+  if (have_topo) *have_topo = ok;
+  return rep;
+}
+
+}  // namespace p2pscope::tune

@@ -1,0 +1,221 @@
+// Result tables in NCCL logs and program output: nccl-tests' table (header, rows of
+// size count type redop [root] time algbw busbw #wrong time algbw busbw #wrong, the
+// "# Avg bus bandwidth" line), `bench nccl` JSON, and "op size busbw=X GB/s" lines.
+// Hand-written tokenizing: a log of millions of lines must not go through std::regex.
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+
+#include "p2pscope/error.hpp"
+#include "p2pscope/tune.hpp"
+#include "p2pscope/units.hpp"
+
+namespace p2pscope::tune {
+namespace {
+
+std::vector<std::string_view> split(std::string_view s) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r')) ++i;
+    const std::size_t b = i;
+    while (i < s.size() && s[i] != ' ' && s[i] != '\t' && s[i] != '\r') ++i;
+    if (i > b) out.push_back(s.substr(b, i - b));
+  }
+  return out;
+}
+
+bool to_u64(std::string_view s, std::uint64_t& v) {
+  if (s.empty()) return false;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+bool to_ll(std::string_view s, long long& v) {
+  if (s.empty()) return false;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+// A decimal (nccl-tests prints "160.70", "1e-05" in old error columns); -1 for N/A.
+double num(std::string_view s) {
+  if (s.empty() || s == "N/A" || s == "n/a") return -1;
+  char buf[64];
+  const std::size_t n = std::min(s.size(), sizeof buf - 1);
+  s.copy(buf, n);
+  buf[n] = 0;
+  char* end = nullptr;
+  const double v = std::strtod(buf, &end);
+  return end == buf + n ? v : -1;
+}
+
+// "all_reduce_perf" (or a path to it) anywhere in the line -> "all_reduce".
+std::string op_in(std::string_view l) {
+  const auto p = l.find("_perf");
+  if (p == std::string_view::npos) return {};
+  std::size_t b = p;
+  while (b > 0 && (std::isalnum(static_cast<unsigned char>(l[b - 1])) || l[b - 1] == '_')) --b;
+  const std::string op(l.substr(b, p - b));
+  return op.empty() ? std::string() : op;
+}
+
+}  // namespace
+
+double PerfRun::peak_busbw() const {
+  double best = -1;
+  for (const auto& r : rows) best = std::max(best, r.busbw());
+  return best;
+}
+
+PerfRun& PerfTableParser::current() {
+  if (!open_) {
+    if (runs_.size() >= kMaxRuns) {
+      ++runs_dropped_;
+      runs_.pop_back();  // keep the first runs, let the newest slot be reused
+      index_.pop_back();
+    }
+    PerfRun r;
+    r.source = source_;
+    r.tool = "nccl-tests";
+    r.op = pending_op_;
+    runs_.push_back(std::move(r));
+    index_.push_back(started_++);
+    open_ = true;
+  }
+  return runs_.back();
+}
+
+bool PerfTableParser::line(std::string_view l) {
+  while (!l.empty() && (l.back() == '\r' || l.back() == ' ')) l.remove_suffix(1);
+  const auto first = l.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return false;
+  if (l[first] == '#') {
+    if (const std::string op = op_in(l); !op.empty()) pending_op_ = op;  // "# Collective test starting: all_reduce_perf"
+    if (l.find("nThread") != std::string_view::npos) {  // a new nccl-tests run begins
+      open_ = false;
+      return true;
+    }
+    if (l.find("algbw") != std::string_view::npos && l.find("size") != std::string_view::npos) {
+      has_root_ = l.find("root") != std::string_view::npos;
+      if (!open_ || !runs_.back().rows.empty()) open_ = false;
+      current();
+      return true;
+    }
+    if (const auto p = l.find("Avg bus bandwidth"); p != std::string_view::npos && open_) {
+      const auto colon = l.find(':', p);
+      if (colon != std::string_view::npos) {
+        const auto w = split(l.substr(colon + 1));
+        if (!w.empty() && num(w[0]) >= 0) runs_.back().avg_busbw = num(w[0]) * 1e9;
+      }
+      open_ = false;
+      return true;
+    }
+    return false;
+  }
+  // "allreduce 64MiB busbw=3.99 GB/s": what a program printed about itself.
+  if (const auto p = l.find("busbw="); p != std::string_view::npos) {
+    const auto w = split(l.substr(0, p));
+    const auto v = split(l.substr(p + 6));
+    if (w.size() >= 2 && !v.empty() && num(v[0]) >= 0 && v.size() >= 2 && v[1] == "GB/s") {
+      PerfRun r;
+      r.source = source_;
+      r.tool = "printed";
+      r.op = std::string(w[w.size() - 2]);
+      PerfRow row;
+      try {
+        row.size_bytes = parse_size(std::string(w.back()));
+      } catch (const Error&) {
+      }
+      row.oop_busbw = num(v[0]) * 1e9;
+      r.rows.push_back(row);
+      if (runs_.size() < kMaxRuns) {
+        runs_.push_back(std::move(r));
+        index_.push_back(started_++);
+      } else {
+        ++runs_dropped_;
+      }
+      open_ = false;
+      return true;
+    }
+  }
+  if (!open_) return false;
+  const auto t = split(l);
+  PerfRow r;
+  if (t.size() < 12 || !to_u64(t[0], r.size_bytes) || !to_u64(t[1], r.count)) return false;
+  r.type = std::string(t[2]);
+  r.redop = std::string(t[3]);
+  long long root = 0;
+  const std::size_t b = has_root_ && t.size() >= 13 && to_ll(t[4], root) ? 5 : 4;
+  if (t.size() < b + 8) return false;
+  r.oop_time_us = num(t[b]);
+  r.oop_algbw = num(t[b + 1]) < 0 ? -1 : num(t[b + 1]) * 1e9;
+  r.oop_busbw = num(t[b + 2]) < 0 ? -1 : num(t[b + 2]) * 1e9;
+  r.ip_time_us = num(t[b + 4]);
+  r.ip_algbw = num(t[b + 5]) < 0 ? -1 : num(t[b + 5]) * 1e9;
+  r.ip_busbw = num(t[b + 6]) < 0 ? -1 : num(t[b + 6]) * 1e9;
+  long long w = -1;
+  if (to_ll(t[b + 3], w)) r.oop_wrong = w;
+  if (to_ll(t[b + 7], w)) r.ip_wrong = w;
+  auto& run = runs_.back();
+  if (run.rows.size() < kMaxRows) run.rows.push_back(std::move(r));
+  else ++run.rows_dropped;
+  return true;
+}
+
+std::vector<PerfRun> PerfTableParser::finish(const std::vector<std::string>* transports) {
+  std::vector<PerfRun> out;
+  for (std::size_t i = 0; i < runs_.size(); ++i) {
+    auto& r = runs_[i];
+    if (transports && index_[i] < transports->size() && !(*transports)[index_[i]].empty())
+      r.transport = (*transports)[index_[i]];
+    if (!r.rows.empty() || r.avg_busbw > 0) out.push_back(std::move(r));
+  }
+  runs_.clear();
+  index_.clear();
+  open_ = false;
+  return out;
+}
+
+PerfRun perf_from_bench_json(const nlohmann::json& j, const std::string& source) {
+  if (!j.is_object() || !j.contains("rows") || !j["rows"].is_array())
+    throw UsageError("'" + source + "' is not a `p2pscope bench nccl --format json` document (no \"rows\" array)");
+  PerfRun r;
+  r.source = source;
+  r.tool = "bench nccl";
+  std::string op = j.value("op", std::string());
+  // bench nccl says "allreduce"; nccl-tests says "all_reduce": compare in one language.
+  for (const auto& [a, b] : {std::pair{"allreduce", "all_reduce"}, {"allgather", "all_gather"},
+                             {"reducescatter", "reduce_scatter"}, {"alltoall", "alltoall"}, {"sendrecv", "sendrecv"}})
+    if (op == a) op = b;
+  r.op = op;
+  try {
+    for (const auto& row : j["rows"]) {
+      PerfRow p;
+      p.size_bytes = row.at("size_bytes").get<std::uint64_t>();
+      p.count = row.value("count", std::uint64_t{0});
+      p.type = row.value("type", std::string());
+      if (row.contains("time_ns") && row["time_ns"].is_object()) p.oop_time_us = row["time_ns"].value("median", -1e3) / 1e3;
+      p.oop_algbw = row.value("algbw_GBps", -1.0) * 1e9;
+      p.oop_busbw = row.value("busbw_GBps", -1.0) * 1e9;
+      p.oop_wrong = row.value("check", std::string("ok")) == "ok" ? 0 : 1;
+      r.rows.push_back(p);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError("'" + source + "': a row of the bench nccl JSON is malformed: " + e.what());
+  }
+  return r;
+}
+
+nlohmann::json to_json(const PerfRun& r) {
+  auto gbps = [](double v) { return v < 0 ? nlohmann::json() : nlohmann::json(v / 1e9); };
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& x : r.rows)
+    rows.push_back({{"size_bytes", x.size_bytes}, {"count", x.count}, {"type", x.type}, {"redop", x.redop},
+                    {"out_of_place", {{"time_us", x.oop_time_us < 0 ? nlohmann::json() : nlohmann::json(x.oop_time_us)},
+                                      {"algbw_GBps", gbps(x.oop_algbw)}, {"busbw_GBps", gbps(x.oop_busbw)}, {"wrong", x.oop_wrong}}},
+                    {"in_place", {{"time_us", x.ip_time_us < 0 ? nlohmann::json() : nlohmann::json(x.ip_time_us)},
+                                  {"algbw_GBps", gbps(x.ip_algbw)}, {"busbw_GBps", gbps(x.ip_busbw)}, {"wrong", x.ip_wrong}}}});
+  return {{"source", r.source}, {"tool", r.tool}, {"op", r.op}, {"transport", r.transport},
+          {"avg_busbw_GBps", gbps(r.avg_busbw)}, {"peak_busbw_GBps", gbps(r.peak_busbw())},
+          {"rows_dropped", r.rows_dropped}, {"rows", rows}};
+}
+
+}  // namespace p2pscope::tune
