@@ -116,6 +116,15 @@ Table points_table(const std::map<Point, std::vector<double>>& samples) {
   return t;
 }
 
+// The point with the highest median, and that median.
+std::pair<Point, double> best_point(const std::map<Point, std::vector<double>>& samples) {
+  Point best{};
+  double best_v = -1;
+  for (const auto& [key, v] : samples)
+    if (const double m = compute_stats(v).median; m > best_v) best_v = m, best = key;
+  return {best, best_v};
+}
+
 // heatmap.svg: channels x chunk at the best point's window and sockets. The title sets
 // the picture's width (render_heatmap), so it is never clipped.
 void write_heatmap(const SweepTcpOptions& o, const std::vector<std::uint32_t>& channels,
@@ -216,15 +225,7 @@ void run(const SweepTcpOptions& given, Context& ctx) {
   monitor::SessionResult mon_result;
   if (mon) mon_result = mon->stop();  // the whole sweep; per point: monitor.csv's timeline
 
-  Key best{};
-  double best_v = -1;
-  for (const auto& [key, v] : samples) {
-    const double m = compute_stats(v).median;
-    if (m > best_v) {
-      best_v = m;
-      best = key;
-    }
-  }
+  const auto [best, best_v] = best_point(samples);
   const auto [bc, bchunk, bw, bk] = best;
   write_heatmap(o, channels, chunks, [&](std::uint32_t c, std::uint64_t chunk) {
     const auto it = samples.find({c, chunk, bw, bk});
