@@ -73,7 +73,7 @@ void run_gpu(const GpuOptions& o, Context& ctx) {
   // Ctrl-C ends the sweep after the row in progress and reports what was measured. Not
   // under a launcher: ranks stopping at different rows would leave NCCL calls unmatched.
   std::optional<profile::InterruptFlag> interrupt;
-  if (!launch.multi_process()) spec.stop = interrupt.emplace().flag();
+  if (!launch.multi_process()) spec.stop = interrupt.emplace("p2pscope bench gpu").flag();
   RowProgress progress("bench gpu", 2.0);
   if (reporter)
     spec.on_row = [&](std::size_t done, std::size_t planned, const bench::SweepRow& row) {

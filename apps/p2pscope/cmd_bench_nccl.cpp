@@ -91,7 +91,7 @@ void run_nccl(const NcclOptions& o, Context& ctx) {
   BenchMonitor mon(mon_opts);
   // Ctrl-C ends the sweep after the size in progress (one process only, as in bench gpu).
   std::optional<profile::InterruptFlag> interrupt;
-  if (!ranks) interrupt.emplace();
+  if (!ranks) interrupt.emplace("p2pscope bench nccl");
   bool interrupted = false;
   RowProgress progress("bench nccl", 2.0);
   for (std::uint64_t bytes : sizes) {

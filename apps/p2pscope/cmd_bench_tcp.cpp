@@ -109,7 +109,7 @@ void serve(const BenchTcpOptions& o, const tcp::LocalOptions& local, double moni
   else
     std::fprintf(stderr, "%s: listening on port %u for %d session%s\n", command_name(o), server.port(), o.sessions,
                  o.sessions == 1 ? "" : "s");
-  const profile::InterruptFlag interrupt;
+  const profile::InterruptFlag interrupt("p2pscope bench tcp");
   std::jthread watch([&](std::stop_token st) {  // accept() waits in poll: stop() wakes it
     while (!st.stop_requested() && !interrupt.flag()->load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (interrupt.flag()->load()) server.stop();

@@ -136,10 +136,10 @@ void add_irq_commands(CLI::App& app, Context& ctx) {
     emit(j.dump(2) + "\n", opt->out, opt->force);
   });
 
-  auto* d = irq->add_subcommand("diff", "Interrupt rates between two snapshots, or over --interval on this machine");
+  auto* d = irq->add_subcommand("diff", "Interrupt rates between two snapshots, or over --duration on this machine");
   d->add_option("a", opt->a, "Earlier snapshot JSON (omit both to sample the live system)");
   d->add_option("b", opt->b, "Later snapshot JSON (omit to compare A with the machine now)");
-  d->add_option("--interval", opt->interval, "Sampling time when B is not given (default 5s)");
+  d->add_option("--duration", opt->interval, "Sample this long when B is not given (default 5s; as monitor --duration)");
   d->add_option("--root", opt->root, "Root for live sampling");
   d->add_option("--format", opt->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   d->add_option("--top", opt->top, "Rows of busiest IRQs/CPUs in text output");
@@ -151,8 +151,8 @@ void add_irq_commands(CLI::App& app, Context& ctx) {
       b = tune::snapshot_from_json(read_json_file(opt->b, "snapshot"));
     } else {
       const double secs = parse_duration_s(opt->interval);
-      if (secs <= 0 || secs > 3600) throw UsageError("--interval must be between 0 and 1h, got '" + opt->interval + "'");
-      if (opt->a.empty()) {  // sample the machine twice, --interval apart
+      if (secs <= 0 || secs > 3600) throw UsageError("--duration must be between 0 and 1h, got '" + opt->interval + "'");
+      if (opt->a.empty()) {  // sample the machine twice, --duration apart
         a = tune::take_snapshot(fs);
         std::this_thread::sleep_for(std::chrono::duration<double>(secs));
       } else {  // A against the machine now

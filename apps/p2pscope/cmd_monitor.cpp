@@ -4,6 +4,7 @@
 // exit status returned (127 when it cannot be found, 128+N when killed by signal N).
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,11 +15,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "monitor/collect.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/metadata.hpp"
@@ -53,11 +56,22 @@ void restore_handlers() {
   signal(SIGTERM, SIG_DFL);
 }
 
-// fork + execvp; a CLOEXEC pipe carries execvp's errno back so "not found" is told
-// apart from a command that ran and failed. Returns the pid, or -errno.
-pid_t spawn(const std::vector<std::string>& command) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe");
+// fork + execvp, held: the child waits on a pipe until release(), so the sampler can
+// be pointed at its pid (its threads, not this process's waiting one) before it runs.
+// A CLOEXEC pipe carries execvp's errno back so "not found" is told apart from a
+// command that ran and failed.
+struct Held {
+  pid_t pid = -1;
+  int go_fd = -1, err_fd = -1;
+};
+
+Held spawn_held(const std::vector<std::string>& command) {
+  int err_pipe[2], go_pipe[2];
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) throw_errno("pipe");
+  if (pipe2(go_pipe, O_CLOEXEC) != 0) {
+    ::close(err_pipe[0]), ::close(err_pipe[1]);
+    throw_errno("pipe");
+  }
   std::vector<char*> argv;
   for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -65,25 +79,69 @@ pid_t spawn(const std::vector<std::string>& command) {
   const pid_t pid = fork();
   if (pid < 0) throw_errno("fork");
   if (pid == 0) {
-    ::close(fds[0]);
+    ::close(err_pipe[0]);
+    ::close(go_pipe[1]);
+    char go = 0;
+    ssize_t r;
+    while ((r = ::read(go_pipe[0], &go, 1)) < 0 && errno == EINTR) {
+    }
+    if (r != 1) _exit(127);  // the monitor failed before releasing it: never run the command
     execvp(argv[0], argv.data());
     const int err = errno;
-    if (::write(fds[1], &err, sizeof err) < 0) _exit(127);
+    if (::write(err_pipe[1], &err, sizeof err) < 0) _exit(127);
     _exit(127);
   }
-  ::close(fds[1]);
+  ::close(err_pipe[1]);
+  ::close(go_pipe[0]);
+  return {pid, go_pipe[1], err_pipe[0]};
+}
+
+// Lets the held child exec. Returns its pid, or -errno when the command could not start.
+pid_t release(const Held& h) {
+  const char go = 1;
+  if (::write(h.go_fd, &go, 1) < 0) {
+  }
+  ::close(h.go_fd);
   int err = 0;
   ssize_t got;
-  do got = ::read(fds[0], &err, sizeof err);
+  do got = ::read(h.err_fd, &err, sizeof err);
   while (got < 0 && errno == EINTR);
-  ::close(fds[0]);
+  ::close(h.err_fd);
   if (got == static_cast<ssize_t>(sizeof err)) {
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    while (waitpid(h.pid, &status, 0) < 0 && errno == EINTR) {
     }
     return -err;
   }
-  return pid;
+  return h.pid;
+}
+
+// "CPU-bound on CPUs 0-1" is said of the machine's CPUs. Around a command, it is the
+// command's only when its own work explains most of that load: its sampled threads on
+// those CPUs, or, for a command that starts others (mpirun, a shell script), the CPU
+// time of it and its children (`tree_cpu_s`, from wait4). Otherwise the verdict names
+// the CPUs as busy with other processes (before, `monitor -- sleep 2` on a busy box
+// said "CPU-bound").
+std::vector<std::string> command_verdicts(const monitor::Summary& s, double tree_cpu_s) {
+  std::vector<std::string> out = monitor::verdict_lines(s);
+  const monitor::BusyCpus busy = monitor::classify_busy_cpus(s);
+  if (busy.bound.empty() || !(s.duration_s > 0)) return out;
+  double load_s = 0, own_s = 0;
+  for (const auto& c : s.cpus)
+    if (std::find(busy.bound.begin(), busy.bound.end(), c.cpu) != busy.bound.end()) load_s += c.busy_pct / 100 * s.duration_s;
+  for (const auto& t : s.threads) {
+    if (t.name == monitor::kMonitorThread) continue;
+    for (int c : busy.bound)
+      if (const auto it = t.cpu_s_by_cpu.find(c); it != t.cpu_s_by_cpu.end()) own_s += it->second;
+  }
+  if (load_s > 0 && std::max(own_s, tree_cpu_s) >= 0.5 * load_s) return out;
+  for (auto& line : out)
+    if (line.rfind("CPU-bound", 0) == 0)
+      line = fmt::format("CPU{} {} busy, but not with the command's work (it and its children used {:.0f}% of a CPU, "
+                         "{:.0f}% of that load): other processes were running there",
+                         busy.bound.size() > 1 ? "s" : "", format_cpulist(busy.bound), 100 * tree_cpu_s / s.duration_s,
+                         load_s > 0 ? 100 * std::max(own_s, tree_cpu_s) / load_s : 0.0);
+  return out;
 }
 
 std::string live_line(const monitor::Interval& iv, double elapsed_s) {
@@ -153,13 +211,33 @@ void run_monitor(const MonitorArgs& a, Context& ctx) {
     else std::fprintf(stderr, "%s\n", line.c_str());
   };
 
-  monitor::Sampler sampler(FsRoot(a.root), opts);
-  sampler.start();
+  // Around a command, the threads sampled are the command's.
+  Held held;
+  if (have_cmd) {
+    held = spawn_held(a.command);
+    opts.pid = held.pid;
+  }
+  std::optional<monitor::Sampler> sampler_slot;
+  try {
+    sampler_slot.emplace(FsRoot(a.root), opts);
+    sampler_slot->start();
+  } catch (...) {
+    if (have_cmd) {  // the held child exits without running the command
+      ::close(held.go_fd), ::close(held.err_fd);
+      int status = 0;
+      while (waitpid(held.pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+    throw;
+  }
+  monitor::Sampler& sampler = *sampler_slot;
   g_signal = 0;
   int exit_code = 0;
+  monitor::Summary last_summary;
+  double tree_cpu_s = 0;  // the command's and its waited-for children's CPU time
   install_handlers();
   if (have_cmd) {
-    const pid_t pid = spawn(a.command);
+    const pid_t pid = release(held);
     if (pid < 0) {
       restore_handlers();
       sampler.stop();
@@ -170,9 +248,17 @@ void run_monitor(const MonitorArgs& a, Context& ctx) {
     g_child = pid;
     // A signal that came between fork and the line above was not forwarded: do it now.
     if (g_signal != 0) ::kill(pid, static_cast<int>(g_signal));
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    // Waited for but not reaped: the sampler's last reading still finds its threads.
+    siginfo_t info{};
+    while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
     }
+    last_summary = sampler.stop();
+    int status = 0;
+    struct rusage ru {};
+    while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
+    }
+    tree_cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                 static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
     g_child = 0;
     exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
   } else {
@@ -182,7 +268,7 @@ void run_monitor(const MonitorArgs& a, Context& ctx) {
     if (g_signal != 0) exit_code = 128 + g_signal;
   }
   restore_handlers();
-  const monitor::Summary summary = sampler.stop();
+  const monitor::Summary summary = have_cmd ? last_summary : sampler.stop();
   if (tty) std::fprintf(stderr, "\n");
 
   nlohmann::json doc;
@@ -195,7 +281,8 @@ void run_monitor(const MonitorArgs& a, Context& ctx) {
   f << doc.dump(2) << "\n";
   if (!f) throw Error("cannot write " + json_path);
 
-  for (const auto& v : monitor::verdict_lines(summary)) std::printf("verdict: %s\n", v.c_str());
+  for (const auto& v : have_cmd ? command_verdicts(summary, tree_cpu_s) : monitor::verdict_lines(summary))
+    std::printf("verdict: %s\n", v.c_str());
   for (const auto& n : summary.notes) std::printf("note: %s\n", n.c_str());
   std::printf("monitor: %d samples over %.1f s, %.0f us CPU per sample; wrote %s and %s\n", summary.samples,
               summary.duration_s, summary.monitor_cpu_ns_per_sample / 1e3, opts.out_csv.c_str(), json_path.c_str());

@@ -227,7 +227,7 @@ void add_profile_command(CLI::App& app, Context& ctx) {
       progress.finish();
       std::fprintf(stderr, "%s\n", s.c_str());
     };
-    profile::InterruptFlag interrupt;
+    profile::InterruptFlag interrupt("p2pscope profile");
     p.stop = interrupt.flag();
     const double monitor_interval_s = o->monitor.enabled ? o->monitor.interval_s() : 0;
     std::unique_ptr<monitor::MonitorSession> mon;

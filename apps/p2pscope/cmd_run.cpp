@@ -3,6 +3,7 @@
 // benchmark, then analyze, each as a child p2pscope process: one step failing or
 // hanging (killed at --step-timeout) loses nothing the others measured, and each
 // step's own output and log stay in DIR for anyone to rerun by hand.
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "p2pscope/charts.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
@@ -83,17 +85,61 @@ std::vector<Step> plan_steps(const RunOptions& o, const gpu::RuntimeInfo& rt, co
     s.push_back({"nccl-allreduce", {}, "", "", rt.nccl_built ? "no GPU" : "NCCL not built in"});
   s.push_back({"tcp-loopback", {"bench", "tcp", "--loopback", "--channels", "2", "--size", "64M", "--iters", "10"},
                "tcp-loopback.txt", ""});
-  s.push_back({"analyze", {"analyze", campaign}, "analyze.txt", ""});
+  s.push_back({"analyze", {"analyze", campaign}, "analyze.txt", "", "", {"profile"}});
   // The simulator loop: the campaign's links as an ASTRA-sim network, and collectives
   // predicted from them; checked against NCCL where GPU pairs and NCCL are here.
   s.push_back({"export", {"export", campaign, "--to", "astra-sim", "--out", (out / "network.yml").string(), "--system",
                           (out / "system.json").string(), "--force"},
-               "export.txt", ""});
+               "export.txt", "", "", {"profile"}});
   std::vector<std::string> predict = {"predict", campaign, "--ops", "allreduce,allgather", "--sizes", "1M,64M,1G",
                                       "--html", (out / "predict.html").string(), "--force"};
   if (pairs && rt.nccl_built && backend != "staged" && backend != "host") predict.push_back("--measure");
-  s.push_back({"predict", predict, "predict.txt", ""});
+  s.push_back({"predict", predict, "predict.txt", "", "", {"profile"}});
   return s;
+}
+
+// Files a run writes besides the steps' own outputs and logs, with what each holds.
+const std::vector<std::pair<std::string, std::string>> kRunFiles = {
+    {"campaign/report.html", "the campaign report: curves, matrices, findings, link models"},
+    {"predict.html", "collectives predicted from the link models (and measured with --measure)"},
+    {"network.yml", "ASTRA-sim network input from the link models"},
+    {"topology.json", "topology (JSON)"},
+    {"campaign/summary.csv", "per-config statistics"},
+    {"campaign/links.json", "link models"},
+    {"campaign/findings.json", "every finding"},
+    {"campaign/trace.json", "Chrome trace of the campaign (chrome://tracing, Perfetto)"},
+    {"campaign/execution_log.csv", "every measured op"},
+    {"campaign/monitor.csv", "CPU, IRQ, NIC and GPU samples during the campaign"},
+    {"run.json", "every step: command, status, time, exit code"}};
+
+// index.html: one page linking every result of the run (relative links, so the folder
+// can be moved or copied whole). Returns its absolute path.
+fs::path write_index(const fs::path& out, const std::vector<StepResult>& results, std::size_t planned) {
+  const auto rel = [&](const std::string& p) { return p.empty() ? std::string() : fs::relative(p, out).string(); };
+  const auto link = [](const std::string& href, const std::string& text) {
+    return "<a href=\"" + charts::xml_escape(href) + "\">" + charts::xml_escape(text) + "</a>";
+  };
+  std::string rows;
+  for (const auto& r : results) {
+    std::string out_cell = "-", log_cell = "-";
+    if (!r.stdout_path.empty() && fs::exists(r.stdout_path)) out_cell = link(rel(r.stdout_path), rel(r.stdout_path));
+    if (!r.log_path.empty() && fs::exists(r.log_path)) log_cell = link(rel(r.log_path), rel(r.log_path));
+    rows += fmt::format("<tr class=\"{}\"><td>{}</td><td>{}</td><td>{:.1f} s</td><td>{}</td><td>{}</td><td><code>{}</code>{}</td></tr>\n",
+                        r.status == "ok" ? "ok" : "warning", charts::xml_escape(r.name), charts::xml_escape(r.status),
+                        r.seconds, out_cell, log_cell, charts::xml_escape(r.command),
+                        r.note.empty() ? "" : "<br>" + charts::xml_escape(r.note));
+  }
+  std::string files;
+  for (const auto& [name, what] : kRunFiles)
+    if (fs::exists(out / name)) files += "<li>" + link(name, name) + ": " + charts::xml_escape(what) + "</li>\n";
+  std::string body = "<h1>p2pscope run</h1>\n<p>" + charts::xml_escape(fs::absolute(out).lexically_normal().string()) +
+                     fmt::format(": {} of {} steps run.</p>\n", results.size(), planned) + "<h2>Results</h2>\n<ul>\n" +
+                     (files.empty() ? "<li>none written</li>\n" : files) + "</ul>\n<h2>Steps</h2>\n" +
+                     "<table><tr><th>step</th><th>status</th><th>time</th><th>output</th><th>log</th><th>command</th></tr>\n" +
+                     rows + "</table>\n";
+  const fs::path index = fs::absolute(out / "index.html").lexically_normal();
+  write_file_atomic(index, charts::html::page("p2pscope run", body), Replace::allow);
+  return index;
 }
 
 }  // namespace
@@ -131,32 +177,42 @@ void add_run_command(CLI::App& app, Context& ctx) {
     for (auto& s : steps)
       for (const auto& k : o->skip)
         if (s.name == k) s.args.clear(), s.skipped_because = "--skip";
+    // A step reading a skipped step's output is skipped with it, said as such (analyze,
+    // export and predict read the campaign): failing them would say nothing new.
+    for (auto& s : steps)
+      for (const auto& need : s.needs)
+        for (const auto& other : steps)
+          if (other.name == need && other.args.empty() && !s.args.empty())
+            s.args.clear(), s.skipped_because = "needs " + need + ", which is skipped";
 
-    const profile::InterruptFlag interrupt;
+    const profile::InterruptFlag interrupt("p2pscope run");
     const StepRunner runner(out, o->step_timeout_s, interrupt.flag());
     nlohmann::json record = run_metadata(ctx.argv);
     record["versions"] = gpu::to_json(rt);
     record["steps"] = nlohmann::json::array();
     const auto write_record = [&] { write_file_atomic(out / "run.json", record.dump(2) + "\n", Replace::allow); };
     int failed = 0, ok = 0, skipped = 0;
+    std::vector<StepResult> results;
     for (std::size_t i = 0; i < steps.size(); ++i) {
       const auto r = runner.run(steps[i], i + 1, steps.size());
       if (r.status == "failed" || r.status == "timed out") ++failed;
       ok += r.status == "ok";
       skipped += r.status == "skipped";
+      record["steps"].push_back(to_json(r));
+      results.push_back(r);
+      write_record();  // after every step: a kill loses nothing already done
       if (r.status == "interrupted") {
-        record["steps"].push_back(to_json(r));
-        write_record();
-        ctx.exit_code = 130;
-        std::cerr << "run: interrupted; what was measured is in " << out.string() << "\n";
+        const fs::path index = write_index(out, results, steps.size());
+        ctx.exit_code = 128 + (interrupt.signal_number() ? interrupt.signal_number() : SIGINT);
+        std::cerr << "run: interrupted; what was measured is in " << out.string() << " (index: " << index.string() << ")\n";
         return;
       }
-      record["steps"].push_back(to_json(r));
-      write_record();  // after every step: a kill loses nothing already done
     }
     const fs::path report = out / "campaign" / "report.html";
+    const fs::path index = write_index(out, results, steps.size());
     std::cout << fmt::format("\n{} step(s) ok, {} failed, {} skipped; details in {}\n", ok, failed, skipped,
                              (out / "run.json").string());
+    std::cout << "index: " << index.string() << "   (every result of this run)\n";
     if (fs::exists(report)) {
       std::cout << "report: " << fs::absolute(report).lexically_normal().string() << "\n";
     } else {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -14,6 +15,8 @@
 
 #include "commands.hpp"
 #include "monitor_options.hpp"
+#include "p2pscope/charts.hpp"
+#include "p2pscope/clock.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/netplugin.hpp"
 #include "p2pscope/profile.hpp"
@@ -57,8 +60,93 @@ void write_file(const std::filesystem::path& p, const std::string& text) {
   if (!f) throw Error("cannot write " + p.string());
 }
 
-void run(const SweepTcpOptions& o, Context& ctx) {
-  if (o.out.empty()) throw UsageError("sweep tcp: --out DIR is required");
+std::string shell_quote(const std::string& a) {
+  if (!a.empty() && a.find_first_of(" \t'\"$\\;&|<>*?()") == std::string::npos) return a;
+  std::string q = "'";
+  for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// The `bench tcp` command that runs the best point as this sweep ran it: the same peer
+// (--client and --port, or --loopback) and every engine option given, so it can be
+// pasted as it is.
+std::string best_command(const SweepTcpOptions& o, const tcp::Params& base, std::uint32_t channels, std::uint64_t chunk,
+                         std::uint32_t window, std::uint32_t sockets) {
+  const TcpCliOptions& e = o.engine;
+  std::string c = o.net ? "p2pscope bench net" + (o.plugin.empty() ? "" : " --plugin " + shell_quote(o.plugin))
+                        : "p2pscope bench tcp";
+  c += fmt::format(" --mode {} --mem {} --channels {} --sockets-per-channel {} --window {} --chunk {} --size {}", e.mode,
+                   e.mem, channels, sockets, window, format_size_compact(chunk), format_size_compact(base.size_bytes));
+  if (o.client.empty()) {
+    c += " --loopback";
+  } else {
+    std::string hosts;
+    for (const auto& h : o.client) hosts += (hosts.empty() ? "" : ",") + h;
+    c += " --client " + shell_quote(hosts);
+    if (o.port != 18515) c += fmt::format(" --port {}", o.port);
+  }
+  if (!e.nics.empty()) {
+    std::string nics;
+    for (const auto& n : e.nics) nics += (nics.empty() ? "" : ",") + n;
+    c += " --nics " + shell_quote(nics);
+  }
+  if (!e.tx_bind.empty()) c += " --tx-bind " + shell_quote(e.tx_bind);
+  if (!e.rx_bind.empty()) c += " --rx-bind " + shell_quote(e.rx_bind);
+  if (e.gpus != "0") c += " --gpus " + shell_quote(e.gpus);
+  if (e.iters != 5) c += fmt::format(" --iters {}", e.iters);
+  if (e.warmup != 1) c += fmt::format(" --warmup {}", e.warmup);
+  if (e.timeout_s != 10) c += fmt::format(" --timeout {}", e.timeout_s);
+  if (e.sockbuf != "0") c += " --sockbuf " + shell_quote(e.sockbuf);
+  if (e.verify) c += " --verify";
+  if (e.reverse) c += " --reverse";
+  if (e.no_nodelay) c += " --no-nodelay";
+  return c;
+}
+
+using Point = std::tuple<std::uint32_t, std::uint64_t, std::uint32_t, std::uint32_t>;  // ch, chunk, win, sock
+
+// One row per point measured: its median and CV over the repetitions.
+Table points_table(const std::map<Point, std::vector<double>>& samples) {
+  Table t({"channels", "chunk", "window", "sockets", "median_GB/s", "cv"});
+  for (const auto& [key, v] : samples) {
+    const Stats s = compute_stats(v);
+    t.add_row({std::to_string(std::get<0>(key)), format_size_compact(std::get<1>(key)), std::to_string(std::get<2>(key)),
+               std::to_string(std::get<3>(key)), fixed(s.median / 1e9, 3), fixed(s.cv, 3)});
+  }
+  return t;
+}
+
+// The point with the highest median, and that median.
+std::pair<Point, double> best_point(const std::map<Point, std::vector<double>>& samples) {
+  Point best{};
+  double best_v = -1;
+  for (const auto& [key, v] : samples)
+    if (const double m = compute_stats(v).median; m > best_v) best_v = m, best = key;
+  return {best, best_v};
+}
+
+// heatmap.svg: channels x chunk at the best point's window and sockets. The title sets
+// the picture's width (render_heatmap), so it is never clipped.
+void write_heatmap(const SweepTcpOptions& o, const std::vector<std::uint32_t>& channels,
+                   const std::vector<std::uint64_t>& chunks,
+                   const std::function<double(std::uint32_t, std::uint64_t)>& median_at, std::uint32_t window,
+                   std::uint32_t sockets) {
+  std::vector<std::string> rows, cols;
+  for (auto c : channels) rows.push_back(std::to_string(c));
+  for (auto ch : chunks) cols.push_back(format_size_compact(ch));
+  std::vector<std::vector<double>> grid(channels.size(), std::vector<double>(chunks.size(), NAN));
+  for (std::size_t i = 0; i < channels.size(); ++i)
+    for (std::size_t j = 0; j < chunks.size(); ++j) grid[i][j] = median_at(channels[i], chunks[j]);
+  charts::Heatmap heat{fmt::format("p2pscope sweep tcp: median of {} reps at window {}, {} socket(s)/channel ({}, {} memory)",
+                                   o.reps, window, sockets, o.engine.mode, o.engine.mem),
+                       "channels", "chunk", rows, cols, grid, charts::Format::bytes_per_s, true, 72, {}, {}};
+  write_file(std::filesystem::path(o.out) / "heatmap.svg", charts::xml_prolog() + charts::render_heatmap(heat));
+}
+
+void run(const SweepTcpOptions& given, Context& ctx) {
+  SweepTcpOptions o = given;
+  // Without --out, a folder of its own under p2pscope-out, as profile's campaigns.
+  if (o.out.empty()) o.out = std::string("p2pscope-out/sweep-") + (o.net ? "net-" : "tcp-") + compact_timestamp(realtime_ns());
   if (o.reps < 1 || o.reps > 1000) throw UsageError("--reps must be in 1-1000");
   if (o.engine.mode == "latency") throw UsageError("sweep tcp sweeps bandwidth; use --mode bw, bidir or fullmesh");
   const auto channels = int_list(o.channels_list, "--channels-list");
@@ -80,7 +168,7 @@ void run(const SweepTcpOptions& o, Context& ctx) {
   std::unique_ptr<monitor::MonitorSession> mon;
   if (o.monitor.enabled) mon = std::make_unique<monitor::MonitorSession>(o.out, monitor_interval_s);
 
-  using Key = std::tuple<std::uint32_t, std::uint64_t, std::uint32_t, std::uint32_t>;  // ch, chunk, win, sock
+  using Key = Point;
   std::vector<Key> grid_points;
   for (std::uint32_t c : channels)
     for (std::uint64_t chunk : chunks)
@@ -92,7 +180,7 @@ void run(const SweepTcpOptions& o, Context& ctx) {
   const auto csv_path = std::filesystem::path(o.out) / "sweep.csv";
   // Ctrl-C or a failed point (a peer gone) ends the sweep there; sweep.csv, rewritten
   // after every run, and the files below keep every point measured before it.
-  const profile::InterruptFlag interrupt;
+  const profile::InterruptFlag interrupt("p2pscope sweep tcp");
   std::string stopped;
   for (const auto& [c, chunk, w, k] : grid_points) {
     for (int rep = 0; rep < o.reps; ++rep) {
@@ -137,42 +225,19 @@ void run(const SweepTcpOptions& o, Context& ctx) {
   monitor::SessionResult mon_result;
   if (mon) mon_result = mon->stop();  // the whole sweep; per point: monitor.csv's timeline
 
-  Key best{};
-  double best_v = -1;
-  for (const auto& [key, v] : samples) {
-    const double m = compute_stats(v).median;
-    if (m > best_v) {
-      best_v = m;
-      best = key;
-    }
-  }
+  const auto [best, best_v] = best_point(samples);
   const auto [bc, bchunk, bw, bk] = best;
-  std::vector<std::string> rows, cols;
-  for (auto c : channels) rows.push_back(std::to_string(c));
-  for (auto ch : chunks) cols.push_back(format_size_compact(ch));
-  std::vector<std::vector<double>> grid(channels.size(), std::vector<double>(chunks.size(), NAN));
-  for (std::size_t i = 0; i < channels.size(); ++i)
-    for (std::size_t j = 0; j < chunks.size(); ++j) {
-      auto it = samples.find({channels[i], chunks[j], bw, bk});
-      if (it != samples.end()) grid[i][j] = compute_stats(it->second).median / 1e9;
-    }
-  write_file(std::filesystem::path(o.out) / "heatmap.svg",
-             tcp::heatmap_svg("p2pscope sweep tcp: median GB/s at window " + std::to_string(bw) + ", " +
-                                  std::to_string(bk) + " socket(s)/channel (" + o.engine.mode + ", " + o.engine.mem + ")",
-                              "channels", rows, "chunk", cols, grid, "GB/s (1e9 B/s), median of " +
-                                  std::to_string(o.reps) + " reps"));
+  write_heatmap(o, channels, chunks, [&](std::uint32_t c, std::uint64_t chunk) {
+    const auto it = samples.find({c, chunk, bw, bk});
+    return it == samples.end() ? NAN : compute_stats(it->second).median;
+  }, bw, bk);
 
   const Stats st = compute_stats(samples[best]);
   nlohmann::json j;
   j["best"] = {{"channels", bc}, {"chunk_bytes", bchunk}, {"window", bw}, {"sockets_per_channel", bk},
                {"GBps_median", st.median / 1e9}, {"GBps_min", st.min / 1e9}, {"GBps_max", st.max / 1e9},
                {"cv", st.cv}, {"reps", st.n}};
-  j["command"] = (o.net ? "p2pscope bench net " + (o.plugin.empty() ? "" : "--plugin " + o.plugin + " ") + "--mode "
-                       : "p2pscope bench tcp --mode ") +
-                 o.engine.mode + " --mem " + o.engine.mem + " --channels " +
-                 std::to_string(bc) + " --sockets-per-channel " + std::to_string(bk) + " --window " +
-                 std::to_string(bw) + " --chunk " + format_size_compact(bchunk) + " --size " +
-                 format_size_compact(base.size_bytes);
+  j["command"] = best_command(o, base, bc, bchunk, bw, bk);
   j["params"] = tcp::to_json(base);
   j["points"] = samples.size();
   j["points_planned"] = grid_points.size();
@@ -181,13 +246,7 @@ void run(const SweepTcpOptions& o, Context& ctx) {
   if (mon) j["monitor"] = mon_result.json;
   write_file(std::filesystem::path(o.out) / "best.json", j.dump(2) + "\n");
 
-  Table t({"channels", "chunk", "window", "sockets", "median_GB/s", "cv"});
-  for (const auto& [key, v] : samples) {
-    const Stats s = compute_stats(v);
-    t.add_row({std::to_string(std::get<0>(key)), format_size_compact(std::get<1>(key)), std::to_string(std::get<2>(key)),
-               std::to_string(std::get<3>(key)), fixed(s.median / 1e9, 3), fixed(s.cv, 3)});
-  }
-  std::cout << t.to_text() << "\nbest: " << j["command"].get<std::string>() << "  -> " << fixed(best_v / 1e9, 3)
+  std::cout << points_table(samples).to_text() << "\nbest: " << j["command"].get<std::string>() << "  -> " << fixed(best_v / 1e9, 3)
             << " GB/s\nwrote " << o.out << "/{sweep.csv,heatmap.svg,best.json" << (mon ? ",monitor.csv" : "")
             << "}\n";
   std::cout.flush();
@@ -219,7 +278,8 @@ void add_sweep_commands(CLI::App& app, Context& ctx) {
     c->add_option("--window-list", o->window_list, "windows, e.g. 1,4,16")->capture_default_str();
     c->add_option("--sockets-list", o->sockets_list, "sockets per channel, e.g. 1,2")->capture_default_str();
     c->add_option("--reps", o->reps, "runs per point")->capture_default_str();
-    c->add_option("--out", o->out, "directory for sweep.csv, heatmap.svg, best.json")->required();
+    c->add_option("--out", o->out, std::string("directory for sweep.csv, heatmap.svg, best.json (default p2pscope-out/sweep-") +
+                                        (net ? "net" : "tcp") + "-TIME)");
     c->add_option("--client", o->client, "servers to run against (default: loopback in this process)")->delimiter(',');
     c->add_option("--port", o->port, "server port with --client")->capture_default_str();
     o->engine.add_engine_options(*c, false);

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "p2pscope/profile.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/contention.hpp"
 #include "p2pscope/error.hpp"
@@ -22,10 +23,11 @@ namespace p2pscope::app {
 
 void add_pattern_options(CLI::App& cmd, PatternOptions& o) {
   cmd.add_option("--pattern", o.pattern,
-                 "Contention instead of the isolated campaign: pairs (each pair alone), fan-in (all to --root), "
-                 "fan-out (--root to all), ring-shift (i -> i+--shift), all-to-all (every pair at once); each "
+                 "Contention instead of the isolated campaign: pairs (each pair alone), fan-in (all to --root-device), "
+                 "fan-out (--root-device to all), ring-shift (i -> i+--shift), all-to-all (every pair at once); each "
                  "flow is also run alone first, and logged (contention_log.csv)");
-  cmd.add_option("--root", o.root, "--pattern fan-in / fan-out: the root device (default the first)");
+  cmd.add_option("--root-device", o.root, "--pattern fan-in / fan-out: the root device (default the first); "
+                 "--root is a captured tree in every command");
   cmd.add_option("--shift", o.shift, "--pattern ring-shift: i -> i + shift")->capture_default_str();
 }
 
@@ -43,6 +45,9 @@ void run_profile_pattern(const PatternOptions& p, const std::string& gpus, const
   spec.shift = p.shift;
   spec.warmup = warmup;
   spec.reps = reps;
+  // Ctrl-C ends the run between repetitions; what was measured is written below.
+  const profile::InterruptFlag interrupt("p2pscope profile --pattern");
+  spec.stop = interrupt.flag();
   const auto r = profile::run_contention(spec);
 
   const fs::path dir = !out.empty() ? fs::path(out)
@@ -87,6 +92,7 @@ void run_profile_pattern(const PatternOptions& p, const std::string& gpus, const
                 "per repetition; every flow of a contended round also runs alone first (mode alone); bandwidth = "
                 "size / median duration; aggregate = all flows' bytes / (last end - first start)";
   j["summary"] = rows;
+  if (r.interrupted) j["interrupted"] = true;
   std::vector<std::string> not_concurrent;
   for (const auto& [size, o] : overlap)
     if (o.second < o.first) not_concurrent.push_back(format_size_compact(size));
@@ -99,6 +105,10 @@ void run_profile_pattern(const PatternOptions& p, const std::string& gpus, const
     std::printf("note: at %s the flows barely overlapped (aggregate below one flow's rate: the threads' start skew "
                 "outlasted the transfer); that size says nothing about contention, use larger sizes\n", size.c_str());
   std::printf("wrote %s and %s\n", (dir / "contention_log.csv").string().c_str(), (dir / "contention.json").string().c_str());
+  if (r.interrupted) {
+    std::fprintf(stderr, "profile --pattern: interrupted; the repetitions measured are written above\n");
+    ctx.exit_code = 128 + interrupt.signal_number();
+  }
 }
 
 }  // namespace p2pscope::app

@@ -99,7 +99,7 @@ StepResult StepRunner::run(const Step& step, std::size_t index, std::size_t tota
   close(pipe_fd[1]);
 
   // Relay the child's stderr until it closes, while watching the clock.
-  bool timed_out = false, pipe_open = true;
+  bool timed_out = false, pipe_open = true, forwarded = false;
   std::int64_t term_sent_ns = 0;
   int status = 0;
   for (;;) {
@@ -127,6 +127,12 @@ StepResult StepRunner::run(const Step& step, std::size_t index, std::size_t tota
       ssize_t n;
       while ((n = read(pipe_fd[0], buf, sizeof buf)) > 0) log.write(buf, n), std::cerr.write(buf, n);
       break;
+    }
+    // A signal sent to `run` alone (kill, timeout(1)) reaches the step too, once: it then
+    // stops within a second and writes what it measured (Ctrl-C reaches the whole group).
+    if (!forwarded && stop_ != nullptr && stop_->load()) {
+      forwarded = true;
+      kill(pid, SIGTERM);
     }
     const double elapsed = static_cast<double>(monotonic_ns() - t0) / 1e9;
     if (!timed_out && elapsed > timeout_s_) {

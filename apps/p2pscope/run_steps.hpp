@@ -17,6 +17,7 @@ struct Step {
   std::string stdout_name;        // file in the output directory; "" = discard
   std::string note;               // shown beside the step, e.g. why the host backend
   std::string skipped_because;    // set when args is empty
+  std::vector<std::string> needs; // steps whose output this one reads: skipped with them
 };
 
 struct StepResult {

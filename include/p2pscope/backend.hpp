@@ -4,6 +4,7 @@
 // run_batch; the profile campaign uses run_blocking. Devices are numbered from 0
 // (GPUs in CUDA order; for the host backend, NUMA nodes).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -44,6 +45,10 @@ struct BatchSpec {
   Pattern pattern = Pattern::unidirectional;
   int warmup = 5;
   int iters = 20;
+  // Polled between samples (and between a latency sample's round trips) where the
+  // backend can: once set, run_batch returns the samples taken so far, possibly none
+  // (Ctrl-C stops a long row within about a second).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // Raw samples, one per timed iteration; Stats are computed by the caller.

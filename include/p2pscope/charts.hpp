@@ -45,6 +45,11 @@ struct Heatmap {
   Format format = Format::number;
   bool higher_is_better = true;  // greener for high values when true
   int cell_px = 72;
+  // Optional, same shape as values: each cell's interval (e.g. the median's 95% CI).
+  // Given, a cell is coloured only when its interval and the typical cell's (the
+  // median cell) do not overlap: green better, red worse, white within the noise.
+  // Absent, colours run red (worst) to green (best) over the range. A scale says which.
+  std::vector<std::vector<double>> lo, hi;
 };
 std::string render_heatmap(const Heatmap& h);
 

@@ -10,6 +10,7 @@
 // thread; the threads start together behind a barrier for every repetition. Before a
 // contended round, each of its flows runs alone on the same setup: the isolated reference.
 // Library code: never prints; returns samples. Units in names.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -43,6 +44,9 @@ struct ContentionSpec {
   int warmup = 2, reps = 5;
   // Builds one backend instance per flow; empty = bench::make_backend(backend).
   std::function<std::unique_ptr<bench::Backend>(const std::string&)> make_backend;
+  // Read between repetitions (Ctrl-C): once set, the samples so far are returned with
+  // ContentionResult::interrupted.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // One flow of one repetition.
@@ -64,6 +68,7 @@ struct ContentionResult {
   std::vector<FlowSample> samples;
   std::vector<std::string> device_names;
   std::vector<std::string> notes;
+  bool interrupted = false;  // ended early by ContentionSpec::stop
 };
 
 // Throws UsageError for a pair the backend cannot copy, Error on transfer failures.

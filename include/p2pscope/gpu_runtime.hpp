@@ -18,6 +18,15 @@ struct RuntimeInfo {
   std::string why_no_gpu;         // "", or why no GPU can be used
 };
 
+// Said where CUDA reports cudaErrorInsufficientDriver and no driver answers at all.
+inline constexpr const char* kNoDriverText =
+    "no NVIDIA driver found (libcuda.so.1 is not installed or not loaded): install the driver to use GPUs; "
+    "the host backend runs without one";
+
+// CUDA's text for a cudaError_t (as int), except that "driver version is insufficient"
+// with no driver answering at all becomes kNoDriverText. Without CUDA: "CUDA error N".
+std::string cuda_error_text(int cuda_error);
+
 RuntimeInfo runtime_info();
 nlohmann::json to_json(const RuntimeInfo& info);
 // "13.0" from 13000; "2.28.9" from 22809; "-" for -1.

@@ -155,11 +155,13 @@ struct Result {
 // with interrupted = true after saving everything.
 Result run_campaign(const Params& params);
 
-// SIGINT/SIGTERM -> flag, for the CLI. The first signal sets the flag; the handler
-// then resets to the default, so a second Ctrl-C kills. Restores on destruction.
+// SIGINT/SIGTERM -> flag, for the CLI. The first signal sets the flag and says on
+// stderr at once that the run is stopping (`command` names who says it); the second
+// only says that the output is still being written; a third gets the default action
+// (kill). Restores the previous handlers on destruction. One at a time per process.
 class InterruptFlag {
  public:
-  InterruptFlag();
+  explicit InterruptFlag(const std::string& command = "p2pscope");
   ~InterruptFlag();
   InterruptFlag(const InterruptFlag&) = delete;
   InterruptFlag& operator=(const InterruptFlag&) = delete;

@@ -168,9 +168,11 @@ Result analyze(const std::string& dir, const Options& options) {
   r.configs = summaries.size();
   r.links = links.size();
   r.findings = findings.size();
-  for (const auto& g : group_findings(findings))
-    if (g.head.severity == "warning" && r.top_findings.size() < 5)
-      r.top_findings.push_back(g.head.subject + ": " + g.head.message);
+  // Findings about the hardware first; those about the measurement (noise) say so.
+  for (const bool noise : {false, true})
+    for (const auto& g : group_findings(findings))
+      if (g.head.severity == "warning" && about_measurement(g.head) == noise && r.top_findings.size() < 5)
+        r.top_findings.push_back((noise ? "(noise) " : "") + g.head.subject + ": " + g.head.message);
 
   const fs::path d(options.out_dir.empty() ? dir : options.out_dir);
   if (!options.out_dir.empty()) {

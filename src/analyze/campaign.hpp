@@ -184,6 +184,20 @@ struct FindingGroup {
 };
 std::vector<FindingGroup> group_findings(const std::vector<Finding>& f);
 
+// The report's view: one group per kind, with every config it names, and findings
+// about the measurement (noise: high CV, order within the medians' errors; the log;
+// the clocks) apart from findings about the hardware (asymmetry, outliers, throttling,
+// temperature, a size really faster than a smaller one).
+struct KindGroup {
+  std::string kind;
+  std::string description;          // what the kind means, in a line
+  bool about_measurement = false;
+  std::string severity;             // "warning" when any member is one
+  std::vector<const Finding*> members;  // in the order found
+};
+bool about_measurement(const Finding& f);
+std::vector<KindGroup> group_by_kind(const std::vector<Finding>& f);  // hardware first, then measurement
+
 struct Comparison {
   struct Row {
     int config_id;

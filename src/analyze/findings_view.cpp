@@ -1,5 +1,6 @@
 // group_findings (campaign.hpp): the report's and the CLI's view of findings.json,
 // which keeps every finding as it is.
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -71,6 +72,41 @@ std::vector<FindingGroup> group_findings(const std::vector<Finding>& f) {
   for (const auto& link : cv_links) out.push_back(cv_group(link, cv[link]));
   out.insert(out.end(), infos.begin(), infos.end());
   return out;
+}
+
+// non_monotone says "warning" exactly when the gap is within the medians' standard
+// error (noise); as "info" it is a size the path really handles faster.
+bool about_measurement(const Finding& f) {
+  if (f.kind == "non_monotone") return f.severity == "warning";
+  return f.kind == "high_cv" || f.kind == "data" || f.kind == "clock" || f.kind == "drift";
+}
+
+std::vector<KindGroup> group_by_kind(const std::vector<Finding>& f) {
+  static const std::map<std::string, std::string> kDescriptions = {
+      {"high_cv", "repetitions spread by more than 5% (CV): the median is less certain than it looks"},
+      {"non_monotone", "a size takes less time than a smaller one"},
+      {"asymmetry", "the two directions of a link differ"},
+      {"class_outlier", "a link differs from the others of its class (same path type)"},
+      {"temperature", "times that follow the GPU temperature"},
+      {"drift", "GPU and host clocks drifted apart during the run"},
+      {"clock", "GPU times could not be placed on the host clock within the bound"},
+      {"throttling", "clocks or power limits changed during the run"},
+      {"data", "rows of the execution log could not be read"}};
+  std::vector<KindGroup> hw, meas;
+  for (const auto& x : f) {
+    const bool m = about_measurement(x);
+    auto& list = m ? meas : hw;
+    auto it = std::find_if(list.begin(), list.end(), [&](const KindGroup& g) { return g.kind == x.kind; });
+    if (it == list.end()) {
+      const auto d = kDescriptions.find(x.kind);
+      list.push_back({x.kind, d != kDescriptions.end() ? d->second : x.kind, m, x.severity, {}});
+      it = list.end() - 1;
+    }
+    if (x.severity == "warning") it->severity = "warning";
+    it->members.push_back(&x);
+  }
+  hw.insert(hw.end(), meas.begin(), meas.end());
+  return hw;
 }
 
 }  // namespace p2pscope::analyze

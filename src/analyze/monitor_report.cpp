@@ -51,8 +51,13 @@ std::string monitor_timelines(const Campaign& c) {
     std::map<std::string, charts::Series> by_source;
   };
   std::map<std::pair<std::string, std::string>, Group> groups;
-  double t0 = INFINITY;
-  for (const auto& m : c.monitor) t0 = std::min(t0, m.time_s);
+  double t0 = INFINITY, t1 = -INFINITY;
+  for (const auto& m : c.monitor) t0 = std::min(t0, m.time_s), t1 = std::max(t1, m.time_s);
+  // One sampling time (a run shorter than the monitor's interval): no line anywhere, so
+  // one sentence instead of a dozen charts with axes around a single point.
+  if (!(t1 > t0))
+    return "<p class=\"note\">monitor.csv holds one sample per source (the run was shorter than the monitor's "
+           "interval): nothing to draw over time; the values are in monitor.csv.</p>\n";
   for (const auto& m : c.monitor) {
     if (m.source == "note" || m.key == "throttle_reasons" || m.key == "last_cpu") continue;
     std::string key = m.key;
@@ -82,10 +87,16 @@ std::string monitor_timelines(const Campaign& c) {
       "source and key; at most " +
       std::to_string(kMaxLines) + " sources each, those with the highest peak.</p>\n<div class=\"charts\">";
   std::size_t shown = 0;
+  std::vector<std::string> flat;  // groups with one point per source: named in one line, not charted
   for (const Group* g : ordered) {
     if (shown == kMaxCharts) break;
     std::vector<const charts::Series*> lines;
-    for (const auto& [src, s] : g->by_source) lines.push_back(&s);
+    bool any_line = false;
+    for (const auto& [src, s] : g->by_source) lines.push_back(&s), any_line = any_line || s.x.size() > 1;
+    if (!any_line) {
+      flat.push_back(g->kind + " " + g->key);
+      continue;
+    }
     auto peak = [](const charts::Series* s) { return *std::max_element(s->y.begin(), s->y.end()); };
     std::stable_sort(lines.begin(), lines.end(), [&](const auto* a, const auto* b) { return peak(a) > peak(b); });
     const std::size_t hidden = lines.size() > kMaxLines ? lines.size() - kMaxLines : 0;
@@ -98,8 +109,14 @@ std::string monitor_timelines(const Campaign& c) {
     ++shown;
   }
   o += "</div>\n";
-  if (ordered.size() > shown)
-    o += fmt::format("<p class=\"note\">{} more groups in monitor.csv are not drawn.</p>\n", ordered.size() - shown);
+  if (!flat.empty()) {
+    std::string names;
+    for (const auto& n : flat) names += (names.empty() ? "" : ", ") + n;
+    o += fmt::format("<p class=\"note\">Not drawn, one interval each (the run was shorter than two of the monitor's "
+                     "intervals): {}; their values are in monitor.csv.</p>\n", charts::xml_escape(names));
+  }
+  if (ordered.size() > shown + flat.size())
+    o += fmt::format("<p class=\"note\">{} more groups in monitor.csv are not drawn.</p>\n", ordered.size() - shown - flat.size());
   return o;
 }
 

@@ -1,6 +1,8 @@
 // report.html: one self-contained page (inline SVG, inline CSS, no scripts) with the
 // curves, matrices, timelines, fitted models and the findings and link-model tables.
 #include <algorithm>
+#include <cmath>
+#include <tuple>
 #include <limits>
 #include <map>
 #include <set>
@@ -20,11 +22,18 @@ std::string pair_name(const LinkModel& m, bool with_backend) {
   return (with_backend ? m.backend + " " : "") + fmt::format("{}->{} {}", m.src, m.dst, m.link_class);
 }
 
-// One color per link class, so topology groups read at a glance.
-std::map<std::string, std::string> class_colors(const std::vector<LinkModel>& links) {
-  std::map<std::string, std::string> out;
-  for (const auto& m : links)
-    if (!out.count(m.link_class)) out[m.link_class] = charts::palette(out.size());
+// One colour per link: a class colour made every link of a class one line of one
+// colour, and the links of a class are the ones a reader compares. Up to 12 links take
+// the palette; more take evenly spaced hues, lightness alternating.
+std::string link_color(std::size_t i, std::size_t n) {
+  if (n <= 12) return charts::palette(i);
+  return fmt::format("hsl({:.0f},70%,{}%)", 360.0 * static_cast<double>(i) / static_cast<double>(n), i % 2 ? 32 : 48);
+}
+
+std::map<std::tuple<std::string, int, int>, std::string> link_colors(const std::vector<LinkModel>& links) {
+  std::map<std::tuple<std::string, int, int>, std::string> out;
+  for (std::size_t i = 0; i < links.size(); ++i)
+    out[{links[i].backend, links[i].src, links[i].dst}] = link_color(i, links.size());
   return out;
 }
 
@@ -33,19 +42,18 @@ std::string section(const std::string& title, const std::string& body) {
 }
 
 std::string curves(const std::vector<LinkModel>& links, bool multi_backend) {
-  const auto colors = class_colors(links);
+  const auto colors = link_colors(links);
   charts::LineChart bw{"Bandwidth vs message size (median)", {"message size", true, Format::size_bytes},
                        {"bandwidth", true, Format::bytes_per_s}, {}, 640, 440, true};
   charts::LineChart lat{"Latency vs message size (median time per op)", {"message size", true, Format::size_bytes},
                         {"time", true, Format::duration_ns}, {}, 640, 440, true};
   for (const auto& m : links) {
-    const std::string color = colors.at(m.link_class);
+    const std::string& color = colors.at({m.backend, m.src, m.dst});
     bw.series.push_back({pair_name(m, multi_backend), color, m.sizes, m.bytes_per_s, true, true, false});
     lat.series.push_back({pair_name(m, multi_backend), color, m.sizes, m.median_ns, true, true, false});
   }
-  std::string legend = "<p class=\"note\">Colors by link class: ";
-  for (const auto& [cls, col] : colors) legend += fmt::format("<span style=\"color:{}\">&#9632; {}</span> ", col, xml_escape(cls));
-  return legend + "</p>\n<div class=\"charts\">" + charts::render_line_chart(bw) + charts::render_line_chart(lat) + "</div>\n";
+  return "<p class=\"note\">One colour per link; each name ends with its link class.</p>\n<div class=\"charts\">" +
+         charts::render_line_chart(bw) + charts::render_line_chart(lat) + "</div>\n";
 }
 
 std::string fitted_models(const std::vector<LinkModel>& links, bool multi_backend) {
@@ -71,10 +79,28 @@ std::string fitted_models(const std::vector<LinkModel>& links, bool multi_backen
   return o + "</div>\n";
 }
 
-std::string matrices(const std::vector<LinkModel>& links) {
+// The median's 95% confidence interval from order statistics (no distribution
+// assumed): ranks n/2 -+ 0.98 sqrt(n), clamped to the samples.
+std::pair<double, double> median_interval(std::vector<double> v) {
+  if (v.empty()) return {NAN, NAN};
+  std::sort(v.begin(), v.end());
+  const double n = static_cast<double>(v.size()), h = 0.98 * std::sqrt(n);
+  const auto rank = [&](double r) { return v[static_cast<std::size_t>(std::clamp(r, 0.0, n - 1))]; };
+  return {rank(std::floor(n / 2 - h) - 1), rank(std::ceil(n / 2 + h))};
+}
+
+struct Cells {
+  std::vector<std::vector<double>> value, lo, hi;
+};
+
+std::string matrices(const std::vector<LinkModel>& links, const std::vector<ConfigSummary>& s) {
   std::map<std::string, std::vector<const LinkModel*>> by_backend;
   for (const auto& m : links) by_backend[m.backend].push_back(&m);
-  std::string o = "<div class=\"charts\">";
+  std::map<std::tuple<std::string, int, int, double>, const ConfigSummary*> config;
+  for (const auto& cs : s) config[{cs.backend, cs.src, cs.dst, static_cast<double>(cs.size_bytes)}] = &cs;
+  std::string o = "<p class=\"note\">A cell is coloured only where its median's 95% interval (order statistics of "
+                  "the repetitions) and the typical cell's do not overlap; white cells are within the noise.</p>\n"
+                  "<div class=\"charts\">";
   for (const auto& [backend, ms] : by_backend) {
     std::set<int> devs;
     for (const auto* m : ms) devs.insert(m->src), devs.insert(m->dst);
@@ -82,26 +108,35 @@ std::string matrices(const std::vector<LinkModel>& links) {
     std::vector<std::string> labels;
     for (int x : d) labels.push_back(std::to_string(x));
     const std::size_t n = d.size();
-    std::vector<std::vector<double>> bw(n, std::vector<double>(n, NAN)), lat = bw;
+    const std::vector<std::vector<double>> empty(n, std::vector<double>(n, NAN));
+    Cells bw{empty, empty, empty}, lat{empty, empty, empty};
     double largest = 0, smallest = INFINITY;
     for (const auto* m : ms) {
       const auto i = static_cast<std::size_t>(std::find(d.begin(), d.end(), m->src) - d.begin());
       const auto j = static_cast<std::size_t>(std::find(d.begin(), d.end(), m->dst) - d.begin());
-      bw[i][j] = m->bytes_per_s.back();
-      lat[i][j] = m->latency_floor_ns;
+      bw.value[i][j] = m->bytes_per_s.back();
+      lat.value[i][j] = m->latency_floor_ns;
+      if (const auto it = config.find({backend, m->src, m->dst, m->sizes.back()}); it != config.end()) {
+        const auto [t_lo, t_hi] = median_interval(it->second->kept);
+        bw.lo[i][j] = m->sizes.back() / t_hi * 1e9;  // the slow end of the time is the low bandwidth
+        bw.hi[i][j] = m->sizes.back() / t_lo * 1e9;
+      }
+      if (const auto it = config.find({backend, m->src, m->dst, m->sizes.front()}); it != config.end())
+        std::tie(lat.lo[i][j], lat.hi[i][j]) = median_interval(it->second->kept);
       largest = std::max(largest, m->sizes.back());
       smallest = std::min(smallest, m->sizes.front());
     }
-    o += charts::render_heatmap({fmt::format("{}: bandwidth at {}", backend, format_size(static_cast<std::uint64_t>(largest))),
-                                 "src", "dst", labels, labels, bw, Format::bytes_per_s, true, 80});
-    o += charts::render_heatmap({fmt::format("{}: latency at {}", backend, format_size(static_cast<std::uint64_t>(smallest))),
-                                 "src", "dst", labels, labels, lat, Format::duration_ns, false, 80});
+    charts::Heatmap hb{fmt::format("{}: bandwidth at {}", backend, format_size(static_cast<std::uint64_t>(largest))),
+                       "src", "dst", labels, labels, bw.value, Format::bytes_per_s, true, 80, bw.lo, bw.hi};
+    charts::Heatmap hl{fmt::format("{}: latency at {}", backend, format_size(static_cast<std::uint64_t>(smallest))),
+                       "src", "dst", labels, labels, lat.value, Format::duration_ns, false, 80, lat.lo, lat.hi};
+    o += charts::render_heatmap(hb) + charts::render_heatmap(hl);
   }
   return o + "</div>\n";
 }
 
 std::string cv_chart(const std::vector<ConfigSummary>& s, const std::vector<LinkModel>& links, bool multi_backend) {
-  const auto colors = class_colors(links);
+  const auto colors = link_colors(links);
   charts::LineChart c{"Coefficient of variation by size (after outlier removal; 5% line dashed)",
                       {"message size", true, Format::size_bytes}, {"CV", false, Format::percent}, {}, 640, 400, true};
   std::map<std::tuple<std::string, int, int>, std::size_t> idx;
@@ -114,7 +149,7 @@ std::string cv_chart(const std::vector<ConfigSummary>& s, const std::vector<Link
         return m.backend == cs.backend && m.src == cs.src && m.dst == cs.dst;
       });
       const std::string name = it != links.end() ? pair_name(*it, multi_backend) : fmt::format("{}->{}", cs.src, cs.dst);
-      c.series.push_back({name, it != links.end() ? colors.at(it->link_class) : "", {}, {}, true, true, false});
+      c.series.push_back({name, it != links.end() ? colors.at(k) : "", {}, {}, true, true, false});
     }
     auto& ser = c.series[idx[k]];
     ser.x.push_back(static_cast<double>(cs.size_bytes));
@@ -243,20 +278,49 @@ std::string tinted_findings(const std::vector<std::vector<std::string>>& rows) {
   return t;
 }
 
-// The grouped view first (a link's high-CV sizes in one row), every finding below it.
+// "0->1 @ 4 KiB, 0->1 @ 8 KiB, ... and 9 more": the configs a group names.
+std::string subjects(const KindGroup& g) {
+  constexpr std::size_t kShown = 12;
+  std::string out;
+  for (std::size_t i = 0; i < g.members.size() && i < kShown; ++i) out += (i ? ", " : "") + g.members[i]->subject;
+  if (g.members.size() > kShown) out += fmt::format(" and {} more", g.members.size() - kShown);
+  return out;
+}
+
+std::string kind_table(const std::vector<KindGroup>& groups, bool measurement) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& g : groups) {
+    if (g.about_measurement != measurement) continue;
+    const std::string what = g.members.size() == 1 ? g.members[0]->message
+                                                   : g.description + "; first: " + g.members[0]->message;
+    rows.push_back({g.severity, g.kind, fmt::format("{}: {}", g.members.size(), subjects(g)), what});
+  }
+  if (rows.empty()) return "";
+  std::string t = charts::html::table({"severity", "kind", "configs", "finding"}, rows, "findings");
+  std::string::size_type pos = 0;
+  while ((pos = t.find("<tr><td>warning</td>", pos)) != std::string::npos) {
+    t.replace(pos, 4, "<tr class=\"warning\">");
+    pos += 20;
+  }
+  return t;
+}
+
+// One row per kind with the configs it names, findings about the hardware first and
+// those about the measurement (noise) apart; every finding in a fold below.
 std::string findings_table(const std::vector<Finding>& f) {
   if (f.empty()) return "<p>No findings: every check passed.</p>\n";
-  std::vector<std::vector<std::string>> grouped, all;
-  const auto groups = group_findings(f);
-  for (const auto& g : groups) {
-    const auto& x = g.head;
-    grouped.push_back({x.severity, x.kind, g.members > 1 ? fmt::format("{} ({} configs)", x.subject, g.members) : x.subject,
-                       x.message});
-  }
-  if (groups.size() == f.size()) return tinted_findings(grouped);
+  const auto groups = group_by_kind(f);
+  std::string o;
+  const std::string hw = kind_table(groups, false), meas = kind_table(groups, true);
+  o += "<h3>About the hardware</h3>\n" + (hw.empty() ? "<p>None: no asymmetry, outlier, throttling or temperature "
+                                                       "effect beyond the noise.</p>\n" : hw);
+  if (!meas.empty())
+    o += "<h3>About the measurement (noise, clocks, the log)</h3>\n<p class=\"note\">These say how far the numbers "
+         "can be trusted, not what the hardware does; more --reps or a longer --min-sample-time narrow them.</p>\n" + meas;
+  std::vector<std::vector<std::string>> all;
   for (const auto& x : f) all.push_back({x.severity, x.kind, x.subject, x.message});
-  return tinted_findings(grouped) + "<details><summary>Every finding (" + std::to_string(f.size()) +
-         ", findings.json)</summary>\n" + tinted_findings(all) + "</details>\n";
+  return o + "<details><summary>Every finding (" + std::to_string(f.size()) + ", findings.json)</summary>\n" +
+         tinted_findings(all) + "</details>\n";
 }
 
 // The recommended model's error at every size, one column per link: where a model
@@ -370,8 +434,8 @@ std::string render_report(const Campaign& c, const std::vector<ConfigSummary>& s
       gpus += fmt::format("{}{}: {}", gpus.empty() ? "" : "; ", d.value("device", -1), d.value("name", std::string("?")));
   std::string backend_list;
   for (const auto& b : backends) backend_list += (backend_list.empty() ? "" : ", ") + b;
-  std::size_t warnings = 0;
-  for (const auto& f : findings) warnings += f.severity == "warning";
+  std::size_t measurement = 0;
+  for (const auto& f : findings) measurement += about_measurement(f);
   std::string body = "<h1>p2pscope campaign report</h1>\n";
   std::vector<std::vector<std::string>> facts = {
       {"directory", c.dir},
@@ -381,7 +445,8 @@ std::string render_report(const Campaign& c, const std::vector<ConfigSummary>& s
       {"configs / links", fmt::format("{} / {}", s.size(), links.size())},
       {"timing", device_timed ? "GPU-measured durations" : "host CLOCK_MONOTONIC durations (or mixed)"},
       {"outlier rule", outlier_rule_text(rule)},
-      {"findings", fmt::format("{} ({} warnings)", findings.size(), warnings)},
+      {"findings", fmt::format("{} about the hardware, {} about the measurement (noise)", findings.size() - measurement,
+                               measurement)},
       {"campaign status", c.completeness.empty() ? c.metadata.value("status", std::string("-"))
                                                  : c.completeness + " (metadata.json: " +
                                                        c.metadata.value("status", std::string("-")) + ")"}};
@@ -392,7 +457,7 @@ std::string render_report(const Campaign& c, const std::vector<ConfigSummary>& s
     return charts::html::page("p2pscope report", body);
   }
   body += section("Bandwidth and latency curves", curves(links, multi));
-  body += section("Matrices", matrices(links));
+  body += section("Matrices", matrices(links, s));
   body += section("Variance", cv_chart(s, links, multi));
   body += section("Findings", findings_table(findings));
   body += section("Link models (links.json)", links_table(links) + residual_table(links));

@@ -26,6 +26,17 @@ std::string nccl_version_text(int v) {
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 100) + "." + std::to_string(v % 100);
 }
 
+std::string cuda_error_text(int code) {
+#if P2PSCOPE_HAVE_CUDA
+  const auto e = static_cast<cudaError_t>(code);
+  int driver = 0;
+  if (e == cudaErrorInsufficientDriver && (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0)) return kNoDriverText;
+  return cudaGetErrorString(e);
+#else
+  return "CUDA error " + std::to_string(code);
+#endif
+}
+
 RuntimeInfo runtime_info() {
   RuntimeInfo r;
 #if P2PSCOPE_HAVE_CUDA
@@ -39,7 +50,10 @@ RuntimeInfo runtime_info() {
     r.device_count = n;
     if (n == 0) r.why_no_gpu = "the CUDA driver sees no GPU";
   } else {
-    r.why_no_gpu = std::string("CUDA found no usable GPU: ") + cudaGetErrorString(err);
+    // With no driver at all, CUDA's text is "driver version is insufficient for CUDA
+    // runtime version", which sends a user looking for a driver upgrade.
+    const std::string text = cuda_error_text(err);
+    r.why_no_gpu = text == kNoDriverText ? text : "CUDA found no usable GPU: " + text;
     cudaGetLastError();  // clear the sticky-free error so later calls start clean
   }
 #else

@@ -84,11 +84,13 @@ std::uint64_t checked_bytes(Mode m, std::uint64_t bytes) {
   return m == Mode::latency ? std::min<std::uint64_t>(bytes, 1u << 20) : bytes;  // the ping-pong message
 }
 
+bool stop_set(const SweepSpec& spec) { return spec.stop != nullptr && spec.stop->load(); }
+
 // One supported (pair, size): its samples, Stats and data check, into `row`.
 void measure(Backend& b, const SweepSpec& spec, SweepRow& row) {
   if (spec.mode == Mode::blocking) {
     std::vector<double> host, dev;
-    for (int i = 0; i < spec.warmup + spec.iters; ++i) {
+    for (int i = 0; i < spec.warmup + spec.iters && !stop_set(spec); ++i) {
       const OpTiming t = b.run_blocking(row.src, row.dst, row.bytes);
       if (i < spec.warmup) continue;
       host.push_back(static_cast<double>(t.host_end_ns - t.host_start_ns));
@@ -108,6 +110,7 @@ void measure(Backend& b, const SweepSpec& spec, SweepRow& row) {
                                                   : Pattern::unidirectional;
     bs.warmup = spec.warmup;
     bs.iters = spec.iters;
+    bs.stop = spec.stop;
     BatchResult br = b.run_batch(bs);
     row.support = br.support;
     row.note = br.note;
@@ -115,6 +118,14 @@ void measure(Backend& b, const SweepSpec& spec, SweepRow& row) {
     row.time_ns = compute_stats(br.elapsed_ns);
     row.reverse_time_ns = compute_stats(br.reverse_elapsed_ns);
     row.total_time_ns = compute_stats(br.total_elapsed_ns);
+  }
+  // Cut short by a signal: the samples taken are kept and said to be fewer; the data
+  // check is skipped, since the point now is to stop within a second.
+  if (stop_set(spec) && row.support.ok) {
+    const std::size_t got = row.samples_ns.size();
+    if (got < static_cast<std::size_t>(spec.iters))
+      row.note = fmt::format("interrupted: {} of {} samples{}", got, spec.iters, row.note.empty() ? "" : "; " + row.note);
+    return;
   }
   if (row.support.ok && spec.verify) {
     row.checked = true;
@@ -180,6 +191,16 @@ SweepResult run_sweep(Backend& b, const SweepSpec& spec) {
         // A dead peer or a device error: keep what was measured, say where it stopped.
         if (res.rows.empty()) throw;
         res.stopped = fmt::format("stopped at {} -> {}, {}: {}", row.src, row.dst, format_size(bytes), e.what());
+        return res;
+      }
+      if (stop_set(spec) && row.support.ok && row.samples_ns.size() < static_cast<std::size_t>(spec.iters)) {
+        res.interrupted = true;
+        const bool keep = !row.samples_ns.empty();
+        const std::string what = keep ? fmt::format("its {} of {} samples kept, unchecked", row.samples_ns.size(), spec.iters)
+                                      : "no sample yet, row left out";
+        if (keep) res.rows.push_back(std::move(row));
+        res.stopped = fmt::format("interrupted in {} -> {}, {} ({}): {} of {} rows measured", pairs[p].first,
+                                  pairs[p].second, format_size(bytes), what, res.rows.size(), planned);
         return res;
       }
       res.rows.push_back(std::move(row));

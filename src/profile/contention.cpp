@@ -123,6 +123,10 @@ ContentionResult run_contention(const ContentionSpec& spec) {
     std::exception_ptr failed;
     for (const std::uint64_t size : spec.sizes) {
       for (int rep = -spec.warmup; rep < spec.reps && !failed; ++rep) {
+        if (spec.stop && spec.stop->load()) {
+          r.interrupted = true;
+          break;
+        }
         bytes = size;
         sync.arrive_and_wait();
         sync.arrive_and_wait();
@@ -149,12 +153,13 @@ ContentionResult run_contention(const ContentionSpec& spec) {
           r.samples.push_back(s);
         }
       }
-      if (failed) break;
+      if (failed || r.interrupted) break;
     }
     stop = true;
     sync.arrive_and_wait();  // release the threads to see stop
     for (auto& th : threads) th.join();
     if (failed) std::rethrow_exception(failed);
+    if (r.interrupted) break;
   }
   return r;
 }

@@ -67,8 +67,10 @@ Scale make_scale(const std::vector<double>& vals, bool log) {
     if (hi - lo < 0.5) lo -= 0.25, hi += 0.25;
   } else {
     const double pad = hi > lo ? (hi - lo) * 0.05 : (std::fabs(hi) > 0 ? std::fabs(hi) * 0.1 : 1);
+    const bool non_negative = lo >= 0;  // rates, counts, temperatures: no axis below 0 (-1..1 B/s)
     lo -= pad;
     hi += pad;
+    if (non_negative) lo = std::max(lo, 0.0);
   }
   s.lo = lo;
   s.hi = hi;
@@ -127,7 +129,37 @@ std::string xml_escape(const std::string& s) {
   return out;
 }
 
+namespace {
+bool drawable(const LineChart& c, const Series& s, std::size_t i) {
+  return std::isfinite(s.x[i]) && std::isfinite(s.y[i]) && (!c.x.log || s.x[i] > 0) && (!c.y.log || s.y[i] > 0);
+}
+
+// "" when some series has points at two x positions (a line, or a trend in markers);
+// else the one-line note that stands for the chart: an axis around one sample (a
+// monitor that sampled once gave -1..1 B/s axes) says nothing a sentence does not.
+std::string no_line_note(const LineChart& c) {
+  std::string values;
+  std::size_t points = 0, shown = 0;
+  for (const auto& s : c.series) {
+    const std::size_t n = std::min(s.x.size(), s.y.size());
+    double first_x = NAN;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!drawable(c, s, i)) continue;
+      if (std::isnan(first_x)) first_x = s.x[i];
+      else if (s.x[i] != first_x) return "";
+      ++points;
+      if (shown++ < 4)
+        values += fmt::format("{}{} {}", shown > 1 ? "; " : "", s.name, format_value(s.y[i], c.y.format));
+    }
+  }
+  if (points == 0) return fmt::format("<p class=\"chart-note\">{}: no samples, nothing to draw.</p>\n", xml_escape(c.title));
+  return fmt::format("<p class=\"chart-note\">{}: not drawn: one point per series, no line to draw ({}{}).</p>\n",
+                     xml_escape(c.title), xml_escape(values), shown > 4 ? fmt::format("; {} more", shown - 4) : "");
+}
+}  // namespace
+
 std::string render_line_chart(const LineChart& c) {
+  if (std::string note = no_line_note(c); !note.empty()) return note;
   const double W = c.width, H = c.height;
   const double left = 78, right = c.legend && !c.series.empty() ? 190 : 20, top = 36, bottom = 52;
   const double pw = W - left - right, ph = H - top - bottom;
@@ -165,7 +197,6 @@ std::string render_line_chart(const LineChart& c) {
                    xml_escape(c.x.label + (c.x.log ? " (log)" : "")));
   o += fmt::format("<text transform=\"translate(16,{:.1f}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
                    top + ph / 2, xml_escape(c.y.label + (c.y.log ? " (log)" : "")));
-  if (xs.empty()) o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#888\">no data</text>\n", left + pw / 2, top + ph / 2);
   for (std::size_t si = 0; si < c.series.size(); ++si) {
     const auto& s = c.series[si];
     const std::string color = s.color.empty() ? palette(si) : s.color;
@@ -175,8 +206,7 @@ std::string render_line_chart(const LineChart& c) {
     bool pen = false;
     const std::size_t n = std::min(s.x.size(), s.y.size());
     for (std::size_t i = 0; i < n; ++i) {
-      const bool ok = std::isfinite(s.x[i]) && std::isfinite(s.y[i]) && (!c.x.log || s.x[i] > 0) && (!c.y.log || s.y[i] > 0);
-      if (!ok) {
+      if (!drawable(c, s, i)) {
         pen = false;
         continue;
       }
@@ -187,7 +217,7 @@ std::string render_line_chart(const LineChart& c) {
       o += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\"{}/>", path, color, dash);
     if (s.markers)
       for (std::size_t i = 0; i < n; ++i) {
-        if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i]) || (c.x.log && s.x[i] <= 0) || (c.y.log && s.y[i] <= 0)) continue;
+        if (!drawable(c, s, i)) continue;
         o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.4\" fill=\"{}\"><title>{}: {}, {}</title></circle>",
                          px(s.x[i]), py(s.y[i]), color, xml_escape(s.name), xml_escape(format_value(s.x[i], c.x.format)),
                          xml_escape(format_value(s.y[i], c.y.format)));

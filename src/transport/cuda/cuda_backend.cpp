@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "bench/pattern.hpp"
+#include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/backend.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/units.hpp"
@@ -40,7 +41,7 @@ class CudaBackend final : public Backend {
     const cudaError_t e = cudaGetDeviceCount(&gpus_);
     if (e != cudaSuccess || gpus_ == 0) {
       cudaGetLastError();
-      throw Error(fmt::format("backend {}: no usable GPU ({})", kind_, e == cudaSuccess ? "the driver sees none" : cudaGetErrorString(e)));
+      throw Error(fmt::format("backend {}: no usable GPU ({})", kind_, e == cudaSuccess ? "the driver sees none" : gpu::cuda_error_text(e)));
     }
     dev_.resize(static_cast<std::size_t>(gpus_));
     for (int d = 0; d < gpus_; ++d) {

@@ -8,12 +8,14 @@
 #include <utility>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/gpu_runtime.hpp"
 
 namespace p2pscope::bench::cuda {
 
 inline void check(cudaError_t e, const char* call, int device) {
   if (e != cudaSuccess) {
     cudaGetLastError();
+    if (e == cudaErrorInsufficientDriver) throw Error(std::string(call) + " failed: " + gpu::cuda_error_text(e));
     throw Error(std::string(call) + " on GPU " + std::to_string(device) + " failed: " + cudaGetErrorName(e) + " (" +
                 cudaGetErrorString(e) + ")");
   }

@@ -31,11 +31,17 @@ void fill_pattern(unsigned char* p, std::size_t bytes, int device) {
 
 // Spins on an atomic, yielding after a while so two spinners on a busy 2-core box
 // still make progress.
-void wait_for(const std::atomic<std::uint64_t>& flag, std::uint64_t value) {
+// Returns the value seen: `value`, or `other` when that came first.
+std::uint64_t wait_for(const std::atomic<std::uint64_t>& flag, std::uint64_t value, std::uint64_t other = 0) {
   int spins = 0;
-  while (flag.load(std::memory_order_acquire) != value)
+  for (;;) {
+    const std::uint64_t v = flag.load(std::memory_order_acquire);
+    if (v == value || (other != 0 && v == other)) return v;
     if (++spins > 2000) std::this_thread::yield();
+  }
 }
+
+bool stopped(const BatchSpec& s) { return s.stop != nullptr && s.stop->load(std::memory_order_relaxed); }
 
 class HostBackend final : public Backend {
  public:
@@ -91,7 +97,7 @@ class HostBackend final : public Backend {
     if (s.pattern == Pattern::unidirectional) {
       std::thread t([&] {
         host::pin_thread(node_of(s.src).cpus);
-        for (int i = 0; i < s.warmup + s.iters; ++i) {
+        for (int i = 0; i < s.warmup + s.iters && !stopped(s); ++i) {
           const auto t0 = monotonic_ns();
           std::memcpy(b_recv, a_send, n);
           const auto t1 = monotonic_ns();
@@ -104,13 +110,19 @@ class HostBackend final : public Backend {
       const int total = s.warmup + s.iters;
       std::vector<std::int64_t> start[2], end[2];
       for (auto* v : {&start[0], &start[1], &end[0], &end[1]}) v->resize(static_cast<std::size_t>(total));
-      std::barrier sync(2);
+      // The barrier's completion reads the stop flag once per round, so both sides
+      // agree on the last one.
+      bool quit = false;
+      int rounds = 0;
+      std::barrier sync(2, [&]() noexcept { quit = stopped(s); });
       auto side = [&](int k, int from, int to) {
         host::pin_thread(node_of(from).cpus);
         unsigned char* src = buf(from).send.data();
         unsigned char* dst = buf(to).recv.data();
         for (int i = 0; i < total; ++i) {
           sync.arrive_and_wait();
+          if (quit) break;
+          if (k == 0) rounds = i + 1;
           start[k][static_cast<std::size_t>(i)] = monotonic_ns();
           std::memcpy(dst, src, n);
           end[k][static_cast<std::size_t>(i)] = monotonic_ns();
@@ -119,7 +131,7 @@ class HostBackend final : public Backend {
       std::thread t0(side, 0, s.src, s.dst), t1(side, 1, s.dst, s.src);
       t0.join();
       t1.join();
-      for (int i = s.warmup; i < total; ++i) {
+      for (int i = s.warmup; i < rounds; ++i) {
         const auto u = static_cast<std::size_t>(i);
         r.elapsed_ns.push_back(static_cast<double>(end[0][u] - start[0][u]));
         r.reverse_elapsed_ns.push_back(static_cast<double>(end[1][u] - start[1][u]));
@@ -165,7 +177,11 @@ class HostBackend final : public Backend {
   // Ping-pong: the source thread copies the message into the destination's buffer
   // and raises a flag; the destination thread waits, copies its answer back and
   // raises the other flag. One sample = kRoundTripsPerSample round trips / 2.
+  // The stop flag is read between round trips (a 64 MiB sample is 200 of them, seconds
+  // long); the initiator then sends kQuit instead of the next ping and the sample in
+  // progress is dropped.
   void run_latency(const BatchSpec& s, BatchResult& r) {
+    constexpr std::uint64_t kQuit = ~std::uint64_t{0};
     alignas(64) std::atomic<std::uint64_t> ping{0};
     alignas(64) std::atomic<std::uint64_t> pong{0};
     const std::size_t n = s.bytes;
@@ -175,7 +191,7 @@ class HostBackend final : public Backend {
       unsigned char* from = buf(s.dst).send.data();
       unsigned char* to = buf(s.src).recv.data();
       for (std::uint64_t k = 1; k <= static_cast<std::uint64_t>(total) * kRoundTripsPerSample; ++k) {
-        wait_for(ping, k);
+        if (wait_for(ping, k, kQuit) == kQuit) break;
         std::memcpy(to, from, n);
         pong.store(k, std::memory_order_release);
       }
@@ -188,6 +204,10 @@ class HostBackend final : public Backend {
       for (int i = 0; i < total; ++i) {
         const auto t0 = monotonic_ns();
         for (int j = 0; j < kRoundTripsPerSample; ++j) {
+          if (stopped(s)) {
+            ping.store(kQuit, std::memory_order_release);
+            return;
+          }
           ++k;
           std::memcpy(to, from, n);
           ping.store(k, std::memory_order_release);

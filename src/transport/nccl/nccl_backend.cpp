@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "bench/pattern.hpp"
+#include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/backend.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/units.hpp"
@@ -26,7 +27,7 @@ class NcclBackend final : public Backend {
     const cudaError_t e = cudaGetDeviceCount(&gpus_);
     if (e != cudaSuccess || gpus_ == 0) {
       cudaGetLastError();
-      throw Error(std::string("backend nccl: no usable GPU (") + (e == cudaSuccess ? "the driver sees none" : cudaGetErrorString(e)) + ")");
+      throw Error(std::string("backend nccl: no usable GPU (") + (e == cudaSuccess ? "the driver sees none" : gpu::cuda_error_text(e)) + ")");
     }
     flag_ = pinned_alloc(64);
     release_ = static_cast<volatile int*>(flag_.get());

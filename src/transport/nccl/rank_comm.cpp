@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/clock.hpp"
 #include "transport/cuda/kernels.hpp"
 #include "transport/nccl/nccl_util.hpp"
@@ -34,7 +35,7 @@ RankComm::RankComm(std::shared_ptr<Bootstrap> boot, int rank_device, std::string
   int visible = 0;
   if (const cudaError_t e = cudaGetDeviceCount(&visible); e != cudaSuccess || visible == 0) {
     cudaGetLastError();
-    me["error"] = std::string("no usable GPU (") + (e == cudaSuccess ? "the driver sees none" : cudaGetErrorString(e)) + ")";
+    me["error"] = std::string("no usable GPU (") + (e == cudaSuccess ? "the driver sees none" : gpu::cuda_error_text(e)) + ")";
   } else {
     gpu_ = (rank_device >= 0 ? rank_device : rank_) % visible;
     cudaDeviceProp p{};

@@ -349,7 +349,56 @@ TEST(BenchSweep, AFailurePartwayKeepsTheRowsMeasuredAndSaysWhereItStopped) {
   EXPECT_THROW(run_sweep(fails_at_once, s), Error);
 }
 
-TEST(BenchSweep, CtrlCEndsTheSweepAfterTheRowInProgressKeepingEveryRow) {
+namespace {
+// A row cut short: its run_batch returns the samples it took (1 of the iters asked)
+// after the signal arrived, as the host backend does.
+class StopsMidRow final : public Backend {
+ public:
+  explicit StopsMidRow(std::atomic<bool>* signal) : inner_(make_backend("host")), signal_(signal) {}
+  std::string name() const override { return "stops-mid-row"; }
+  int device_count() const override { return inner_->device_count(); }
+  std::string device_name(int d) const override { return inner_->device_name(d); }
+  PairSupport support(int s, int d) const override { return inner_->support(s, d); }
+  void prepare(const std::vector<int>& devs, std::uint64_t bytes) override { inner_->prepare(devs, bytes); }
+  BatchResult run_batch(const BatchSpec& s) override {
+    BatchSpec one = s;
+    if (++calls_ == 2) one.iters = 1;
+    BatchResult r = inner_->run_batch(one);
+    if (calls_ == 2) signal_->store(true);  // arrived during the row, after its first sample
+    return r;
+  }
+  OpTiming run_blocking(int s, int d, std::uint64_t bytes) override { return inner_->run_blocking(s, d, bytes); }
+  std::int64_t verify(int s, int d, std::uint64_t bytes) override { return inner_->verify(s, d, bytes); }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+  std::atomic<bool>* signal_;
+  int calls_ = 0;
+};
+}  // namespace
+
+TEST(BenchSweep, ARowCutShortKeepsItsSamplesUncheckedAndSaysHowMany) {
+  SweepSpec s;
+  s.pairs = {{0, 1}};
+  s.sizes = {4096, 8192, 16384};
+  s.iters = 5;
+  s.warmup = 0;
+  std::atomic<bool> stop{false};
+  s.stop = &stop;
+  StopsMidRow b(&stop);
+  const auto r = run_sweep(b, s);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_TRUE(r.rows[0].checked);
+  EXPECT_EQ(r.rows[1].samples_ns.size(), 1u);
+  EXPECT_FALSE(r.rows[1].checked);
+  EXPECT_EQ(r.rows[1].note.rfind("interrupted: 1 of 5 samples", 0), 0u) << r.rows[1].note;
+  EXPECT_EQ(r.stopped, "interrupted in 0 -> 1, 8 KiB (its 1 of 5 samples kept, unchecked): 2 of 3 rows measured");
+}
+
+// Ctrl-C stops the row in progress between samples (the backend sees the flag through
+// BatchSpec::stop): a row with no sample yet is left out and said to be; every row
+// before it is kept, checked.
+TEST(BenchSweep, CtrlCStopsTheRowInProgressKeepingEveryRowBefore) {
   SweepSpec s;
   s.pairs = {{0, 1}, {1, 0}};
   s.sizes = {4096, 8192, 16384};
@@ -359,14 +408,14 @@ TEST(BenchSweep, CtrlCEndsTheSweepAfterTheRowInProgressKeepingEveryRow) {
   s.stop = &stop;
   FailsPartway interrupted_in_row_two(1, &stop);
   const auto r = run_sweep(interrupted_in_row_two, s);
-  ASSERT_EQ(r.rows.size(), 2u) << "the row the signal arrived in is finished and kept";
-  EXPECT_EQ(r.rows[1].first_bad, -1) << "and checked";
+  ASSERT_EQ(r.rows.size(), 1u) << "the row the signal arrived in had no sample: left out";
+  EXPECT_EQ(r.rows[0].first_bad, -1) << "the row before it was checked";
   EXPECT_TRUE(r.interrupted);
-  EXPECT_EQ(r.stopped, "interrupted before 0 -> 1, 16 KiB: 2 of 6 rows measured");
+  EXPECT_EQ(r.stopped, "interrupted in 0 -> 1, 8 KiB (no sample yet, row left out): 1 of 6 rows measured");
   EXPECT_TRUE(r.data_ok());
   const auto j = to_json(r);
   EXPECT_TRUE(j.value("interrupted", false));
-  EXPECT_EQ(j["rows"].size(), 2u);
+  EXPECT_EQ(j["rows"].size(), 1u);
   // A signal before the first row: nothing measured, still a result, not an exception.
   FailsPartway never(100);
   const auto none = run_sweep(never, s);

@@ -3,8 +3,11 @@
 // not stopping the others.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -12,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "run_binary.hpp"
+#include "support/child.hpp"
 
 namespace fs = std::filesystem;
 
@@ -62,6 +66,16 @@ TEST(Run, ShortJobWritesReportAndRecordsEveryStep) {
   EXPECT_EQ(step(j, "predict").at("status"), "ok");
   EXPECT_TRUE(fs::exists(dir / "network.yml"));
   EXPECT_TRUE(fs::exists(dir / "predict.html"));
+  // One page links every result of the run, and its path is printed.
+  const auto ipos = r.out.find("index: ");
+  ASSERT_NE(ipos, std::string::npos) << r.out;
+  const std::string index_path = r.out.substr(ipos + 7, r.out.find_first_of(" \n", ipos + 7) - ipos - 7);
+  EXPECT_EQ(fs::path(index_path), fs::absolute(dir / "index.html").lexically_normal());
+  std::ifstream idx(dir / "index.html");
+  const std::string index((std::istreambuf_iterator<char>(idx)), {});
+  for (const char* href : {"campaign/report.html", "predict.html", "network.yml", "topology.json", "bench-gpu.txt",
+                           "bench-latency.txt", "run.json", "profile.log"})
+    EXPECT_NE(index.find(std::string("href=\"") + href + "\""), std::string::npos) << href;
 
   // A second run keeps the first campaign instead of overwriting it.
   const auto r2 = run("run --out " + dir.string() + " --reps 1 --sizes 1K --backend host --skip "
@@ -98,6 +112,56 @@ TEST(Run, StepOverItsTimeLimitIsStopped) {
   const auto j = read_json(dir / "run.json");
   EXPECT_EQ(step(j, "profile").at("status"), "timed out");
   EXPECT_LT(step(j, "profile").at("seconds").get<double>(), 15.0);
+  fs::remove_all(dir);
+}
+
+// analyze, export and predict read the campaign: with profile skipped they are skipped
+// too, saying why, instead of failing on a missing directory.
+TEST(Run, SkippingProfileSkipsTheStepsThatReadItsCampaign) {
+  const auto dir = fresh_dir("skip-profile");
+  const auto r = run("run --out " + dir.string() + " --skip profile,topo,topo-text,bench-gpu,bench-latency,tcp-loopback");
+  const auto j = read_json(dir / "run.json");
+  for (const char* name : {"analyze", "export", "predict"}) {
+    EXPECT_EQ(step(j, name).at("status"), "skipped") << name << "\n" << r.out;
+    EXPECT_NE(step(j, name).value("note", "").find("needs profile"), std::string::npos) << name;
+  }
+  EXPECT_EQ(r.out.find("failed ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 failed"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(dir / "index.html"));
+  fs::remove_all(dir);
+}
+
+// SIGTERM sent to `run` alone (kill, timeout(1), a batch scheduler): the step in
+// progress gets it too, stops within a second and keeps what it measured; run records
+// the step as interrupted, writes its index and exits 143 (128 + SIGTERM). Before, the step ran on to
+// its --step-timeout (600 s by default).
+TEST(Run, SigtermToRunAloneStopsTheStepInProgress) {
+  const auto dir = fresh_dir("sigterm");
+  const pid_t pid = p2pscope::test::spawn({"run", "--out", dir.string(), "--backend", "host", "--sizes", "1K", "--reps",
+                                           "1000000", "--skip", "topo,topo-text,bench-gpu,bench-latency,tcp-loopback"});
+  // The campaign's log appears once the profile step measures.
+  for (int i = 0; i < 3000 && !fs::exists(dir / "campaign" / "execution_log.csv"); ++i) usleep(10'000);
+  ASSERT_TRUE(fs::exists(dir / "campaign" / "execution_log.csv"));
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(pid, SIGTERM);
+  int code = -1;
+  for (int i = 0; i < 3000; ++i) {  // 30 s at most
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      break;
+    }
+    usleep(10'000);
+  }
+  if (code == -1) kill(pid, SIGKILL), waitpid(pid, nullptr, 0);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(code, 143);
+  EXPECT_LT(seconds, 10.0);
+  const auto j = read_json(dir / "run.json");
+  EXPECT_EQ(step(j, "profile").at("status"), "interrupted");
+  EXPECT_TRUE(fs::exists(dir / "index.html"));
+  const auto meta = read_json(dir / "campaign" / "metadata.json");
+  EXPECT_EQ(meta.value("status", ""), "interrupted") << "the campaign saved and can be resumed";
   fs::remove_all(dir);
 }
 

@@ -83,7 +83,14 @@ TEST(FindingsView, RealCampaignReportAndTopLines) {
   for (const auto& l : r.top_findings) cv_lines += l.find("CV above 5% at") != std::string::npos;
   EXPECT_LE(cv_lines, 2u) << "one line per link, two links";
   const std::string html = slurp(r.report_path);
-  EXPECT_NE(html.find("configs)</td>"), std::string::npos) << "a grouped row names how many configs it stands for";
+  // One row per kind, naming how many configs and which, under the measurement's
+  // findings (noise), apart from those about the hardware.
+  const auto row = html.find("<td>high_cv</td><td>" + std::to_string(high_cv) + ": ");
+  EXPECT_NE(row, std::string::npos) << "the kind's row names how many configs it stands for";
+  const auto noise = html.find("About the measurement");
+  ASSERT_NE(noise, std::string::npos);
+  EXPECT_GT(row, noise);
+  EXPECT_LT(html.find("About the hardware"), noise);
   EXPECT_NE(html.find("Every finding (" + std::to_string(r.findings)), std::string::npos);
   fs::remove_all(dir);
 }

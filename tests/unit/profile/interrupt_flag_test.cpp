@@ -1,0 +1,91 @@
+// InterruptFlag, in this process: the first signal sets the flag and says so on stderr
+// at once; the second only says the output is still being written (before, it killed
+// the process and everything measured but not yet written was lost); a third kills.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "p2pscope/profile.hpp"
+
+namespace fs = std::filesystem;
+using p2pscope::profile::InterruptFlag;
+
+namespace {
+// stderr into a file for the scope; what was written, read back after.
+class CaptureStderr {
+ public:
+  CaptureStderr() : path_(fs::temp_directory_path() / ("p2pscope-flag-" + std::to_string(getpid()) + ".txt")) {
+    std::fflush(stderr);
+    saved_ = dup(STDERR_FILENO);
+    const int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, STDERR_FILENO);
+    close(fd);
+  }
+  ~CaptureStderr() { restore(); fs::remove(path_); }
+  std::string text() {
+    restore();
+    std::ifstream in(path_);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+ private:
+  void restore() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    dup2(saved_, STDERR_FILENO);
+    close(saved_);
+    saved_ = -1;
+  }
+  fs::path path_;
+  int saved_ = -1;
+};
+}  // namespace
+
+TEST(InterruptFlag, FirstSignalSaysSoAndSecondDoesNotKill) {
+  CaptureStderr cap;
+  {
+    InterruptFlag flag("p2pscope test");
+    EXPECT_FALSE(flag.flag()->load());
+    raise(SIGINT);
+    EXPECT_TRUE(flag.flag()->load());
+    EXPECT_EQ(flag.signal_number(), SIGINT);
+    raise(SIGTERM);  // the second: still alive, the first signal's number kept
+    EXPECT_EQ(flag.signal_number(), SIGINT);
+  }
+  const std::string err = cap.text();
+  EXPECT_NE(err.find("p2pscope test: SIGINT received: stopping"), std::string::npos) << err;
+  EXPECT_NE(err.find("p2pscope test: second signal: still writing"), std::string::npos) << err;
+}
+
+TEST(InterruptFlag, EachFlagStartsCleanAndSigtermIsNamed) {
+  CaptureStderr cap;
+  {
+    InterruptFlag flag("x");
+    EXPECT_FALSE(flag.flag()->load());
+    EXPECT_EQ(flag.signal_number(), 0);
+    raise(SIGTERM);
+    EXPECT_EQ(flag.signal_number(), SIGTERM);
+  }
+  EXPECT_NE(cap.text().find("x: SIGTERM received"), std::string::npos);
+}
+
+TEST(InterruptFlagDeathTest, ThirdSignalKills) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        InterruptFlag flag("x");
+        raise(SIGINT);
+        raise(SIGINT);
+        raise(SIGINT);
+        std::_Exit(0);  // not reached
+      },
+      ::testing::KilledBySignal(SIGINT), "");
+}

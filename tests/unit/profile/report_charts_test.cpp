@@ -1,0 +1,110 @@
+// The report does not cry wolf (issue 24): a chart only where a line can be drawn (one
+// sample gave a dozen charts with -1..1 B/s axes); a matrix cell coloured only where its
+// median's interval excludes the typical cell's (3 % inside a 20 % CV was red/green);
+// a scale saying what the colours mean; findings grouped by kind, noise apart.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "analyze/campaign.hpp"
+#include "p2pscope/charts.hpp"
+
+using namespace p2pscope;
+using charts::Format;
+
+namespace {
+std::size_t count(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+}  // namespace
+
+TEST(ReportCharts, OnePointPerSeriesIsANoteNotAChart) {
+  charts::LineChart c{"nic rx", {"time", false, Format::seconds}, {"rx", false, Format::bytes_per_s}, {}, 500, 300, true};
+  c.series.push_back({"eth0", "", {0.0}, {0.0}, true, true, false});
+  c.series.push_back({"eth1", "", {0.0}, {5e6}, true, true, false});
+  const std::string one = charts::render_line_chart(c);
+  EXPECT_EQ(one.find("<svg"), std::string::npos) << one;
+  EXPECT_NE(one.find("nic rx: not drawn"), std::string::npos) << one;
+  EXPECT_NE(one.find("eth1 5 MB/s"), std::string::npos) << one;
+  charts::LineChart empty = c;
+  empty.series.clear();
+  EXPECT_NE(charts::render_line_chart(empty).find("no samples"), std::string::npos);
+}
+
+TEST(ReportCharts, ConstantNonNegativeSeriesHasNoAxisBelowZero) {
+  charts::LineChart c{"idle nic", {"time", false, Format::seconds}, {"rx", false, Format::bytes_per_s}, {}, 500, 300, true};
+  c.series.push_back({"eth0", "", {0.0, 1.0, 2.0}, {0.0, 0.0, 0.0}, true, true, false});
+  const std::string svg = charts::render_line_chart(c);
+  ASSERT_NE(svg.find("<svg"), std::string::npos);
+  EXPECT_EQ(svg.find(">-"), std::string::npos) << "a negative tick on a rate axis";
+}
+
+TEST(ReportCharts, HeatmapColoursOnlyDifferencesBeyondTheIntervals) {
+  // Typical cell 10 GB/s [9.5, 10.5]; 10.3 [9.8, 10.8] overlaps it (3 % inside the noise);
+  // 5 [4.9, 5.1] is far below it; 20 [19, 21] far above.
+  charts::Heatmap h{"bw", "src", "dst", {"0", "1"}, {"0", "1"}, {{10e9, 10.3e9}, {5e9, 20e9}}, Format::bytes_per_s, true, 60,
+                    {{9.5e9, 9.8e9}, {4.9e9, 19e9}}, {{10.5e9, 10.8e9}, {5.1e9, 21e9}}};
+  const std::string svg = charts::render_heatmap(h);
+  EXPECT_EQ(count(svg, "fill=\"#ffffff\" stroke=\"#ccc\"><title>"), 2u) << "typical and within-noise cells stay white";
+  EXPECT_EQ(count(svg, "within the intervals of the typical cell"), 2u);
+  EXPECT_EQ(count(svg, "better than typical"), 1u);
+  EXPECT_EQ(count(svg, "worse than typical"), 1u);
+  EXPECT_NE(svg.find("class=\"scale\""), std::string::npos);
+  EXPECT_NE(svg.find("no difference shown"), std::string::npos);
+  // Lower is better for a latency matrix: the same cells swap colours.
+  h.higher_is_better = false;
+  const std::string lat = charts::render_heatmap(h);
+  EXPECT_EQ(count(lat, "better than typical"), 1u);
+  EXPECT_NE(lat.find("hsl(120"), std::string::npos);
+}
+
+TEST(ReportCharts, HeatmapWithoutIntervalsShowsItsRangeAndFitsItsTitle) {
+  const std::string title(90, 'x');
+  charts::Heatmap h{title, "ch", "chunk", {"1"}, {"1M", "4M"}, {{1e9, 2e9}}, Format::bytes_per_s, true, 60, {}, {}};
+  const std::string svg = charts::render_heatmap(h);
+  const auto w = svg.find("width=\"");
+  ASSERT_NE(w, std::string::npos);
+  EXPECT_GE(std::stod(svg.substr(w + 7)), 20 + 8.0 * 90) << "the title would be clipped";
+  EXPECT_NE(svg.find(">1 GB/s</text><text"), std::string::npos) << "the scale names the low end";
+  EXPECT_NE(svg.find(">2 GB/s</text><text x=\"10\""), std::string::npos) << "and the high end";
+}
+
+TEST(ReportCharts, MonitorWithOneSampleIsOneSentence) {
+  analyze::Campaign c;
+  for (const char* src : {"cpu0", "cpu1", "nic:eth0"}) c.monitor.push_back({5.0, src, "busy_pct", 50});
+  const std::string html = analyze::monitor_timelines(c);
+  EXPECT_EQ(html.find("<svg"), std::string::npos);
+  EXPECT_EQ(count(html, "<p"), 1u) << html;
+  // Two sampling times: the group with a line is drawn, the one without is named once.
+  c.monitor = {{1.0, "cpu0", "idle_pct", 90}, {2.0, "cpu0", "idle_pct", 80}, {2.0, "nic:eth0", "rx_bytes_per_s", 1e6}};
+  const std::string two = analyze::monitor_timelines(c);
+  EXPECT_EQ(count(two, "<svg"), 1u) << two;
+  EXPECT_NE(two.find("Not drawn, one interval each"), std::string::npos) << two;
+  EXPECT_NE(two.find("nic rx_bytes_per_s"), std::string::npos) << two;
+}
+
+TEST(ReportFindings, GroupedByKindWithNoiseApartFromHardware) {
+  using analyze::Finding;
+  const std::vector<Finding> f = {
+      {"high_cv", "warning", "host 0->1 @ 4 KiB", "CV 9%", 0.09},
+      {"asymmetry", "warning", "host 0<->1", "0->1 is 30% slower", 0.3},
+      {"high_cv", "warning", "host 1->0 @ 8 KiB", "CV 7%", 0.07},
+      {"non_monotone", "warning", "host 0->1 @ 16 KiB", "within the medians' standard error: noise", 0.04},
+      {"non_monotone", "info", "host 0->1 @ 1 MiB", "not sampling noise", 0.2},
+  };
+  const auto g = analyze::group_by_kind(f);
+  ASSERT_EQ(g.size(), 4u);  // hardware: asymmetry, non_monotone; measurement: high_cv, non_monotone
+  EXPECT_EQ(g[0].kind, "asymmetry");
+  EXPECT_FALSE(g[0].about_measurement);
+  EXPECT_EQ(g[1].kind, "non_monotone");
+  EXPECT_FALSE(g[1].about_measurement);
+  EXPECT_EQ(g[1].members.size(), 1u);
+  EXPECT_EQ(g[2].kind, "high_cv");
+  EXPECT_TRUE(g[2].about_measurement);
+  ASSERT_EQ(g[2].members.size(), 2u);
+  EXPECT_EQ(g[2].members[1]->subject, "host 1->0 @ 8 KiB");
+  EXPECT_EQ(g[3].kind, "non_monotone");
+  EXPECT_TRUE(g[3].about_measurement);
+}
