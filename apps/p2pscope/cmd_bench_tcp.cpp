@@ -165,6 +165,9 @@ void run(const BenchTcpOptions& o, Context& ctx) {
   }
   if (o.server) return serve(o, local, monitor_interval_s, ctx, plugin.get());
   const tcp::Params p = o.engine.params();
+  // Ctrl-C / SIGTERM stop the session within a chunk (or a ping): the rounds done are kept.
+  const profile::InterruptFlag interrupt(command_name(o));
+  local.stop = interrupt.flag();
   const auto mon = start_monitor(o, monitor_interval_s);
   const tcp::Results r = run_as_client_or_loopback(o.client, o.port, local, p);  // --loopback: no --client (one role)
   if (!mon) {
@@ -174,6 +177,7 @@ void run(const BenchTcpOptions& o, Context& ctx) {
     print(r, o.format, ctx, &m, plugin.get());
   }
   if (!r.failure.empty()) report_failure(r, ctx);
+  if (interrupt.signal_number() != 0) ctx.exit_code = 128 + interrupt.signal_number();
 }
 
 }  // namespace

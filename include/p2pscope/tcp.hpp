@@ -11,6 +11,7 @@
 // worker threads; all are joined before they return. Errors: UsageError for bad
 // parameters, Error for run-time failures (peer gone, timeout, verify mismatch).
 // Units: bytes, nanoseconds, bytes per second (GB/s = 1e9 B/s in reports).
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -64,6 +65,7 @@ class DataPath;  // transport/tcp/datapath.hpp: sockets, or an NCCL net plugin
 // Local settings that are not negotiated.
 struct LocalOptions {
   std::shared_ptr<DataPath> path;         // null: TCP sockets
+  const std::atomic<bool>* stop = nullptr;  // set (a signal): the session ends within a chunk, rounds kept
   std::vector<std::string> nics;          // names or IPv4 addresses; channels round-robin
   std::vector<NicBinding> tx_bind, rx_bind;
   std::string fsroot = "/";               // for NIC NUMA nodes

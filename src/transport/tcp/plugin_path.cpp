@@ -88,6 +88,7 @@ void plugin_sender(WorkerArgs a) {
     Watchdog dog(p.timeout_s);
     while (done < chunks.size()) {
       if (a.ctl.failed.load(std::memory_order_relaxed)) break;
+      check_stop(a);
       // The channel's window (its sockets share it) and the comm's request limit.
       while (posted < chunks.size() && posted - done < window && a.ch.permits.try_acquire()) {
         const std::uint64_t off = chunks[posted] * p.chunk_bytes, len = chunk_len(p, chunks[posted]);
@@ -243,6 +244,7 @@ void plugin_ping(WorkerArgs a) {
     std::vector<double> samples;
     samples.reserve(p.iters);
     for (std::uint32_t i = 0; i < p.warmup + p.iters; ++i) {
+      check_stop(a);
       const std::int64_t t0 = monotonic_ns();
       // The echo's receive is posted first: the peer's send never waits for it.
       post_until_taken([&] { return l.recv.irecv(dst, n, l.mr_back).has_value(); }, dog, "posting the echo's receive");

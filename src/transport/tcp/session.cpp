@@ -173,6 +173,7 @@ Outcome run_rounds(Session& s, Socket& ctrl) {
     out.failure = s.report.side + ": " + e.what();
     out.cause = "error";
   }
+  if (!out.failure.empty() && s.local.stop && s.local.stop->load()) out.cause = "interrupted by a signal";
   if (!out.failure.empty()) tell_peer(ctrl, out.failure);
   if (!out.failure.empty() && before) restore(s, *before);
   if (s.p.mode == Mode::latency && out.failure.empty()) out.timed_done = 1;

@@ -108,6 +108,11 @@ void run_guarded(WorkerArgs& a, const std::function<void()>& body) {
   a.rep.involuntary_switches += static_cast<std::uint64_t>(sw1.involuntary - sw0.involuntary);
 }
 
+void check_stop(const WorkerArgs& a) {
+  if (a.s.local.stop && a.s.local.stop->load(std::memory_order_relaxed))
+    throw Error("interrupted by a signal (Ctrl-C / SIGTERM); the rounds before it are kept");
+}
+
 void run_worker_threads(Session& s, std::uint32_t round, bool timed, RoundCtl& ctl,
                         const std::function<WorkerFn(const WorkerReport&)>& pick) {
   {
@@ -245,6 +250,7 @@ void tx_worker(WorkerArgs a) {
           break;
         }
       }
+      check_stop(a);
       std::optional<std::uint64_t> i;
       int sl = 0;
       if (st) {
@@ -368,6 +374,7 @@ void ping_worker(WorkerArgs a) {
     samples.reserve(p.iters);
     const std::uint64_t seed = a.s.seed(true, a.c.gpu_slot, 0);
     for (std::uint32_t i = 0; i < total; ++i) {
+      check_stop(a);
       const std::int64_t t0 = monotonic_ns();
       a.c.sock.send_all(a.s.src[a.c.gpu_slot].data(), n);
       a.c.sock.recv_all(a.s.dst[a.c.gpu_slot].data(), n);

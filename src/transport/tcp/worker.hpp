@@ -42,6 +42,8 @@ void pong_worker(WorkerArgs a);  // latency: echo
 // (verified), the GPU of its slot current, CPU / wall / run-queue time and context
 // switches into a.rep, and any exception turned into a.ctl.fail (first cause kept).
 void run_guarded(WorkerArgs& a, const std::function<void()>& body);
+// Throws Error("interrupted") once LocalOptions::stop is set: workers call it per chunk.
+void check_stop(const WorkerArgs& a);
 
 // Starts one thread per s.workers entry running fn(args), joins them all; a thread
 // that cannot start fails the round. Throws RoundFailure with the first cause.
