@@ -132,6 +132,10 @@ void serve(const BenchTcpOptions& o, const tcp::LocalOptions& local, double moni
       if (served == 0) throw;
       std::fprintf(stderr, "%s: %s; served %d session%s\n", command_name(o), e.what(), served, served == 1 ? "" : "s");
       break;
+    } catch (const tcp::Refused& e) {  // told why; no session was run, so none is counted
+      if (interrupt.flag()->load()) break;
+      std::fprintf(stderr, "%s: %s\n", command_name(o), e.what());
+      --n;
     } catch (const Error& e) {
       if (interrupt.flag()->load()) break;
       if (o.sessions == 1) throw;

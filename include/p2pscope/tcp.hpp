@@ -184,6 +184,13 @@ class NoClient : public Error {
   using Error::Error;
 };
 
+// A client whose parameters the server refused (over its limits, malformed, another
+// data path): told why; the server's session count is not used up by it.
+class Refused : public Error {
+ public:
+  using Error::Error;
+};
+
 // A server: listens in the constructor (so port() is known), serves sessions.
 class Server {
  public:

@@ -407,7 +407,7 @@ Results Server::Impl::session(Gate& gate, ClientHello& c) {
       send_frame(ctrl, FrameType::reject, {{"reason", e.what()}});
     } catch (const std::exception&) {
     }
-    throw Error("refused " + c.peer + ": " + e.what());
+    throw Refused("refused " + c.peer + ": " + e.what());
   }
   configure(ctrl, p);
   const std::string session_id = auth::random_nonce_hex();

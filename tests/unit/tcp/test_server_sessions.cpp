@@ -110,3 +110,34 @@ TEST_F(TcpServerSessions, AcceptTimeoutAfterASessionEndsTheServerWithoutAnError)
   EXPECT_EQ(wait_exit(pid_), 0);  // served one, then no client for 1 s
   pid_ = -1;
 }
+
+// A client refused for its parameters used no session: with --sessions 1 the server
+// still serves the next (valid) client, then exits 0. Before, the refusal ended it.
+TEST_F(TcpServerSessions, ARefusedProposalDoesNotUseUpASession) {
+  pid_ = spawn({"bench", "tcp", "--server", "--bind", "127.0.0.1", "--port", port_, "--sessions", "1",
+                "--max-memory", "2M"});
+  Params big = small();
+  big.size_bytes = 64u << 20;  // --verify keeps a whole 64 MiB source: over the server's 2 MiB
+  big.reverse = true;          // the server sends, so the source is the server's
+  for (int i = 0;; ++i) {
+    try {
+      run_client(to(port()), big);
+      FAIL() << "a proposal over --max-memory was accepted";
+      break;
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      if (i < 100 && msg.find("Connection refused") != std::string::npos) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        continue;
+      }
+      EXPECT_NE(msg.find("--max-memory"), std::string::npos) << msg;
+      break;
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(alive(pid_)) << "the refusal used up the server's only session";
+  const Results r = run_client(to(port()), small());
+  EXPECT_EQ(r.server.verified_bytes, small().size_bytes);
+  EXPECT_EQ(wait_exit(pid_), 0);
+  pid_ = -1;
+}
