@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/errors.hpp"
 #include "p2pscope/auth.hpp"
 #include "p2pscope/error.hpp"
 
@@ -30,21 +31,10 @@ std::string hex_hmac(std::string_view k, std::string_view m) {
 }
 
 std::optional<std::string> token_with(const std::map<std::string, std::string>& env) {
-  return auth::load_token([&](const char* name) -> const char* {
-    auto it = env.find(name);
-    return it == env.end() ? nullptr : it->second.c_str();
-  });
+  return auth::load_token(p2pscope::test::env_lookup(env));
 }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using p2pscope::test::error_of;
 
 class TokenFile : public ::testing::Test {
  protected:

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "support/errors.hpp"
 #include "bootstrap/wire.hpp"
 #include "p2pscope/auth.hpp"
 #include "p2pscope/bootstrap.hpp"
@@ -31,15 +32,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using p2pscope::test::error_of;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 

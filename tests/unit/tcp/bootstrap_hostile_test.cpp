@@ -16,6 +16,7 @@
 #include <limits>
 #include <thread>
 
+#include "support/errors.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
 #include "support/loopback_port.hpp"
@@ -28,15 +29,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using p2pscope::test::error_of;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 

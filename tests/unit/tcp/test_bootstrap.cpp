@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/errors.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
 #include "support/loopback_port.hpp"
@@ -19,21 +20,10 @@ using p2pscope::test::free_port;
 namespace {
 
 LaunchInfo launch_with(const std::map<std::string, std::string>& env) {
-  return detect_launch([&](const char* name) -> const char* {
-    auto it = env.find(name);
-    return it == env.end() ? nullptr : it->second.c_str();
-  });
+  return detect_launch(p2pscope::test::env_lookup(env));
 }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using p2pscope::test::error_of;
 
 
 // Runs `body(bootstrap)` on `size` rank threads meeting at a fresh loopback port.
