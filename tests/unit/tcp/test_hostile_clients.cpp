@@ -162,7 +162,9 @@ TEST(TcpHostileClients, MemoryOverTheServersLimitIsRefusedWithNothingAllocated) 
   EXPECT_NE(err.find("--max-memory"), std::string::npos) << err;
   const std::uint64_t hwm = vm_hwm_kib(pid);
   EXPECT_GT(hwm, 0u);
+#if !defined(__SANITIZE_ADDRESS__)  // ASan's shadow memory alone is ~290 MB: the bound holds in the normal build
   EXPECT_LT(hwm, 256u << 10) << "server peak RSS " << hwm << " KiB after refusing a 16 GiB session";
+#endif
   // The server goes on: it serves a client that fits.
   const Legit l = legit(co.port);
   expect_served(l);
