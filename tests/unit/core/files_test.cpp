@@ -16,6 +16,7 @@
 #include <functional>
 #include <thread>
 
+#include "support/fifo.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
 #include "p2pscope/fsroot.hpp"
@@ -45,26 +46,7 @@ std::string slurp(const fs::path& p) {
 
 // Runs `f` on a thread; if it has not returned within 5 s (blocked on a fifo), opens
 // the fifo's other end to release it, so that a failing test still ends.
-bool finishes_without_help(const fs::path& fifo, int other_end_flags, const std::function<void()>& f) {
-  ::signal(SIGPIPE, SIG_IGN);  // a blocked writer released by our short-lived reader must not die
-  std::atomic<bool> done{false};
-  std::thread t([&] {
-    try {
-      f();
-    } catch (...) {
-    }
-    done = true;
-  });
-  for (int i = 0; i < 500 && !done; ++i) std::this_thread::sleep_for(10ms);
-  const bool alone = done;
-  while (!done) {
-    const int fd = ::open(fifo.c_str(), other_end_flags | O_NONBLOCK);
-    std::this_thread::sleep_for(20ms);
-    if (fd >= 0) ::close(fd);
-  }
-  t.join();
-  return alone;
-}
+using p2pscope::test::finishes_without_help;
 
 }  // namespace
 

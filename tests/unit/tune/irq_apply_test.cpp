@@ -15,6 +15,7 @@
 #include <functional>
 #include <thread>
 
+#include "support/fifo.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/tune.hpp"
 #include "p2pscope/units.hpp"
@@ -52,26 +53,7 @@ IrqPlan eth0_plan(const fs::path& root) {
 
 // Runs `f` on a thread; if it is still blocked after 5 s, opens the fifo's other
 // end until it returns, so that a failing test ends instead of hanging ctest.
-bool finishes_alone(const fs::path& fifo, int other_end, const std::function<void()>& f) {
-  ::signal(SIGPIPE, SIG_IGN);  // a blocked writer released by our short-lived reader must not die
-  std::atomic<bool> done{false};
-  std::thread t([&] {
-    try {
-      f();
-    } catch (...) {
-    }
-    done = true;
-  });
-  for (int i = 0; i < 500 && !done; ++i) std::this_thread::sleep_for(10ms);
-  const bool alone = done;
-  while (!done) {
-    const int fd = ::open(fifo.c_str(), other_end | O_NONBLOCK);
-    std::this_thread::sleep_for(20ms);
-    if (fd >= 0) ::close(fd);
-  }
-  t.join();
-  return alone;
-}
+using p2pscope::test::finishes_without_help;
 }  // namespace
 
 // Before: the second apply replaced the backup with the first apply's affinities,
@@ -125,7 +107,7 @@ TEST(IrqApplyHostileTree, AFifoInTheTreeDoesNotHangADryRunNorDiscovery) {
   ASSERT_EQ(::mkfifo(irq_file.c_str(), 0600), 0);
   const FsRoot root(copy.dir);
   bool refused = false;
-  EXPECT_TRUE(finishes_alone(irq_file, O_WRONLY, [&] {
+  EXPECT_TRUE(finishes_without_help(irq_file, O_WRONLY, [&] {
     try {
       apply_plan(root, plan, true);
     } catch (const Error&) {
@@ -138,7 +120,7 @@ TEST(IrqApplyHostileTree, AFifoInTheTreeDoesNotHangADryRunNorDiscovery) {
   const fs::path real = fs::canonical(speed);
   fs::remove(real);
   ASSERT_EQ(::mkfifo(real.c_str(), 0600), 0);
-  EXPECT_TRUE(finishes_alone(real, O_WRONLY, [&] {
+  EXPECT_TRUE(finishes_without_help(real, O_WRONLY, [&] {
     topo::DiscoverOptions o;
     o.use_nvml = false;
     topo::discover(root, o);
