@@ -17,6 +17,7 @@
 #include <map>
 #include <thread>
 
+#include "support/netns.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/netplugin.hpp"
 #include "p2pscope/tcp.hpp"
@@ -416,7 +417,6 @@ TEST(BenchNetBadInput, NetClientAgainstTcpServerRefusedWithTheReason) {
 // sees at init, so each side needs its own plugin instance in its own namespace.
 namespace {
 
-int sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()); }
 
 std::uint64_t nic_counter(const std::string& nic, const char* what) {
   std::ifstream in("/sys/class/net/" + nic + "/statistics/" + what);
@@ -441,37 +441,13 @@ std::string read_all(int fd, double timeout_s, std::size_t want = SIZE_MAX) {
   return out;
 }
 
-class BenchNetNetns : public ::testing::Test {
+class BenchNetNetns : public ::testing::Test, protected p2pscope::test::TwoVethNamespace {
  protected:
-  std::string ns, c0, c1, s0, s1, a0, a1, b0, b1;
-
   void SetUp() override {
-    const std::string id = std::to_string(getpid() % 100000);
-    const int net = 2 * (getpid() % 120) + 1;  // 10.232/16: not test_netns.cpp's 10.231
-    const std::string n0 = "10.232." + std::to_string(net) + ".", n1 = "10.232." + std::to_string(net + 1) + ".";
-    a0 = n0 + "1", b0 = n0 + "2", a1 = n1 + "1", b1 = n1 + "2";
-    ns = "p2nt" + id;
-    c0 = "p2nc0x" + id, c1 = "p2nc1x" + id, s0 = "p2ns0x" + id, s1 = "p2ns1x" + id;
-    if (geteuid() != 0) GTEST_SKIP() << "needs root to create network namespaces";
-    if (sh("ip netns add " + ns) != 0) GTEST_SKIP() << "`ip netns add` failed: no namespaces here";
-    created_ = true;
-    const std::string x = "ip netns exec " + ns + " ";
-    const bool ok = sh("ip link add " + c0 + " type veth peer name " + s0 + " netns " + ns) == 0 &&
-                    sh("ip link add " + c1 + " type veth peer name " + s1 + " netns " + ns) == 0 &&
-                    sh("ip addr add " + a0 + "/24 dev " + c0) == 0 && sh("ip addr add " + a1 + "/24 dev " + c1) == 0 &&
-                    sh(x + "ip addr add " + b0 + "/24 dev " + s0) == 0 &&
-                    sh(x + "ip addr add " + b1 + "/24 dev " + s1) == 0 && sh("ip link set " + c0 + " up") == 0 &&
-                    sh("ip link set " + c1 + " up") == 0 && sh(x + "ip link set " + s0 + " up") == 0 &&
-                    sh(x + "ip link set " + s1 + " up") == 0 && sh(x + "ip link set lo up") == 0;
-    if (!ok) GTEST_SKIP() << "could not set up veth pairs (ip link add ... type veth failed)";
+    const std::string why = create("p2nt", "p2nc", "p2ns", 232);  // 10.232/16: not test_netns.cpp's 10.231
+    if (!why.empty()) GTEST_SKIP() << why;
   }
-
-  void TearDown() override {
-    if (!created_) return;
-    sh("ip link del " + c0);  // deleting one end removes its peer
-    sh("ip link del " + c1);
-    sh("ip netns del " + ns);
-  }
+  void TearDown() override { destroy(); }
 
   // The child: enters the namespace, loads the plugin on s0,s1, serves one session;
   // writes its port on `port_fd`, then its outcome (or error) on `out_fd`.
@@ -501,8 +477,6 @@ class BenchNetNetns : public ::testing::Test {
     _exit(0);
   }
 
- private:
-  bool created_ = false;
 };
 
 }  // namespace

@@ -14,53 +14,23 @@
 
 #include "p2pscope/error.hpp"
 #include "p2pscope/tcp.hpp"
+#include "support/netns.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::tcp;
 
 namespace {
 
-int sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()); }
+using p2pscope::test::netns_sh;
+int sh(const std::string& cmd) { return netns_sh(cmd); }
 
-class TcpNetns : public ::testing::Test {
+class TcpNetns : public ::testing::Test, protected p2pscope::test::TwoVethNamespace {
  protected:
-  std::string ns, c0, c1, s0, s1;
-  std::string a0, b0, a1, b1;
-
   void SetUp() override {
-    const std::string id = std::to_string(getpid() % 100000);
-    // Subnets per process: ctest may run both tests at once, each in its own process.
-    const int net = 2 * (getpid() % 120) + 1;
-    const std::string n0 = "10.231." + std::to_string(net) + ".", n1 = "10.231." + std::to_string(net + 1) + ".";
-    a0 = n0 + "1";
-    b0 = n0 + "2";
-    a1 = n1 + "1";
-    b1 = n1 + "2";
-    ns = "p2pt" + id;
-    c0 = "p2c0x" + id;  // this side (client) ends
-    c1 = "p2c1x" + id;
-    s0 = "p2s0x" + id;  // namespace (server) ends
-    s1 = "p2s1x" + id;
-    if (geteuid() != 0) GTEST_SKIP() << "needs root to create network namespaces";
-    if (sh("ip netns add " + ns) != 0) GTEST_SKIP() << "`ip netns add` failed: no namespaces here";
-    created_ = true;
-    const std::string x = "ip netns exec " + ns + " ";
-    const bool ok = sh("ip link add " + c0 + " type veth peer name " + s0 + " netns " + ns) == 0 &&
-                    sh("ip link add " + c1 + " type veth peer name " + s1 + " netns " + ns) == 0 &&
-                    sh("ip addr add " + a0 + "/24 dev " + c0) == 0 && sh("ip addr add " + a1 + "/24 dev " + c1) == 0 &&
-                    sh(x + "ip addr add " + b0 + "/24 dev " + s0) == 0 &&
-                    sh(x + "ip addr add " + b1 + "/24 dev " + s1) == 0 && sh("ip link set " + c0 + " up") == 0 &&
-                    sh("ip link set " + c1 + " up") == 0 && sh(x + "ip link set " + s0 + " up") == 0 &&
-                    sh(x + "ip link set " + s1 + " up") == 0 && sh(x + "ip link set lo up") == 0;
-    if (!ok) GTEST_SKIP() << "could not set up veth pairs (ip link add ... type veth failed)";
+    const std::string why = create("p2pt", "p2c", "p2s", 231);
+    if (!why.empty()) GTEST_SKIP() << why;
   }
-
-  void TearDown() override {
-    if (!created_) return;
-    sh("ip link del " + c0);  // deleting one end removes its peer
-    sh("ip link del " + c1);
-    sh("ip netns del " + ns);
-  }
+  void TearDown() override { destroy(); }
 
   // Runs serve_one inside the namespace; returns its error text ("" on success).
   std::thread serve(Results* out, std::string* err, std::uint16_t* port, double accept_timeout) {
@@ -88,7 +58,6 @@ class TcpNetns : public ::testing::Test {
   }
 
  private:
-  bool created_ = false;
   std::atomic<int> ready_{0};
 };
 
