@@ -13,6 +13,7 @@
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/netplugin.hpp"
+#include "p2pscope/table.hpp"
 #include "p2pscope/units.hpp"
 #include "transport/tcp/channel.hpp"
 #include "transport/tcp/datapath.hpp"
@@ -22,8 +23,9 @@
 namespace p2pscope::tcp {
 namespace {
 
-// NCCL_NET_MAX_REQUESTS: what a plugin must take in flight per comm.
-constexpr std::uint32_t kMaxRequestsPerComm = 32;
+// What a plugin must take in flight per comm (NCCL_NET_MAX_REQUESTS; UNPACK queue depth).
+constexpr auto kMaxRequestsPerComm = static_cast<std::uint32_t>(net::kMaxRequestsPerComm);
+constexpr auto kUnpackQueueDepth = static_cast<std::uint32_t>(net::kUnpackQueueDepth);
 
 struct PluginLink final : LinkState {
   int dev = 0;
@@ -63,7 +65,7 @@ std::uint64_t chunk_len(const Params& p, std::uint64_t i) {
 // never completing must not hang the run).
 class Watchdog {
  public:
-  explicit Watchdog(double timeout_s) : limit_ns_(static_cast<std::int64_t>(timeout_s * 1e9)) {}
+  explicit Watchdog(double timeout_s) : timeout_s_(timeout_s), limit_ns_(static_cast<std::int64_t>(timeout_s * 1e9)) {}
   void moved() { last_ = monotonic_ns(); }
   void check(const char* what) const {
     if (monotonic_ns() - last_ > limit_ns_)
@@ -72,7 +74,8 @@ class Watchdog {
   }
 
  private:
-  std::string fixed_s() const { return std::to_string(limit_ns_ / 1'000'000'000); }
+  std::string fixed_s() const { return fixed(timeout_s_, timeout_s_ < 10 ? 1 : 0); }
+  double timeout_s_;
   std::int64_t limit_ns_, last_ = monotonic_ns();
 };
 
@@ -159,7 +162,7 @@ void plugin_receiver(WorkerArgs a) {
     const std::uint64_t seed = a.s.seed(a.c.c2s, a.c.gpu_slot, a.round);
     const net::DeviceProps& dev = l.recv.plugin()->device(l.dev);
     const bool unpack = l.recv.unpack();
-    const std::uint32_t window = std::min(p.window, unpack ? 16u : kMaxRequestsPerComm);
+    const std::uint32_t window = std::min(p.window, unpack ? kUnpackQueueDepth : kMaxRequestsPerComm);
     std::size_t posted = 0, done = 0;
     Watchdog dog(p.timeout_s);
     auto where = [&](std::size_t j) {

@@ -251,9 +251,9 @@ TEST(BenchNetFaults, NullRequestsForeverFailBothSidesAtTheTimeout) {
   const Both b = run_both(p, over(plugin));
   ASSERT_EQ(b.client_error, "");
   ASSERT_EQ(b.server_error, "");
-  EXPECT_TRUE(has(b.client.failure, "client: ") && has(b.client.failure, "no progress for 2 s while posting a send"))
+  EXPECT_TRUE(has(b.client.failure, "client: ") && has(b.client.failure, "no progress for 2.0 s while posting a send"))
       << b.client.failure;
-  EXPECT_TRUE(has(b.server.failure, "server: ") && has(b.server.failure, "no progress for 2 s while posting a receive"))
+  EXPECT_TRUE(has(b.server.failure, "server: ") && has(b.server.failure, "no progress for 2.0 s while posting a receive"))
       << b.server.failure;
   EXPECT_TRUE(has(b.client.failure_cause, "timed out")) << b.client.failure_cause;
   EXPECT_EQ(b.client.rounds_completed, 0u);
