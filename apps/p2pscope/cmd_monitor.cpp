@@ -211,6 +211,11 @@ void run_monitor(const MonitorArgs& a, Context& ctx) {
     else std::fprintf(stderr, "%s\n", line.c_str());
   };
 
+  // Handlers first: the child shows in /proc as soon as it is forked, and a SIGTERM sent
+  // then (before they were installed) killed p2pscope instead of being forwarded; one
+  // that comes while the child is held is forwarded once it is released (below).
+  g_signal = 0;
+  install_handlers();
   // Around a command, the threads sampled are the command's.
   Held held;
   if (have_cmd) {
@@ -222,6 +227,7 @@ void run_monitor(const MonitorArgs& a, Context& ctx) {
     sampler_slot.emplace(FsRoot(a.root), opts);
     sampler_slot->start();
   } catch (...) {
+    restore_handlers();
     if (have_cmd) {  // the held child exits without running the command
       ::close(held.go_fd), ::close(held.err_fd);
       int status = 0;
@@ -231,11 +237,9 @@ void run_monitor(const MonitorArgs& a, Context& ctx) {
     throw;
   }
   monitor::Sampler& sampler = *sampler_slot;
-  g_signal = 0;
   int exit_code = 0;
   monitor::Summary last_summary;
   double tree_cpu_s = 0;  // the command's and its waited-for children's CPU time
-  install_handlers();
   if (have_cmd) {
     const pid_t pid = release(held);
     if (pid < 0) {
