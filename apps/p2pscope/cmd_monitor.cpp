@@ -26,6 +26,7 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/monitor.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::app {
@@ -193,16 +194,7 @@ void run_monitor(const MonitorArgs& a, Context& ctx) {
   monitor::Options opts;
   opts.interval_s = interval_s;
   opts.out_csv = (fs::path(out) / "monitor.csv").string();
-  if (!a.nics.empty()) {
-    std::string item;
-    for (char ch : a.nics + ",")
-      if (ch == ',') {
-        if (!item.empty()) opts.nics.push_back(item);
-        item.clear();
-      } else {
-        item += ch;
-      }
-  }
+  if (!a.nics.empty()) opts.nics = split_list(a.nics, "--nics");
   const bool tty = isatty(STDERR_FILENO) != 0;
   const std::int64_t t0 = monotonic_ns();
   opts.on_interval = [tty, t0](const monitor::Interval& iv) {

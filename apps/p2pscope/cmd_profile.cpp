@@ -22,6 +22,7 @@
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/monitor.hpp"
 #include "p2pscope/profile.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 #include "profile/batching.hpp"
 #include "profile/setup.hpp"
@@ -75,16 +76,6 @@ monitor::SessionResult finish_monitor(monitor::MonitorSession& mon, const Profil
   std::ofstream f(dir / "monitor_summary.json");
   f << r.json.dump(2) << "\n";
   return r;
-}
-
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  if (out.empty()) throw UsageError("--backend: empty list; give e.g. ce or ce,sm");
-  return out;
 }
 
 void print_result(const profile::Result& r) {
@@ -171,7 +162,7 @@ void add_profile_command(CLI::App& app, Context& ctx) {
     if (gpus->count()) p.devices = parse_cpulist(o->gpus);
     if (!o->pairs.empty()) p.pairs = bench::parse_pairs(o->pairs);
     if (sizes->count()) p.sizes = parse_size_list(o->sizes);
-    if (backend->count()) p.backends = split_commas(o->backend);
+    if (backend->count()) p.backends = split_list(o->backend, "--backend");
     if (seed->count()) p.seed = o->seed;
     if (warmup->count()) p.warmup = o->warmup;
     if (reps->count()) p.reps = o->reps;

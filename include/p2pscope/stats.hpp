@@ -19,7 +19,13 @@ struct Stats {
 // Empty input gives a Stats with n = 0 and all fields 0.
 Stats compute_stats(std::span<const double> samples);
 
-// q in [0, 1] over an already sorted vector (non-empty).
+// q in [0, 1] over an already sorted vector; 0 when empty.
 double percentile_sorted(std::span<const double> sorted, double q);
+
+// The one median and percentile of unsorted samples (a sorted copy is made): an even
+// count averages the two middle values, like Stats::median; empty input gives NaN
+// (no value, shown as n/a), never a 0 that reads as a measurement.
+double median(std::span<const double> samples);
+double percentile(std::span<const double> samples, double q);
 
 }  // namespace p2pscope

@@ -10,20 +10,15 @@
 
 #include "analyze/campaign.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/text.hpp"
 
 namespace p2pscope::analyze {
 namespace {
 
+// Fields with the spaces around them dropped ("1, 2" as written by hand).
 std::vector<std::string> fields(const std::string& line) {
   std::vector<std::string> out;
-  std::string cur;
-  std::istringstream in(line);
-  while (std::getline(in, cur, ',')) {
-    while (!cur.empty() && (cur.back() == ' ' || cur.back() == '\r')) cur.pop_back();
-    while (!cur.empty() && cur.front() == ' ') cur.erase(cur.begin());
-    out.push_back(cur);
-  }
-  if (!line.empty() && line.back() == ',') out.emplace_back();
+  for (const std::string_view f : split_views(line, ',')) out.emplace_back(trim(f));
   return out;
 }
 

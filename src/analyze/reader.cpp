@@ -13,30 +13,12 @@
 #include "analyze/campaign.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
+#include "p2pscope/text.hpp"
 
 namespace p2pscope::analyze {
 namespace fs = std::filesystem;
 namespace {
 
-std::vector<std::string_view> split(std::string_view line, char sep) {
-  std::vector<std::string_view> out;
-  std::size_t start = 0;
-  for (;;) {
-    const auto pos = line.find(sep, start);
-    if (pos == std::string_view::npos) {
-      out.push_back(line.substr(start));
-      return out;
-    }
-    out.push_back(line.substr(start, pos - start));
-    start = pos + 1;
-  }
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
 
 template <class T>
 bool parse_num(std::string_view s, T* out) {
@@ -94,7 +76,7 @@ void read_temperatures(const fs::path& p, Campaign* c) {
     if (line.empty() || line[0] == '#') continue;
     if (header.empty()) {
       header_line = line;
-      header = split(header_line, ',');
+      header = split_views(header_line, ',');
       it = column(header, {"time_ns"});
       ig = column(header, {"gpu"});
       itc = column(header, {"temperature_c"});
@@ -108,7 +90,7 @@ void read_temperatures(const fs::path& p, Campaign* c) {
       }
       continue;
     }
-    const auto f = split(line, ',');
+    const auto f = split_views(line, ',');
     TempSample s;
     auto get = [&](int i, double* v) { if (i >= 0 && static_cast<std::size_t>(i) < f.size()) parse_double(f[static_cast<std::size_t>(i)], v); };
     if (f.size() != header.size() || !parse_num(f[static_cast<std::size_t>(it)], &s.time_ns) ||
@@ -143,7 +125,7 @@ void read_monitor(const fs::path& p, Campaign* c) {
     if (line.empty() || line[0] == '#') continue;
     if (header.empty()) {
       header_line = line;
-      header = split(header_line, ',');
+      header = split_views(header_line, ',');
       // src/monitor writes time_ns (CLOCK_REALTIME); older or hand-made files time / time_s.
       it_ns = column(header, {"time_ns"});
       it = it_ns >= 0 ? it_ns : column(header, {"time", "time_s"});
@@ -156,7 +138,7 @@ void read_monitor(const fs::path& p, Campaign* c) {
       }
       continue;
     }
-    const auto f = split(line, ',');
+    const auto f = split_views(line, ',');
     MonitorSample m;
     if (f.size() != header.size() || !parse_double(f[static_cast<std::size_t>(it)], &m.time_s) ||
         !parse_double(f[static_cast<std::size_t>(iv)], &m.value) || std::isnan(m.value)) {
@@ -275,7 +257,7 @@ void parse_execution_log(const std::string& text, const std::string& where, Camp
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (trim(line).empty() || line[0] == '#') continue;
     if (header.empty()) {
-      header = split(line, ',');
+      header = split_views(line, ',');
       icfg = column(header, {"config_id"});
       isrc = column(header, {"src"});
       idst = column(header, {"dst"});
@@ -308,7 +290,7 @@ void parse_execution_log(const std::string& text, const std::string& where, Camp
       skip(line_no, line, "cut mid-line: no newline at the end of the log");
       continue;
     }
-    const auto f = split(line, ',');
+    const auto f = split_views(line, ',');
     if (f.size() != header.size()) {
       skip(line_no, line, "wrong number of fields");
       continue;

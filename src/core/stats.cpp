@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace p2pscope {
 
@@ -14,6 +15,15 @@ double percentile_sorted(std::span<const double> sorted, double q) {
   const double frac = pos - static_cast<double>(lo);
   return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
 }
+
+double percentile(std::span<const double> samples, double q) {
+  if (samples.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> v(samples.begin(), samples.end());
+  std::sort(v.begin(), v.end());
+  return percentile_sorted(v, q);
+}
+
+double median(std::span<const double> samples) { return percentile(samples, 0.5); }
 
 Stats compute_stats(std::span<const double> samples) {
   Stats s;

@@ -8,15 +8,10 @@
 #include <set>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/text.hpp"
 
 namespace p2pscope {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 std::string lower(std::string_view s) {
   std::string out(s);

@@ -8,6 +8,7 @@
 
 #include "p2pscope/clock.hpp"
 #include "p2pscope/metadata.hpp"
+#include "p2pscope/stats.hpp"
 #include "profile/causality.hpp"
 
 namespace p2pscope::profile {
@@ -79,12 +80,6 @@ void merge(CausalityCheck& into, const CausalityCheck& c) {
   into.uncertainty_after_ns = std::max(into.uncertainty_after_ns, c.uncertainty_after_ns);
   into.min_start_slack_ns = first ? c.min_start_slack_ns : std::min(into.min_start_slack_ns, c.min_start_slack_ns);
   into.min_end_slack_ns = first ? c.min_end_slack_ns : std::min(into.min_end_slack_ns, c.min_end_slack_ns);
-}
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-  return v[v.size() / 2];
 }
 }  // namespace
 
@@ -202,7 +197,7 @@ Alignment align_clocks(const std::string& backend, const DriftWindow& start, con
                            {"worst_violation_ns", worst},
                            {"worst_op", worst_op.empty() ? nlohmann::json(nullptr) : nlohmann::json(worst_op)},
                            {"offset_uncertainty_ns_max", start.samples.empty() ? nlohmann::json(nullptr) : nlohmann::json(worst_uncertainty)},
-                           {"offset_uncertainty_ns_median", op_uncertainty.empty() ? nlohmann::json(nullptr) : nlohmann::json(median_of(op_uncertainty))},
+                           {"offset_uncertainty_ns_median", op_uncertainty.empty() ? nlohmann::json(nullptr) : nlohmann::json(median(op_uncertainty))},
                            {"single_timing_stamp_error_ns", single_stamp_error_ns},
                            {"unaligned_devices", nlohmann::json::object()}};
   for (const auto& [dev, why] : a.unaligned) a.report["alignment"]["unaligned_devices"][std::to_string(dev)] = why;

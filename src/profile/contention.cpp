@@ -15,6 +15,7 @@
 
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/stats.hpp"
 
 namespace p2pscope::profile {
 namespace {
@@ -196,11 +197,6 @@ std::vector<ContentionRow> summarize_contention(const ContentionResult& r) {
       alone[key].push_back(s.duration_ns);
     }
   }
-  auto median = [](std::vector<double> v) -> double {
-    if (v.empty()) return NAN;
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-  };
   std::vector<ContentionRow> out;
   for (auto& [key, row] : rows) {
     const double n = static_cast<double>(row.size_bytes);

@@ -13,27 +13,13 @@
 #include <fmt/format.h>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/stats.hpp"
+#include "p2pscope/text.hpp"
 #include "simulate/astra_model.hpp"
 #include "simulate/exporters.hpp"
 
 namespace p2pscope::simulate {
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-std::vector<std::string> split(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  std::istringstream in(line);
-  while (std::getline(in, cur, ',')) out.push_back(cur);
-  if (!line.empty() && line.back() == ',') out.emplace_back();
-  return out;
-}
 
 // Median over links of (host-timed - GPU-timed) at each link's smallest size, from the
 // execution log: the software cost of a blocking copy, which GPU-timed alphas leave out;
@@ -55,13 +41,13 @@ double software_overhead_ns(const std::string& dir, const std::string& backend) 
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || line[0] == '#') continue;
     if (h.empty()) {
-      h = split(line);
+      h = split_fields(line, ',');
       is = col("src"), id = col("dst"), iz = col("size_bytes"), ib = col("backend");
       ih = col("duration_ns"), ig = col("gpu_duration_ns"), ibt = col("batch");
       if (is < 0 || id < 0 || iz < 0 || ih < 0 || ig < 0) return NAN;
       continue;
     }
-    const auto f = split(line);
+    const auto f = split_fields(line, ',');
     if (f.size() != h.size()) continue;
     try {
       if (ib >= 0 && f[static_cast<std::size_t>(ib)] != backend) continue;

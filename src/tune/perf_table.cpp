@@ -7,23 +7,12 @@
 #include <cstdlib>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/tune.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::tune {
 namespace {
-
-std::vector<std::string_view> split(std::string_view s) {
-  std::vector<std::string_view> out;
-  std::size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r')) ++i;
-    const std::size_t b = i;
-    while (i < s.size() && s[i] != ' ' && s[i] != '\t' && s[i] != '\r') ++i;
-    if (i > b) out.push_back(s.substr(b, i - b));
-  }
-  return out;
-}
 
 bool to_u64(std::string_view s, std::uint64_t& v) {
   if (s.empty()) return false;
@@ -102,7 +91,7 @@ bool PerfTableParser::line(std::string_view l) {
     if (const auto p = l.find("Avg bus bandwidth"); p != std::string_view::npos && open_) {
       const auto colon = l.find(':', p);
       if (colon != std::string_view::npos) {
-        const auto w = split(l.substr(colon + 1));
+        const auto w = split_words(l.substr(colon + 1));
         if (!w.empty() && num(w[0]) >= 0) runs_.back().avg_busbw = num(w[0]) * 1e9;
       }
       open_ = false;
@@ -112,8 +101,8 @@ bool PerfTableParser::line(std::string_view l) {
   }
   // "allreduce 64MiB busbw=3.99 GB/s": what a program printed about itself.
   if (const auto p = l.find("busbw="); p != std::string_view::npos) {
-    const auto w = split(l.substr(0, p));
-    const auto v = split(l.substr(p + 6));
+    const auto w = split_words(l.substr(0, p));
+    const auto v = split_words(l.substr(p + 6));
     if (w.size() >= 2 && !v.empty() && num(v[0]) >= 0 && v.size() >= 2 && v[1] == "GB/s") {
       PerfRun r;
       r.source = source_;
@@ -137,7 +126,7 @@ bool PerfTableParser::line(std::string_view l) {
     }
   }
   if (!open_) return false;
-  const auto t = split(l);
+  const auto t = split_words(l);
   PerfRow r;
   if (t.size() < 12 || !to_u64(t[0], r.size_bytes) || !to_u64(t[1], r.count)) return false;
   r.type = std::string(t[2]);

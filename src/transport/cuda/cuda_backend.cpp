@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "bench/pattern.hpp"
+#include "p2pscope/pattern.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/backend.hpp"
 #include "p2pscope/clock.hpp"
@@ -117,9 +117,7 @@ class CudaBackend final : public Backend {
       if (is_host(d)) {
         host_send_ = pinned_alloc(max_bytes);
         host_recv_ = pinned_alloc(max_bytes);
-        auto* w = static_cast<unsigned char*>(host_send_.get());
-        for (std::uint64_t i = 0; i < max_bytes / 8; ++i) reinterpret_cast<std::uint64_t*>(w)[i] = pattern_word(d, i);
-        for (std::uint64_t i = max_bytes / 8 * 8; i < max_bytes; ++i) w[i] = pattern_byte(d, i);
+        pattern_fill(host_send_.get(), max_bytes, pattern_seed(d));
         std::memset(host_recv_.get(), 0xA5, max_bytes);
         continue;
       }
@@ -254,15 +252,8 @@ class CudaBackend final : public Backend {
   std::int64_t verify(int src, int dst, std::uint64_t bytes) override {
     check_prepared(src, dst, bytes);
     if (is_host(dst)) {
-      const auto* p = static_cast<const unsigned char*>(host_recv_.get());
-      const auto* w = reinterpret_cast<const std::uint64_t*>(p);  // pinned: page aligned
-      for (std::uint64_t k = 0; k < bytes / 8; ++k)
-        if (w[k] != pattern_word(src, k))
-          for (std::uint64_t i = k * 8; i < k * 8 + 8; ++i)
-            if (p[i] != pattern_byte(src, i)) return static_cast<std::int64_t>(i);
-      for (std::uint64_t i = bytes / 8 * 8; i < bytes; ++i)
-        if (p[i] != pattern_byte(src, i)) return static_cast<std::int64_t>(i);
-      return -1;
+      const std::uint64_t bad = pattern_first_mismatch(host_recv_.get(), bytes, pattern_seed(src));
+      return bad == bytes ? -1 : static_cast<std::int64_t>(bad);
     }
     auto& x = dev_[static_cast<std::size_t>(dst)];
     DeviceGuard g(dst);

@@ -2,7 +2,7 @@
 // copy (push or pull), %globaltimer reads, an FMA heater and the ping-pong pair.
 #include <cuda_runtime.h>
 
-#include "bench/pattern.hpp"
+#include "p2pscope/pattern.hpp"
 #include "transport/cuda/cuda_util.hpp"
 #include "transport/cuda/kernels.hpp"
 
@@ -16,24 +16,24 @@ __device__ __forceinline__ unsigned long long globaltimer() {
 }
 
 __global__ void fill_kernel(unsigned char* dst, std::uint64_t bytes, int device) {
-  const std::uint64_t words = bytes / 8;
+  const std::uint64_t seed = pattern_seed(device), words = bytes / 8;
   auto* w = reinterpret_cast<std::uint64_t*>(dst);
   for (std::uint64_t k = blockIdx.x * (std::uint64_t)blockDim.x + threadIdx.x; k < words; k += (std::uint64_t)gridDim.x * blockDim.x)
-    w[k] = pattern_word(device, k);
+    w[k] = pattern_word(seed, k);
   if (blockIdx.x == 0 && threadIdx.x == 0)
-    for (std::uint64_t i = words * 8; i < bytes; ++i) dst[i] = pattern_byte(device, i);
+    for (std::uint64_t i = words * 8; i < bytes; ++i) dst[i] = pattern_byte(seed, i);
 }
 
 __global__ void verify_kernel(const unsigned char* buf, std::uint64_t bytes, int device, long long* first_bad) {
-  const std::uint64_t words = bytes / 8;
+  const std::uint64_t seed = pattern_seed(device), words = bytes / 8;
   const auto* w = reinterpret_cast<const std::uint64_t*>(buf);
   for (std::uint64_t k = blockIdx.x * (std::uint64_t)blockDim.x + threadIdx.x; k < words; k += (std::uint64_t)gridDim.x * blockDim.x)
-    if (w[k] != pattern_word(device, k))
+    if (w[k] != pattern_word(seed, k))
       for (std::uint64_t i = k * 8; i < k * 8 + 8; ++i)
-        if (buf[i] != pattern_byte(device, i)) { atomicMin(first_bad, (long long)i); break; }
+        if (buf[i] != pattern_byte(seed, i)) { atomicMin(first_bad, (long long)i); break; }
   if (blockIdx.x == 0 && threadIdx.x == 0)
     for (std::uint64_t i = words * 8; i < bytes; ++i)
-      if (buf[i] != pattern_byte(device, i)) { atomicMin(first_bad, (long long)i); break; }
+      if (buf[i] != pattern_byte(seed, i)) { atomicMin(first_bad, (long long)i); break; }
 }
 
 // Gives up after timeout_ns so a host that died before releasing cannot wedge the GPU.

@@ -10,10 +10,10 @@
 
 #include <fmt/format.h>
 
-#include "bench/pattern.hpp"
 #include "p2pscope/backend.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/pattern.hpp"
 #include "p2pscope/units.hpp"
 #include "transport/host/numa.hpp"
 
@@ -21,13 +21,6 @@ namespace p2pscope::bench {
 namespace {
 
 constexpr int kRoundTripsPerSample = 200;
-
-void fill_pattern(unsigned char* p, std::size_t bytes, int device) {
-  const std::size_t words = bytes / 8;
-  auto* w = reinterpret_cast<std::uint64_t*>(p);  // mmap'd: page aligned
-  for (std::size_t k = 0; k < words; ++k) w[k] = pattern_word(device, k);
-  for (std::size_t i = words * 8; i < bytes; ++i) p[i] = pattern_byte(device, i);
-}
 
 // Spins on an atomic, yielding after a while so two spinners on a busy 2-core box
 // still make progress.
@@ -77,7 +70,7 @@ class HostBackend final : public Backend {
       // First touch from the node's CPUs places the pages even where mbind was refused.
       std::thread t([&] {
         host::pin_thread(node.cpus);
-        fill_pattern(b.send.data(), max_bytes, d);
+        pattern_fill(b.send.data(), max_bytes, pattern_seed(d));
         if (max_bytes) std::memset(b.recv.data(), 0xA5, max_bytes);  // poison: not the pattern
       });
       t.join();
@@ -157,16 +150,8 @@ class HostBackend final : public Backend {
 
   std::int64_t verify(int src, int dst, std::uint64_t bytes) override {
     check_prepared(src, dst, bytes);
-    const unsigned char* p = buf(dst).recv.data();
-    const std::size_t words = bytes / 8;
-    const auto* w = reinterpret_cast<const std::uint64_t*>(p);
-    for (std::size_t k = 0; k < words; ++k)
-      if (w[k] != pattern_word(src, k))
-        for (std::size_t i = k * 8; i < k * 8 + 8; ++i)
-          if (p[i] != pattern_byte(src, i)) return static_cast<std::int64_t>(i);
-    for (std::size_t i = words * 8; i < bytes; ++i)
-      if (p[i] != pattern_byte(src, i)) return static_cast<std::int64_t>(i);
-    return -1;
+    const std::uint64_t bad = pattern_first_mismatch(buf(dst).recv.data(), bytes, pattern_seed(src));
+    return bad == bytes ? -1 : static_cast<std::int64_t>(bad);
   }
 
  private:

@@ -9,7 +9,6 @@
 
 #include <fmt/format.h>
 
-#include "bench/pattern.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/backend.hpp"
 #include "p2pscope/clock.hpp"

@@ -8,24 +8,13 @@
 #include <vector>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/pattern.hpp"
 #include "transport/tcp/memory.hpp"
 
 namespace p2pscope::tcp {
 namespace {
 
 constexpr int kMpolPreferred = 1;  // linux/mempolicy.h; no libnuma needed
-
-std::uint64_t mix(std::uint64_t x) {  // splitmix64 finalizer
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-inline std::uint64_t word_at(std::uint64_t seed, std::uint64_t word_index) { return mix(seed ^ (word_index * 0x632be59bd9b4e019ull)); }
-inline unsigned char byte_at(std::uint64_t seed, std::uint64_t o) {
-  return static_cast<unsigned char>(word_at(seed, o / 8) >> (8 * (o % 8)));
-}
 
 }  // namespace
 
@@ -68,53 +57,27 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
   return *this;
 }
 
-// Bytes [offset, offset + n) of the pattern into p; offset a multiple of 8.
-static void fill_host_pattern(char* p, std::uint64_t offset, std::size_t n, std::uint64_t seed) {
-  std::size_t o = 0;
-  for (; o + 8 <= n; o += 8) {
-    const std::uint64_t w = word_at(seed, (offset + o) / 8);
-    std::memcpy(p + o, &w, 8);
-  }
-  for (; o < n; ++o) p[o] = static_cast<char>(byte_at(seed, offset + o));
-}
-
 // GPU buffers are filled and checked through a bounded host piece, not a host copy
 // of the whole message.
 constexpr std::size_t kPieceBytes = 64u << 20;
 
-std::uint64_t check_pattern(const char* p, std::uint64_t offset, std::uint64_t len, std::uint64_t seed) {
-  std::uint64_t i = 0;
-  while (i < len && (offset + i) % 8 != 0) {
-    if (static_cast<unsigned char>(p[i]) != byte_at(seed, offset + i)) return i;
-    ++i;
-  }
-  for (; i + 8 <= len; i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    if (w != word_at(seed, (offset + i) / 8)) break;  // find the byte below
-  }
-  for (; i < len; ++i)
-    if (static_cast<unsigned char>(p[i]) != byte_at(seed, offset + i)) return i;
-  return len;
-}
-
 void fill_pattern(Buffer& b, std::uint64_t seed) {
-  if (!b.on_gpu()) return fill_host_pattern(b.data(), 0, b.size(), seed);
+  if (!b.on_gpu()) return pattern_fill(b.data(), b.size(), seed);
   std::vector<char> tmp(std::min(b.size(), kPieceBytes));
   for (std::size_t o = 0; o < b.size(); o += kPieceBytes) {
     const std::size_t n = std::min(kPieceBytes, b.size() - o);
-    fill_host_pattern(tmp.data(), o, n, seed);
+    pattern_fill(tmp.data(), n, seed, o);
     copy_to_device(b, o, tmp.data(), n);
   }
 }
 
 std::uint64_t check_buffer(const Buffer& b, std::uint64_t seed) {
-  if (!b.on_gpu()) return check_pattern(b.data(), 0, b.size(), seed);
+  if (!b.on_gpu()) return pattern_first_mismatch(b.data(), b.size(), seed);
   std::vector<char> tmp(std::min(b.size(), kPieceBytes));
   for (std::size_t o = 0; o < b.size(); o += kPieceBytes) {
     const std::size_t n = std::min(kPieceBytes, b.size() - o);
     copy_from_device(b, o, tmp.data(), n);
-    if (const std::uint64_t bad = check_pattern(tmp.data(), o, n, seed); bad != n) return o + bad;
+    if (const std::uint64_t bad = pattern_first_mismatch(tmp.data(), n, seed, o); bad != n) return o + bad;
   }
   return b.size();
 }

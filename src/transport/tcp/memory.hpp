@@ -36,11 +36,9 @@ class Buffer {
   void release() noexcept;
 };
 
-// Pattern byte at offset o depends on (seed, o) and is not periodic in any chunk size.
+// The whole buffer holds the stream `seed` of the data pattern (p2pscope/pattern.hpp;
+// host pieces of it, pattern_first_mismatch, check what arrives).
 void fill_pattern(Buffer& b, std::uint64_t seed);
-// First offset in [0, len) where host bytes p differ from the pattern of bytes
-// [offset, offset+len); len when all match.
-std::uint64_t check_pattern(const char* p, std::uint64_t offset, std::uint64_t len, std::uint64_t seed);
 // Whole buffer (copied to the host first when on a GPU); returns first bad offset or size.
 std::uint64_t check_buffer(const Buffer& b, std::uint64_t seed);
 

@@ -13,6 +13,7 @@
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/netplugin.hpp"
+#include "p2pscope/pattern.hpp"
 #include "p2pscope/table.hpp"
 #include "p2pscope/units.hpp"
 #include "transport/tcp/channel.hpp"
@@ -195,7 +196,7 @@ void plugin_receiver(WorkerArgs a) {
           }
         }
         if (p.verify && !dst.on_gpu()) {
-          const std::uint64_t bad = check_pattern(into, off, len, seed);
+          const std::uint64_t bad = pattern_first_mismatch(into, len, seed, off);
           if (bad != len)
             throw Error("verify: byte at offset " + std::to_string(off + bad) + " of GPU slot " +
                         std::to_string(a.c.gpu_slot) + " differs from the sender's pattern");
@@ -261,7 +262,7 @@ void plugin_ping(WorkerArgs a) {
       const std::int64_t t1 = monotonic_ns();
       a.rep.syscalls += 4;
       if (i >= p.warmup) samples.push_back(static_cast<double>(t1 - t0) / 2);
-      if (p.verify && check_pattern(dst, 0, n, seed) != n) throw Error("verify: echoed message differs from the pattern sent");
+      if (p.verify && pattern_first_mismatch(dst, n, seed) != n) throw Error("verify: echoed message differs from the pattern sent");
     }
     std::lock_guard lk(a.ch.mu);
     a.ch.lat_ns.insert(a.ch.lat_ns.end(), samples.begin(), samples.end());
@@ -283,7 +284,7 @@ void plugin_pong(WorkerArgs a) {
         unpack_into(l.recv.unpack_view(), buf, false);
         l.recv.irecv_consumed();
       }
-      if (p.verify && check_pattern(buf, 0, n, seed) != n) throw Error("verify: ping message differs from the client's pattern");
+      if (p.verify && pattern_first_mismatch(buf, n, seed) != n) throw Error("verify: ping message differs from the client's pattern");
       post_until_taken([&] { return l.send.isend(buf, n, l.mr_back).has_value(); }, dog, "posting the echo");
       wait_oldest(l.send, dog, "waiting for the echo to leave");
       a.rep.syscalls += 4;

@@ -20,6 +20,7 @@
 #include "p2pscope/affinity.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/pattern.hpp"
 #include "p2pscope/units.hpp"
 #include "transport/tcp/datapath.hpp"
 #include "transport/tcp/protocol.hpp"
@@ -331,7 +332,7 @@ void rx_worker(WorkerArgs a) {
       a.c.sock.recv_all(into, len);
       std::uint32_t status = 0;
       if (p.verify) {
-        const std::uint64_t bad = check_pattern(into, off, len, seed);
+        const std::uint64_t bad = pattern_first_mismatch(into, len, seed, off);
         if (bad != len) {
           send_ack(1);
           throw Error("verify: byte at offset " + std::to_string(off + bad) + " of GPU slot " +
@@ -380,7 +381,7 @@ void ping_worker(WorkerArgs a) {
       a.c.sock.recv_all(a.s.dst[a.c.gpu_slot].data(), n);
       const std::int64_t t1 = monotonic_ns();
       if (i >= p.warmup) samples.push_back(static_cast<double>(t1 - t0) / 2);
-      if (p.verify && check_pattern(a.s.dst[a.c.gpu_slot].data(), 0, n, seed) != n)
+      if (p.verify && pattern_first_mismatch(a.s.dst[a.c.gpu_slot].data(), n, seed) != n)
         throw Error("verify: echoed message differs from the pattern sent");
     }
     std::lock_guard lk(a.ch.mu);
@@ -396,7 +397,7 @@ void pong_worker(WorkerArgs a) {
     const std::uint64_t seed = a.s.seed(true, a.c.gpu_slot, 0);
     for (std::uint32_t i = 0; i < p.warmup + p.iters; ++i) {
       a.c.sock.recv_all(buf, n);
-      if (p.verify && check_pattern(buf, 0, n, seed) != n)
+      if (p.verify && pattern_first_mismatch(buf, n, seed) != n)
         throw Error("verify: ping message differs from the client's pattern");
       a.c.sock.send_all(buf, n);
     }

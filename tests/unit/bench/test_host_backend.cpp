@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "bench/formulas.hpp"
-#include "bench/pattern.hpp"
+#include "p2pscope/pattern.hpp"
 #include "p2pscope/backend.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/stats.hpp"
@@ -56,12 +56,12 @@ TEST(BenchPattern, NamesRoundTrip) {
 TEST(BenchPattern, FillIsNotZeroAndDiffersPerDevice) {
   int zeros = 0, same = 0;
   for (std::uint64_t k = 0; k < 1000; ++k) {
-    zeros += pattern_word(0, k) == 0;
-    same += pattern_word(0, k) == pattern_word(1, k);
+    zeros += pattern_word(pattern_seed(0), k) == 0;
+    same += pattern_word(pattern_seed(0), k) == pattern_word(pattern_seed(1), k);
   }
   EXPECT_EQ(zeros, 0);
   EXPECT_EQ(same, 0);
-  EXPECT_EQ(pattern_byte(3, 13), static_cast<std::uint8_t>(pattern_word(3, 1) >> 40));
+  EXPECT_EQ(pattern_byte(pattern_seed(3), 13), static_cast<std::uint8_t>(pattern_word(pattern_seed(3), 1) >> 40));
 }
 
 TEST(HostBackend, DevicesAndSupport) {

@@ -33,3 +33,23 @@ TEST(Stats, EmptyAndSingle) {
   EXPECT_DOUBLE_EQ(s.stddev, 0);
   EXPECT_DOUBLE_EQ(s.cv, 0);
 }
+
+// The one median (before: three, one of which took the upper middle of an even count
+// and gave 0 for no samples).
+TEST(Stats, MedianOddEvenEmptyOne) {
+  EXPECT_DOUBLE_EQ(median(std::vector<double>{9, 1, 5}), 5);
+  EXPECT_DOUBLE_EQ(median(std::vector<double>{40, 10, 30, 20}), 25);
+  EXPECT_DOUBLE_EQ(median(std::vector<double>{7}), 7);
+  EXPECT_TRUE(std::isnan(median(std::vector<double>{})));
+  EXPECT_DOUBLE_EQ(median(std::vector<double>{-3, 3}), 0);
+}
+
+TEST(Stats, PercentileOfUnsortedSamples) {
+  const std::vector<double> v{5, 1, 4, 2, 3};
+  EXPECT_DOUBLE_EQ(percentile(v, 0.05), 1.2);
+  EXPECT_DOUBLE_EQ(percentile(v, 0), 1);
+  EXPECT_DOUBLE_EQ(percentile(v, 1), 5);
+  EXPECT_DOUBLE_EQ(percentile(v, 0.25), 2);
+  EXPECT_TRUE(std::isnan(percentile(std::vector<double>{}, 0.5)));
+  EXPECT_EQ(v.front(), 5) << "the samples are not reordered";
+}

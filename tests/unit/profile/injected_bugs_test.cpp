@@ -8,7 +8,7 @@
 #include <map>
 #include <tuple>
 
-#include "bench/pattern.hpp"
+#include "p2pscope/pattern.hpp"
 #include "p2pscope/backend.hpp"
 #include "p2pscope/contention.hpp"
 
@@ -25,7 +25,7 @@ std::unique_ptr<bench::Backend> host_prepared(std::uint64_t bytes) {
 // destination starts with (0xA5): where a correct verify must stop.
 std::int64_t first_unpoisoned(std::uint64_t from, std::uint64_t to) {
   for (std::uint64_t i = from; i < to; ++i)
-    if (bench::pattern_byte(0, i) != 0xA5) return static_cast<std::int64_t>(i);
+    if (pattern_byte(pattern_seed(0), i) != 0xA5) return static_cast<std::int64_t>(i);
   return -1;
 }
 }  // namespace
