@@ -1,9 +1,6 @@
 // `p2pscope doctor`: NCCL environment, NCCL_DEBUG=INFO logs, RDMA/interfaces/paths
 // and IRQ placement, as findings with evidence and fixes; optional markdown report
 // and a transport comparison that re-runs `bench nccl` under forced fallbacks.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -13,6 +10,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "p2pscope/child_process.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
@@ -46,49 +44,15 @@ std::map<std::string, std::string> nccl_env() {
 
 // Runs /proc/self/exe with `args` and extra environment, stdout+stderr captured.
 std::pair<int, std::string> run_self(const std::vector<std::string>& args, const std::map<std::string, std::string>& extra) {
-  int fds[2];
-  if (::pipe(fds) != 0) throw_errno("pipe");
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-  posix_spawn_file_actions_addclose(&fa, fds[0]);
-  std::vector<std::string> envs;
-  for (char** e = environ; e && *e; ++e) {
-    const std::string kv(*e);
-    const auto name = kv.substr(0, kv.find('='));
-    if (!extra.count(name) && name != "NCCL_P2P_DISABLE" && name != "NCCL_SHM_DISABLE" && name != "NCCL_DEBUG") envs.push_back(kv);
-  }
-  for (const auto& [k, v] : extra) envs.push_back(k + "=" + v);
-  std::vector<std::string> argv{"/proc/self/exe"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> av, ev;
-  for (auto& a : argv) av.push_back(a.data());
-  av.push_back(nullptr);
-  for (auto& e : envs) ev.push_back(e.data());
-  ev.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, "/proc/self/exe", &fa, nullptr, av.data(), ev.data());
-  posix_spawn_file_actions_destroy(&fa);
-  ::close(fds[1]);
-  if (rc != 0) {
-    ::close(fds[0]);
-    throw Error("spawn /proc/self/exe: " + errno_text(rc));
-  }
-  std::string out;
-  char buf[65536];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) != 0;) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+  ChildSpec spec;
+  spec.argv = {"/proc/self/exe"};
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  spec.env_set = extra;
+  spec.env_unset = {"NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_DEBUG"};  // only the forced ones apply
+  spec.out = ChildSpec::Output::capture;
+  spec.err_to_out = true;
+  ChildResult r = run_child(spec);
+  return {r.exit_code, std::move(r.out)};
 }
 
 // bench nccl all-reduce under forced fallbacks; its figures come from its JSON file,

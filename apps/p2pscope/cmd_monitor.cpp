@@ -1,11 +1,8 @@
 // p2pscope monitor [--interval 1s] [--out DIR] [--duration 30s | -- COMMAND ...]
 // The run-time sampler on its own, around any command (nccl-tests, a training job):
-// fork/exec, SIGINT/SIGTERM sent with kill() forwarded to the child, the command's
+// a held child (p2pscope/child_process.hpp), SIGINT/SIGTERM sent with kill() forwarded to the child, the command's
 // exit status returned (127 when it cannot be found, 128+N when killed by signal N).
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +19,7 @@
 
 #include "commands.hpp"
 #include "monitor/collect.hpp"
+#include "p2pscope/child_process.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/metadata.hpp"
@@ -55,66 +53,6 @@ void install_handlers() {
 void restore_handlers() {
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
-}
-
-// fork + execvp, held: the child waits on a pipe until release(), so the sampler can
-// be pointed at its pid (its threads, not this process's waiting one) before it runs.
-// A CLOEXEC pipe carries execvp's errno back so "not found" is told apart from a
-// command that ran and failed.
-struct Held {
-  pid_t pid = -1;
-  int go_fd = -1, err_fd = -1;
-};
-
-Held spawn_held(const std::vector<std::string>& command) {
-  int err_pipe[2], go_pipe[2];
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) throw_errno("pipe");
-  if (pipe2(go_pipe, O_CLOEXEC) != 0) {
-    ::close(err_pipe[0]), ::close(err_pipe[1]);
-    throw_errno("pipe");
-  }
-  std::vector<char*> argv;
-  for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::fflush(nullptr);  // no buffered output duplicated into the child
-  const pid_t pid = fork();
-  if (pid < 0) throw_errno("fork");
-  if (pid == 0) {
-    ::close(err_pipe[0]);
-    ::close(go_pipe[1]);
-    char go = 0;
-    ssize_t r;
-    while ((r = ::read(go_pipe[0], &go, 1)) < 0 && errno == EINTR) {
-    }
-    if (r != 1) _exit(127);  // the monitor failed before releasing it: never run the command
-    execvp(argv[0], argv.data());
-    const int err = errno;
-    if (::write(err_pipe[1], &err, sizeof err) < 0) _exit(127);
-    _exit(127);
-  }
-  ::close(err_pipe[1]);
-  ::close(go_pipe[0]);
-  return {pid, go_pipe[1], err_pipe[0]};
-}
-
-// Lets the held child exec. Returns its pid, or -errno when the command could not start.
-pid_t release(const Held& h) {
-  const char go = 1;
-  if (::write(h.go_fd, &go, 1) < 0) {
-  }
-  ::close(h.go_fd);
-  int err = 0;
-  ssize_t got;
-  do got = ::read(h.err_fd, &err, sizeof err);
-  while (got < 0 && errno == EINTR);
-  ::close(h.err_fd);
-  if (got == static_cast<ssize_t>(sizeof err)) {
-    int status = 0;
-    while (waitpid(h.pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    return -err;
-  }
-  return h.pid;
 }
 
 // "CPU-bound on CPUs 0-1" is said of the machine's CPUs. Around a command, it is the
@@ -208,11 +146,15 @@ void run_monitor(const MonitorArgs& a, Context& ctx) {
   // that comes while the child is held is forwarded once it is released (below).
   g_signal = 0;
   install_handlers();
-  // Around a command, the threads sampled are the command's.
-  Held held;
+  // Around a command, the threads sampled are the command's: it is held (forked, not yet
+  // exec'd) until the sampler points at its pid, not at this process's waiting thread.
+  std::optional<ChildProcess> child;
   if (have_cmd) {
-    held = spawn_held(a.command);
-    opts.pid = held.pid;
+    ChildSpec spec;
+    spec.argv = a.command;
+    spec.hold = true;
+    child.emplace(spec);
+    opts.pid = child->pid();
   }
   std::optional<monitor::Sampler> sampler_slot;
   try {
@@ -220,12 +162,7 @@ void run_monitor(const MonitorArgs& a, Context& ctx) {
     sampler_slot->start();
   } catch (...) {
     restore_handlers();
-    if (have_cmd) {  // the held child exits without running the command
-      ::close(held.go_fd), ::close(held.err_fd);
-      int status = 0;
-      while (waitpid(held.pid, &status, 0) < 0 && errno == EINTR) {
-      }
-    }
+    child.reset();  // the held child exits without running the command
     throw;
   }
   monitor::Sampler& sampler = *sampler_slot;
@@ -233,30 +170,23 @@ void run_monitor(const MonitorArgs& a, Context& ctx) {
   monitor::Summary last_summary;
   double tree_cpu_s = 0;  // the command's and its waited-for children's CPU time
   if (have_cmd) {
-    const pid_t pid = release(held);
-    if (pid < 0) {
+    if (const int err = child->release(); err != 0) {
       restore_handlers();
       sampler.stop();
-      std::fprintf(stderr, "p2pscope monitor: cannot run '%s': %s\n", a.command[0].c_str(), errno_text(-pid).c_str());
-      ctx.exit_code = -pid == ENOENT ? 127 : 126;
+      std::fprintf(stderr, "p2pscope monitor: cannot run '%s': %s\n", a.command[0].c_str(), errno_text(err).c_str());
+      ctx.exit_code = err == ENOENT ? 127 : 126;
       return;
     }
-    g_child = pid;
+    g_child = child->pid();
     // A signal that came between fork and the line above was not forwarded: do it now.
-    if (g_signal != 0) ::kill(pid, static_cast<int>(g_signal));
-    // Waited for but not reaped: the sampler's last reading still finds its threads.
-    siginfo_t info{};
-    while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
-    }
-    last_summary = sampler.stop();
-    int status = 0;
-    struct rusage ru {};
-    while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
-    }
-    tree_cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-                 static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+    if (g_signal != 0) child->signal(static_cast<int>(g_signal));
+    // Exited but not reaped: the sampler's last reading still finds its threads.
+    ChildWait how;
+    how.before_reap = [&] { last_summary = sampler.stop(); };
+    const ChildResult done = child->wait(how);
     g_child = 0;
-    exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+    tree_cpu_s = done.cpu_s;
+    exit_code = done.exit_code;
   } else {
     const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(duration_s);
     while (g_signal == 0 && std::chrono::steady_clock::now() < end)

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "p2pscope/launcher.hpp"
+
 namespace p2pscope {
 
 struct LaunchInfo {
@@ -32,10 +34,9 @@ struct LaunchInfo {
   bool multi_process() const { return size > 1; }
 };
 
-// Reads the launcher's variables through `getenv` (a test double can replace it):
-// OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}; PMI_RANK/PMI_SIZE with
-// MPI_LOCALRANKID (MPICH, Intel MPI); SLURM_PROCID/SLURM_STEP_NUM_TASKS/SLURM_LOCALID (srun);
-// RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/MASTER_ADDR/MASTER_PORT (torchrun).
+// Reads the launcher's variables through `getenv` (a test double can replace it): rank
+// and size from the launcher table (p2pscope/launcher.hpp: Open MPI, MVAPICH, MPICH/Intel
+// MPI, srun, torchrun), and MASTER_ADDR/MASTER_PORT (torchrun).
 // The job id is the first of P2PSCOPE_JOB_ID, OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE,
 // PMI_KVSNAME, SLURM_JOB_ID(.SLURM_STEP_ID), TORCHELASTIC_RUN_ID(@MASTER_ADDR:MASTER_PORT),
 // MASTER_ADDR:MASTER_PORT that is set.
@@ -44,7 +45,6 @@ struct LaunchInfo {
 // assumed), and the port is derived from the job's id, so that two jobs on one host
 // do not meet each other. Throws UsageError for
 // inconsistent values (rank >= size, junk numbers, several hosts and no address).
-using EnvLookup = std::function<const char*(const char*)>;
 LaunchInfo detect_launch(const EnvLookup& getenv_fn);
 LaunchInfo detect_launch();  // the real environment
 

@@ -9,6 +9,7 @@
 #include "p2pscope/backend.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/launcher.hpp"
 
 namespace p2pscope::bench {
 
@@ -20,16 +21,6 @@ std::unique_ptr<Backend> make_cuda_backend(const std::string& name, const Backen
 std::unique_ptr<Backend> make_nccl_backend(const BackendOptions& opts);
 std::unique_ptr<Backend> make_nccl_ranks_backend(const BackendOptions& opts);
 #endif
-
-// Ranks of an MPI launch seen in the environment mpirun/srun set; 0 when none.
-int mpi_world_size() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MV2_COMM_WORLD_SIZE"})
-    if (const char* s = std::getenv(v)) {
-      const int n = std::atoi(s);
-      if (n > 0) return n;
-    }
-  return 0;
-}
 
 std::string to_string(Pattern p) {
   switch (p) {
@@ -86,7 +77,7 @@ std::unique_ptr<Backend> make_backend(const std::string& name_in, const BackendO
 #endif
   }
   if (name == "nccl") {
-    if (const int n = mpi_world_size(); n > 1 && !ranks)
+    if (const int n = detect_launcher().size; n > 1 && !ranks)
       throw UsageError("backend 'nccl' was launched by a launcher as " + std::to_string(n) +
                        " processes, but this command runs as one process that drives every GPU itself: run it "
                        "without mpirun/srun (`p2pscope bench gpu --backend nccl` takes one process per GPU)");

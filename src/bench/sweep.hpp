@@ -90,7 +90,4 @@ std::string describe(const SweepResult& r);
 // rows with full Stats, the matrix (one size), units; the caller adds metadata.
 nlohmann::json to_json(const SweepResult& r);
 
-// Ranks of an MPI launch seen in the environment (OMPI_COMM_WORLD_SIZE, PMI_SIZE...), 0 when none.
-int mpi_world_size();
-
 }  // namespace p2pscope::bench

@@ -1,4 +1,5 @@
-// Which launcher started this process, read from the variables launchers set.
+// Where a multi-process run meets: the job id and the rendezvous address, on top of the
+// launcher table (p2pscope/launcher.hpp).
 #include <cstdlib>
 #include <string>
 
@@ -11,37 +12,11 @@
 namespace p2pscope {
 namespace {
 
-// One launcher's variable names; local ones may be absent (then one host is assumed).
-struct Scheme {
-  const char* launcher;
-  const char *rank, *size, *local_rank, *local_size;
-};
-constexpr Scheme kSchemes[] = {
-    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
-    {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
-    // srun's per-step count: a batch script also has SLURM_NTASKS (the allocation's),
-    // and as one process it must not wait for peers that will never come.
-    {"slurm", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID", "SLURM_STEP_TASKS_PER_NODE"},
-    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
-};
 // Variables whose value names the job (every rank of one job sees the same), so that two
 // jobs on one host get different ports and the rendezvous refuses another job's ranks.
 // Slurm's step id alone ("0") is the same in every job: it only qualifies SLURM_JOB_ID.
 constexpr const char* kJobIds[] = {"P2PSCOPE_JOB_ID", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "PMI_KVSNAME"};
 constexpr std::uint16_t kBasePort = 29600;  // ports 29600..45599: clear of torchrun's 29500
-
-int read_int(const EnvLookup& env, const char* name, int min_value) {
-  const char* v = env(name);
-  const std::string text = v ? v : "";
-  int x = 0;
-  try {
-    x = static_cast<int>(parse_int(text, name));
-  } catch (const Error&) {
-    throw UsageError(fmt::format("the launcher set {}='{}', which is not a number", name, text));
-  }
-  if (x < min_value) throw UsageError(fmt::format("the launcher set {}={}; expected at least {}", name, x, min_value));
-  return x;
-}
 
 // FNV-1a: stable across machines and runs, unlike std::hash.
 std::uint16_t port_for_job(const std::string& job) {
@@ -89,31 +64,9 @@ std::string job_id_of(const EnvLookup& env) {
 
 LaunchInfo detect_launch(const EnvLookup& env) {
   LaunchInfo li;
-  for (const Scheme& s : kSchemes) {
-    if (env(s.size) && !env(s.rank) && std::string(env(s.size)) != "1")
-      throw UsageError(fmt::format("the environment has {}={} but no {}: a launcher started this process only in part; "
-                                   "start it with the launcher (one rank each), or unset {}",
-                                   s.size, env(s.size), s.rank, s.size));
-    if (!env(s.rank) || !env(s.size)) continue;
-    li.launcher = s.launcher;
-    li.size = read_int(env, s.size, 1);
-    li.rank = read_int(env, s.rank, 0);
-    if (li.rank >= li.size)
-      throw UsageError(fmt::format("the launcher ({}) set {}={} but {}={}: a rank must be below the size", s.launcher,
-                                   s.rank, li.rank, s.size, li.size));
-    const bool has_local = env(s.local_rank) != nullptr;
-    li.local_rank = has_local ? read_int(env, s.local_rank, 0) : li.rank;
-    // SLURM_NTASKS_PER_NODE may read "4(x2)"; anything but a plain number means "unknown".
-    li.local_size = li.size;
-    if (env(s.local_size)) {
-      try {
-        li.local_size = read_int(env, s.local_size, 1);
-      } catch (const UsageError&) {
-        li.local_size = has_local ? li.local_rank + 1 : li.size;
-      }
-    }
-    break;
-  }
+  const LauncherRanks r = detect_launcher(env);  // the one launcher table (core/launcher.cpp)
+  li.launcher = r.launcher;
+  li.rank = r.rank, li.size = r.size, li.local_rank = r.local_rank, li.local_size = r.local_size;
   if (!li.multi_process()) return li;
 
   li.job_id = job_id_of(env);
