@@ -20,6 +20,7 @@
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/profile.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::app {
@@ -133,8 +134,7 @@ void run_gpu(const GpuOptions& o, Context& ctx) {
 void add_bench_commands(CLI::App& bench, Context& ctx) {
   auto g = std::make_shared<GpuOptions>();
   auto* c = bench.add_subcommand("gpu", "GPU point-to-point bandwidth and latency (ce, sm, staged, nccl; host without a GPU)");
-  std::string names;
-  for (const auto& n : bench::backend_names()) names += (names.empty() ? "" : ", ") + n;
+  const std::string names = join(bench::backend_names());
   c->add_option("--backend", g->backend, "one of: " + names + " (default: ce with 2+ GPUs, staged with one, else host)");
   c->add_option("--variant", g->variant,
                 "sm: push (source writes) or pull (destination reads); push@N = N blocks per SM. "

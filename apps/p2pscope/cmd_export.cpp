@@ -11,6 +11,7 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
 #include "p2pscope/simulate.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::app {
@@ -44,8 +45,7 @@ void write_out(const std::string& text, const std::string& out, const std::strin
 
 void add_export_command(CLI::App& app, Context& /*ctx*/) {
   auto o = std::make_shared<ExportOptions>();
-  std::string formats;
-  for (const auto& f : simulate::export_format_names()) formats += (formats.empty() ? "" : ", ") + f;
+  const std::string formats = join(simulate::export_format_names());
   auto* cmd = app.add_subcommand("export",
                                  "Export a campaign's link models (links.json from `p2pscope analyze`) for a simulator: "
                                  "ASTRA-sim's network.yml, a versioned JSON of every link, or the predictions CSV "

@@ -25,8 +25,11 @@ std::vector<std::string_view> split_words(std::string_view text);
 // for blank text and for an empty item ("ce,,sm", "ce,"), saying how to write it.
 std::vector<std::string> split_list(std::string_view text, std::string_view what, char sep = ',');
 
-// {"a", "b"} -> "a, b".
+// {"a", "b"} -> "a, b"; an empty item is still an item ("a,,b").
 std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");
+// Any other range of strings (a set, a span): join(names, ", ").
+template <class Range>
+std::string join(const Range& items, std::string_view sep = ", ");
 // Items rendered by `to_text` first: join(devices, ",", [](int d) { return std::to_string(d); }).
 template <class Range, class ToText>
 std::string join(const Range& items, std::string_view sep, ToText&& to_text) {
@@ -38,6 +41,11 @@ std::string join(const Range& items, std::string_view sep, ToText&& to_text) {
     out += to_text(item);
   }
   return out;
+}
+
+template <class Range>
+std::string join(const Range& items, std::string_view sep) {
+  return join(items, sep, [](const auto& s) -> std::string_view { return s; });
 }
 
 }  // namespace p2pscope

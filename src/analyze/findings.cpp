@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "analyze/campaign.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::analyze {
@@ -233,8 +234,7 @@ void throttling(const Campaign& c, std::vector<Finding>* out) {
     }
   }
   for (const auto& [g, v] : seen) {
-    std::string reasons;
-    for (const auto& r : v.second) reasons += (reasons.empty() ? "" : ", ") + r;
+    const std::string reasons = join(v.second);
     out->push_back({"throttling", "warning", fmt::format("GPU {}", g),
                     fmt::format("throttled in {} of {} samples: {}", v.first, total[g], reasons),
                     static_cast<double>(v.first)});

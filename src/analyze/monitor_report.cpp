@@ -10,6 +10,7 @@
 
 #include "analyze/campaign.hpp"
 #include "p2pscope/charts.hpp"
+#include "p2pscope/text.hpp"
 
 namespace p2pscope::analyze {
 namespace {
@@ -110,8 +111,7 @@ std::string monitor_timelines(const Campaign& c) {
   }
   o += "</div>\n";
   if (!flat.empty()) {
-    std::string names;
-    for (const auto& n : flat) names += (names.empty() ? "" : ", ") + n;
+    const std::string names = join(flat);
     o += fmt::format("<p class=\"note\">Not drawn, one interval each (the run was shorter than two of the monitor's "
                      "intervals): {}; their values are in monitor.csv.</p>\n", charts::xml_escape(names));
   }

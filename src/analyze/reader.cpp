@@ -223,9 +223,7 @@ void check_against_plan(Campaign* c) {
   }
   std::string what;
   if (n_missing) {
-    std::string list;
-    for (const auto& x : missing) list += (list.empty() ? "" : ", ") + x;
-    what = fmt::format("{} of {} planned (config, repetition) rows missing ({}{})", n_missing, planned, list,
+    what = fmt::format("{} of {} planned (config, repetition) rows missing ({}{})", n_missing, planned, join(missing),
                        n_missing > missing.size() ? ", ..." : "");
   }
   if (!c->last_line_whole) what += std::string(what.empty() ? "" : "; ") + "the log ends mid-line (cut or killed)";
@@ -276,8 +274,7 @@ void parse_execution_log(const std::string& text, const std::string& where, Camp
       if (isize < 0) missing.push_back("size_bytes");
       if (idur < 0) missing.push_back("duration_ns");
       if (!missing.empty()) {
-        std::string list;
-        for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+        const std::string list = join(missing);
         throw UsageError(fmt::format(
             "{}: missing required column(s) {} in header \"{}\"; an execution log (p2pscope profile) "
             "has config_id,src,dst,size_bytes,repetition,backend,ts_start_ns,ts_end_ns,duration_ns,gpu_duration_ns",

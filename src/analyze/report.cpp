@@ -11,6 +11,7 @@
 
 #include "analyze/campaign.hpp"
 #include "p2pscope/charts.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::analyze {
@@ -432,8 +433,7 @@ std::string render_report(const Campaign& c, const std::vector<ConfigSummary>& s
   if (c.metadata.contains("devices") && c.metadata["devices"].is_array())
     for (const auto& d : c.metadata["devices"])
       gpus += fmt::format("{}{}: {}", gpus.empty() ? "" : "; ", d.value("device", -1), d.value("name", std::string("?")));
-  std::string backend_list;
-  for (const auto& b : backends) backend_list += (backend_list.empty() ? "" : ", ") + b;
+  const std::string backend_list = join(backends);
   std::size_t measurement = 0;
   for (const auto& f : findings) measurement += about_measurement(f);
   std::string body = "<h1>p2pscope campaign report</h1>\n";

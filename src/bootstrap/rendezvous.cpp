@@ -25,6 +25,7 @@
 #include "p2pscope/auth.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/text.hpp"
 
 namespace p2pscope::rdv {
 namespace {
@@ -339,7 +340,7 @@ class Meeting {
     std::string missing, refused;
     for (int r = 1; r < place_.size; ++r)
       if (!peers_[static_cast<std::size_t>(r)].valid()) missing += (missing.empty() ? "" : ",") + std::to_string(r);
-    for (const auto& [kind, n] : refused_) refused += fmt::format("{}{} {}", refused.empty() ? "" : ", ", n, kind);
+    refused = join(refused_, ", ", [](const auto& kv) { return fmt::format("{} {}", kv.second, kv.first); });
     const std::string told =
         fmt::format("Rrank 0 gave up after {:.0f} s: rank(s) {} never joined", place_.timeout_s, missing);
     for (auto& s : peers_)

@@ -6,6 +6,7 @@
 
 #include "monitor/collect.hpp"
 #include "p2pscope/clock.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::monitor {
@@ -187,12 +188,6 @@ std::string shares_text(const Summary& s, const std::vector<int>& cpus) {
   if (parts[1].first >= 20) why += fmt::format(", {} {:.0f}%", parts[1].second, parts[1].first);
   return why;
 }
-
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& x : v) out += (out.empty() ? "" : ", ") + x;
-  return out;
-}
 }  // namespace
 
 std::vector<std::string> verdict_lines(const Summary& s) {
@@ -241,12 +236,9 @@ std::vector<std::string> verdict_lines(const Summary& s) {
   }
   for (const auto& g : s.gpus) {
     if (g.throttled_samples.empty()) continue;
-    std::string why;
+    const std::string why = join(g.throttled_samples, ", ", [](const auto& kv) { return kv.first; });
     int worst = 0;
-    for (const auto& [name, count] : g.throttled_samples) {
-      why += (why.empty() ? "" : ", ") + name;
-      worst = std::max(worst, count);
-    }
+    for (const auto& [name, count] : g.throttled_samples) worst = std::max(worst, count);
     out.push_back(fmt::format("GPU {} throttled: {} ({} of {} samples)", g.index, why, worst, g.samples));
   }
   return out;

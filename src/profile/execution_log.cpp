@@ -13,6 +13,7 @@
 
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
+#include "p2pscope/text.hpp"
 
 namespace p2pscope::profile {
 
@@ -32,18 +33,6 @@ std::string format_log_row(const LogRow& r) {
 
 namespace {
 
-std::vector<std::string_view> split_commas(std::string_view line) {
-  std::vector<std::string_view> out;
-  std::size_t start = 0;
-  while (true) {
-    const auto c = line.find(',', start);
-    out.push_back(line.substr(start, c == std::string_view::npos ? std::string_view::npos : c - start));
-    if (c == std::string_view::npos) break;
-    start = c + 1;
-  }
-  return out;
-}
-
 template <typename T>
 bool parse_num(std::string_view s, T& out) {
   if (s.empty()) return false;
@@ -52,7 +41,7 @@ bool parse_num(std::string_view s, T& out) {
 }
 
 bool parse_row(std::string_view line, LogRow& r, bool legacy) {
-  const auto f = split_commas(line);
+  const auto f = split_views(line, ',');
   if (f.size() != (legacy ? 12u : 15u)) return false;
   if (!parse_num(f[0], r.config_id) || !parse_num(f[1], r.src) || !parse_num(f[2], r.dst) ||
       !parse_num(f[3], r.size_bytes) || !parse_num(f[4], r.repetition) || f[5].empty() ||

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/text.hpp"
 
 namespace p2pscope::simulate {
 namespace {
@@ -164,8 +165,7 @@ AstraPlan plan_astra(const LinkSet& s, const std::string& backend, AstraBackend 
       if (ok && a != b) group = g, in = a, across = b;
     }
   }
-  std::string list;
-  for (const auto& c : classes) list += (list.empty() ? "" : ", ") + c;
+  const std::string list = join(classes);
   if (complete && classes.size() == 1) {
     plan.dims.push_back({*classes.begin(), p});
   } else if (group && ab == AstraBackend::unaware) {

@@ -195,9 +195,9 @@ std::string export_astra(const LinkSet& s, const std::string& backend, const Exp
   for (const auto& g : s.metadata.value("devices", nlohmann::json::array()))
     if (g.is_object() && g.contains("device") && g["device"].is_number_integer() && g.contains("name") && g["name"].is_string())
       names[g["device"].get<int>()] = comment_safe(g["name"].get<std::string>(), 60);
-  std::string ids, gpu_names;
+  std::string gpu_names;
+  const std::string ids = join(dev, ",", [](int d) { return std::to_string(d); });
   for (int d : dev) {
-    ids += (ids.empty() ? "" : ",") + std::to_string(d);
     if (names.count(d)) gpu_names += (gpu_names.empty() ? "" : "; ") + std::to_string(d) + ": " + names[d];
   }
   const bool gpu_timed = s.time_source == "gpu";
@@ -264,11 +264,7 @@ std::string export_astra(const LinkSet& s, const std::string& backend, const Exp
     bw.push_back(d.bandwidth_text);
     lat.push_back(d.latency_text);
   }
-  auto list = [](const std::vector<std::string>& v) {
-    std::string x;
-    for (const auto& e : v) x += (x.empty() ? "" : ", ") + e;
-    return "[ " + x + " ]";
-  };
+  auto list = [](const std::vector<std::string>& v) { return "[ " + join(v) + " ]"; };
   o += "\ntopology: " + list(topo) + "\n";
   o += "npus_count: " + list(npus) + "\n";
   o += "bandwidth: " + list(bw) + fmt::format("  # GB/s as ASTRA-sim reads it: 2^30 bytes/s{}\n", aware ? ", per link" : "");

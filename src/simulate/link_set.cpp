@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/text.hpp"
 
 namespace p2pscope::simulate {
 namespace fs = std::filesystem;
@@ -210,8 +211,7 @@ LinkSet read_link_set(const std::string& dir) {
 
 std::string choose_backend(const LinkSet& s, const std::string& wanted, std::vector<std::string>* notes) {
   const auto all = s.backends();
-  std::string list;
-  for (const auto& b : all) list += (list.empty() ? "" : ", ") + b;
+  const std::string list = join(all);
   if (!wanted.empty()) {
     if (std::find(all.begin(), all.end(), wanted) == all.end())
       throw UsageError(fmt::format("--backend {}: links.json has no links of that backend; it has: {}", wanted, list));

@@ -3,16 +3,11 @@
 
 #include "p2pscope/error.hpp"
 #include "p2pscope/simulate.hpp"
+#include "p2pscope/text.hpp"
 
 namespace p2pscope::simulate {
 namespace {
 constexpr const char* kCollectives[] = {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast"};
-
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
 }  // namespace
 
 std::vector<std::string> export_format_names() { return {"astra-sim", "json", "csv"}; }
@@ -53,16 +48,11 @@ Collective parse_collective(const std::string& text) {
 
 std::vector<Collective> parse_collective_list(const std::string& text) {
   std::vector<Collective> out;
-  std::size_t start = 0;
-  for (;;) {
-    const auto pos = text.find(',', start);
-    const std::string item = text.substr(start, pos == std::string::npos ? std::string::npos : pos - start);
+  for (const std::string& item : split_list(text, "--ops")) {
     const Collective c = parse_collective(item);
     bool seen = false;
     for (const auto x : out) seen = seen || x == c;
     if (!seen) out.push_back(c);
-    if (pos == std::string::npos) break;
-    start = pos + 1;
   }
   return out;
 }

@@ -10,6 +10,7 @@
 
 #include "p2pscope/error.hpp"
 #include "p2pscope/simulate.hpp"
+#include "p2pscope/text.hpp"
 #include "simulate/astra_model.hpp"
 #include "simulate/link_set.hpp"
 
@@ -137,9 +138,7 @@ Predictor::Predictor(const std::string& dir, const std::string& backend, AstraBa
   s.plan = plan_astra(s.set, s.backend, astra);  // devices ascending, as s.devices
   for (auto& n : contention_notes(dir)) s.notes.push_back(std::move(n));
   if (!assumed.empty()) {
-    std::string list;
-    for (const auto& x : assumed) list += (list.empty() ? "" : ", ") + x;
-    s.notes.push_back("not measured, the reverse direction's model used: " + list);
+    s.notes.push_back("not measured, the reverse direction's model used: " + join(assumed));
   }
 }
 
@@ -165,9 +164,7 @@ std::vector<std::string> Predictor::assumptions(Algorithm a) const {
                   s.endpoint_delay_ns),
       "sizes marked extrapolated put a link's model beyond the sizes the campaign measured",
       fmt::format("ranks in device order {}", [&] {
-        std::string x;
-        for (int d : s.devices) x += (x.empty() ? "" : ",") + std::to_string(d);
-        return x;
+        return join(s.devices, ",", [](int d) { return std::to_string(d); });
       }())};
   if (a == Algorithm::ring && s.plan.dims.size() == 2)
     out.push_back(fmt::format(

@@ -10,18 +10,11 @@
 
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
+#include "p2pscope/text.hpp"
 
 namespace fs = std::filesystem;
 
 namespace p2pscope {
-namespace {
-std::string trim(std::string s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return {};
-  const auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
-}  // namespace
 
 FsRoot::FsRoot(fs::path root) : root_(std::move(root)) {
   std::error_code ec;
@@ -48,7 +41,7 @@ std::optional<std::string> FsRoot::read_line(std::string_view abs) const {
   auto text = read(abs);
   if (!text) return std::nullopt;
   const auto nl = text->find('\n');
-  return trim(text->substr(0, nl));
+  return std::string(trim(std::string_view(*text).substr(0, nl)));
 }
 
 std::optional<std::int64_t> FsRoot::read_int(std::string_view abs) const {

@@ -8,20 +8,15 @@
 #include <cctype>
 #include <map>
 
+#include "p2pscope/text.hpp"
 #include "topo/detail.hpp"
 
 namespace p2pscope::topo::detail {
 namespace {
 
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r");
-  if (b == std::string::npos) return {};
-  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
-}
-
 // "00000000:00:06.0" / "0000:00:06.0" -> "0000:00:06.0", lower case; "" if not a bus id.
 std::string bus_id(std::string s) {
-  s = trim(s);
+  s = std::string(trim(s));
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (s.size() > 12) s = s.substr(s.size() - 12);
   return is_pci_address(s) ? s : std::string();
@@ -71,7 +66,7 @@ std::string xml_value(const std::string& x, const std::string& tag, std::size_t 
   if (b == std::string::npos || b >= to) return {};
   const auto s = b + tag.size() + 2;
   const auto e = x.find("</" + tag + ">", s);
-  return e == std::string::npos ? std::string() : trim(x.substr(s, e - s));
+  return e == std::string::npos ? std::string() : std::string(trim(std::string_view(x).substr(s, e - s)));
 }
 
 struct SmiGpu {
@@ -86,9 +81,7 @@ void add_captured_gpu_facts(const FsRoot& fs, Topology& t) {
   if (const auto csv = fs.read("/p2pscope/nvidia-smi-gpus.csv")) {
     for (const auto& line : lines_of(*csv)) {
       std::vector<std::string> f;
-      std::size_t b = 0;
-      for (std::size_t e; (e = line.find(',', b)) != std::string::npos; b = e + 1) f.push_back(trim(line.substr(b, e - b)));
-      f.push_back(trim(line.substr(b)));
+      for (const std::string_view v : split_views(line, ',')) f.emplace_back(trim(v));
       const auto idx = f.empty() ? std::nullopt : parse_id(f[0]);
       if (!idx || f.size() < 3) continue;
       SmiGpu g{bus_id(f[1]), f[2], f.size() > 3 ? f[3] : "", 0};

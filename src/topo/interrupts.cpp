@@ -5,6 +5,7 @@
 #include <cctype>
 #include <sstream>
 
+#include "p2pscope/text.hpp"
 #include "p2pscope/topo.hpp"
 #include "topo/detail.hpp"
 
@@ -41,11 +42,6 @@ std::vector<Token> tokens(const std::string& line) {
   return out;
 }
 
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r");
-  if (b == std::string::npos) return {};
-  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
-}
 }  // namespace
 
 std::uint64_t Irq::total() const {
@@ -115,7 +111,7 @@ InterruptTable parse_interrupts(const std::string& text) {
         name_from = tok[k].end;
         if (k + 1 < tok.size() && !looks_like_hwirq(irq.chip) && looks_like_hwirq(tok[k + 1].text)) name_from = tok[k + 1].end;
       }
-      irq.name = trim(line.substr(name_from));
+      irq.name = std::string(trim(std::string_view(line).substr(name_from)));
       t.irqs.push_back(std::move(irq));
     } else {
       // Named lines (LOC, NMI, ERR...) may carry a single total instead of columns.

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "p2pscope/table.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 #include "topo/detail.hpp"
 
@@ -120,8 +121,7 @@ std::string rdma_table(const Topology& t) {
       std::string v2 = "-";
       for (const auto& g : p.gids)
         if (g.type == "RoCE v2" && g.ipv4_mapped && v2 == "-") v2 = std::to_string(g.index) + " (" + g.ipv4 + ")";
-      std::string nd;
-      for (const auto& n : d.netdevs) nd += (nd.empty() ? "" : ",") + n;
+      const std::string nd = join(d.netdevs, ",");
       tab.add_row({d.name, std::to_string(p.port), d.pci, num(d.numa), p.state, p.link_layer, p.rate, nd,
                    std::to_string(p.gids.size()), v2});
     }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "p2pscope/text.hpp"
 #include "transport/net/loader.hpp"
 #include "transport/net/plugin_impl.hpp"
 
@@ -67,13 +68,7 @@ std::shared_ptr<Plugin> Plugin::load(const LoadOptions& opt) {
   if (request == "none")
     throw UsageError("NCCL_NET_PLUGIN=none: NCCL would use its internal transports; pass --plugin PATH");
   // NCCL 2.28 accepts a comma-separated list and takes the first that loads.
-  std::vector<std::string> list;
-  for (std::size_t pos = 0; pos <= request.size();) {
-    std::size_t e = request.find(',', pos);
-    if (e == std::string::npos) e = request.size();
-    list.push_back(request.substr(pos, e - pos));
-    pos = e + 1;
-  }
+  const std::vector<std::string> list = split_fields(request, ',');
   detail::OpenedLib lib;
   std::string errors;
   for (const auto& item : list) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "p2pscope/text.hpp"
 #include "transport/net/loader.hpp"
 #include "transport/net/plugin_impl.hpp"
 
@@ -18,11 +19,9 @@ Resolution resolve_like_nccl(const std::string& value) {
     return r;
   }
   std::string errors;
-  for (std::size_t pos = 0; pos <= value.size();) {
-    std::size_t e = value.find(',', pos);
-    if (e == std::string::npos) e = value.size();
+  for (const std::string& item : split_fields(value, ',')) {  // NCCL takes the first that loads
     try {
-      detail::OpenedLib lib = detail::open_plugin_file(value.substr(pos, e - pos));
+      detail::OpenedLib lib = detail::open_plugin_file(item);
       r.found = true;
       r.file = lib.file;
       r.path = lib.path;
@@ -37,7 +36,6 @@ Resolution resolve_like_nccl(const std::string& value) {
     } catch (const Error& ex) {
       errors += (errors.empty() ? "" : "; ") + std::string(ex.what());
     }
-    pos = e + 1;
   }
   r.reason = errors + (value.empty() ? " (NCCL then uses its internal IB/socket transports)" : "");
   return r;

@@ -9,6 +9,7 @@
 #include "p2pscope/affinity.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/units.hpp"
 #include "transport/tcp/datapath.hpp"
@@ -182,8 +183,7 @@ void prepare_session(Session& s) {
     for (const auto* b : {&s.local.tx_bind, &s.local.rx_bind}) {
       const char* dir = b == &s.local.tx_bind ? "TX" : "RX";
       if (!b->empty() && cpus_for(*b, *nic).empty()) {  // a typo, or a string written for other NICs
-        std::string named;
-        for (const auto& e : *b) named += (named.empty() ? "" : ", ") + e.nic;
+        const std::string named = join(*b, ", ", [](const auto& e) { return e.nic; });
         s.warnings.push_back(std::string(dir) + " binding has no entry for " + name + " (it names " + named +
                              "); its workers stay unpinned: add '" + name + ":CPUS' to pin them");
         continue;

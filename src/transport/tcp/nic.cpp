@@ -6,6 +6,7 @@
 
 #include "p2pscope/error.hpp"
 #include "p2pscope/fsroot.hpp"
+#include "p2pscope/text.hpp"
 
 namespace p2pscope::tcp {
 
@@ -33,8 +34,7 @@ NicAddr resolve_nic(const std::string& name_or_addr) {
   }
   for (const auto& n : nics)
     if (n.name == name_or_addr) return n;
-  std::string have;
-  for (const auto& n : nics) have += (have.empty() ? "" : ", ") + n.name + " (" + n.ipv4 + ")";
+  const std::string have = join(nics, ", ", [](const auto& n) { return n.name + " (" + n.ipv4 + ")"; });
   throw UsageError("unknown NIC '" + name_or_addr + "' (or it has no IPv4 address); NICs here: " +
                    (have.empty() ? "none with IPv4" : have));
 }

@@ -115,6 +115,8 @@ TEST(Predict, BadInput) {
   EXPECT_THROW(parse_collective("bcast"), UsageError);
   EXPECT_THROW(parse_algorithm("butterfly"), UsageError);
   EXPECT_EQ(parse_collective_list("allreduce,alltoall,allreduce").size(), 2u);
+  EXPECT_EQ(parse_collective_list("allreduce, alltoall").size(), 2u);  // the one list splitter trims
+  EXPECT_THROW(parse_collective_list("allreduce,"), UsageError);
   try {
     parse_collective("reduce");
     FAIL();
