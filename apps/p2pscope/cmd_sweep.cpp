@@ -40,6 +40,7 @@ struct SweepTcpOptions {
   MonitorCliOptions monitor;  // monitor.csv in --out, summary in best.json
   bool net = false;     // sweep net: the data path is an NCCL net plugin
   std::string plugin;   // sweep net --plugin (NCCL_NET_PLUGIN rules, as bench net)
+  std::string dmabuf = "auto";  // sweep net --dmabuf (as bench net)
 };
 
 std::vector<std::uint32_t> int_list(const std::string& text, const char* what) {
@@ -75,6 +76,7 @@ std::string best_command(const SweepTcpOptions& o, const tcp::Params& base, std:
   const TcpCliOptions& e = o.engine;
   std::string c = o.net ? "p2pscope bench net" + (o.plugin.empty() ? "" : " --plugin " + shell_quote(o.plugin))
                         : "p2pscope bench tcp";
+  if (o.net && o.dmabuf != "auto") c += " --dmabuf " + o.dmabuf;
   c += fmt::format(" --mode {} --mem {} --channels {} --sockets-per-channel {} --window {} --chunk {} --size {}", e.mode,
                    e.mem, channels, sockets, window, format_size_compact(chunk), format_size_compact(base.size_bytes));
   if (o.client.empty()) {
@@ -157,8 +159,9 @@ void run(const SweepTcpOptions& given, Context& ctx) {
   if (o.net) {  // one plugin for every point (and both sides of the loopback)
     net::LoadOptions lo;
     lo.plugin = o.plugin;
+    const tcp::DmabufMode dmabuf = tcp::parse_dmabuf_mode(o.dmabuf);
     const auto plugin = net::Plugin::load(lo);
-    local.path = tcp::make_plugin_path(plugin);
+    local.path = tcp::make_plugin_path(plugin, dmabuf);
     std::cerr << "p2pscope sweep net: loaded " << plugin->describe() << "\n";
   }
   tcp::Params base = o.engine.params();
@@ -270,9 +273,11 @@ void add_sweep_commands(CLI::App& app, Context& ctx) {
     auto* c = net ? sweep->add_subcommand("net", "bench net (an NCCL net plugin) over channels x chunk x window "
                                                  "(x comms per channel), repeated; output as sweep tcp")
                   : sweep->add_subcommand("tcp", "TCP engine over channels x chunk x window (x sockets), repeated");
-    if (net)
+    if (net) {
       c->add_option("--plugin", o->plugin, "plugin: a path, a file name or NAME (libnccl-net-NAME.so); default "
                                            "$NCCL_NET_PLUGIN, else libnccl-net.so, as NCCL resolves it");
+      c->add_option("--dmabuf", o->dmabuf, "--mem gpu: auto, on or off (as bench net)")->capture_default_str();
+    }
     c->add_option("--channels-list", o->channels_list, "channel counts, e.g. 1,2,4,8 or 1:16")->capture_default_str();
     c->add_option("--chunk-list", o->chunk_list, "chunk sizes, e.g. 256K,1M,4M or 64K:4M")->capture_default_str();
     c->add_option("--window-list", o->window_list, "windows, e.g. 1,4,16")->capture_default_str();

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "netplugin_ref/refnet_dmabuf.hpp"
 #include "netplugin_ref/refnet_state.hpp"
 
 namespace refnet {
@@ -298,6 +299,37 @@ Result reg_mr(void* comm, void* data, std::size_t size, int type, void** mhandle
   c->mrs.push_back(new Mr{data, size});
   *mhandle = c->mrs.back();
   return abi::kSuccess;
+}
+
+namespace {
+std::atomic<unsigned long long> g_dmabuf_regs{0};
+}  // namespace
+
+unsigned long long dmabuf_registrations() { return g_dmabuf_regs.load(); }
+
+// As a DMA-BUF plugin would (ibv_reg_dmabuf_mr takes the fd, offset and size): the fd
+// must be a dma-buf covering [offset, offset + size). The bytes then move as regMr's
+// would (CUDA memory staged through host buffers); the fd is not kept: NCCL closes it
+// once this returns.
+Result reg_mr_dmabuf(void* comm, void* data, std::size_t size, int type, std::uint64_t offset, int fd,
+                     void** mhandle) {
+  if (!g.dmabuf) {
+    WARN("refnet: regMrDmaBuf called, but this plugin does not advertise NCCL_PTR_DMABUF (set "
+         "P2PSCOPE_REFNET_DMABUF=1 with libcuda.so.1 present)");
+    return abi::kInvalidUsage;
+  }
+  if (const std::string why = check_dmabuf_fd(fd, offset, size); !why.empty()) {
+    WARN("refnet: regMrDmaBuf(%zu bytes at %p, offset %llu): fd %d %s", size, data, (unsigned long long)offset, fd,
+         why.c_str());
+    return abi::kInvalidArgument;
+  }
+  const Result r = reg_mr(comm, data, size, type, mhandle);
+  if (r == abi::kSuccess) {
+    g_dmabuf_regs.fetch_add(1);
+    INFO("refnet: regMrDmaBuf of %zu bytes at %p through dma-buf fd %d (offset %llu)", size, data, fd,
+         (unsigned long long)offset);
+  }
+  return r;
 }
 
 Result dereg_mr(void* comm, void* mhandle) {

@@ -29,6 +29,7 @@ struct Config {
   bool fault_send = true, fault_recv = false;
   bool zero_devices = false, init_fail = false;
   bool cuda = false;  // P2PSCOPE_REFNET_CUDA=1 and libcuda.so.1 loaded
+  bool dmabuf = false;  // P2PSCOPE_REFNET_DMABUF=1 (with CUDA): NCCL_PTR_DMABUF advertised
   abi::Logger log = nullptr;
 };
 extern Config g;  // set by init; read-only while comms exist
