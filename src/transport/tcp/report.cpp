@@ -21,7 +21,8 @@ std::string registration_text(const SideReport& s) {
     if (!c.registration.empty())
       by[c.registration].push_back(c.dir + " gpu " + std::to_string(c.gpu) + " ch " + std::to_string(c.channel));
   auto call = [](const std::string& r) {
-    return r == "dmabuf" ? std::string("regMrDmaBuf (dma-buf fd of the CUDA buffer)") : "regMr of " + r + " memory";
+    if (r == "dmabuf") return std::string("regMrDmaBuf (dma-buf fd of the CUDA buffer)");
+    return "regMr of " + (r == "cuda" ? std::string("CUDA") : r) + " memory";
   };
   if (by.empty()) return "";
   if (by.size() == 1) return call(by.begin()->first) + " on all " + std::to_string(by.begin()->second.size()) + " channel(s)";
