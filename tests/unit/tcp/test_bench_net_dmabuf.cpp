@@ -10,6 +10,7 @@
 #include "p2pscope/netplugin.hpp"
 #include "p2pscope/tcp.hpp"
 #include "transport/tcp/datapath.hpp"
+#include "transport/tcp/memory.hpp"
 #include "unit/net/net_test_util.hpp"
 
 using namespace p2pscope;
@@ -181,4 +182,24 @@ TEST(BenchNetDmabuf, RegistrationCrossesTheWireAndOlderPeersReadAsUnknown) {
   EXPECT_TRUE(has(text, "client registration: regMr of CUDA memory on c2s gpu 0 ch 1; regMrDmaBuf (dma-buf fd of the "
                         "CUDA buffer) on c2s gpu 0 ch 0"))
       << text;
+}
+
+// The range handed to cuMemGetHandleForAddressRange: whole pages around the buffer, and
+// where the buffer starts in it (what regMrDmaBuf's offset says).
+TEST(BenchNetDmabuf, PageRangeWidensToWholePagesAndKeepsTheOffset) {
+  auto pr = page_range(0x10000, 4096, 4096);
+  EXPECT_EQ(pr.base, 0x10000u);
+  EXPECT_EQ(pr.bytes, 4096u);
+  EXPECT_EQ(pr.offset, 0u);
+  pr = page_range(0x10234, 100, 4096);
+  EXPECT_EQ(pr.base, 0x10000u);
+  EXPECT_EQ(pr.bytes, 4096u);
+  EXPECT_EQ(pr.offset, 0x234u);
+  pr = page_range(0x10ff0, 0x20, 4096);  // crosses a page boundary: two pages
+  EXPECT_EQ(pr.base, 0x10000u);
+  EXPECT_EQ(pr.bytes, 8192u);
+  EXPECT_EQ(pr.offset, 0xff0u);
+  pr = page_range(0x200000, (64u << 20) + 4099, 65536);  // 64 KiB pages (aarch64 kernels)
+  EXPECT_EQ(pr.bytes, (64u << 20) + 65536);
+  EXPECT_EQ(pr.offset, 0u);
 }
