@@ -1,7 +1,7 @@
 #pragma once
 // Is an fd handed to regMrDmaBuf a real dma-buf, and does it cover offset + size? The
 // kernel says so in /proc/self/fdinfo/FD: a dma-buf's file carries "size:" (bytes) and
-// "exp_name:" (its exporter, "nvidia" for CUDA memory) lines that no other file has
+// "exp_name:" (its exporter, "nv_dmabuf" for CUDA memory) lines that no other file has
 // (drivers/dma-buf/dma-buf.c, dma_buf_show_fdinfo). Without /proc, fstat tells plain
 // files, pipes, sockets and devices apart from it. Header-only: the reference plugin
 // uses it and the unit tests parse captured fdinfo text with it.

@@ -50,10 +50,10 @@ class FakeProc {
 }  // namespace
 
 TEST(RefnetDmabufFdinfo, ParsesTheExporterAndSizeOfANvidiaDmabuf) {
-  const auto info = refnet::parse_dmabuf_fdinfo(fixture("fdinfo-nvidia.txt"));
+  const auto info = refnet::parse_dmabuf_fdinfo(fixture("fdinfo-nvidia-h100.txt"));
   EXPECT_TRUE(info.is_dmabuf);
-  EXPECT_EQ(info.exporter, "nvidia");
-  EXPECT_EQ(info.size, 69206016u);  // 66 MiB: the pages of the buffer, as exported
+  EXPECT_EQ(info.exporter, "nv_dmabuf");  // NVIDIA's open kernel module, 580 driver
+  EXPECT_EQ(info.size, 69222400u);        // the 69218361-byte buffer widened to whole pages
 }
 
 TEST(RefnetDmabufFdinfo, OtherFilesHaveNoExporter) {
@@ -77,12 +77,12 @@ TEST(RefnetDmabufFdinfo, CoverageOfOffsetPlusSize) {
   int p[2];
   ASSERT_EQ(pipe(p), 0);
   FakeProc proc;
-  const std::string dir = proc.with(p[0], fixture("fdinfo-nvidia.txt"));
-  const std::uint64_t total = 69206016;
+  const std::string dir = proc.with(p[0], fixture("fdinfo-nvidia-h100.txt"));
+  const std::uint64_t total = 69222400;
   EXPECT_EQ(refnet::check_dmabuf_fd(p[0], 0, total, dir), "");
   EXPECT_EQ(refnet::check_dmabuf_fd(p[0], 4096, total - 4096, dir), "");
   const std::string over = refnet::check_dmabuf_fd(p[0], 4096, total - 4095, dir);
-  EXPECT_TRUE(has(over, "dma-buf of 69206016 bytes") && has(over, "exporter nvidia") && has(over, "too small for offset 4096"))
+  EXPECT_TRUE(has(over, "dma-buf of 69222400 bytes") && has(over, "exporter nv_dmabuf") && has(over, "too small for offset 4096"))
       << over;
   EXPECT_NE(refnet::check_dmabuf_fd(p[0], ~std::uint64_t{0}, 2, dir), "") << "offset + size wrapping past 2^64";
   close(p[0]);
