@@ -410,7 +410,13 @@ class PluginPath final : public DataPath {
     std::string why_not;
     if (dmabuf_ == DmabufMode::off) why_not = "--dmabuf off";
     if (why_not.empty()) why_not = device_no_dmabuf(*plugin_, comm.device());
-    if (why_not.empty()) why_not = gpu_no_dmabuf(b.gpu());
+    if (why_not.empty()) {
+      why_not = gpu_no_dmabuf(b.gpu());
+      // auto: the plugin would take a dma-buf but the GPU cannot give one; say so once.
+      const std::string note = "the plugin offers DMA-BUF but " + why_not + ": registered with regMr";
+      if (!why_not.empty() && std::find(s.warnings.begin(), s.warnings.end(), note) == s.warnings.end())
+        s.warnings.push_back(note);
+    }
     if (!why_not.empty() && dmabuf_ == DmabufMode::on) throw UsageError("--dmabuf on: " + why_not);
     const DmabufFd* fd = nullptr;
     if (why_not.empty()) {
