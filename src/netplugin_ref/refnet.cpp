@@ -248,6 +248,15 @@ Result progress(Comm* c) {
   return abi::kSuccess;
 }
 
+// P2PSCOPE_REFNET_MAX_REQUESTS: a post past that many outstanding fails, as plugins
+// with a fixed request pool do (NCCL's socket transport, google/nccl-fastsocket).
+bool out_of_requests(const Comm* c) {
+  if (!g.max_requests || c->tail - c->head < g.max_requests) return false;
+  WARN("refnet: unable to allocate requests: %llu outstanding on this comm (P2PSCOPE_REFNET_MAX_REQUESTS)",
+       static_cast<unsigned long long>(c->tail - c->head));
+  return true;
+}
+
 // Post a request: NULL when the window is full or a NULL fault is armed.
 Req* post(Comm* c, char* data, std::size_t size) {
   long long left = g_null_left.load();
@@ -316,6 +325,7 @@ Result isend(void* send_comm, void* data, std::size_t size, int, void* mhandle, 
   auto* c = static_cast<Comm*>(send_comm);
   if (c->err != abi::kSuccess) return c->err;
   const Mr* mr = static_cast<const Mr*>(mhandle);
+  if (out_of_requests(c)) return abi::kInternalError;
   *request = post(c, static_cast<char*>(data), size);
   if (*request && mr && mr->cuda) {
     // Stage the GPU bytes now: the send then runs from host memory like any other.
@@ -344,6 +354,7 @@ Result irecv(void* recv_comm, int n, void** data, const std::size_t* sizes, int*
     WARN("refnet: UNPACK receive of %zu bytes exceeds the %zu-byte slice", sizes[0], kUnpackSliceBytes);
     return abi::kInvalidUsage;
   }
+  if (out_of_requests(c)) return abi::kInternalError;
   *request = post(c, static_cast<char*>(data[0]), sizes[0]);
   const Mr* mr = mhandles ? static_cast<const Mr*>(mhandles[0]) : nullptr;
   if (*request && mr && mr->cuda && !c->meta) {

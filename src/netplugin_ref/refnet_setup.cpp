@@ -96,6 +96,7 @@ Result init(abi::Logger log) {
     g.cuda = load_cuda();
     if (!g.cuda) WARN("refnet: P2PSCOPE_REFNET_CUDA=1 but libcuda.so.1 could not be loaded: host memory only");
   }
+  g.max_requests = env_u64("P2PSCOPE_REFNET_MAX_REQUESTS", 0);
   g.fail_after = env_u64("P2PSCOPE_REFNET_FAIL_AFTER_BYTES", kOff);
   g.die_after = env_u64("P2PSCOPE_REFNET_DIE_AFTER_BYTES", kOff);
   const char* side = std::getenv("P2PSCOPE_REFNET_FAULT_SIDE");

@@ -29,6 +29,7 @@ struct Config {
   bool fault_send = true, fault_recv = false;
   bool zero_devices = false, init_fail = false;
   bool cuda = false;  // P2PSCOPE_REFNET_CUDA=1 and libcuda.so.1 loaded
+  std::uint64_t max_requests = 0;  // P2PSCOPE_REFNET_MAX_REQUESTS: past it a post fails (0: NULL at the window)
   abi::Logger log = nullptr;
 };
 extern Config g;  // set by init; read-only while comms exist
