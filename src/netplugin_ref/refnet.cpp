@@ -377,8 +377,19 @@ Result test(void* request, int* done, int* size) {
   auto* r = static_cast<Req*>(request);
   Comm* c = r->comm;
   *done = 0;
+  if (g.test_delay_us && !c->send) ::usleep(static_cast<useconds_t>(g.test_delay_us));
   Result res = progress(c);
   if (res != abi::kSuccess) return res;
+  // P2PSCOPE_REFNET_EOF_FAILS: as plugins that read their socket until EAGAIN (NCCL's
+  // socket transport, google/nccl-fastsocket), the peer's close is an error even when
+  // every posted receive has its bytes.
+  char b = 0;
+  if (g.eof_fails && !c->send && c->active == c->tail && c->carry.empty() &&
+      ::recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+    WARN("refnet: connection closed by the peer (P2PSCOPE_REFNET_EOF_FAILS), request #%llu",
+         static_cast<unsigned long long>(r->seq));
+    return fail(c, abi::kRemoteError);
+  }
   if (!r->complete) return abi::kSuccess;
   *done = 1;
   if (size) *size = static_cast<int>(std::min<std::size_t>(r->total, INT_MAX));

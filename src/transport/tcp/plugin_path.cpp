@@ -325,6 +325,11 @@ class PluginPath final : public DataPath {
 
   std::uint32_t threads_per_link(const Params&, bool) const override { return 1; }
 
+  // Socket plugins that read until EAGAIN fail a receive whose peer already closed,
+  // last bytes in or not (fastsocket's last echo in latency mode, ~1 run in 6); NCCL
+  // closes comms only after a barrier, and so does the session.
+  bool linger_until_client_closes() const override { return true; }
+
   void open_client(Session& s, Socket& ctrl, const ClientOptions&, const std::string&) override { open(s, ctrl); }
   void open_server(Session& s, Socket& ctrl, Gate&, const std::string&) override { open(s, ctrl); }
 

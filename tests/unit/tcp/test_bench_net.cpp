@@ -275,6 +275,28 @@ TEST(BenchNet, WindowOverTheRequestsAnOldAbiPromisesStaysWithinThem) {
   EXPECT_TRUE(warned) << ::testing::PrintToString(r.client.warnings);
 }
 
+// A plugin that reads its socket until EAGAIN fails a receive whose peer closed, last
+// bytes in or not (fastsocket's last echo of a latency run, about 1 run in 6). Reverse
+// bw into a slow client: the server's sends are done at once, so closing its comms
+// with its figures would fail the client's last receive; it waits for the client.
+TEST(BenchNet, ServerKeepsItsCommsOpenUntilTheClientHasItsLastBytes) {
+  auto plugin = load(net::kMaxAbiVersion,
+                     {{"P2PSCOPE_REFNET_EOF_FAILS", "1"}, {"P2PSCOPE_REFNET_TEST_DELAY_US", "2000"}});
+  Params p = small();
+  p.reverse = true;
+  p.channels = 1;
+  p.sockets_per_channel = 1;
+  p.size_bytes = 1u << 20;
+  p.chunk_bytes = 64u << 10;
+  const Both b = run_both(p, over(plugin));
+  ASSERT_EQ(b.client_error, "");
+  ASSERT_EQ(b.server_error, "");
+  EXPECT_EQ(b.client.failure, "");
+  EXPECT_EQ(b.server.failure, "");
+  EXPECT_EQ(b.client.rounds_completed, p.iters);
+  EXPECT_EQ(b.client.client.verified_bytes, p.size_bytes * (p.warmup + p.iters));
+}
+
 // NULL forever: nothing can be posted; both sides give up at the timeout and say so.
 TEST(BenchNetFaults, NullRequestsForeverFailBothSidesAtTheTimeout) {
   auto plugin = load(net::kMaxAbiVersion, {{"P2PSCOPE_REFNET_NULL_REQUESTS", "forever"}});
