@@ -280,8 +280,8 @@ TEST(BenchNet, WindowOverTheRequestsAnOldAbiPromisesStaysWithinThem) {
 // bw into a slow client: the server's sends are done at once, so closing its comms
 // with its figures would fail the client's last receive; it waits for the client.
 TEST(BenchNet, ServerKeepsItsCommsOpenUntilTheClientHasItsLastBytes) {
-  auto plugin = load(net::kMaxAbiVersion,
-                     {{"P2PSCOPE_REFNET_EOF_FAILS", "1"}, {"P2PSCOPE_REFNET_TEST_DELAY_US", "2000"}});
+  auto plugin =
+      load(net::kMaxAbiVersion, {{"P2PSCOPE_REFNET_EOF_FAILS", "1"}, {"P2PSCOPE_REFNET_TEST_DELAY_US", "2000"}});
   Params p = small();
   p.reverse = true;
   p.channels = 1;
