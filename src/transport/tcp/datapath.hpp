@@ -50,6 +50,9 @@ class DataPath {
   virtual void run_workers(Session& s, std::uint32_t round, bool timed) = 0;
   // Workers this side runs per link (for the server's thread limit).
   virtual std::uint32_t threads_per_link(const Params& p, bool sends) const = 0;
+  // Server, its figures sent: keep the links open until the client closes the control
+  // connection (bounded by the timeout), so no client receive sees this side close.
+  virtual bool linger_until_client_closes() const { return false; }
 };
 
 std::shared_ptr<DataPath> make_socket_path();

@@ -41,6 +41,10 @@ struct PluginLink final : LinkState {
 
 PluginLink& link_of(Conn& c) { return static_cast<PluginLink&>(*c.link); }
 
+std::uint32_t per_comm_limit(const net::Plugin& plugin) {
+  return static_cast<std::uint32_t>(net::max_requests_per_comm(plugin.version()));
+}
+
 std::string hex(const net::NetHandle& h) {
   static const char* d = "0123456789abcdef";
   std::string out;
@@ -88,7 +92,7 @@ void plugin_sender(WorkerArgs a) {
     PluginLink& l = link_of(a.c);
     const auto chunks = chunks_of(p, a.c.channel, a.c.socket);
     const Buffer& src = a.s.src[a.c.gpu_slot];
-    const std::uint32_t window = std::min(p.window, kMaxRequestsPerComm);
+    const std::uint32_t window = std::min(p.window, per_comm_limit(*l.send.plugin()));
     std::deque<std::int64_t> posted_ns;
     std::size_t posted = 0, done = 0;
     Watchdog dog(p.timeout_s);
@@ -165,7 +169,8 @@ void plugin_receiver(WorkerArgs a) {
     const std::uint64_t seed = a.s.seed(a.c.c2s, a.c.gpu_slot, a.round);
     const net::DeviceProps& dev = l.recv.plugin()->device(l.dev);
     const bool unpack = l.recv.unpack();
-    const std::uint32_t window = std::min(p.window, unpack ? kUnpackQueueDepth : kMaxRequestsPerComm);
+    const std::uint32_t window =
+        std::min({p.window, per_comm_limit(*l.recv.plugin()), unpack ? kUnpackQueueDepth : kMaxRequestsPerComm});
     std::size_t posted = 0, done = 0;
     Watchdog dog(p.timeout_s);
     auto where = [&](std::size_t j) {
@@ -343,11 +348,22 @@ class PluginPath final : public DataPath {
 
   std::uint32_t threads_per_link(const Params&, bool) const override { return 1; }
 
+  // Socket plugins that read until EAGAIN fail a receive whose peer already closed,
+  // last bytes in or not (fastsocket's last echo in latency mode, ~1 run in 6); NCCL
+  // closes comms only after a barrier, and so does the session.
+  bool linger_until_client_closes() const override { return true; }
+
   void open_client(Session& s, Socket& ctrl, const ClientOptions&, const std::string&) override { open(s, ctrl); }
   void open_server(Session& s, Socket& ctrl, Gate&, const std::string&) override { open(s, ctrl); }
 
   void prepare(Session& s) override {
     Exported exported;
+    const std::uint32_t limit = per_comm_limit(*plugin_);
+    if (s.p.mode != Mode::latency && s.p.window > limit)
+      s.warnings.push_back("--window " + std::to_string(s.p.window) + " is over the " + std::to_string(limit) +
+                           " requests per comm an ABI v" + std::to_string(plugin_->version()) +
+                           " plugin must take (NCCL_NET_MAX_REQUESTS of its headers): each comm keeps at most " +
+                           std::to_string(limit) + " in flight");
     for (auto& c : s.conns) {
       PluginLink& l = link_of(*c);
       if (s.p.mode == Mode::latency) {  // client: ping from src, echo into dst; server: both in dst
