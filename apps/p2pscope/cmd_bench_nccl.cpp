@@ -58,19 +58,17 @@ void run_nccl(const NcclOptions& o, Context& ctx) {
   if (!bench::nccl_collectives_built()) bench::run_collective(spec);  // throws "not built in"
 
   // Under a launcher every rank drives one GPU and takes part in every call.
-  const LaunchInfo launch = detect_launch();
-  std::unique_ptr<bench::CollectiveRanks> ranks;
-  std::vector<std::string> rank_cpus, rank_names;
-  if (launch.multi_process()) {
+  const Launched launched = bring_up_ranks(ctx, [&o](const LaunchInfo& l) {
     if (!o.gpus.empty())
       throw UsageError(fmt::format("--gpus: this is rank {} of {} ({}), and under a launcher each rank drives the GPU of its "
                                    "local rank; choose the GPUs with CUDA_VISIBLE_DEVICES and their number with -np",
-                                   launch.rank, launch.size, launch.launcher));
-    std::shared_ptr<Bootstrap> boot = make_bootstrap(  // rank 0 says what it refused on stderr
-        launch, 120, [](const std::string& l) { std::fprintf(stderr, "p2pscope: %s\n", l.c_str()); });
-    check_same_arguments(*boot, ctx.argv);
-    rank_cpus = gather_rank_cpus(*boot);
-    ranks = bench::make_collective_ranks(boot, launch.local_rank);
+                                   l.rank, l.size, l.launcher));
+  });
+  const LaunchInfo& launch = launched.launch;
+  std::unique_ptr<bench::CollectiveRanks> ranks;
+  std::vector<std::string> rank_names;
+  if (launched.boot) {
+    ranks = bench::make_collective_ranks(launched.boot, launch.local_rank);
     for (int r = 0; r < ranks->ranks(); ++r) {
       spec.gpus.push_back(r);
       rank_names.push_back(ranks->rank_name(r));
@@ -153,7 +151,7 @@ void run_nccl(const NcclOptions& o, Context& ctx) {
                         {"dtype", bench::to_string(spec.type)}, {"gpus", spec.gpus},
                         {"ranks", n}, {"formula", bench::busbw_formula_text(spec.op)}, {"description", what},
                         {"data_ok", failure.empty()}, {"rows", rows}};
-    j["launch"] = launch_json(launch, rank_cpus);
+    j["launch"] = launch_json(launch, launched.rank_cpus);
     if (ranks) j["rank_gpus"] = rank_names;
     if (!stopped.empty()) j["stopped"] = stopped;
     if (interrupted) j["interrupted"] = true;

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "bench/nccl_collective.hpp"
+#include "bench_common.hpp"
 #include "commands.hpp"
 #include "p2pscope/charts.hpp"
 #include "p2pscope/error.hpp"
@@ -100,6 +101,7 @@ void run_predict(const PredictOptions& o, Context& ctx) {
   for (const auto& n : pr.notes()) std::fprintf(stderr, "note: %s\n", n.c_str());
 
   std::string no_measure;
+  if (o.measure) bring_up_ranks(ctx, one_process_only("predict --measure"));  // it drives the campaign's GPUs itself
   if (o.measure) no_measure = why_no_measure(pr.devices(), pr.backend());
   const bool measuring = o.measure && no_measure.empty();
   std::vector<std::string> head = {"op", "algo", "size", "size_bytes", "steps", "predicted_us", "algbw_GBps",

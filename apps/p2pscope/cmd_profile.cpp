@@ -13,6 +13,7 @@
 
 #include "bench/driven_backend.hpp"
 #include "bench/sweep.hpp"
+#include "bench_common.hpp"
 #include "commands.hpp"
 #include "monitor_options.hpp"
 #include "profile_pattern.hpp"
@@ -163,6 +164,7 @@ void add_profile_command(CLI::App& app, Context& ctx) {
   cmd->callback([o, &ctx, gpus, sizes, backend, seed, warmup, reps] {
     if (!o->pattern.pattern.empty()) {  // profile_pattern.cpp
       if (!o->pairs.empty() || !o->resume.empty()) throw UsageError("--pattern takes --gpus, not --pairs or --resume");
+      bring_up_ranks(ctx, one_process_only("profile --pattern"));  // k flows at once from one process
       run_profile_pattern(o->pattern, o->gpus, o->sizes, o->backend, o->warmup, o->reps, o->out, o->out_root, ctx);
       return;
     }
@@ -190,15 +192,16 @@ void add_profile_command(CLI::App& app, Context& ctx) {
 
     // Under mpirun/srun/torchrun: one process per GPU. Rank 0 runs the campaign and
     // writes everything; the other ranks serve its collective calls (driven_backend.hpp).
-    const LaunchInfo launch = detect_launch();
-    if (launch.multi_process()) {
+    const Launched launched = bring_up_ranks(ctx, [&p](const LaunchInfo& l) {
       if (!p.backends) p.backends = std::vector<std::string>{"nccl"};
       if (*p.backends != std::vector<std::string>{"nccl"})
         throw UsageError(fmt::format("this is rank {} of {} processes ({}): a campaign of one process per GPU runs "
                                      "--backend nccl only; the other backends drive every GPU from one process: run "
-                                     "them without the launcher", launch.rank, launch.size, launch.launcher));
-      std::shared_ptr<Bootstrap> boot = make_bootstrap(  // rank 0 says what it refused on stderr
-          launch, 120, [](const std::string& l) { std::fprintf(stderr, "p2pscope: %s\n", l.c_str()); });
+                                     "them without the launcher", l.rank, l.size, l.launcher));
+    });
+    const LaunchInfo& launch = launched.launch;
+    if (launched.boot) {
+      const std::shared_ptr<Bootstrap>& boot = launched.boot;
       bench::BackendOptions bo;
       bo.bootstrap = boot;
       bo.rank_device = launch.local_rank;

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "bench_common.hpp"
 #include "commands.hpp"
 #include "monitor_options.hpp"
 #include "p2pscope/charts.hpp"
@@ -145,6 +146,7 @@ void write_heatmap(const SweepTcpOptions& o, const std::vector<std::uint32_t>& c
 
 void run(const SweepTcpOptions& given, Context& ctx) {
   SweepTcpOptions o = given;
+  bring_up_ranks(ctx, one_process_only(o.net ? "sweep net" : "sweep tcp"));  // one sweep, not one per rank
   // Without --out, a folder of its own under p2pscope-out, as profile's campaigns.
   if (o.out.empty()) o.out = std::string("p2pscope-out/sweep-") + (o.net ? "net-" : "tcp-") + compact_timestamp(realtime_ns());
   if (o.reps < 1 || o.reps > 1000) throw UsageError("--reps must be in 1-1000");
