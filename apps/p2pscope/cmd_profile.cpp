@@ -128,6 +128,34 @@ void print_result(const profile::Result& r) {
   for (const auto& w : r.warnings) std::printf("warning: %s\n", w.c_str());
 }
 
+// Under mpirun/srun/torchrun: one process per GPU. Rank 0 runs the campaign and writes
+// everything; the other ranks serve its collective calls (driven_backend.hpp) and
+// return false once it ends. One process: nothing to do, true.
+bool join_ranks(profile::Params& p, Context& ctx) {
+  const Launched launched = bring_up_ranks(ctx, [&p](const LaunchInfo& l) {
+    if (!p.backends) p.backends = std::vector<std::string>{"nccl"};
+    if (*p.backends != std::vector<std::string>{"nccl"})
+      throw UsageError(fmt::format("this is rank {} of {} processes ({}): a campaign of one process per GPU runs "
+                                   "--backend nccl only; the other backends drive every GPU from one process: run "
+                                   "them without the launcher", l.rank, l.size, l.launcher));
+  });
+  if (!launched.boot) return true;
+  const std::shared_ptr<Bootstrap> boot = launched.boot;
+  bench::BackendOptions bo;
+  bo.bootstrap = boot;
+  bo.rank_device = launched.launch.local_rank;
+  if (launched.launch.rank != 0) {
+    std::signal(SIGINT, SIG_IGN);  // rank 0 decides when to stop (it saves, then tells us)
+    auto b = bench::make_backend("nccl", bo);
+    bench::serve_backend(*b, *boot);
+    return false;
+  }
+  p.make_backend = [bo, boot](const std::string& name) {
+    return bench::make_driven_backend(bench::make_backend(name, bo), boot);
+  };
+  return true;
+}
+
 }  // namespace
 
 void add_profile_command(CLI::App& app, Context& ctx) {
@@ -190,31 +218,7 @@ void add_profile_command(CLI::App& app, Context& ctx) {
     p.timing = profile::parse_timing(o->timing);
     p.min_sample_ns = profile::parse_min_sample_time(o->min_sample_time);
 
-    // Under mpirun/srun/torchrun: one process per GPU. Rank 0 runs the campaign and
-    // writes everything; the other ranks serve its collective calls (driven_backend.hpp).
-    const Launched launched = bring_up_ranks(ctx, [&p](const LaunchInfo& l) {
-      if (!p.backends) p.backends = std::vector<std::string>{"nccl"};
-      if (*p.backends != std::vector<std::string>{"nccl"})
-        throw UsageError(fmt::format("this is rank {} of {} processes ({}): a campaign of one process per GPU runs "
-                                     "--backend nccl only; the other backends drive every GPU from one process: run "
-                                     "them without the launcher", l.rank, l.size, l.launcher));
-    });
-    const LaunchInfo& launch = launched.launch;
-    if (launched.boot) {
-      const std::shared_ptr<Bootstrap>& boot = launched.boot;
-      bench::BackendOptions bo;
-      bo.bootstrap = boot;
-      bo.rank_device = launch.local_rank;
-      if (launch.rank != 0) {
-        std::signal(SIGINT, SIG_IGN);  // rank 0 decides when to stop (it saves, then tells us)
-        auto b = bench::make_backend("nccl", bo);
-        bench::serve_backend(*b, *boot);
-        return;
-      }
-      p.make_backend = [bo, boot](const std::string& name) {
-        return bench::make_driven_backend(bench::make_backend(name, bo), boot);
-      };
-    }
+    if (!join_ranks(p, ctx)) return;  // a rank other than 0: it served rank 0's campaign
 
     // The default backend (the one `run` picks): chosen here so it is said before the
     // campaign starts, and so a one-GPU host gets staged, not a refusal.

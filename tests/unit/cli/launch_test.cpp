@@ -63,6 +63,15 @@ void expect_two_ranks_end_together(const std::string& args, int port, const std:
   EXPECT_EQ(reason(r0.out), reason(one.out));
 }
 
+// Why a rank cannot be bound to one CPU for the test while rank 0 has several; "" when it can.
+std::string no_one_cpu_binding() {
+  if (std::system("taskset -c 0 true >/dev/null 2>&1") != 0) return "taskset is not available here";
+  cpu_set_t mine;
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0 || CPU_COUNT(&mine) < 2)
+    return "this test process may use fewer than 2 CPUs, so rank 0 would be warned about too";
+  return "";
+}
+
 }  // namespace
 
 TEST(Launch, TwoRanksMeetAndEndTogether) {
@@ -96,10 +105,7 @@ TEST(Launch, AMalformedRendezvousIsAUsageError) {
 // mpirun's default binds each rank to one core, where NCCL's proxy threads starve
 // (measured 12x slower over NCCL sockets): rank 0 must say so, whatever happens next.
 TEST(Launch, ARankBoundToOneCpuIsWarnedAbout) {
-  if (std::system("taskset -c 0 true >/dev/null 2>&1") != 0) GTEST_SKIP() << "taskset is not available here";
-  cpu_set_t mine;
-  if (sched_getaffinity(0, sizeof mine, &mine) != 0 || CPU_COUNT(&mine) < 2)
-    GTEST_SKIP() << "this test process may use fewer than 2 CPUs, so rank 0 would be warned about too";
+  if (const std::string why = no_one_cpu_binding(); !why.empty()) GTEST_SKIP() << why;
   const int port = test_port();
   const std::string args = "bench gpu --backend nccl --sizes 1M --iters 1 --warmup 1";
   auto r1 = std::async(std::launch::async, [&] { return run_rank(1, 2, port, args, "taskset -c 0"); });
@@ -147,10 +153,7 @@ TEST(Launch, ProfileRanksGivenDifferentArgumentsAreRefusedTogether) {
 
 // ... and profile's ranks are warned about a rank bound to one CPU, as the benches' are.
 TEST(Launch, ProfileWarnsAboutARankBoundToOneCpu) {
-  if (std::system("taskset -c 0 true >/dev/null 2>&1") != 0) GTEST_SKIP() << "taskset is not available here";
-  cpu_set_t mine;
-  if (sched_getaffinity(0, sizeof mine, &mine) != 0 || CPU_COUNT(&mine) < 2)
-    GTEST_SKIP() << "this test process may use fewer than 2 CPUs, so rank 0 would be warned about too";
+  if (const std::string why = no_one_cpu_binding(); !why.empty()) GTEST_SKIP() << why;
   const int port = test_port();
   const std::string out = "/tmp/p2pscope-launch-profile-cpu-" + std::to_string(::getpid());
   const std::string args = "profile --sizes 1M --reps 1 --warmup 0 --out " + out;
