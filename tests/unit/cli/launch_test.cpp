@@ -180,3 +180,14 @@ TEST(Launch, SweepTcpReadsTheLauncherEnvironmentLikeEveryCommand) {
   EXPECT_FALSE(std::filesystem::exists(out + "/sweep.csv")) << "refused before anything was measured";
   std::system(("rm -rf " + out).c_str());
 }
+
+// predict --measure runs NCCL over the campaign's GPUs from one process: N ranks would
+// each run it on the same GPUs at once. Without --measure nothing runs, nothing is refused.
+TEST(Launch, PredictMeasureUnderALauncherIsRefused) {
+  const std::string dir = std::string(P2PSCOPE_FIXTURES_DIR) + "/links/uniform4";
+  const auto measure = run_rank(0, 2, test_port(), "predict " + dir + " --ops allreduce --sizes 1M --measure");
+  EXPECT_EQ(measure.code, 2) << measure.out;
+  EXPECT_NE(measure.out.find("`predict --measure` runs as one process"), std::string::npos) << measure.out;
+  const auto plain = run_rank(0, 2, test_port(), "predict " + dir + " --ops allreduce --sizes 1M");
+  EXPECT_EQ(plain.code, 0) << plain.out;
+}
