@@ -3,21 +3,13 @@
 // holds figures of its own (a progress line, a changed table) must not report them.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
+#include "support/text_file.hpp"
 #include "tune/transport_run.hpp"
 
 using namespace p2pscope::tune;
+using p2pscope::test::read_text;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 const std::string kDir = std::string(P2PSCOPE_FIXTURES_DIR) + "/bench-nccl/";
 const std::map<std::string, std::string> kEnv = {{"NCCL_DEBUG", "INFO"}, {"NCCL_P2P_DISABLE", "1"}};
@@ -32,8 +24,8 @@ const char* kTwoRanks = R"({"schema_version": 3, "op": "allreduce", "ranks": 2, 
 }  // namespace
 
 TEST(TransportRun, ARealRunReadsItsFiguresFromTheJson) {
-  const auto r = read_transport_run("default", kEnv, 0, slurp(kDir + "h100x1-allreduce-1rank-info.log"),
-                                    slurp(kDir + "h100x1-allreduce-1rank.json"));
+  const auto r = read_transport_run("default", kEnv, 0, read_text(kDir + "h100x1-allreduce-1rank-info.log"),
+                                    read_text(kDir + "h100x1-allreduce-1rank.json"));
   EXPECT_TRUE(r.error.empty()) << r.error;
   EXPECT_EQ(r.label, "default");
   EXPECT_EQ(r.env, kEnv);
@@ -53,7 +45,7 @@ TEST(TransportRun, FiguresInThePrintedTextAreNotResults) {
   // a progress line and an nccl-tests-like table. The text reader takes both for
   // results (that is its job for logs), so the old scraping reported 999 GB/s here.
   const std::string printed =
-      slurp(kDir + "h100x1-allreduce-1rank-info.log") +
+      read_text(kDir + "h100x1-allreduce-1rank-info.log") +
       "bench nccl: 2/2 allreduce 64MiB busbw=999.00 GB/s\n"
       "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
       "    67108864      16777216     float     sum      -1   100.00  671.09  671.09      0   100.00  671.09  671.09      0\n";
@@ -67,7 +59,7 @@ TEST(TransportRun, FiguresInThePrintedTextAreNotResults) {
 }
 
 TEST(TransportRun, AMissingOrBadResultIsSaidNotGuessed) {
-  const std::string out = slurp(kDir + "h100x1-allreduce-1rank-info.log") + "allreduce 64MiB busbw=999.00 GB/s\n";
+  const std::string out = read_text(kDir + "h100x1-allreduce-1rank-info.log") + "allreduce 64MiB busbw=999.00 GB/s\n";
   const auto none = read_transport_run("default", kEnv, 0, out, std::nullopt);
   EXPECT_EQ(none.error, "bench nccl wrote no JSON result");
   EXPECT_EQ(none.busbw_bytes_per_s, 0);
