@@ -53,7 +53,9 @@ NcclSweepResult start_result(const NcclSweepSpec& spec, CollectiveRanks* ranks) 
 
 }  // namespace
 
-std::string NcclSweepRow::check() const { return first_bad < 0 ? "ok" : fmt::format("BAD rank {} @{}", bad_rank, first_bad); }
+std::string NcclSweepRow::check() const {
+  return first_bad < 0 ? "ok" : fmt::format("BAD rank {} @{}", bad_rank, first_bad);
+}
 
 bool NcclSweepResult::all_held() const {
   for (const auto& r : rows)
@@ -66,8 +68,8 @@ std::string NcclSweepResult::first_failure() const {
     if (r.first_bad < 0) continue;
     const auto who = static_cast<std::size_t>(r.bad_rank);
     const std::string name = !rank_names.empty() && who < rank_names.size() ? rank_names[who]
-                             : who < gpus.size()                           ? fmt::format("GPU {}", gpus[who])
-                                                                           : fmt::format("rank {}", r.bad_rank);
+                             : who < gpus.size()                            ? fmt::format("GPU {}", gpus[who])
+                                                                            : fmt::format("rank {}", r.bad_rank);
     return fmt::format("{} at {}: rank {} ({}) holds a wrong value at element {}", to_string(op), format_size(r.bytes),
                        r.bad_rank, name, r.first_bad);
   }
@@ -117,9 +119,13 @@ nlohmann::json nccl_rows_json(const NcclSweepResult& r) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : r.rows) {
     const Stats& s = row.time_ns;
-    rows.push_back({{"size_bytes", row.bytes}, {"count", row.count}, {"type", to_string(r.type)},
+    rows.push_back({{"size_bytes", row.bytes},
+                    {"count", row.count},
+                    {"type", to_string(r.type)},
                     {"time_ns", {{"median", s.median}, {"p5", s.p5}, {"p95", s.p95}, {"cv", s.cv}, {"n", s.n}}},
-                    {"samples_ns", row.samples_ns}, {"algbw_GBps", row.algbw_GBps}, {"busbw_GBps", row.busbw_GBps},
+                    {"samples_ns", row.samples_ns},
+                    {"algbw_GBps", row.algbw_GBps},
+                    {"busbw_GBps", row.busbw_GBps},
                     {"check", row.check()}});
     if (!row.by_rank_ns.empty()) rows.back()["samples_ns_by_rank"] = row.by_rank_ns;
   }

@@ -36,9 +36,9 @@ struct NcclSweepRow {
   std::vector<double> samples_ns;
   std::vector<std::vector<double>> by_rank_ns;  // one process per GPU: each rank's own samples
   double algbw_GBps = 0, busbw_GBps = 0;        // 1e9 B/s, of the median time (formulas.hpp)
-  std::int64_t first_bad = -1;  // element index of the first wrong output, -1 when right
+  std::int64_t first_bad = -1;                  // element index of the first wrong output, -1 when right
   int bad_rank = -1;
-  bool held_start = true;  // false: too many ops queued to hold behind the spin kernel
+  bool held_start = true;     // false: too many ops queued to hold behind the spin kernel
   std::string check() const;  // "ok" or "BAD rank R @E"
 };
 

@@ -20,8 +20,8 @@ Params params_at(const Params& base, const SweepPoint& pt) {
 }
 
 std::string point_text(const SweepPoint& pt, int rep) {
-  return fmt::format("channels {} chunk {} window {} sockets {} rep {}", pt.channels, format_size_compact(pt.chunk_bytes),
-                     pt.window, pt.sockets_per_channel, rep);
+  return fmt::format("channels {} chunk {} window {} sockets {} rep {}", pt.channels,
+                     format_size_compact(pt.chunk_bytes), pt.window, pt.sockets_per_channel, rep);
 }
 
 SweepRun run_of(const SweepPoint& pt, int rep, const Results& r) {

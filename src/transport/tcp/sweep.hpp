@@ -50,11 +50,11 @@ struct SweepSpec {
 struct SweepResult {
   std::vector<SweepPoint> grid;  // every point planned, in the order run
   int reps = 0;
-  std::vector<SweepRun> runs;    // in the order measured
+  std::vector<SweepRun> runs;  // in the order measured
   // Why the sweep ended early ("" when it ran to the end): a run that fails after the
   // first keeps the runs measured, and the caller reports them and then fails.
   std::string stopped;
-  bool interrupted = false;  // ended by SweepSpec::stop (stopped says where)
+  bool interrupted = false;                                   // ended by SweepSpec::stop (stopped says where)
   std::map<SweepPoint, std::vector<double>> samples() const;  // bytes_per_s per point measured
   // The point with the highest median and its Stats; nullopt when nothing was measured.
   std::optional<std::pair<SweepPoint, Stats>> best() const;

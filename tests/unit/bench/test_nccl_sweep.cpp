@@ -27,7 +27,7 @@ class FakeRanks : public CollectiveRanks {
     calls.push_back(spec);
     if (spec.bytes == fail_at) throw Error("rank 1 is gone (peer closed the connection)");
     CollectiveResult r;
-    r.bytes = spec.bytes / 8 * 8;  // whole float elements per rank, as NCCL rounds
+    r.bytes = spec.bytes / 8 * 8;                           // whole float elements per rank, as NCCL rounds
     const double ns = static_cast<double>(r.bytes) / 10.0;  // 10 bytes per ns
     for (int i = 0; i < spec.iters; ++i) r.elapsed_ns.push_back(ns * 2);  // mean of 1x and 3x
     r.by_rank_ns = {std::vector<double>(spec.iters, ns), std::vector<double>(spec.iters, 3 * ns)};

@@ -18,7 +18,8 @@ using p2pscope::test::error_of;
 namespace {
 
 std::map<std::string, std::string> rank_env(int rank, int size, std::uint16_t port) {
-  return {{"RANK", std::to_string(rank)}, {"WORLD_SIZE", std::to_string(size)},
+  return {{"RANK", std::to_string(rank)},
+          {"WORLD_SIZE", std::to_string(size)},
           {"P2PSCOPE_RENDEZVOUS", "127.0.0.1:" + std::to_string(port)}};
 }
 
@@ -50,7 +51,8 @@ TEST(BringUp, AHalfSetLauncherEnvironmentIsRefusedFirst) {
   auto o = options(env, {"p2pscope", "sweep", "tcp"});
   bool asked = false;
   o.admit = [&](const LaunchInfo&) { asked = true; };
-  EXPECT_NE(error_of([&] { bring_up(o); }).find("OMPI_COMM_WORLD_SIZE=2 but no OMPI_COMM_WORLD_RANK"), std::string::npos);
+  EXPECT_NE(error_of([&] { bring_up(o); }).find("OMPI_COMM_WORLD_SIZE=2 but no OMPI_COMM_WORLD_RANK"),
+            std::string::npos);
   EXPECT_FALSE(asked);
 }
 
@@ -68,7 +70,9 @@ TEST(BringUp, TheCommandsRefusalComesBeforeAnyRankWaits) {
 TEST(BringUp, RanksMeetCheckTheirArgumentsAndGatherTheirCpus) {
   const std::uint16_t port = p2pscope::test::free_port();
   const auto e0 = rank_env(0, 2, port), e1 = rank_env(1, 2, port);
-  auto r1 = std::async(std::launch::async, [&] { return bring_up(options(e1, {"/other/p2pscope", "profile", "--sizes", "1M"})); });
+  auto r1 = std::async(std::launch::async, [&] {
+    return bring_up(options(e1, {"/other/p2pscope", "profile", "--sizes", "1M"}));
+  });
   const Launched l0 = bring_up(options(e0, {"p2pscope", "profile", "--sizes", "1M"}));  // argv[0] may differ
   const Launched l1 = r1.get();
   ASSERT_NE(l0.boot, nullptr);
@@ -83,8 +87,9 @@ TEST(BringUp, RanksMeetCheckTheirArgumentsAndGatherTheirCpus) {
 TEST(BringUp, RanksGivenOtherArgumentsAreRefusedTogether) {
   const std::uint16_t port = p2pscope::test::free_port();
   const auto e0 = rank_env(0, 2, port), e1 = rank_env(1, 2, port);
-  auto r1 = std::async(std::launch::async,
-                       [&] { return error_of([&] { bring_up(options(e1, {"p2pscope", "profile", "--sizes", "2M"})); }); });
+  auto r1 = std::async(std::launch::async, [&] {
+    return error_of([&] { bring_up(options(e1, {"p2pscope", "profile", "--sizes", "2M"})); });
+  });
   const std::string m0 = error_of([&] { bring_up(options(e0, {"p2pscope", "profile", "--sizes", "1M"})); });
   const std::string m1 = r1.get();
   EXPECT_EQ(m0, m1);

@@ -44,11 +44,12 @@ TEST(TransportRun, FiguresInThePrintedTextAreNotResults) {
   // What a changed bench nccl (or anything else in the child's output) might print:
   // a progress line and an nccl-tests-like table. The text reader takes both for
   // results (that is its job for logs), so the old scraping reported 999 GB/s here.
-  const std::string printed =
-      read_text(kDir + "h100x1-allreduce-1rank-info.log") +
-      "bench nccl: 2/2 allreduce 64MiB busbw=999.00 GB/s\n"
-      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-      "    67108864      16777216     float     sum      -1   100.00  671.09  671.09      0   100.00  671.09  671.09      0\n";
+  const std::string printed = read_text(kDir + "h100x1-allreduce-1rank-info.log") +
+                              "bench nccl: 2/2 allreduce 64MiB busbw=999.00 GB/s\n"
+                              "#       size         count      type   redop    root     time   algbw   busbw #wrong    "
+                              " time   algbw   busbw #wrong\n"
+                              "    67108864      16777216     float     sum      -1   100.00  671.09  671.09      0   "
+                              "100.00  671.09  671.09      0\n";
   ASSERT_FALSE(parse_nccl_log(printed, "text").perf.empty()) << "the text holds figures a scraper would take";
   const auto r = read_transport_run("NCCL_P2P_DISABLE=1", kEnv, 0, printed, std::string(kTwoRanks));
   EXPECT_TRUE(r.error.empty()) << r.error;
@@ -69,11 +70,12 @@ TEST(TransportRun, AMissingOrBadResultIsSaidNotGuessed) {
   EXPECT_NE(garbage.error.find("not JSON"), std::string::npos) << garbage.error;
   EXPECT_EQ(garbage.busbw_bytes_per_s, 0);
   const auto other = read_transport_run("default", kEnv, 0, out, std::string(R"({"busbw_bytes_per_s": 1e11})"));
-  EXPECT_NE(other.error.find("is not a `p2pscope bench nccl --format json` document"), std::string::npos) << other.error;
+  EXPECT_NE(other.error.find("is not a `p2pscope bench nccl --format json` document"), std::string::npos)
+      << other.error;
   EXPECT_EQ(other.busbw_bytes_per_s, 0);
   // A child that failed says so with the end of its output, even with a partial result.
-  const auto failed = read_transport_run("default", kEnv, 1, "bench nccl: stopped at 64 MiB: rank 1 died\n",
-                                         std::string(kTwoRanks));
+  const auto failed =
+      read_transport_run("default", kEnv, 1, "bench nccl: stopped at 64 MiB: rank 1 died\n", std::string(kTwoRanks));
   EXPECT_EQ(failed.error, "exit 1: bench nccl: stopped at 64 MiB: rank 1 died\n");
   EXPECT_DOUBLE_EQ(failed.busbw_bytes_per_s, 180e9);
 }
