@@ -36,24 +36,24 @@ void run_gpu(const GpuOptions& o, Context& ctx) {
   const auto rt = gpu::runtime_info();
   // Under mpirun/srun/torchrun: one process per GPU, meeting through the bootstrap;
   // every rank measures, rank 0 alone reports.
-  const LaunchInfo launch = detect_launch();
-  std::vector<std::string> rank_cpus;  // per rank: the CPUs it may run on
   std::string backend = o.backend;
-  // One process: the default `run` and `profile` take (staged with one GPU, which has no pair for ce).
-  if (backend.empty()) backend = launch.multi_process() ? "nccl" : profile::default_backend(rt.device_count);
-  bench::BackendOptions bo;
-  bo.variant = o.variant;
-  bo.verify = !o.no_verify;
-  if (launch.multi_process()) {
+  const Launched ranks = bring_up_ranks(ctx, [&backend](const LaunchInfo& l) {
+    if (backend.empty()) backend = "nccl";  // the one backend that runs as one process per GPU
     if (backend != "nccl")
       throw UsageError(fmt::format("this is rank {} of {} processes ({}), and only --backend nccl runs as one process "
                                    "per GPU; backend {} drives every GPU from one process: run it without the launcher",
-                                   launch.rank, launch.size, launch.launcher, backend));
-    bo.bootstrap = make_bootstrap(  // rank 0 says what it refused on stderr
-        launch, 120, [](const std::string& l) { std::fprintf(stderr, "p2pscope: %s\n", l.c_str()); });
+                                   l.rank, l.size, l.launcher, backend));
+  });
+  const LaunchInfo& launch = ranks.launch;
+  const std::vector<std::string>& rank_cpus = ranks.rank_cpus;  // per rank: the CPUs it may run on
+  // One process: the default `run` and `profile` take (staged with one GPU, which has no pair for ce).
+  if (backend.empty()) backend = profile::default_backend(rt.device_count);
+  bench::BackendOptions bo;
+  bo.variant = o.variant;
+  bo.verify = !o.no_verify;
+  if (ranks.boot) {
+    bo.bootstrap = ranks.boot;
     bo.rank_device = launch.local_rank;
-    check_same_arguments(*bo.bootstrap, ctx.argv);
-    rank_cpus = gather_rank_cpus(*bo.bootstrap);
   }
   const bool reporter = launch.rank == 0;
   auto b = bench::make_backend(backend, bo);

@@ -13,6 +13,7 @@
 
 #include "bench/driven_backend.hpp"
 #include "bench/sweep.hpp"
+#include "bench_common.hpp"
 #include "commands.hpp"
 #include "monitor_options.hpp"
 #include "profile_pattern.hpp"
@@ -127,6 +128,34 @@ void print_result(const profile::Result& r) {
   for (const auto& w : r.warnings) std::printf("warning: %s\n", w.c_str());
 }
 
+// Under mpirun/srun/torchrun: one process per GPU. Rank 0 runs the campaign and writes
+// everything; the other ranks serve its collective calls (driven_backend.hpp) and
+// return false once it ends. One process: nothing to do, true.
+bool join_ranks(profile::Params& p, Context& ctx) {
+  const Launched launched = bring_up_ranks(ctx, [&p](const LaunchInfo& l) {
+    if (!p.backends) p.backends = std::vector<std::string>{"nccl"};
+    if (*p.backends != std::vector<std::string>{"nccl"})
+      throw UsageError(fmt::format("this is rank {} of {} processes ({}): a campaign of one process per GPU runs "
+                                   "--backend nccl only; the other backends drive every GPU from one process: run "
+                                   "them without the launcher", l.rank, l.size, l.launcher));
+  });
+  if (!launched.boot) return true;
+  const std::shared_ptr<Bootstrap> boot = launched.boot;
+  bench::BackendOptions bo;
+  bo.bootstrap = boot;
+  bo.rank_device = launched.launch.local_rank;
+  if (launched.launch.rank != 0) {
+    std::signal(SIGINT, SIG_IGN);  // rank 0 decides when to stop (it saves, then tells us)
+    auto b = bench::make_backend("nccl", bo);
+    bench::serve_backend(*b, *boot);
+    return false;
+  }
+  p.make_backend = [bo, boot](const std::string& name) {
+    return bench::make_driven_backend(bench::make_backend(name, bo), boot);
+  };
+  return true;
+}
+
 }  // namespace
 
 void add_profile_command(CLI::App& app, Context& ctx) {
@@ -163,6 +192,7 @@ void add_profile_command(CLI::App& app, Context& ctx) {
   cmd->callback([o, &ctx, gpus, sizes, backend, seed, warmup, reps] {
     if (!o->pattern.pattern.empty()) {  // profile_pattern.cpp
       if (!o->pairs.empty() || !o->resume.empty()) throw UsageError("--pattern takes --gpus, not --pairs or --resume");
+      bring_up_ranks(ctx, one_process_only("profile --pattern"));  // k flows at once from one process
       run_profile_pattern(o->pattern, o->gpus, o->sizes, o->backend, o->warmup, o->reps, o->out, o->out_root, ctx);
       return;
     }
@@ -188,30 +218,7 @@ void add_profile_command(CLI::App& app, Context& ctx) {
     p.timing = profile::parse_timing(o->timing);
     p.min_sample_ns = profile::parse_min_sample_time(o->min_sample_time);
 
-    // Under mpirun/srun/torchrun: one process per GPU. Rank 0 runs the campaign and
-    // writes everything; the other ranks serve its collective calls (driven_backend.hpp).
-    const LaunchInfo launch = detect_launch();
-    if (launch.multi_process()) {
-      if (!p.backends) p.backends = std::vector<std::string>{"nccl"};
-      if (*p.backends != std::vector<std::string>{"nccl"})
-        throw UsageError(fmt::format("this is rank {} of {} processes ({}): a campaign of one process per GPU runs "
-                                     "--backend nccl only; the other backends drive every GPU from one process: run "
-                                     "them without the launcher", launch.rank, launch.size, launch.launcher));
-      std::shared_ptr<Bootstrap> boot = make_bootstrap(  // rank 0 says what it refused on stderr
-          launch, 120, [](const std::string& l) { std::fprintf(stderr, "p2pscope: %s\n", l.c_str()); });
-      bench::BackendOptions bo;
-      bo.bootstrap = boot;
-      bo.rank_device = launch.local_rank;
-      if (launch.rank != 0) {
-        std::signal(SIGINT, SIG_IGN);  // rank 0 decides when to stop (it saves, then tells us)
-        auto b = bench::make_backend("nccl", bo);
-        bench::serve_backend(*b, *boot);
-        return;
-      }
-      p.make_backend = [bo, boot](const std::string& name) {
-        return bench::make_driven_backend(bench::make_backend(name, bo), boot);
-      };
-    }
+    if (!join_ranks(p, ctx)) return;  // a rank other than 0: it served rank 0's campaign
 
     // The default backend (the one `run` picks): chosen here so it is said before the
     // campaign starts, and so a one-GPU host gets staged, not a refusal.
