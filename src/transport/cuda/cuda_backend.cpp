@@ -586,8 +586,10 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(const std::string& name, const BackendOptions& opts) {
-  return std::make_unique<CudaBackend>(name, opts);
+std::unique_ptr<Backend> make_ce_backend(const BackendOptions& opts) { return std::make_unique<CudaBackend>("ce", opts); }
+std::unique_ptr<Backend> make_sm_backend(const BackendOptions& opts) { return std::make_unique<CudaBackend>("sm", opts); }
+std::unique_ptr<Backend> make_staged_backend(const BackendOptions& opts) {
+  return std::make_unique<CudaBackend>("staged", opts);
 }
 
 }  // namespace p2pscope::bench
