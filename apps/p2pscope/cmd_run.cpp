@@ -57,9 +57,12 @@ std::vector<Step> plan_steps(const RunOptions& o, const gpu::RuntimeInfo& rt, co
   // One GPU has no GPU pair, but the staged backend pairs it with host memory (PCIe).
   const std::string gpu_backend = bench::default_backend({rt.cuda_built, rt.nccl_built, rt.device_count, false}).name;
   const std::string backend = !o.backend.empty() ? o.backend : gpu_backend;
-  const bench::BackendInfo& info = *bench::resolve_backend(backend.substr(0, backend.find(','))).info;  // the first decides
-  const bool gpu_campaign = info.can.gpu_memory;
-  const std::string sizes = !o.sizes.empty() ? o.sizes : "1:" + std::string(info.bandwidth_size);
+  // The first backend decides; an unknown name is the profile step's to refuse (the
+  // other steps still run), planned here as a GPU backend.
+  const auto named = bench::find_backend(backend.substr(0, backend.find(',')));
+  const bench::BackendCaps can = named ? named->info->can : bench::BackendCaps{};
+  const bool gpu_campaign = can.gpu_memory;
+  const std::string sizes = !o.sizes.empty() ? o.sizes : "1:" + std::string(named ? named->info->bandwidth_size : "1G");
   const std::string campaign = (out / "campaign").string();
   const std::string why_host = gpus ? "" : "host backend: " + rt.why_no_gpu;
   const std::string why_staged = gpus && !pairs ? "one GPU: GPU <-> host memory through the staged backend" : "";
@@ -98,7 +101,7 @@ std::vector<Step> plan_steps(const RunOptions& o, const gpu::RuntimeInfo& rt, co
   std::vector<std::string> predict = {"predict", campaign, "--ops", "allreduce,allgather", "--sizes", "1M,64M,1G",
                                       "--html", (out / "predict.html").string(), "--force"};
   // Measured collectives compare with links measured GPU to GPU, not through host memory.
-  if (pairs && rt.nccl_built && info.can.gpu_links) predict.push_back("--measure");
+  if (pairs && rt.nccl_built && can.gpu_links) predict.push_back("--measure");
   s.push_back({"predict", predict, "predict.txt", "", "", {"profile"}});
   return s;
 }

@@ -91,7 +91,7 @@ struct Progress {
 
 struct Params {
   std::vector<std::string> argv;  // recorded in metadata.json
-  // Plan. Unset fields take defaults (backend "ce" with GPUs, else "host"; all devices;
+  // Plan. Unset fields take defaults (backend: bench::default_backend; all devices;
   // sizes 1:1G; seed 42; warmup 5; reps 10) or, with resume_dir, the saved plan's
   // value; set fields must then equal the saved plan.
   std::optional<std::vector<std::string>> backends;
