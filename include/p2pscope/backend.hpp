@@ -54,7 +54,8 @@ struct BatchSpec {
   int warmup = 5;
   int iters = 20;
   // Polled between samples (and between a latency sample's round trips) where the
-  // backend can: once set, run_batch returns the samples taken so far, possibly none
+  // backend can; the CUDA backends queue work in slices of about 0.25 s and poll
+  // between them. Once set, run_batch returns the samples taken so far, possibly none
   // (Ctrl-C stops a long row within about a second).
   const std::atomic<bool>* stop = nullptr;
 };

@@ -131,7 +131,7 @@ BatchResult CudaBase::run_batch(const BatchSpec& s) {
     cudaStream_t st1 = d1 == d0 ? stream1(d1) : stream0(d1);
     lanes.push_back({d1, st1, [this, &s, st1] { issue(s.dst, s.src, s.bytes, st1); }});
   }
-  auto t = run_timed(lanes, s.warmup, s.iters, ops_per_transfer(s.src, s.dst));
+  auto t = run_timed(lanes, s, ops_per_transfer(s.src, s.dst));
   r.elapsed_ns = std::move(t[0]);
   if (s.pattern == Pattern::bidirectional) {
     r.reverse_elapsed_ns = std::move(t[1]);
@@ -339,10 +339,12 @@ void CudaBase::sync_all_streams() {
 }
 
 // Per-lane samples (ns) and, with 2 lanes, the per-iteration total as out[2].
-std::vector<std::vector<double>> CudaBase::run_timed(const std::vector<Lane>& lanes, int warmup, int iters, std::size_t ops_per_copy) {
+std::vector<std::vector<double>> CudaBase::run_timed(const std::vector<Lane>& lanes, const BatchSpec& s,
+                                                     std::size_t ops_per_copy) {
   // The blocking start holds at most what the launch queue takes without blocking us.
-  hold_ = static_cast<std::size_t>(iters) * lanes.size() * (3 + ops_per_copy) < 900;
-  return run_timed_lanes(lanes, warmup, iters, hold_ ? release_ : nullptr, ++generation_, [this] { sync_all_streams(); });
+  hold_ = static_cast<std::size_t>(s.iters) * lanes.size() * (3 + ops_per_copy) < 900;
+  return run_timed_lanes(lanes, s.warmup, s.iters, hold_ ? release_ : nullptr, &generation_, [this] { sync_all_streams(); },
+                         s.stop);
 }
 
 }  // namespace p2pscope::bench::cuda

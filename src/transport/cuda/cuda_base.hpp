@@ -105,8 +105,7 @@ class CudaBase : public Backend {
   cudaStream_t stream0(int d) const { return dev_[static_cast<std::size_t>(d)].s0.get(); }
   cudaStream_t stream1(int d) const { return dev_[static_cast<std::size_t>(d)].s1.get(); }
   void sync_all_streams();
-  std::vector<std::vector<double>> run_timed(const std::vector<Lane>& lanes, int warmup, int iters,
-                                             std::size_t ops_per_copy);
+  std::vector<std::vector<double>> run_timed(const std::vector<Lane>& lanes, const BatchSpec& s, std::size_t ops_per_copy);
   void run_latency(const BatchSpec& s, BatchResult& r);  // ping_pong.cpp
 
   int gpus_ = 0, host_devices_ = 0;
