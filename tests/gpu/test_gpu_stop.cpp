@@ -82,7 +82,10 @@ TEST(GpuStop, OneGpuTakesStagedInEveryCommand) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("p2pscope_onegpu_" + std::to_string(getpid()));
   fs::remove_all(dir);
-  const std::string bin = std::string("CUDA_VISIBLE_DEVICES=0 timeout 300 ") + P2PSCOPE_BINARY;
+  const char* env_bin = std::getenv("P2PSCOPE_BIN");  // the device machine runs a copied binary
+  const std::string path = env_bin && *env_bin ? env_bin : P2PSCOPE_BINARY;
+  if (!fs::exists(path)) GTEST_SKIP() << "p2pscope binary not built (" << path << "); set P2PSCOPE_BIN";
+  const std::string bin = "CUDA_VISIBLE_DEVICES=0 timeout 300 " + path;
   const int st = std::system((bin + " profile --pattern pairs --sizes 4K --reps 1 --warmup 0 --gpus 0,1 --out " +
                               (dir / "p").string() + " >/dev/null 2>&1").c_str());
   ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "profile --pattern without --backend on one GPU failed";
