@@ -133,3 +133,22 @@ TEST(DefaultBackend, OneChoiceForEveryMachine) {
   }
   EXPECT_TRUE(resolve_backend(default_backend(Machine{true, true, 2, true}).name).info->can.ranks);
 }
+
+#if P2PSCOPE_HAVE_CUDA
+#include "transport/cuda/ce_copy.hpp"
+
+// The ce variant's engine words come from one table: each parses back from the name
+// the backend then carries (no GPU needed: the copier only parses and names).
+TEST(BackendTable, CeVariantNamesRoundTrip) {
+  using namespace p2pscope::bench::cuda;
+  for (const char* v : {"", "pull", "both", "pull@4", "both@2+host20", "@3", "+host"}) {
+    const std::string name = CeCopier(parse_ce_variant(v)).name();
+    const auto r = find_backend(name);
+    ASSERT_TRUE(r) << name;
+    EXPECT_EQ(CeCopier(parse_ce_variant(r->variant)).name(), name) << v;
+  }
+  EXPECT_EQ(CeCopier(parse_ce_variant("read@2")).name(), "ce-pull@2");
+  EXPECT_EQ(CeCopier(parse_ce_variant("write")).name(), "ce");
+  EXPECT_THROW(parse_ce_variant("sideways"), UsageError);
+}
+#endif
