@@ -38,8 +38,8 @@ void run_gpu(const GpuOptions& o, Context& ctx) {
   // every rank measures, rank 0 alone reports.
   std::string backend = o.backend;
   const Launched ranks = bring_up_ranks(ctx, [&backend](const LaunchInfo& l) {
-    if (backend.empty()) backend = "nccl";  // the one backend that runs as one process per GPU
-    if (backend != "nccl")
+    if (backend.empty()) backend = bench::default_backend(bench::this_machine(true)).name;
+    if (!bench::resolve_backend(backend).info->can.ranks)
       throw UsageError(fmt::format("this is rank {} of {} processes ({}), and only --backend nccl runs as one process "
                                    "per GPU; backend {} drives every GPU from one process: run it without the launcher",
                                    l.rank, l.size, l.launcher, backend));
@@ -47,7 +47,8 @@ void run_gpu(const GpuOptions& o, Context& ctx) {
   const LaunchInfo& launch = ranks.launch;
   const std::vector<std::string>& rank_cpus = ranks.rank_cpus;  // per rank: the CPUs it may run on
   // One process: the default `run` and `profile` take (staged with one GPU, which has no pair for ce).
-  if (backend.empty()) backend = profile::default_backend(rt.device_count);
+  if (backend.empty()) backend = bench::default_backend(bench::this_machine(launch.multi_process())).name;
+  const bench::BackendCaps can = bench::resolve_backend(backend).info->can;
   bench::BackendOptions bo;
   bo.variant = o.variant;
   bo.verify = !o.no_verify;
@@ -60,15 +61,15 @@ void run_gpu(const GpuOptions& o, Context& ctx) {
   bench::SweepSpec spec;
   spec.mode = mode;
   const bool small = mode == bench::Mode::latency || mode == bench::Mode::blocking;
-  spec.sizes = sizes_or(o.sizes, small ? "8" : (backend == "host" ? "64M" : "1G"));
-  const int host_index = backend == "staged" ? b->device_count() - 1 : -1;
+  spec.sizes = sizes_or(o.sizes, small ? "8" : std::string(bench::resolve_backend(backend).info->bandwidth_size));
+  const int host_index = can.host_endpoint ? b->device_count() - 1 : -1;
   if (!o.pairs.empty()) spec.pairs = bench::parse_pairs(o.pairs, host_index);
   spec.warmup = o.warmup;
   spec.iters = o.iters;
   spec.verify = !o.no_verify;
   BenchCommon mon_opts = o;
   mon_opts.monitor = o.monitor && reporter;  // one monitor.csv per run, not one per rank
-  mon_opts.host_waits_on_gpu = backend != "host";
+  mon_opts.host_waits_on_gpu = can.gpu_memory;
   BenchMonitor mon(mon_opts);
   // Ctrl-C ends the sweep after the row in progress and reports what was measured. Not
   // under a launcher: ranks stopping at different rows would leave NCCL calls unmatched.

@@ -133,8 +133,9 @@ void print_result(const profile::Result& r) {
 // return false once it ends. One process: nothing to do, true.
 bool join_ranks(profile::Params& p, Context& ctx) {
   const Launched launched = bring_up_ranks(ctx, [&p](const LaunchInfo& l) {
-    if (!p.backends) p.backends = std::vector<std::string>{"nccl"};
-    if (*p.backends != std::vector<std::string>{"nccl"})
+    if (!p.backends) p.backends = std::vector<std::string>{bench::default_backend(bench::this_machine(true)).name};
+    if (std::any_of(p.backends->begin(), p.backends->end(),
+                    [](const std::string& b) { return !bench::resolve_backend(b).info->can.ranks; }))
       throw UsageError(fmt::format("this is rank {} of {} processes ({}): a campaign of one process per GPU runs "
                                    "--backend nccl only; the other backends drive every GPU from one process: run "
                                    "them without the launcher", l.rank, l.size, l.launcher));
@@ -146,7 +147,7 @@ bool join_ranks(profile::Params& p, Context& ctx) {
   bo.rank_device = launched.launch.local_rank;
   if (launched.launch.rank != 0) {
     std::signal(SIGINT, SIG_IGN);  // rank 0 decides when to stop (it saves, then tells us)
-    auto b = bench::make_backend("nccl", bo);
+    auto b = bench::make_backend(p.backends->front(), bo);
     bench::serve_backend(*b, *boot);
     return false;
   }
@@ -222,11 +223,10 @@ void add_profile_command(CLI::App& app, Context& ctx) {
 
     // The default backend (the one `run` picks): chosen here so it is said before the
     // campaign starts, and so a one-GPU host gets staged, not a refusal.
-    const int gpu_count = gpu::runtime_info().device_count;
+    const bench::DefaultBackend def = bench::default_backend(bench::this_machine());
     if (!p.backends && p.resume_dir.empty()) {
-      p.backends = std::vector<std::string>{profile::default_backend(gpu_count)};
-      std::fprintf(stderr, "profile: backend %s (no --backend given; --backend chooses)\n",
-                   profile::default_backend_reason(gpu_count).c_str());
+      p.backends = std::vector<std::string>{def.name};
+      std::fprintf(stderr, "profile: backend %s (no --backend given; --backend chooses)\n", def.reason.c_str());
     }
     ProgressPrinter progress;
     p.on_progress = [&progress](const profile::Progress& pr) { progress(pr); };
@@ -241,9 +241,9 @@ void add_profile_command(CLI::App& app, Context& ctx) {
     // A campaign on GPUs waits in cudaStreamSynchronize: tell the monitor, so a spinning
     // waiter is not called CPU-bound. A host-memcpy campaign really is CPU work.
     monitor::Options mo;
-    const auto backends = p.backends.value_or(std::vector<std::string>{profile::default_backend(gpu_count)});
-    mo.host_waits_on_gpu = gpu_count > 0 &&
-                           std::none_of(backends.begin(), backends.end(), [](const std::string& b) { return b == "host"; });
+    const auto backends = p.backends.value_or(std::vector<std::string>{def.name});
+    mo.host_waits_on_gpu = std::all_of(backends.begin(), backends.end(),
+                                       [](const std::string& b) { return bench::capabilities_of(b).gpu_memory; });
     if (o->monitor.enabled) mon = std::make_unique<monitor::MonitorSession>(monitor_dir_for(*o), monitor_interval_s, mo);
     profile::Result r;
     try {

@@ -5,6 +5,7 @@
 // directory: execution_log.csv, metadata.json, temperatures.csv, clock_drift.json,
 // trace.json. The library never prints: progress and notes go through callbacks,
 // called on the calling thread.
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -65,6 +66,10 @@ nlohmann::json plan_to_json(const Plan& p);
 // start, sized during warmup so a record spans Params::min_sample_ns, or `single`
 // blocking transfers (seed 004's method). See profile/batching.hpp.
 enum class Timing { batch, single };
+inline constexpr std::array<EnumName<Timing>, 2> kTimingNames{{
+    {Timing::batch, "batch", {}, "transfers timed back to back, a sample spans --min-sample-time"},
+    {Timing::single, "single", {}, "one blocking transfer per record, seed 004's method"},
+}};
 
 struct ThermalTarget {
   double celsius = 50;
@@ -86,7 +91,7 @@ struct Progress {
 
 struct Params {
   std::vector<std::string> argv;  // recorded in metadata.json
-  // Plan. Unset fields take defaults (backend "ce" with GPUs, else "host"; all devices;
+  // Plan. Unset fields take defaults (backend: bench::default_backend; all devices;
   // sizes 1:1G; seed 42; warmup 5; reps 10) or, with resume_dir, the saved plan's
   // value; set fields must then equal the saved plan.
   std::optional<std::vector<std::string>> backends;

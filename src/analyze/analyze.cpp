@@ -139,12 +139,7 @@ std::string comparison_csv(const Comparison& cmp) {
 
 }  // namespace
 
-OutlierRule parse_outlier_rule(const std::string& text) {
-  if (text == "tukey" || text == "iqr") return OutlierRule::tukey;
-  if (text == "mad") return OutlierRule::mad;
-  if (text == "none") return OutlierRule::none;
-  throw UsageError("--outliers '" + text + "': expected tukey (1.5 IQR fences), mad (3.5 scaled MAD) or none");
-}
+OutlierRule parse_outlier_rule(const std::string& text) { return parse_enum(kOutlierRuleNames, text, "--outliers"); }
 
 std::string outlier_rule_text(OutlierRule r) {
   switch (r) {

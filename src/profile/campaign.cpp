@@ -200,7 +200,7 @@ void CampaignRun::check() {
         throw UsageError(fmt::format("backend {} cannot copy {} -> {}: {}; choose other --gpus, --pairs or --backend",
                                      name, c.src, c.dst, sup.reason));
     }
-  gpu_backend_ = primary_->name() != "host";
+  gpu_backend_ = primary_->capabilities().gpu_memory;
   nvml_ = gpu_backend_ ? nvml::Nvml::load(&nvml_why_) : nullptr;
   if (!gpu_backend_) nvml_why_ = "host backend: no GPU to sample";
 }
