@@ -34,7 +34,7 @@ if [ "${1:-}" = "--astra" ]; then
   fi
   python3 "$here/bench/simulator_loop_astra.py" "$bin" "$astra" "$work/runs" \
     "h200x2=$here/tests/fixtures/campaigns/h200x2" "h200-staged=$here/tests/fixtures/campaigns/h200-staged" \
-    "host (make run)=$host" "host (make run)=$host@512K@1048576" "synthetic 8-GPU two-class=$work/src/syn8-two-class" \
+    "host (make run)=$host" "synthetic 8-GPU two-class=$work/src/syn8-two-class" \
     "synthetic 4-GPU protocol switch=$work/src/syn4-protocol-switch"
   exit $?
 fi
