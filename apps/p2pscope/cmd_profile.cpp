@@ -213,6 +213,7 @@ void add_profile_command(CLI::App& app, Context& ctx) {
     if (!o->process_share.empty()) {  // a child of --processes K
       if (std::sscanf(o->process_share.c_str(), "%d/%d", &p.share.index, &p.share.count) != 2)
         throw UsageError("--process-share '" + o->process_share + "': expected I/K");
+      die_with_parent();
     }
 
     // Under mpirun/srun/torchrun: one process per GPU. Rank 0 runs the campaign and

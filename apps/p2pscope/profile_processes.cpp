@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 #include "p2pscope/nvml.hpp"
 #include "profile/execution_log.hpp"
 #include "profile/setup.hpp"
@@ -103,6 +105,20 @@ std::vector<int> missing_shares(const std::string& dir, int k, std::size_t* logg
   return out;
 }
 
+// A child of a SIGKILLed `profile` dies with it (die_with_parent), but a resume started at
+// once can still find the directory locked for a few milliseconds: wait up to 3 s for
+// the lock (the child then reports a lock still held, as one process would).
+void wait_for_lock(const std::string& dir) {
+  for (int i = 0; i < 150; ++i) {
+    try {
+      DirLock probe(dir, "campaign directory");
+      return;
+    } catch (const std::exception&) {
+      usleep(20'000);
+    }
+  }
+}
+
 // The campaign's result as its metadata.json says after the last child.
 profile::Result result_of(const std::string& dir, std::size_t logged_before) {
   const auto m = profile::read_json_file((fs::path(dir) / profile::kMetadataFile).string());
@@ -149,6 +165,12 @@ void point_latest(const std::string& out_root, const std::string& dir) {
 
 }  // namespace
 
+void die_with_parent() {
+  const pid_t parent = getppid();
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent || parent == 1) throw Error("profile --process-share: the parent profile process is gone");
+}
+
 int default_processes(int reps) { return std::max(1, std::min(3, reps)); }
 
 profile::Result run_profile_processes(const ProcessCampaign& pc) {
@@ -172,6 +194,7 @@ profile::Result run_profile_processes(const ProcessCampaign& pc) {
   // time in all as one process would spend.
   base.insert(base.end(), {"--drift", fmt::format("{}ms", std::llround(pc.drift_s * 1e3 / k))});
   bool first = true, interrupted = false;
+  if (!fresh) wait_for_lock(dir);
   for (const int i : shares) {
     std::vector<std::string> args = base;
     args.insert(args.end(), {first && fresh ? "--out" : "--resume", dir, "--process-share", fmt::format("{}/{}", i, k)});

@@ -27,6 +27,11 @@ struct ProcessCampaign {
 // medians is 12.7 half-spreads wide), at most the repetitions.
 int default_processes(int reps);
 
+// In a child: killed with the parent (a SIGKILLed `profile` leaves no orphan measuring
+// into the directory, which a resume would find locked); exits at once if the parent is
+// already gone.
+void die_with_parent();
+
 // Runs the children (only the shares that still miss rows, on resume) and returns the
 // campaign's result as its metadata.json says. Throws Error when a child fails (naming
 // it and the resume command), UsageError for options the split cannot take.
