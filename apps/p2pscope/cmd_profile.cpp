@@ -275,7 +275,7 @@ void add_profile_command(CLI::App& app, Context& ctx) {
     try {
       if (processes > 1 && o->process_share.empty()) {  // profile_processes.cpp
         ProcessCampaign pc{ctx.argv, o->out, o->out_root, o->resume, backends.front(), backend->count() > 0, processes,
-                           p.drift_s, p.stop};
+                           p.drift_s, p.stop, p.thermal_warmup};
         r = run_profile_processes(pc);
       } else {
         if (o->process_share.empty()) p.share.count = std::max(1, processes);

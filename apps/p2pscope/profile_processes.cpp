@@ -31,7 +31,7 @@ namespace {
 // This command line without what the parent decides per child: where (out/resume), the
 // split, the drift window and the monitor (the parent runs one over all the children).
 std::vector<std::string> base_args(const std::vector<std::string>& argv) {
-  static const std::set<std::string> valued = {"--out", "--resume", "--processes", "--process-share", "--drift",
+  static const std::set<std::string> valued = {"--out", "--resume", "--processes", "--process-share", "--drift", "--thermal-warmup",
                                                "--monitor-interval", "--monitor-dir"};
   std::vector<std::string> out;
   for (std::size_t i = 1; i < argv.size(); ++i) {
@@ -50,10 +50,11 @@ std::vector<std::string> base_args(const std::vector<std::string>& argv) {
 // Runs this binary with `args`, stdout to /dev/null (the parent prints the result),
 // stderr shared (progress, notes), in a process group of its own so that a Ctrl-C
 // reaches it once, through the parent. Returns the exit status (128 + signal if killed).
-int run_child(const std::vector<std::string>& args, const std::atomic<bool>* stop) {
+int run_child(const std::string& name, const std::vector<std::string>& args, const std::atomic<bool>* stop) {
   std::vector<char*> cargv;
-  std::string exe = "/proc/self/exe";
-  cargv.push_back(exe.data());
+  const std::string exe = "/proc/self/exe";  // this very binary, whatever PATH says
+  std::string argv0 = name;
+  cargv.push_back(argv0.data());
   std::vector<std::string> copy = args;
   for (auto& a : copy) cargv.push_back(a.data());
   cargv.push_back(nullptr);
@@ -198,7 +199,10 @@ profile::Result run_profile_processes(const ProcessCampaign& pc) {
   for (const int i : shares) {
     std::vector<std::string> args = base;
     args.insert(args.end(), {first && fresh ? "--out" : "--resume", dir, "--process-share", fmt::format("{}/{}", i, k)});
-    const int rc = run_child(args, pc.stop);
+    args.insert(args.end(), {"--thermal-warmup", pc.thermal ? fmt::format("{}C:{}ms", pc.thermal->celsius,
+                                                                           std::llround(pc.thermal->max_s * 1e3 / (first ? 1 : k)))
+                                                            : "off"});
+    const int rc = run_child(pc.argv.empty() ? "p2pscope" : pc.argv[0], args, pc.stop);
     if (first && fresh && pc.out.empty() && fs::exists(dir)) point_latest(pc.out_root, dir);
     first = false;
     if (rc == 130 || (pc.stop && pc.stop->load())) {

@@ -6,6 +6,7 @@
 // and widens each median's interval by their spread: two processes on one machine differ
 // by more than one process's repetitions show (7-9 % on small GPU-to-host copies).
 #include <atomic>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct ProcessCampaign {
   int processes = 3;
   double drift_s = 30;            // the campaign's drift window: each child gets drift_s / K
   const std::atomic<bool>* stop = nullptr;  // the parent's interrupt flag: forwarded to the running child
+  // The thermal warm-up: the first child gets it whole, the others max_s / K (the GPU is
+  // warm by then; a GPU that never reaches the target would otherwise cost K x max_s).
+  std::optional<profile::ThermalTarget> thermal;
 };
 
 // The default --processes: 3 (two processes can tell a shift but a t-interval of 2
