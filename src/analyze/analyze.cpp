@@ -109,10 +109,10 @@ std::string median_ci_text(const Campaign& c) {
            "measures it";
   return fmt::format(
       "interval of each median over {0} processes (profile --processes {0}, the repetitions split in blocks): the "
-      "within-process interval ({1}; within_lo_ns/within_hi_ns), widened on each side to median +- between_ns where "
-      "that is wider, between_ns = t(0.975, {2}) x SD of the {0} process medians / sqrt({0}): the one-way "
-      "random-effects t-interval of the process medians (95 % nominal; each process median carries its own sampling "
-      "noise, so it holds both terms); level is the within-process coverage",
+      "within-process interval ({1}; within_lo_ns/within_hi_ns) widened on each side, in quadrature, by between_ns = "
+      "t(0.975, {2}) x SD of the {0} process medians / sqrt({0}): a one-way random-effects t-interval of the process "
+      "medians (95 % nominal; conservative, since the medians' spread holds within-process noise the first term "
+      "counts again); level is the within-process coverage",
       k, within, k - 1);
 }
 

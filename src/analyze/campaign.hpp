@@ -94,10 +94,9 @@ struct MedianInterval {
   std::vector<double> process_medians_ns;   // per process, in share order
 };
 MedianInterval median_interval(std::vector<double> samples);
-// The within-process interval `w` of `median`, widened on each side to the between-process
-// term of the K >= 2 process medians where that is wider: median +- t(0.975, K-1) x
-// SD(process medians) / sqrt(K), the one-way random-effects t-interval (each process
-// median carries its within-process noise, so that term holds both). Fewer than 2
+// The within-process interval `w` of `median` widened, in quadrature on each side, by the
+// between-process term of the K >= 2 process medians: a one-way random-effects t-interval
+// (the spread of the process medians, t with K-1 degrees of freedom). Fewer than 2
 // medians: `w` unchanged.
 MedianInterval widen_by_processes(MedianInterval w, double median_ns, const std::vector<double>& process_medians_ns);
 // Student's t quantile at 0.975 for `df` degrees of freedom (>= 1): 12.71, 4.30, 3.18, ...

@@ -93,11 +93,10 @@ MedianInterval widen_by_processes(MedianInterval w, double median_ns, const std:
   double mean = 0, ss = 0;
   for (double x : m) mean += x / k;
   for (double x : m) ss += (x - mean) * (x - mean);
-  // The t-interval of the process medians already holds the within-process noise (each
-  // median carries it), so it is not added to the within interval but taken where wider.
   w.between_ns = t975(w.processes - 1) * std::sqrt(ss / (k - 1)) / std::sqrt(k);
-  w.lo_ns = std::min(w.lo_ns, median_ns - w.between_ns);
-  w.hi_ns = std::max(w.hi_ns, median_ns + w.between_ns);
+  const double below = median_ns - w.lo_ns, above = w.hi_ns - median_ns;
+  w.lo_ns = median_ns - std::hypot(below, w.between_ns);
+  w.hi_ns = median_ns + std::hypot(above, w.between_ns);
   return w;
 }
 
