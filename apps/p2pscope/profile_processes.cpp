@@ -31,8 +31,8 @@ namespace {
 // This command line without what the parent decides per child: where (out/resume), the
 // split, the drift window and the monitor (the parent runs one over all the children).
 std::vector<std::string> base_args(const std::vector<std::string>& argv) {
-  static const std::set<std::string> valued = {"--out", "--resume", "--processes", "--process-share", "--drift", "--thermal-warmup",
-                                               "--monitor-interval", "--monitor-dir"};
+  static const std::set<std::string> valued = {"--out",   "--resume",         "--processes",        "--process-share",
+                                               "--drift", "--thermal-warmup", "--monitor-interval", "--monitor-dir"};
   std::vector<std::string> out;
   for (std::size_t i = 1; i < argv.size(); ++i) {
     const std::string& a = argv[i];
@@ -69,7 +69,8 @@ int run_child(const std::string& name, const std::vector<std::string>& args, con
   const int rc = posix_spawn(&pid, exe.c_str(), &fa, &at, cargv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&at);
-  if (rc != 0) throw Error(std::string("cannot start a profile process (posix_spawn /proc/self/exe): ") + std::strerror(rc));
+  if (rc != 0)
+    throw Error(std::string("cannot start a profile process (posix_spawn /proc/self/exe): ") + std::strerror(rc));
   bool forwarded = false;
   for (;;) {
     int st = 0;
@@ -95,7 +96,8 @@ std::vector<int> missing_shares(const std::string& dir, int k, std::size_t* logg
   if (fs::exists(log))
     for (const auto& r : profile::read_log(log.string()).rows) {
       if (r.repetition < 0 || r.repetition >= reps) continue;
-      have[static_cast<std::size_t>(profile::process_of_repetition(r.repetition, reps, k))].insert({r.config_id, r.repetition});
+      have[static_cast<std::size_t>(profile::process_of_repetition(r.repetition, reps, k))].insert(
+          {r.config_id, r.repetition});
     }
   std::vector<int> out;
   for (int i = 0; i < k; ++i) {
@@ -187,8 +189,7 @@ profile::Result run_profile_processes(const ProcessCampaign& pc) {
   std::vector<int> shares;
   if (fresh)
     for (int i = 0; i < k; ++i) shares.push_back(i);
-  else
-    shares = missing_shares(dir, k, &logged_before);
+  else shares = missing_shares(dir, k, &logged_before);
   std::vector<std::string> base = base_args(pc.argv);
   if (fresh && !pc.backend_given) base.insert(base.end(), {"--backend", pc.backend});
   // The drift windows (GPU clock against the host's) split over the children: the same
@@ -198,10 +199,12 @@ profile::Result run_profile_processes(const ProcessCampaign& pc) {
   if (!fresh) wait_for_lock(dir);
   for (const int i : shares) {
     std::vector<std::string> args = base;
-    args.insert(args.end(), {first && fresh ? "--out" : "--resume", dir, "--process-share", fmt::format("{}/{}", i, k)});
-    args.insert(args.end(), {"--thermal-warmup", pc.thermal ? fmt::format("{}C:{}ms", pc.thermal->celsius,
-                                                                           std::llround(pc.thermal->max_s * 1e3 / (first ? 1 : k)))
-                                                            : "off"});
+    args.insert(args.end(),
+                {first && fresh ? "--out" : "--resume", dir, "--process-share", fmt::format("{}/{}", i, k)});
+    args.insert(args.end(),
+                {"--thermal-warmup", pc.thermal ? fmt::format("{}C:{}ms", pc.thermal->celsius,
+                                                              std::llround(pc.thermal->max_s * 1e3 / (first ? 1 : k)))
+                                                : "off"});
     const int rc = run_child(pc.argv.empty() ? "p2pscope" : pc.argv[0], args, pc.stop);
     if (first && fresh && pc.out.empty() && fs::exists(dir)) point_latest(pc.out_root, dir);
     first = false;
@@ -212,9 +215,10 @@ profile::Result run_profile_processes(const ProcessCampaign& pc) {
     if (rc == 2 && !fs::exists(fs::path(dir) / profile::kMetadataFile))
       throw UsageError(fmt::format("the first of {} profile processes refused the options (its message is above)", k));
     if (rc != 0)
-      throw Error(fmt::format("profile process {} of {} failed (exit {}; its messages are above); what it and the ones "
-                              "before it measured is in {}: continue with `p2pscope profile --resume {}`",
-                              i + 1, k, rc, dir, dir));
+      throw Error(
+          fmt::format("profile process {} of {} failed (exit {}; its messages are above); what it and the ones "
+                      "before it measured is in {}: continue with `p2pscope profile --resume {}`",
+                      i + 1, k, rc, dir, dir));
   }
   if (!fs::exists(fs::path(dir) / profile::kMetadataFile))
     throw Error("the profile processes stopped before creating " + dir);

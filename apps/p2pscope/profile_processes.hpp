@@ -15,12 +15,12 @@
 namespace p2pscope::app {
 
 struct ProcessCampaign {
-  std::vector<std::string> argv;  // this command line (ctx.argv): the children's options come from it
+  std::vector<std::string> argv;      // this command line (ctx.argv): the children's options come from it
   std::string out, out_root, resume;  // as given
-  std::string backend;            // the primary backend (default out dir, and said to the children)
-  bool backend_given = false;     // --backend on the command line: the children get it as is
+  std::string backend;                // the primary backend (default out dir, and said to the children)
+  bool backend_given = false;         // --backend on the command line: the children get it as is
   int processes = 3;
-  double drift_s = 30;            // the campaign's drift window: each child gets drift_s / K
+  double drift_s = 30;                      // the campaign's drift window: each child gets drift_s / K
   const std::atomic<bool>* stop = nullptr;  // the parent's interrupt flag: forwarded to the running child
   // The thermal warm-up: the first child gets it whole, the others max_s / K (the GPU is
   // warm by then; a GPU that never reaches the target would otherwise cost K x max_s).
