@@ -17,6 +17,7 @@
 #include "commands.hpp"
 #include "monitor_options.hpp"
 #include "profile_pattern.hpp"
+#include "profile_processes.hpp"
 #include "progress.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
@@ -40,6 +41,8 @@ struct ProfileOptions {
   std::string rewarm_below = "off";
   int rewarm_every = 20;
   std::string timing = "batch", min_sample_time = "200us";
+  int processes = 0;          // 0: default_processes(reps), or the resumed campaign's
+  std::string process_share;  // "I/K": this is child I of a --processes K campaign
   MonitorCliOptions monitor;
   PatternOptions pattern;  // --pattern: contention instead of the isolated campaign
 };
@@ -86,6 +89,18 @@ std::vector<std::string> split_commas(const std::string& s) {
     if (!item.empty()) out.push_back(item);
   if (out.empty()) throw UsageError("--backend: empty list; give e.g. ce or ce,sm");
   return out;
+}
+
+// The --processes of the campaign being resumed (1 when it has none, or no readable
+// metadata: run_campaign then says what is wrong with the directory).
+int saved_processes(const std::string& dir) {
+  try {
+    return profile::read_json_file((std::filesystem::path(dir) / profile::kMetadataFile).string())
+        .value("settings", nlohmann::json::object())
+        .value("processes", 1);
+  } catch (const std::exception&) {
+    return 1;
+  }
 }
 
 void print_result(const profile::Result& r) {
@@ -187,6 +202,13 @@ void add_profile_command(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   cmd->add_option("--min-sample-time", o->min_sample_time, "batch timing: the least time one record spans (default 200us; e.g. 50us, 1ms)")
       ->capture_default_str();
+  cmd->add_option("--processes", o->processes,
+                  "Split the repetitions over K processes run one after the other (each its own context, buffers, "
+                  "batch sizes, thread placement): analyze widens each median's interval by the spread of the K "
+                  "process medians, which one process cannot see (default 3, at most --reps; 1 = one process, as "
+                  "before; a resumed campaign keeps its own)");
+  cmd->add_option("--process-share", o->process_share, "internal: this process measures share I/K of the repetitions")
+      ->group("");
   o->monitor.add(*cmd, false);
   add_pattern_options(*cmd, o->pattern);
 
@@ -218,7 +240,17 @@ void add_profile_command(CLI::App& app, Context& ctx) {
     p.rewarm_every = o->rewarm_every;
     p.timing = profile::parse_timing(o->timing);
     p.min_sample_ns = profile::parse_min_sample_time(o->min_sample_time);
+    if (o->processes < 0) throw UsageError("--processes must be 1 or more");
+    if (!o->process_share.empty()) {  // a child of --processes K
+      if (std::sscanf(o->process_share.c_str(), "%d/%d", &p.share.index, &p.share.count) != 2)
+        throw UsageError("--process-share '" + o->process_share + "': expected I/K");
+      die_with_parent();
+    }
 
+    if (detect_launch().multi_process()) {  // each rank is already a process
+      if (o->processes > 1) throw UsageError("--processes: under a launcher each rank is already a process; drop --processes");
+      o->processes = 1;
+    }
     if (!join_ranks(p, ctx)) return;  // a rank other than 0: it served rank 0's campaign
 
     // The default backend (the one `run` picks): chosen here so it is said before the
@@ -245,9 +277,19 @@ void add_profile_command(CLI::App& app, Context& ctx) {
     mo.host_waits_on_gpu = std::all_of(backends.begin(), backends.end(),
                                        [](const std::string& b) { return bench::capabilities_of(b).gpu_memory; });
     if (o->monitor.enabled) mon = std::make_unique<monitor::MonitorSession>(monitor_dir_for(*o), monitor_interval_s, mo);
+    int processes = o->processes;
+    if (processes == 0 && o->process_share.empty())
+      processes = o->resume.empty() ? default_processes(o->reps) : saved_processes(o->resume);
     profile::Result r;
     try {
-      r = profile::run_campaign(p);
+      if (processes > 1 && o->process_share.empty()) {  // profile_processes.cpp
+        ProcessCampaign pc{ctx.argv, o->out, o->out_root, o->resume, backends.front(), backend->count() > 0, processes,
+                           p.drift_s, p.stop, p.thermal_warmup};
+        r = run_profile_processes(pc);
+      } else {
+        if (o->process_share.empty()) p.share.count = std::max(1, processes);
+        r = profile::run_campaign(p);
+      }
     } catch (...) {
       // Refused before measuring (bad --gpus...) or failed: no staged monitor left behind.
       if (mon && o->out.empty() && o->resume.empty()) {
@@ -260,6 +302,9 @@ void add_profile_command(CLI::App& app, Context& ctx) {
     }
     progress.finish();
     print_result(r);
+    if (processes > 1)
+      std::printf("repetitions split over %d processes: analyze widens each median's interval by the spread of the "
+                  "process medians\n", processes);
     if (mon) {
       std::printf("\n");
       print_monitor_lines(finish_monitor(*mon, *o, r.out_dir), stdout);

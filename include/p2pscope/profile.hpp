@@ -56,6 +56,13 @@ Plan make_plan(std::vector<std::string> backends, std::vector<int> devices,
 // machine and standard library (std::shuffle is not).
 std::vector<int> shuffled_order(std::size_t n, std::uint64_t seed);
 
+// The repetitions [first, last) that process `index` of `count` measures when a campaign's
+// repetitions are split over processes (profile --processes K): consecutive blocks, the
+// first ones a repetition shorter when count does not divide reps. analyze reads a row's
+// process from its repetition with process_of_repetition.
+std::pair<int, int> share_repetitions(int reps, int count, int index);
+int process_of_repetition(int rep, int reps, int count);
+
 // "p2p_cfg0042_s0d1_sz1048576_r3": the name of an op in trace.json and NVTX.
 std::string event_name(const Config& c, int rep);
 
@@ -112,6 +119,14 @@ struct Params {
   // How a record is timed (profile/batching.hpp): batch (default) or single.
   Timing timing = Timing::batch;
   double min_sample_ns = 200'000;      // batch: a record spans at least this (50 us left host<->GPU CV at 5.8 %)
+
+  // Repetitions split over processes (profile --processes K): this process measures only
+  // share `index` of `count` (share_repetitions), after its own warmup; count is recorded
+  // in metadata.json (settings.processes) and a resume must give the same.
+  struct Share {
+    int index = 0, count = 1;
+  };
+  Share share;
 
   // Builds each backend by name; empty: bench::make_backend(name). A run of one
   // process per GPU passes a factory of driven nccl backends here.
