@@ -15,6 +15,9 @@
 #       --thermal-warmup 50C:30s
 #   one GPU (the GPU and its pinned host memory):
 #     bench/repeatability.sh build/p2pscope -- --backend staged --sizes 1:1G --reps 10 --drift 0 --thermal-warmup 50C:30s
+# With --processes K (profile's default 3) each interval holds the spread between the K processes
+# the repetitions ran in; --processes 1 gives the one-process interval (order statistics alone).
+# Also prints the intervals' width relative to the median (what the honesty costs).
 # OUT=DIR keeps both campaigns and the comparison (default a temp dir, removed).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,7 +58,12 @@ for k in common:
         bad.append((gap / A[k]["median_ns"], k, A[k]["median_ns"], B[k]["median_ns"], x, y))
 agree = len(common) - len(bad)
 frac = agree / len(common) if common else 0
-print(f"configs in both: {len(common)} (only in one: {len(set(A) ^ set(B))}); interval levels {levels}")
+procs = sorted({j.get("processes", 1) for j in (a, b)})
+widths = sorted((c["median_ci"]["hi_ns"] - c["median_ci"]["lo_ns"]) / c["median_ns"] for j in (A, B) for c in j.values())
+def pct(q):
+    return 100 * widths[min(len(widths) - 1, int(q * len(widths)))]
+print(f"configs in both: {len(common)} (only in one: {len(set(A) ^ set(B))}); interval levels {levels}; processes {procs}")
+print(f"interval width / median over both campaigns: median {pct(0.5):.2f} %, p90 {pct(0.9):.2f} %, max {100 * widths[-1]:.2f} %")
 print(f"agree within their intervals: {agree} / {len(common)} = {100 * frac:.1f} % (goal >= 95 %)")
 bad.sort(reverse=True)
 for gap, (bk, s, d, n), ma, mb, x, y in bad[:15]:

@@ -2,13 +2,13 @@
 #include "bench_common.hpp"
 
 #include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include <fmt/format.h>
 
-#include "p2pscope/affinity.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
@@ -105,34 +105,13 @@ void add_bench_common(CLI::App& c, BenchCommon& o, const char* sizes_help) {
   c.add_option("--monitor-interval", o.monitor_interval, "--monitor's sampling interval")->capture_default_str();
 }
 
-void check_same_arguments(Bootstrap& boot, const std::vector<std::string>& argv) {
-  // argv[0] is left out: ranks may name the binary by different paths.
-  const nlohmann::json mine(argv.size() > 1 ? std::vector<std::string>(argv.begin() + 1, argv.end())
-                                            : std::vector<std::string>{});
-  const auto all = boot.allgather(mine.dump());
-  const auto shown = [](const std::string& packed) {
-    std::string line;
-    for (const auto& a : nlohmann::json::parse(packed, nullptr, false)) line += (line.empty() ? "" : " ") + a.get<std::string>();
-    return line;
-  };
-  for (std::size_t r = 1; r < all.size(); ++r)
-    if (all[r] != all[0])
-      throw UsageError(fmt::format("the ranks were started with different arguments: rank 0 runs `{}` but rank {} runs "
-                                   "`{}`; every rank must run the same command (each NCCL call is matched across ranks)",
-                                   shown(all[0]), r, shown(all[r])));
-}
-
-std::vector<std::string> gather_rank_cpus(Bootstrap& boot) {
-  auto rank_cpus = boot.allgather(format_cpulist(allowed_cpus()));
-  if (boot.rank() == 0)
-    for (std::size_t r = 0; r < rank_cpus.size(); ++r)
-      if (parse_cpulist(rank_cpus[r]).size() < 2)
-        std::cerr << fmt::format(
-            "warning: rank {} may run only on CPU {} (mpirun binds each rank to one core by default): NCCL's proxy "
-            "and network threads then share it with the thread waiting on the GPU; over NCCL's socket transport that "
-            "measured 12x slower. Use mpirun --bind-to none (or numa).\n",
-            r, rank_cpus[r]);
-  return rank_cpus;
+Launched bring_up_ranks(const Context& ctx, std::function<void(const LaunchInfo&)> admit) {
+  BringUpOptions o;
+  o.argv = ctx.argv;
+  o.admit = std::move(admit);
+  o.log = [](const std::string& l) { std::fprintf(stderr, "p2pscope: %s\n", l.c_str()); };
+  o.warn = [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); };
+  return bring_up(o);
 }
 
 nlohmann::json launch_json(const LaunchInfo& launch, const std::vector<std::string>& rank_cpus) {

@@ -1,6 +1,7 @@
 #pragma once
 // What `bench gpu` and `bench nccl` share: the common options, --monitor, output to
-// stdout / FILE / DIR, run metadata, and the one-process-per-GPU launch checks.
+// stdout / FILE / DIR, run metadata, and the launcher bring-up with stderr for its lines.
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "bootstrap/bring_up.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/monitor.hpp"
 
@@ -40,14 +42,10 @@ void add_metadata(nlohmann::json& j, const Context& ctx);
 // --out FILE, or DIR (an existing directory or a path ending in '/'): a named file in it.
 void emit(const std::string& text, const BenchCommon& c, const std::string& stem);
 
-// Under a launcher (collective): every rank must run the same command, since each
-// NCCL call is matched across ranks and ranks given other sizes or pairs would wait on
-// each other until the watchdog. Throws the same UsageError on every rank otherwise,
-// naming the first rank whose arguments differ from rank 0's.
-void check_same_arguments(Bootstrap& boot, const std::vector<std::string>& argv);
-// Under a launcher: every rank's allowed CPUs, indexed by rank (collective). Rank 0
-// warns about ranks bound to a single CPU, where NCCL's proxy threads starve.
-std::vector<std::string> gather_rank_cpus(Bootstrap& boot);
+// The launcher bring-up every command calls (bootstrap/bring_up.hpp): rank 0's
+// refusals and warnings go to stderr. `admit` is the command's own refusal under a
+// launcher (one_process_only for commands that drive everything from one process).
+Launched bring_up_ranks(const Context& ctx, std::function<void(const LaunchInfo&)> admit);
 // The JSON "launch" object both benches write.
 nlohmann::json launch_json(const LaunchInfo& launch, const std::vector<std::string>& rank_cpus);
 

@@ -37,39 +37,40 @@ void run_gpu(const GpuOptions& o, Context& ctx) {
   const auto rt = gpu::runtime_info();
   // Under mpirun/srun/torchrun: one process per GPU, meeting through the bootstrap;
   // every rank measures, rank 0 alone reports.
-  const LaunchInfo launch = detect_launch();
-  std::vector<std::string> rank_cpus;  // per rank: the CPUs it may run on
   std::string backend = o.backend;
+  const Launched ranks = bring_up_ranks(ctx, [&backend](const LaunchInfo& l) {
+    if (backend.empty()) backend = bench::default_backend(bench::this_machine(true)).name;
+    if (!bench::resolve_backend(backend).info->can.ranks)
+      throw UsageError(fmt::format("this is rank {} of {} processes ({}), and only --backend nccl runs as one process "
+                                   "per GPU; backend {} drives every GPU from one process: run it without the launcher",
+                                   l.rank, l.size, l.launcher, backend));
+  });
+  const LaunchInfo& launch = ranks.launch;
+  const std::vector<std::string>& rank_cpus = ranks.rank_cpus;  // per rank: the CPUs it may run on
   // One process: the default `run` and `profile` take (staged with one GPU, which has no pair for ce).
-  if (backend.empty()) backend = launch.multi_process() ? "nccl" : profile::default_backend(rt.device_count);
+  if (backend.empty()) backend = bench::default_backend(bench::this_machine(launch.multi_process())).name;
+  const bench::BackendCaps can = bench::resolve_backend(backend).info->can;
   bench::BackendOptions bo;
   bo.variant = o.variant;
   bo.verify = !o.no_verify;
-  if (launch.multi_process()) {
-    if (backend != "nccl")
-      throw UsageError(fmt::format("this is rank {} of {} processes ({}), and only --backend nccl runs as one process "
-                                   "per GPU; backend {} drives every GPU from one process: run it without the launcher",
-                                   launch.rank, launch.size, launch.launcher, backend));
-    bo.bootstrap = make_bootstrap(  // rank 0 says what it refused on stderr
-        launch, 120, [](const std::string& l) { std::fprintf(stderr, "p2pscope: %s\n", l.c_str()); });
+  if (ranks.boot) {
+    bo.bootstrap = ranks.boot;
     bo.rank_device = launch.local_rank;
-    check_same_arguments(*bo.bootstrap, ctx.argv);
-    rank_cpus = gather_rank_cpus(*bo.bootstrap);
   }
   const bool reporter = launch.rank == 0;
   auto b = bench::make_backend(backend, bo);
   bench::SweepSpec spec;
   spec.mode = mode;
   const bool small = mode == bench::Mode::latency || mode == bench::Mode::blocking;
-  spec.sizes = sizes_or(o.sizes, small ? "8" : (backend == "host" ? "64M" : "1G"));
-  const int host_index = backend == "staged" ? b->device_count() - 1 : -1;
+  spec.sizes = sizes_or(o.sizes, small ? "8" : std::string(bench::resolve_backend(backend).info->bandwidth_size));
+  const int host_index = can.host_endpoint ? b->device_count() - 1 : -1;
   if (!o.pairs.empty()) spec.pairs = bench::parse_pairs(o.pairs, host_index);
   spec.warmup = o.warmup;
   spec.iters = o.iters;
   spec.verify = !o.no_verify;
   BenchCommon mon_opts = o;
   mon_opts.monitor = o.monitor && reporter;  // one monitor.csv per run, not one per rank
-  mon_opts.host_waits_on_gpu = backend != "host";
+  mon_opts.host_waits_on_gpu = can.gpu_memory;
   BenchMonitor mon(mon_opts);
   // Ctrl-C ends the sweep after the row in progress and reports what was measured. Not
   // under a launcher: ranks stopping at different rows would leave NCCL calls unmatched.

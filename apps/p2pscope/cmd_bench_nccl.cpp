@@ -12,6 +12,7 @@
 
 #include "bench/formulas.hpp"
 #include "bench/nccl_collective.hpp"
+#include "bench/nccl_sweep.hpp"
 #include "bench_common.hpp"
 #include "progress.hpp"
 #include "p2pscope/bootstrap.hpp"
@@ -47,136 +48,91 @@ std::vector<int> choose_gpus(const std::string& list) {
   return gpus;
 }
 
+// What the numbers are: op, type, where it ran, iterations, the busbw formula.
+std::string describe(const NcclOptions& o, const bench::NcclSweepResult& r, const LaunchInfo& launch) {
+  const int n = r.ranks;
+  const std::string where =
+      r.rank_names.empty()
+          ? fmt::format("GPUs {}, {} ranks, one process", format_cpulist(r.gpus), n)
+          : fmt::format("{} ranks, one process per GPU ({}); a sample is the mean of the ranks' times (nccl-tests' default)",
+                        n, launch.launcher);
+  std::string what = fmt::format("{} of {} over {}, {} iterations after {} warmup, median first; {}", bench::to_string(r.op),
+                                 bench::to_string(r.type), where, o.iters, o.warmup, bench::busbw_formula_text(r.op));
+  if (!r.all_held()) what += "; no blocking start (too many queued ops: lower --iters)";
+  return what;
+}
+
+// The result as --format asks: text (nccl-tests-like), csv, or json with run metadata.
+std::string render(const NcclOptions& o, const bench::NcclSweepResult& r, const Launched& launched, Context& ctx,
+                   BenchMonitor& mon) {
+  const std::string what = describe(o, r, launched.launch);
+  if (o.format == "csv") return bench::nccl_rows_table(r).to_csv();
+  if (o.format != "json") {
+    std::string text = "# p2pscope bench nccl: " + what + "\n";
+    for (const auto& name : r.rank_names) text += "# " + name + "\n";
+    text += bench::nccl_rows_table(r).to_text();
+    if (!r.stopped.empty()) text += "# " + r.stopped + "\n";
+    return text;
+  }
+  nlohmann::json j = {{"schema_version", kSchemaVersion}, {"op", bench::to_string(r.op)},
+                      {"dtype", bench::to_string(r.type)}, {"gpus", r.gpus}, {"ranks", r.ranks},
+                      {"formula", bench::busbw_formula_text(r.op)}, {"description", what},
+                      {"data_ok", r.first_failure().empty()}, {"rows", bench::nccl_rows_json(r)}};
+  j["launch"] = launch_json(launched.launch, launched.rank_cpus);
+  if (!r.rank_names.empty()) j["rank_gpus"] = r.rank_names;
+  if (!r.stopped.empty()) j["stopped"] = r.stopped;
+  if (r.interrupted) j["interrupted"] = true;
+  add_metadata(j, ctx);
+  mon.finish(&j);
+  return j.dump(2) + "\n";
+}
+
 void run_nccl(const NcclOptions& o, Context& ctx) {
   check_bench_common(o);
-  bench::CollectiveSpec spec;
-  spec.op = bench::parse_nccl_op(o.op);
-  spec.type = bench::parse_nccl_type(o.dtype);
-  spec.warmup = o.warmup;
-  spec.iters = o.iters;
-  const auto sizes = sizes_or(o.sizes, "8:1G");
-  if (!bench::nccl_collectives_built()) bench::run_collective(spec);  // throws "not built in"
+  bench::NcclSweepSpec spec;
+  spec.collective.op = bench::parse_nccl_op(o.op);
+  spec.collective.type = bench::parse_nccl_type(o.dtype);
+  spec.collective.warmup = o.warmup;
+  spec.collective.iters = o.iters;
+  spec.sizes = sizes_or(o.sizes, "8:1G");
+  if (!bench::nccl_collectives_built()) bench::run_collective(spec.collective);  // "not built in", before any rank meets
 
   // Under a launcher every rank drives one GPU and takes part in every call.
-  const LaunchInfo launch = detect_launch();
-  std::unique_ptr<bench::CollectiveRanks> ranks;
-  std::vector<std::string> rank_cpus, rank_names;
-  if (launch.multi_process()) {
+  const Launched launched = bring_up_ranks(ctx, [&o](const LaunchInfo& l) {
     if (!o.gpus.empty())
       throw UsageError(fmt::format("--gpus: this is rank {} of {} ({}), and under a launcher each rank drives the GPU of its "
                                    "local rank; choose the GPUs with CUDA_VISIBLE_DEVICES and their number with -np",
-                                   launch.rank, launch.size, launch.launcher));
-    std::shared_ptr<Bootstrap> boot = make_bootstrap(  // rank 0 says what it refused on stderr
-        launch, 120, [](const std::string& l) { std::fprintf(stderr, "p2pscope: %s\n", l.c_str()); });
-    check_same_arguments(*boot, ctx.argv);
-    rank_cpus = gather_rank_cpus(*boot);
-    ranks = bench::make_collective_ranks(boot, launch.local_rank);
-    for (int r = 0; r < ranks->ranks(); ++r) {
-      spec.gpus.push_back(r);
-      rank_names.push_back(ranks->rank_name(r));
-    }
-  } else {
-    spec.gpus = choose_gpus(o.gpus);
-  }
-  const bool reporter = launch.rank == 0;
-  const int n = static_cast<int>(spec.gpus.size());
-
-  Table t({"size", "size_bytes", "count", "type", "time_us", "algbw_GBps", "busbw_GBps", "p5_us", "p50_us", "p95_us", "cv_pct", "check"});
-  nlohmann::json rows = nlohmann::json::array();
-  std::string failure, stopped;
-  bool all_held = true;
+                                   l.rank, l.size, l.launcher));
+  });
+  std::unique_ptr<bench::CollectiveRanks> ranks;
+  if (launched.boot) ranks = bench::make_collective_ranks(launched.boot, launched.launch.local_rank);
+  else spec.collective.gpus = choose_gpus(o.gpus);
   BenchCommon mon_opts = o;
-  mon_opts.monitor = o.monitor && reporter;  // one monitor.csv per run, not one per rank
+  mon_opts.monitor = o.monitor && launched.reporter();  // one monitor.csv per run, not one per rank
   mon_opts.host_waits_on_gpu = true;
   BenchMonitor mon(mon_opts);
   // Ctrl-C ends the sweep after the size in progress (one process only, as in bench gpu).
   std::optional<profile::InterruptFlag> interrupt;
-  if (!ranks) interrupt.emplace("p2pscope bench nccl");
-  bool interrupted = false;
+  if (!ranks) spec.stop = interrupt.emplace("p2pscope bench nccl").flag();
   RowProgress progress("bench nccl", 2.0);
-  for (std::uint64_t bytes : sizes) {
-    if (interrupt && interrupt->flag()->load()) {
-      interrupted = true;
-      stopped = fmt::format("interrupted before {}: {} of {} sizes measured", format_size(bytes), rows.size(), sizes.size());
-      break;
-    }
-    spec.bytes = bytes;
-    bench::CollectiveResult res;
-    try {
-      res = ranks ? ranks->run(spec) : bench::run_collective(spec);
-    } catch (const std::exception& e) {
-      if (rows.empty()) throw;  // nothing measured yet: the plain error says it all
-      stopped = fmt::format("stopped at {}: {}", format_size(bytes), e.what());
-      break;
-    }
-    all_held = all_held && res.held_start;
-    const Stats s = compute_stats(res.elapsed_ns);
-    const double sec = s.median * 1e-9, S = static_cast<double>(res.bytes);
-    const std::string check = res.first_bad < 0 ? "ok" : fmt::format("BAD rank {} @{}", res.bad_rank, res.first_bad);
-    if (res.first_bad >= 0 && failure.empty())
-      failure = fmt::format("{} at {}: rank {} ({}) holds a wrong value at element {}", bench::to_string(spec.op),
-                            format_size(res.bytes), res.bad_rank,
-                            ranks ? rank_names[static_cast<std::size_t>(res.bad_rank)]
-                                  : fmt::format("GPU {}", spec.gpus[static_cast<std::size_t>(res.bad_rank)]),
-                            res.first_bad);
-    const std::string type = bench::to_string(spec.type);
-    const std::uint64_t count = res.bytes / bench::type_size(spec.type);
-    t.add_row({format_size_compact(res.bytes), std::to_string(res.bytes), std::to_string(count), type,
-               fixed(s.median / 1e3, 2), fixed(bench::algbw_gbps(S, sec), 2), fixed(bench::busbw_gbps(spec.op, n, S, sec), 2),
-               fixed(s.p5 / 1e3, 2), fixed(s.median / 1e3, 2), fixed(s.p95 / 1e3, 2), fixed(s.cv * 100, 1), check});
-    rows.push_back({{"size_bytes", res.bytes}, {"count", count}, {"type", type},
-                    {"time_ns", {{"median", s.median}, {"p5", s.p5}, {"p95", s.p95}, {"cv", s.cv}, {"n", s.n}}},
-                    {"samples_ns", res.elapsed_ns}, {"algbw_GBps", bench::algbw_gbps(S, sec)},
-                    {"busbw_GBps", bench::busbw_gbps(spec.op, n, S, sec)}, {"check", check}});
-    if (!res.by_rank_ns.empty()) rows.back()["samples_ns_by_rank"] = res.by_rank_ns;
-    if (reporter)
-      progress(rows.size(), sizes.size(),
-               fmt::format("{}: {} us, busbw {} GB/s", format_size(res.bytes), fixed(s.median / 1e3, 2),
-                           fixed(bench::busbw_gbps(spec.op, n, S, sec), 2)));
+  if (launched.reporter())
+    spec.on_row = [&](std::size_t done, std::size_t planned, const bench::NcclSweepRow& row) {
+      progress(done, planned, fmt::format("{}: {} us, busbw {} GB/s", format_size(row.bytes),
+                                          fixed(row.time_ns.median / 1e3, 2), fixed(row.busbw_GBps, 2)));
+    };
+  const bench::NcclSweepResult r = bench::run_nccl_sweep(spec, ranks.get());
+  if (launched.reporter()) {  // rank 0 prints; the others only say what went wrong
+    const std::string text = render(o, r, launched, ctx, mon);
+    mon.finish(nullptr);
+    emit(text, o, "bench_nccl_" + bench::to_string(r.op));
   }
-  if (!reporter) {  // rank 0 prints; the others only say what went wrong
-    if (!stopped.empty()) throw Error(stopped);
-    if (!failure.empty()) throw Error("data check failed: " + failure);
-    return;
-  }
-
-  const std::string where =
-      ranks ? fmt::format("{} ranks, one process per GPU ({}); a sample is the mean of the ranks' times (nccl-tests' default)", n, launch.launcher)
-            : fmt::format("GPUs {}, {} ranks, one process", format_cpulist(spec.gpus), n);
-  std::string what = fmt::format("{} of {} over {}, {} iterations after {} warmup, median first; {}", bench::to_string(spec.op),
-                                 bench::to_string(spec.type), where,
-                                 o.iters, o.warmup, bench::busbw_formula_text(spec.op));
-  if (!all_held) what += "; no blocking start (too many queued ops: lower --iters)";
-  std::string text;
-  if (o.format == "json") {
-    nlohmann::json j = {{"schema_version", kSchemaVersion}, {"op", bench::to_string(spec.op)},
-                        {"dtype", bench::to_string(spec.type)}, {"gpus", spec.gpus},
-                        {"ranks", n}, {"formula", bench::busbw_formula_text(spec.op)}, {"description", what},
-                        {"data_ok", failure.empty()}, {"rows", rows}};
-    j["launch"] = launch_json(launch, rank_cpus);
-    if (ranks) j["rank_gpus"] = rank_names;
-    if (!stopped.empty()) j["stopped"] = stopped;
-    if (interrupted) j["interrupted"] = true;
-    add_metadata(j, ctx);
-    mon.finish(&j);
-    text = j.dump(2) + "\n";
-  } else if (o.format == "csv") {
-    text = t.to_csv();
-  } else {
-    text = "# p2pscope bench nccl: " + what + "\n";
-    for (const auto& name : rank_names) text += "# " + name + "\n";
-    text += t.to_text();
-    if (!stopped.empty()) text += "# " + stopped + "\n";
-  }
-  mon.finish(nullptr);
-  emit(text, o, "bench_nccl_" + bench::to_string(spec.op));
-  if (interrupted) {
-    std::cerr << "bench nccl: " << stopped << "; what was measured is reported\n";
+  if (r.interrupted && interrupt) {
+    std::cerr << "bench nccl: " << r.stopped << "; what was measured is reported\n";
     ctx.exit_code = 128 + interrupt->signal_number();
     return;
   }
-  if (!stopped.empty()) throw Error(stopped);
-  if (!failure.empty()) throw Error("data check failed: " + failure);
+  if (!r.stopped.empty()) throw Error(r.stopped);
+  if (!r.first_failure().empty()) throw Error("data check failed: " + r.first_failure());
 }
 
 }  // namespace

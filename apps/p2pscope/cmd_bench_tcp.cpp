@@ -25,6 +25,7 @@ namespace {
 struct BenchTcpOptions {
   bool net = false;    // bench net: the data path is an NCCL net plugin
   std::string plugin;  // bench net --plugin: path, file or name (NCCL_NET_PLUGIN rules)
+  std::string dmabuf = "auto";  // bench net --dmabuf: how CUDA buffers are registered
   TcpCliOptions engine;
   bool server = false, loopback = false;
   std::vector<std::string> bind{"0.0.0.0"}, client;
@@ -161,10 +162,11 @@ void run(const BenchTcpOptions& o, Context& ctx) {
   const double monitor_interval_s = o.monitor.enabled ? o.monitor.interval_s() : 0;  // bad value: exit 2 now
   std::shared_ptr<net::Plugin> plugin;
   if (o.net) {
+    const tcp::DmabufMode dmabuf = tcp::parse_dmabuf_mode(o.dmabuf);  // a typo: exit 2 before loading anything
     net::LoadOptions lo;
     lo.plugin = o.plugin;
     plugin = net::Plugin::load(lo);
-    local.path = tcp::make_plugin_path(plugin);
+    local.path = tcp::make_plugin_path(plugin, dmabuf);
     std::fprintf(stderr, "p2pscope bench net: loaded %s\n", plugin->describe().c_str());
   }
   if (o.server) return serve(o, local, monitor_interval_s, ctx, plugin.get());
@@ -194,9 +196,14 @@ CLI::App* add_engine_command(CLI::App& bench, Context& ctx, bool net) {
   auto* c = net ? bench.add_subcommand("net", "NCCL net plugin engine (TCPX, aws-ofi-nccl, IB, socket plugins) without "
                                               "NCCL: channels = plugin comms over its devices, windows, pinned workers")
                 : bench.add_subcommand("tcp", "TCP transfer engine: channels over NICs, windows, pinned TX/RX workers");
-  if (net)
+  if (net) {
     c->add_option("--plugin", o->plugin, "plugin: a path, a file name or NAME (libnccl-net-NAME.so); default "
                                          "$NCCL_NET_PLUGIN, else libnccl-net.so, as NCCL resolves it");
+    c->add_option("--dmabuf", o->dmabuf, "--mem gpu: register CUDA buffers with regMrDmaBuf (a dma-buf of the buffer, "
+                                         "as NCCL): auto (where the plugin device and the GPU offer it), on (or refuse), "
+                                         "off (regMr)")
+        ->capture_default_str();
+  }
   c->add_flag("--server", o->server, "serve clients (each proposes its parameters) until killed, or --sessions N");
   c->add_option("--bind", o->bind, "server: local addresses to listen on (one per NIC)")->delimiter(',')->capture_default_str();
   c->add_option("--client", o->client, "client: server addresses; channel c goes to HOST[c % n]")->delimiter(',');
@@ -235,6 +242,7 @@ void add_bench_tcp_command(CLI::App& bench, Context& ctx) {
       "  p2pscope bench net --plugin build/lib/libnccl-net-p2pscope.so --loopback --channels 4 --size 256M --verify\n"
       "  NCCL_NET_PLUGIN=gpudirecttcpx p2pscope bench net --server --bind 10.0.0.2 --mem gpu --gpus 0-7\n"
       "  p2pscope bench net --client 10.0.0.2 --mem gpu --gpus 0-7 --channels 8 --tx-bind \"$NCCL_GPUDIRECTTCPX_TX_BINDINGS\"\n"
+      "  p2pscope bench net --plugin ofi --loopback --mem gpu --dmabuf on --verify   # regMrDmaBuf or a clear refusal\n"
       "Both sides load the same plugin; the server and the client must both be bench net (or both bench tcp).\n"
       "Set the same P2PSCOPE_TOKEN on both sides to keep strangers out of the server.");
 }

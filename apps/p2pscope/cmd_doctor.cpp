@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <cstdio>
 #include <sstream>
 
@@ -19,6 +20,7 @@
 #include "p2pscope/table.hpp"
 #include "p2pscope/tune.hpp"
 #include "p2pscope/units.hpp"
+#include "tune/transport_run.hpp"
 
 extern char** environ;
 
@@ -55,8 +57,8 @@ std::pair<int, std::string> run_self(const std::vector<std::string>& args, const
   return {r.exit_code, std::move(r.out)};
 }
 
-// bench nccl all-reduce under forced fallbacks; its figures come from its JSON file,
-// its NCCL_DEBUG=INFO lines from its output.
+// bench nccl all-reduce under forced fallbacks; its figures come from its JSON file
+// (read_transport_run), only NCCL's own INFO lines from its output.
 std::vector<tune::TransportRun> compare_transports(const std::string& size) {
   const std::vector<std::pair<std::string, std::map<std::string, std::string>>> configs = {
       {"default", {{"NCCL_DEBUG", "INFO"}}},
@@ -70,32 +72,16 @@ std::vector<tune::TransportRun> compare_transports(const std::string& size) {
   int k = 0;
   for (const auto& [label, env] : configs) {
     std::cerr << "doctor: running bench nccl --op allreduce under " << label << " ...\n";
-    tune::TransportRun r;
-    r.label = label;
-    r.env = env;
     const std::string json_path = dir + "/run" + std::to_string(k++) + ".json";
     auto [code, out] = run_self({"bench", "nccl", "--op", "allreduce", "--sizes", size, "--format", "json", "--out", json_path}, env);
-    r.exit_code = code;
-    r.log = tune::parse_nccl_log(out, "bench nccl (" + label + ")");
-    std::ifstream in(json_path);
-    if (in) {
+    std::optional<std::string> json;
+    if (std::ifstream in(json_path); in) {
       std::stringstream ss;
       ss << in.rdbuf();
-      const auto j = nlohmann::json::parse(ss.str(), nullptr, false);
-      try {
-        if (!j.is_discarded()) {
-          auto perf = tune::perf_from_bench_json(j, "bench nccl (" + label + ")");
-          perf.transport = r.log.primary_transport();
-          r.busbw_bytes_per_s = std::max(0.0, perf.peak_busbw());
-          r.log.perf.push_back(std::move(perf));
-        }
-      } catch (const UsageError& e) {
-        r.error = e.what();
-      }
+      json = ss.str();
     }
+    runs.push_back(tune::read_transport_run(label, env, code, out, json));
     std::remove(json_path.c_str());
-    if (code != 0) r.error = "exit " + std::to_string(code) + ": " + out.substr(out.size() > 400 ? out.size() - 400 : 0);
-    runs.push_back(std::move(r));
   }
   ::rmdir(dir.c_str());
   return runs;

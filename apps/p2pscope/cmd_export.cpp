@@ -18,7 +18,7 @@ namespace p2pscope::app {
 namespace {
 
 struct ExportOptions {
-  std::string dir, to, out, backend, sizes, astra_backend = "unaware", system, line_at;
+  std::string dir, to, out, backend, sizes, astra_backend = "unaware", system, line_at, for_collective;
   std::int64_t endpoint_delay_ns = 1;
   bool force = false;
 };
@@ -67,11 +67,17 @@ void add_export_command(CLI::App& app, Context& /*ctx*/) {
   cmd->add_option("--astra-line-at", o->line_at,
                   "astra-sim: write each dimension's line as the regime that holds at this message size (e.g. 512K, "
                   "S/p of the collective you simulate) instead of the upper regime; the header's table shows the cost");
+  cmd->add_option("--for", o->for_collective,
+                  "astra-sim: write the file for one collective, ring:SIZE (ring all-reduce of SIZE, e.g. ring:1M): "
+                  "each dimension's line is the regime that holds at the messages it sends there (S/n on n NPUs); "
+                  "the header says which sizes the file is right for. Needed where the default file's table is off "
+                  "beyond 2 % (the default export names those sizes)");
   cmd->add_option("--system", o->system,
                   "astra-sim: also write ASTRA-sim's system file (JSON) here: one ring per dimension, the endpoint delay");
   cmd->footer(
       "Examples:\n"
       "  p2pscope export run/campaign --to astra-sim --out network.yml --system system.json\n"
+      "  p2pscope export run/campaign --to astra-sim --for ring:1M --out net-1M.yml --system sys-1M.json\n"
       "  p2pscope export run/campaign --to astra-sim --astra-backend aware --out aware.yml --system aware.json\n"
       "  p2pscope export run/campaign --to csv --out pred.csv && p2pscope analyze run/campaign --predictions pred.csv\n"
       "  p2pscope export run/campaign --to json | jq '.links[] | {src, dst, beta_bytes_per_s}'");
@@ -87,8 +93,24 @@ void add_export_command(CLI::App& app, Context& /*ctx*/) {
       if (at.size() != 1 || at[0] == 0) throw UsageError("--astra-line-at: give one message size of 1 byte or more, e.g. 512K");
       eo.line_at_bytes = at[0];
     }
-    if ((!o->system.empty() || !o->line_at.empty()) && format != simulate::ExportFormat::astra_sim)
-      throw UsageError("--system and --astra-line-at apply to --to astra-sim only");
+    if (!o->for_collective.empty()) {
+      const auto colon = o->for_collective.find(':');
+      const std::string algo = o->for_collective.substr(0, colon);
+      if (colon == std::string::npos || algo != "ring")
+        throw UsageError("--for '" + o->for_collective + "': give ring:SIZE, the ring all-reduce the file is for (e.g. "
+                         "ring:1M); ASTRA-sim's system file runs ring collectives");
+      std::vector<std::uint64_t> at;
+      try {
+        at = parse_size_list(o->for_collective.substr(colon + 1));
+      } catch (const UsageError& e) {
+        throw UsageError("--for '" + o->for_collective + "': " + e.what());
+      }
+      if (at.size() != 1 || at[0] == 0) throw UsageError("--for ring:SIZE: give one all-reduce size of 1 byte or more, e.g. ring:1M");
+      if (!o->line_at.empty()) throw UsageError("--for and --astra-line-at both choose the line: give one");
+      eo.for_ring_allreduce_bytes = at[0];
+    }
+    if ((!o->system.empty() || !o->line_at.empty() || !o->for_collective.empty()) && format != simulate::ExportFormat::astra_sim)
+      throw UsageError("--system, --for and --astra-line-at apply to --to astra-sim only");
     if (!o->sizes.empty()) {
       if (format != simulate::ExportFormat::csv) throw UsageError("--sizes applies to --to csv only");
       eo.sizes = parse_size_list(o->sizes);

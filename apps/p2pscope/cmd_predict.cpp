@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 
 #include "bench/nccl_collective.hpp"
+#include "bench/nccl_sweep.hpp"
+#include "bench_common.hpp"
 #include "commands.hpp"
 #include "p2pscope/charts.hpp"
 #include "p2pscope/error.hpp"
@@ -49,12 +51,6 @@ std::string why_no_measure(const std::vector<int>& devices, const std::string& b
   return "";
 }
 
-struct Measured {
-  double median_ns = 0;
-  std::uint64_t bytes = 0;
-  std::string check;
-};
-
 // One op's curve: sizes, predicted and (NaN where not run) measured times.
 struct Curve {
   std::vector<double> bytes, predicted_ns, measured_ns;
@@ -86,102 +82,83 @@ std::string predict_page(const std::string& what, const std::vector<std::string>
   return charts::html::page("p2pscope predict", body);
 }
 
-void run_predict(const PredictOptions& o, Context& ctx) {
-  if (o.format != "text" && o.format != "json" && o.format != "csv")
-    throw UsageError("--format '" + o.format + "': expected text, json or csv");
-  const auto ops = simulate::parse_collective_list(o.ops);
-  const auto algo = simulate::parse_algorithm(o.algo);
-  const auto sizes = parse_size_list(o.sizes);
-  if (sizes.empty()) throw UsageError("--sizes gave no sizes");
-  for (const auto n : sizes)
-    if (n == 0) throw UsageError("--sizes: a size of 0 bytes moves nothing and has no time to predict; give 1 or more");
-  const simulate::Predictor pr(o.dir, o.backend, simulate::parse_astra_backend(o.astra_backend), o.endpoint_delay_ns);
-  const int p = static_cast<int>(pr.devices().size());
-  for (const auto& n : pr.notes()) std::fprintf(stderr, "note: %s\n", n.c_str());
-
-  std::string no_measure;
-  if (o.measure) no_measure = why_no_measure(pr.devices(), pr.backend());
-  const bool measuring = o.measure && no_measure.empty();
-  std::vector<std::string> head = {"op", "algo", "size", "size_bytes", "steps", "predicted_us", "algbw_GBps",
-                                   "busbw_GBps", "bottleneck", "extrapolated"};
-  std::size_t extrapolated = 0;
-  if (measuring) head.insert(head.end(), {"measured_us", "error_pct", "check"});
-  Table t(head);
-  std::vector<std::string> unmeasured;
+// The table and curves of a run, filled op by op.
+struct PredictTable {
+  Table t;
   std::vector<std::pair<std::string, Curve>> curves;
-  for (const auto op : ops) {
-    bench::CollectiveSpec spec;
-    const bool nccl_has = op != simulate::Collective::broadcast;  // bench nccl has no broadcast
-    if (measuring && nccl_has) {
-      spec.op = bench::parse_nccl_op(simulate::to_string(op));
-      spec.type = bench::parse_nccl_type(o.dtype);
-      spec.gpus = pr.devices();
-      spec.warmup = o.warmup;
-      spec.iters = o.iters;
-    }
-    if (measuring && !nccl_has) unmeasured.push_back(simulate::to_string(op) + " (bench nccl has no broadcast)");
-    Curve& curve = curves.emplace_back(simulate::to_string(op), Curve{}).second;
-    for (const std::uint64_t size : sizes) {
-      std::optional<Measured> m;
-      std::uint64_t at = size;
-      if (measuring && nccl_has) {
-        spec.bytes = size;
-        const auto res = bench::run_collective(spec);
-        m = Measured{compute_stats(res.elapsed_ns).median, res.bytes,
-                     res.first_bad < 0 ? "ok" : fmt::format("BAD rank {}", res.bad_rank)};
-        at = res.bytes;  // NCCL rounds S to whole elements per rank: predict what ran
-      }
-      const auto r = pr.predict(op, algo, at);
-      curve.bytes.push_back(static_cast<double>(at));
-      curve.predicted_ns.push_back(r.time_ns);
-      curve.measured_ns.push_back(m ? m->median_ns : NAN);
-      std::vector<std::string> row = {simulate::to_string(op), simulate::to_string(algo), format_size_compact(at),
-                                      std::to_string(at), std::to_string(r.steps), fixed(r.time_ns / 1e3, 3),
-                                      fixed(r.algbw_bytes_per_s / 1e9, 3), fixed(r.busbw_bytes_per_s / 1e9, 3),
-                                      r.bottleneck, r.extrapolated ? "yes" : "no"};
-      extrapolated += r.extrapolated;
-      if (measuring) {
-        if (m)
-          row.insert(row.end(), {fixed(m->median_ns / 1e3, 3), fixed((r.time_ns - m->median_ns) / m->median_ns * 100, 2),
-                                 m->check});
-        else
-          row.insert(row.end(), {"", "", "not measured"});
-      }
-      t.add_row(row);
-    }
-  }
+  std::vector<std::string> unmeasured;
+  std::size_t extrapolated = 0;
+};
 
-  const auto assumptions = pr.assumptions(algo);
-  std::string devs;
-  for (int d : pr.devices()) devs += (devs.empty() ? "" : ",") + std::to_string(d);
-  const std::string what = fmt::format("collectives predicted from {}/links.json: backend {}, {} ranks (devices {}), {} "
-                                       "timing, {} algorithm; GB/s = 1e9 B/s; error_pct = (predicted - measured) / measured",
-                                       o.dir, pr.backend(), p, devs, pr.time_source(), simulate::to_string(algo));
-  std::string text;
-  if (o.format == "json") {
-    nlohmann::json j = run_metadata(ctx.argv);
-    j["kind"] = "p2pscope_predict";
-    j["campaign"] = o.dir;
-    j["backend"] = pr.backend();
-    j["devices"] = pr.devices();
-    j["time_source"] = pr.time_source();
-    j["algorithm"] = simulate::to_string(algo);
-    j["astra_backend"] = o.astra_backend;  // whose schedule --algo ring follows
-    j["endpoint_delay_ns"] = o.endpoint_delay_ns;
-    j["description"] = what;
-    j["assumptions"] = assumptions;
-    j["notes"] = pr.notes();
-    j["measure"] = {{"asked", o.measure}, {"ran", measuring}, {"why_not", no_measure}, {"dtype", o.dtype},
-                    {"unmeasured", unmeasured}};
-    j["rows"] = t.to_json();
-    text = j.dump(1) + "\n";
-  } else if (o.format == "csv") {
-    text = t.to_csv();
-  } else {
-    text = "# p2pscope predict: " + what + "\n";
-    for (const auto& a : assumptions) text += "# assumes: " + a + "\n";
-    text += t.to_text();
+// --measure: the op over the campaign's GPUs at every size, through bench nccl's sweep.
+std::vector<bench::NcclSweepRow> measure_op(const PredictOptions& o, const simulate::Predictor& pr,
+                                            simulate::Collective op, const std::vector<std::uint64_t>& sizes) {
+  bench::NcclSweepSpec spec;
+  spec.collective.op = bench::parse_nccl_op(simulate::to_string(op));
+  spec.collective.type = bench::parse_nccl_type(o.dtype);
+  spec.collective.gpus = pr.devices();
+  spec.collective.warmup = o.warmup;
+  spec.collective.iters = o.iters;
+  spec.sizes = sizes;
+  auto r = bench::run_nccl_sweep(spec);
+  if (!r.stopped.empty()) throw Error("predict --measure: " + simulate::to_string(op) + ": " + r.stopped);
+  return std::move(r.rows);
+}
+
+// One op: predicted at each size (at the size NCCL ran, when measured: it rounds S to
+// whole elements per rank) and, where it ran, measured with the error.
+void add_op(const PredictOptions& o, const simulate::Predictor& pr, simulate::Collective op, simulate::Algorithm algo,
+            const std::vector<std::uint64_t>& sizes, bool measuring, PredictTable& out) {
+  const bool nccl_has = op != simulate::Collective::broadcast;  // bench nccl has no broadcast
+  if (measuring && !nccl_has) out.unmeasured.push_back(simulate::to_string(op) + " (bench nccl has no broadcast)");
+  const auto measured = measuring && nccl_has ? measure_op(o, pr, op, sizes) : std::vector<bench::NcclSweepRow>{};
+  Curve& curve = out.curves.emplace_back(simulate::to_string(op), Curve{}).second;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const bench::NcclSweepRow* m = i < measured.size() ? &measured[i] : nullptr;
+    const std::uint64_t at = m ? m->bytes : sizes[i];
+    const auto r = pr.predict(op, algo, at);
+    curve.bytes.push_back(static_cast<double>(at));
+    curve.predicted_ns.push_back(r.time_ns);
+    curve.measured_ns.push_back(m ? m->time_ns.median : NAN);
+    std::vector<std::string> row = {simulate::to_string(op), simulate::to_string(algo), format_size_compact(at),
+                                    std::to_string(at), std::to_string(r.steps), fixed(r.time_ns / 1e3, 3),
+                                    fixed(r.algbw_bytes_per_s / 1e9, 3), fixed(r.busbw_bytes_per_s / 1e9, 3),
+                                    r.bottleneck, r.extrapolated ? "yes" : "no"};
+    out.extrapolated += r.extrapolated;
+    if (m) {
+      const double t = m->time_ns.median;
+      row.insert(row.end(), {fixed(t / 1e3, 3), fixed((r.time_ns - t) / t * 100, 2),
+                             m->first_bad < 0 ? "ok" : fmt::format("BAD rank {}", m->bad_rank)});
+    } else if (measuring) {
+      row.insert(row.end(), {"", "", "not measured"});
+    }
+    out.t.add_row(row);
   }
+}
+
+std::string render_json(const PredictOptions& o, const simulate::Predictor& pr, simulate::Algorithm algo,
+                        const std::string& what, bool measuring, const std::string& no_measure,
+                        const PredictTable& pt, Context& ctx) {
+  nlohmann::json j = run_metadata(ctx.argv);
+  j["kind"] = "p2pscope_predict";
+  j["campaign"] = o.dir;
+  j["backend"] = pr.backend();
+  j["devices"] = pr.devices();
+  j["time_source"] = pr.time_source();
+  j["algorithm"] = simulate::to_string(algo);
+  j["astra_backend"] = o.astra_backend;  // whose schedule --algo ring follows
+  j["endpoint_delay_ns"] = o.endpoint_delay_ns;
+  j["description"] = what;
+  j["assumptions"] = pr.assumptions(algo);
+  j["notes"] = pr.notes();
+  j["measure"] = {{"asked", o.measure}, {"ran", measuring}, {"why_not", no_measure}, {"dtype", o.dtype},
+                  {"unmeasured", pt.unmeasured}};
+  j["rows"] = pt.t.to_json();
+  return j.dump(1) + "\n";
+}
+
+// --out (or stdout) and --html, then the notes on stderr.
+void write_outputs(const PredictOptions& o, const std::string& text, const std::string& page) {
   if (o.out.empty() || o.out == "-") {
     std::cout << text;
     std::cout.flush();
@@ -190,16 +167,62 @@ void run_predict(const PredictOptions& o, Context& ctx) {
     std::cerr << "wrote " << o.out << "\n";
   }
   if (!o.html.empty()) {
-    write_file_atomic(o.html, predict_page(what, assumptions, curves, t, measuring),
-                      o.force ? Replace::allow : Replace::refuse);
+    write_file_atomic(o.html, page, o.force ? Replace::allow : Replace::refuse);
     std::cerr << "wrote " << o.html << "\n";
   }
-  for (const auto& u : unmeasured) std::fprintf(stderr, "note: not measured: %s\n", u.c_str());
-  if (extrapolated)
+}
+
+std::vector<std::uint64_t> checked_sizes(const PredictOptions& o) {
+  if (o.format != "text" && o.format != "json" && o.format != "csv")
+    throw UsageError("--format '" + o.format + "': expected text, json or csv");
+  const auto sizes = parse_size_list(o.sizes);
+  if (sizes.empty()) throw UsageError("--sizes gave no sizes");
+  for (const auto n : sizes)
+    if (n == 0) throw UsageError("--sizes: a size of 0 bytes moves nothing and has no time to predict; give 1 or more");
+  return sizes;
+}
+
+void run_predict(const PredictOptions& o, Context& ctx) {
+  const auto sizes = checked_sizes(o);
+  const auto ops = simulate::parse_collective_list(o.ops);
+  const auto algo = simulate::parse_algorithm(o.algo);
+  const simulate::Predictor pr(o.dir, o.backend, simulate::parse_astra_backend(o.astra_backend), o.endpoint_delay_ns);
+  for (const auto& n : pr.notes()) std::fprintf(stderr, "note: %s\n", n.c_str());
+
+  std::string no_measure;
+  if (o.measure) bring_up_ranks(ctx, one_process_only("predict --measure"));  // it drives the campaign's GPUs itself
+  if (o.measure) no_measure = why_no_measure(pr.devices(), pr.backend());
+  const bool measuring = o.measure && no_measure.empty();
+  std::vector<std::string> head = {"op", "algo", "size", "size_bytes", "steps", "predicted_us", "algbw_GBps",
+                                   "busbw_GBps", "bottleneck", "extrapolated"};
+  if (measuring) head.insert(head.end(), {"measured_us", "error_pct", "check"});
+  PredictTable pt{Table(head), {}, {}, 0};
+  for (const auto op : ops) add_op(o, pr, op, algo, sizes, measuring, pt);
+
+  const auto assumptions = pr.assumptions(algo);
+  std::string devs;
+  for (int d : pr.devices()) devs += (devs.empty() ? "" : ",") + std::to_string(d);
+  const std::string what = fmt::format("collectives predicted from {}/links.json: backend {}, {} ranks (devices {}), {} "
+                                       "timing, {} algorithm; GB/s = 1e9 B/s; error_pct = (predicted - measured) / measured",
+                                       o.dir, pr.backend(), pr.devices().size(), devs, pr.time_source(),
+                                       simulate::to_string(algo));
+  std::string text;
+  if (o.format == "json") {
+    text = render_json(o, pr, algo, what, measuring, no_measure, pt, ctx);
+  } else if (o.format == "csv") {
+    text = pt.t.to_csv();
+  } else {
+    text = "# p2pscope predict: " + what + "\n";
+    for (const auto& a : assumptions) text += "# assumes: " + a + "\n";
+    text += pt.t.to_text();
+  }
+  write_outputs(o, text, o.html.empty() ? std::string() : predict_page(what, assumptions, pt.curves, pt.t, measuring));
+  for (const auto& u : pt.unmeasured) std::fprintf(stderr, "note: not measured: %s\n", u.c_str());
+  if (pt.extrapolated)
     std::fprintf(stderr,
                  "note: %zu of %zu rows are extrapolated (column extrapolated = yes): a link's model was used beyond the "
                  "sizes the campaign measured; profile up to the sizes you predict to measure them instead\n",
-                 extrapolated, t.rows().size());
+                 pt.extrapolated, pt.t.rows().size());
   if (o.measure && !measuring) {
     // Asked for and not made: say so, and in the exit status, after the predictions.
     std::fprintf(stderr, "predict --measure: %s; the table holds predictions only\n", no_measure.c_str());

@@ -13,9 +13,11 @@
 
 #include "bench/driven_backend.hpp"
 #include "bench/sweep.hpp"
+#include "bench_common.hpp"
 #include "commands.hpp"
 #include "monitor_options.hpp"
 #include "profile_pattern.hpp"
+#include "profile_processes.hpp"
 #include "progress.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
@@ -40,6 +42,8 @@ struct ProfileOptions {
   std::string rewarm_below = "off";
   int rewarm_every = 20;
   std::string timing = "batch", min_sample_time = "200us";
+  int processes = 0;          // 0: default_processes(reps), or the resumed campaign's
+  std::string process_share;  // "I/K": this is child I of a --processes K campaign
   MonitorCliOptions monitor;
   PatternOptions pattern;  // --pattern: contention instead of the isolated campaign
 };
@@ -76,6 +80,18 @@ monitor::SessionResult finish_monitor(monitor::MonitorSession& mon, const Profil
   std::ofstream f(dir / "monitor_summary.json");
   f << r.json.dump(2) << "\n";
   return r;
+}
+
+// The --processes of the campaign being resumed (1 when it has none, or no readable
+// metadata: run_campaign then says what is wrong with the directory).
+int saved_processes(const std::string& dir) {
+  try {
+    return profile::read_json_file((std::filesystem::path(dir) / profile::kMetadataFile).string())
+        .value("settings", nlohmann::json::object())
+        .value("processes", 1);
+  } catch (const std::exception&) {
+    return 1;
+  }
 }
 
 void print_result(const profile::Result& r) {
@@ -118,6 +134,35 @@ void print_result(const profile::Result& r) {
   for (const auto& w : r.warnings) std::printf("warning: %s\n", w.c_str());
 }
 
+// Under mpirun/srun/torchrun: one process per GPU. Rank 0 runs the campaign and writes
+// everything; the other ranks serve its collective calls (driven_backend.hpp) and
+// return false once it ends. One process: nothing to do, true.
+bool join_ranks(profile::Params& p, Context& ctx) {
+  const Launched launched = bring_up_ranks(ctx, [&p](const LaunchInfo& l) {
+    if (!p.backends) p.backends = std::vector<std::string>{bench::default_backend(bench::this_machine(true)).name};
+    if (std::any_of(p.backends->begin(), p.backends->end(),
+                    [](const std::string& b) { return !bench::resolve_backend(b).info->can.ranks; }))
+      throw UsageError(fmt::format("this is rank {} of {} processes ({}): a campaign of one process per GPU runs "
+                                   "--backend nccl only; the other backends drive every GPU from one process: run "
+                                   "them without the launcher", l.rank, l.size, l.launcher));
+  });
+  if (!launched.boot) return true;
+  const std::shared_ptr<Bootstrap> boot = launched.boot;
+  bench::BackendOptions bo;
+  bo.bootstrap = boot;
+  bo.rank_device = launched.launch.local_rank;
+  if (launched.launch.rank != 0) {
+    std::signal(SIGINT, SIG_IGN);  // rank 0 decides when to stop (it saves, then tells us)
+    auto b = bench::make_backend(p.backends->front(), bo);
+    bench::serve_backend(*b, *boot);
+    return false;
+  }
+  p.make_backend = [bo, boot](const std::string& name) {
+    return bench::make_driven_backend(bench::make_backend(name, bo), boot);
+  };
+  return true;
+}
+
 }  // namespace
 
 void add_profile_command(CLI::App& app, Context& ctx) {
@@ -148,12 +193,20 @@ void add_profile_command(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   cmd->add_option("--min-sample-time", o->min_sample_time, "batch timing: the least time one record spans (default 200us; e.g. 50us, 1ms)")
       ->capture_default_str();
+  cmd->add_option("--processes", o->processes,
+                  "Split the repetitions over K processes run one after the other (each its own context, buffers, "
+                  "batch sizes, thread placement): analyze widens each median's interval by the spread of the K "
+                  "process medians, which one process cannot see (default 3, at most --reps; 1 = one process, as "
+                  "before; a resumed campaign keeps its own)");
+  cmd->add_option("--process-share", o->process_share, "internal: this process measures share I/K of the repetitions")
+      ->group("");
   o->monitor.add(*cmd, false);
   add_pattern_options(*cmd, o->pattern);
 
   cmd->callback([o, &ctx, gpus, sizes, backend, seed, warmup, reps] {
     if (!o->pattern.pattern.empty()) {  // profile_pattern.cpp
       if (!o->pairs.empty() || !o->resume.empty()) throw UsageError("--pattern takes --gpus, not --pairs or --resume");
+      bring_up_ranks(ctx, one_process_only("profile --pattern"));  // k flows at once from one process
       run_profile_pattern(o->pattern, o->gpus, o->sizes, o->backend, o->warmup, o->reps, o->out, o->out_root, ctx);
       return;
     }
@@ -178,39 +231,25 @@ void add_profile_command(CLI::App& app, Context& ctx) {
     p.rewarm_every = o->rewarm_every;
     p.timing = profile::parse_timing(o->timing);
     p.min_sample_ns = profile::parse_min_sample_time(o->min_sample_time);
-
-    // Under mpirun/srun/torchrun: one process per GPU. Rank 0 runs the campaign and
-    // writes everything; the other ranks serve its collective calls (driven_backend.hpp).
-    const LaunchInfo launch = detect_launch();
-    if (launch.multi_process()) {
-      if (!p.backends) p.backends = std::vector<std::string>{"nccl"};
-      if (*p.backends != std::vector<std::string>{"nccl"})
-        throw UsageError(fmt::format("this is rank {} of {} processes ({}): a campaign of one process per GPU runs "
-                                     "--backend nccl only; the other backends drive every GPU from one process: run "
-                                     "them without the launcher", launch.rank, launch.size, launch.launcher));
-      std::shared_ptr<Bootstrap> boot = make_bootstrap(  // rank 0 says what it refused on stderr
-          launch, 120, [](const std::string& l) { std::fprintf(stderr, "p2pscope: %s\n", l.c_str()); });
-      bench::BackendOptions bo;
-      bo.bootstrap = boot;
-      bo.rank_device = launch.local_rank;
-      if (launch.rank != 0) {
-        std::signal(SIGINT, SIG_IGN);  // rank 0 decides when to stop (it saves, then tells us)
-        auto b = bench::make_backend("nccl", bo);
-        bench::serve_backend(*b, *boot);
-        return;
-      }
-      p.make_backend = [bo, boot](const std::string& name) {
-        return bench::make_driven_backend(bench::make_backend(name, bo), boot);
-      };
+    if (o->processes < 0) throw UsageError("--processes must be 1 or more");
+    if (!o->process_share.empty()) {  // a child of --processes K
+      if (std::sscanf(o->process_share.c_str(), "%d/%d", &p.share.index, &p.share.count) != 2)
+        throw UsageError("--process-share '" + o->process_share + "': expected I/K");
+      die_with_parent();
     }
+
+    if (detect_launch().multi_process()) {  // each rank is already a process
+      if (o->processes > 1) throw UsageError("--processes: under a launcher each rank is already a process; drop --processes");
+      o->processes = 1;
+    }
+    if (!join_ranks(p, ctx)) return;  // a rank other than 0: it served rank 0's campaign
 
     // The default backend (the one `run` picks): chosen here so it is said before the
     // campaign starts, and so a one-GPU host gets staged, not a refusal.
-    const int gpu_count = gpu::runtime_info().device_count;
+    const bench::DefaultBackend def = bench::default_backend(bench::this_machine());
     if (!p.backends && p.resume_dir.empty()) {
-      p.backends = std::vector<std::string>{profile::default_backend(gpu_count)};
-      std::fprintf(stderr, "profile: backend %s (no --backend given; --backend chooses)\n",
-                   profile::default_backend_reason(gpu_count).c_str());
+      p.backends = std::vector<std::string>{def.name};
+      std::fprintf(stderr, "profile: backend %s (no --backend given; --backend chooses)\n", def.reason.c_str());
     }
     ProgressPrinter progress;
     p.on_progress = [&progress](const profile::Progress& pr) { progress(pr); };
@@ -225,13 +264,23 @@ void add_profile_command(CLI::App& app, Context& ctx) {
     // A campaign on GPUs waits in cudaStreamSynchronize: tell the monitor, so a spinning
     // waiter is not called CPU-bound. A host-memcpy campaign really is CPU work.
     monitor::Options mo;
-    const auto backends = p.backends.value_or(std::vector<std::string>{profile::default_backend(gpu_count)});
-    mo.host_waits_on_gpu = gpu_count > 0 &&
-                           std::none_of(backends.begin(), backends.end(), [](const std::string& b) { return b == "host"; });
+    const auto backends = p.backends.value_or(std::vector<std::string>{def.name});
+    mo.host_waits_on_gpu = std::all_of(backends.begin(), backends.end(),
+                                       [](const std::string& b) { return bench::capabilities_of(b).gpu_memory; });
     if (o->monitor.enabled) mon = std::make_unique<monitor::MonitorSession>(monitor_dir_for(*o), monitor_interval_s, mo);
+    int processes = o->processes;
+    if (processes == 0 && o->process_share.empty())
+      processes = o->resume.empty() ? default_processes(o->reps) : saved_processes(o->resume);
     profile::Result r;
     try {
-      r = profile::run_campaign(p);
+      if (processes > 1 && o->process_share.empty()) {  // profile_processes.cpp
+        ProcessCampaign pc{ctx.argv, o->out, o->out_root, o->resume, backends.front(), backend->count() > 0, processes,
+                           p.drift_s, p.stop, p.thermal_warmup};
+        r = run_profile_processes(pc);
+      } else {
+        if (o->process_share.empty()) p.share.count = std::max(1, processes);
+        r = profile::run_campaign(p);
+      }
     } catch (...) {
       // Refused before measuring (bad --gpus...) or failed: no staged monitor left behind.
       if (mon && o->out.empty() && o->resume.empty()) {
@@ -244,6 +293,9 @@ void add_profile_command(CLI::App& app, Context& ctx) {
     }
     progress.finish();
     print_result(r);
+    if (processes > 1)
+      std::printf("repetitions split over %d processes: analyze widens each median's interval by the spread of the "
+                  "process medians\n", processes);
     if (mon) {
       std::printf("\n");
       print_monitor_lines(finish_monitor(*mon, *o, r.out_dir), stdout);

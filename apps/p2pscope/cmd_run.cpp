@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "p2pscope/backend_table.hpp"
 #include "p2pscope/charts.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
@@ -54,17 +55,22 @@ std::vector<Step> plan_steps(const RunOptions& o, const gpu::RuntimeInfo& rt, co
   const bool gpus = rt.cuda_built && rt.device_count >= 1;
   const bool pairs = rt.cuda_built && rt.device_count >= 2;
   // One GPU has no GPU pair, but the staged backend pairs it with host memory (PCIe).
-  const std::string gpu_backend = profile::default_backend(rt.cuda_built ? rt.device_count : 0);
+  const std::string gpu_backend = bench::default_backend({rt.cuda_built, rt.nccl_built, rt.device_count, false}).name;
   const std::string backend = !o.backend.empty() ? o.backend : gpu_backend;
-  const bool gpu_campaign = backend != "host";
-  const std::string sizes = !o.sizes.empty() ? o.sizes : gpu_campaign ? "1:1G" : "1:64M";
+  // The first backend decides; an unknown name is the profile step's to refuse (the
+  // other steps still run), planned here as a GPU backend.
+  const auto named = bench::find_backend(backend.substr(0, backend.find(',')));
+  const bench::BackendCaps can = named ? named->info->can : bench::BackendCaps{};
+  const bool gpu_campaign = can.gpu_memory;
+  const std::string sizes = !o.sizes.empty() ? o.sizes : "1:" + std::string(named ? named->info->bandwidth_size : "1G");
   const std::string campaign = (out / "campaign").string();
   const std::string why_host = gpus ? "" : "host backend: " + rt.why_no_gpu;
   const std::string why_staged = gpus && !pairs ? "one GPU: GPU <-> host memory through the staged backend" : "";
   const std::string bench_note = why_host.empty() ? why_staged : why_host;
-  // GPU-timed ping-pong needs a GPU pair; with one GPU, the host-observed blocking copy.
-  const std::string latency_backend = pairs ? "ce" : gpus ? "staged" : "host";
-  const std::string latency_pattern = pairs || !gpus ? "latency" : "blocking";
+  // A ping-pong where the default backend has one (a GPU pair, or host memory); else
+  // (one GPU, staged) the host-observed blocking copy.
+  const std::string& latency_backend = gpu_backend;
+  const std::string latency_pattern = bench::capabilities_of(gpu_backend).latency ? "latency" : "blocking";
   std::vector<Step> s;
   s.push_back({"topo", {"topo", "--format", "json", "--force", "--out", (out / "topology.json").string()}, "", ""});
   s.push_back({"topo-text", {"topo"}, "topology.txt", ""});
@@ -73,7 +79,8 @@ std::vector<Step> plan_steps(const RunOptions& o, const gpu::RuntimeInfo& rt, co
                 "--warmup", "2", "--drift", gpu_campaign ? "2s" : "0", "--thermal-warmup", "off", "--monitor"},
                "profile.txt", backend == gpu_backend ? bench_note : ""});
   s.push_back({"bench-gpu",
-               {"bench", "gpu", "--backend", gpu_backend, "--pattern", "uni", "--sizes", gpus ? "1G" : "64M"},
+               {"bench", "gpu", "--backend", gpu_backend, "--pattern", "uni", "--sizes",
+                std::string(bench::resolve_backend(gpu_backend).info->bandwidth_size)},
                "bench-gpu.txt", bench_note});
   s.push_back({"bench-latency",
                {"bench", "gpu", "--backend", latency_backend, "--pattern", latency_pattern, "--sizes", "8"},
@@ -93,7 +100,8 @@ std::vector<Step> plan_steps(const RunOptions& o, const gpu::RuntimeInfo& rt, co
                "export.txt", "", "", {"profile"}});
   std::vector<std::string> predict = {"predict", campaign, "--ops", "allreduce,allgather", "--sizes", "1M,64M,1G",
                                       "--html", (out / "predict.html").string(), "--force"};
-  if (pairs && rt.nccl_built && backend != "staged" && backend != "host") predict.push_back("--measure");
+  // Measured collectives compare with links measured GPU to GPU, not through host memory.
+  if (pairs && rt.nccl_built && can.gpu_links) predict.push_back("--measure");
   s.push_back({"predict", predict, "predict.txt", "", "", {"profile"}});
   return s;
 }

@@ -37,7 +37,7 @@ void run_profile_pattern(const PatternOptions& p, const std::string& gpus, const
   namespace fs = std::filesystem;
   profile::ContentionSpec spec;
   spec.pattern = profile::parse_flow_pattern(p.pattern);
-  spec.backend = !backend.empty() ? backend : gpu::runtime_info().device_count > 0 ? "ce" : "host";
+  spec.backend = !backend.empty() ? backend : bench::default_backend(bench::this_machine()).name;
   if (spec.backend.find(',') != std::string::npos) throw UsageError("--pattern runs one backend at a time");
   if (!gpus.empty()) spec.devices = parse_cpulist(gpus);
   spec.sizes = parse_size_list(sizes.empty() ? "64K:64M" : sizes);

@@ -11,6 +11,7 @@
 #include "p2pscope/bindings.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/tcp.hpp"
+#include "transport/tcp/sweep.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::app {
@@ -102,13 +103,8 @@ struct TcpCliOptions {
 // loopback in this process (server and client alike use `local`).
 inline tcp::Results run_as_client_or_loopback(const std::vector<std::string>& hosts, int port,
                                                const tcp::LocalOptions& local, const tcp::Params& p) {
-  if (hosts.empty()) return tcp::run_loopback(p, local, local);
-  tcp::ClientOptions co;
-  co.hosts = hosts;
-  co.port = static_cast<std::uint16_t>(port);
-  co.local = local;
-  co.token = auth::load_token();
-  return tcp::run_client(co, p);
+  return tcp::run_point(hosts, static_cast<std::uint16_t>(port), local,
+                        hosts.empty() ? std::nullopt : auth::load_token(), p);  // a token only for a real peer
 }
 
 }  // namespace p2pscope::app

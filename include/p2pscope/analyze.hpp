@@ -5,14 +5,22 @@
 // docs/link-model.md), findings.json, comparison.csv (with predictions) and
 // report.html (self-contained, inline SVG). Library code: never prints; notes
 // (skipped rows, missing optional files, unmatched predictions) come back in Result.
+#include <array>
 #include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "p2pscope/enum_names.hpp"
+
 namespace p2pscope::analyze {
 
 enum class OutlierRule { tukey, mad, none };
+inline constexpr std::array<EnumName<OutlierRule>, 3> kOutlierRuleNames{{
+    {OutlierRule::tukey, "tukey", {"iqr"}, "1.5 IQR fences"},
+    {OutlierRule::mad, "mad", {}, "3.5 scaled MAD"},
+    {OutlierRule::none, "none"},
+}};
 // "tukey" (1.5 IQR fences), "mad" (|x - median| > 3.5 * 1.4826 * MAD), "none".
 // Throws UsageError for anything else.
 OutlierRule parse_outlier_rule(const std::string& text);

@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "p2pscope/backend_table.hpp"
+#include "p2pscope/enum_names.hpp"
+
 namespace p2pscope {
 class Bootstrap;
 }
@@ -18,6 +21,11 @@ class Bootstrap;
 namespace p2pscope::bench {
 
 enum class Pattern { unidirectional, bidirectional, latency };
+inline constexpr std::array<EnumName<Pattern>, 3> kPatternNames{{
+    {Pattern::unidirectional, "unidirectional", {"uni"}},
+    {Pattern::bidirectional, "bidirectional", {"bidir", "bi"}},
+    {Pattern::latency, "latency", {"lat"}},
+}};
 std::string to_string(Pattern p);
 Pattern parse_pattern(const std::string& text);  // throws UsageError
 
@@ -46,7 +54,8 @@ struct BatchSpec {
   int warmup = 5;
   int iters = 20;
   // Polled between samples (and between a latency sample's round trips) where the
-  // backend can: once set, run_batch returns the samples taken so far, possibly none
+  // backend can; the CUDA backends queue work in slices of about 0.25 s and poll
+  // between them. Once set, run_batch returns the samples taken so far, possibly none
   // (Ctrl-C stops a long row within about a second).
   const std::atomic<bool>* stop = nullptr;
 };
@@ -74,6 +83,9 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  // What it can do: its row of the backend table (backend_table.hpp) by name(); a
+  // backend outside the table gets a GPU backend's defaults unless it says otherwise.
+  virtual BackendCaps capabilities() const;
   virtual int device_count() const = 0;
   virtual std::string device_name(int device) const = 0;
   virtual PairSupport support(int src, int dst) const = 0;
@@ -156,9 +168,10 @@ class Backend {
   virtual DeviceLocation device_location(int device) const { (void)device; return {}; }
 };
 
-// Names of the backends built into this binary ("host" always).
+// Names of the backends built into this binary, with their listed aliases ("host" always).
 std::vector<std::string> backend_names();
-// Throws UsageError for unknown names, or names not built in (saying how to build it).
+// Any name resolve_backend() takes. Throws UsageError for unknown names, or names not
+// built in (saying how to build it).
 std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& opts = {});
 
 }  // namespace p2pscope::bench

@@ -10,6 +10,7 @@
 // thread; the threads start together behind a barrier for every repetition. Before a
 // contended round, each of its flows runs alone on the same setup: the isolated reference.
 // Library code: never prints; returns samples. Units in names.
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -22,6 +23,13 @@
 namespace p2pscope::profile {
 
 enum class FlowPattern { pairs, fan_in, fan_out, ring_shift, all_to_all };
+inline constexpr std::array<EnumName<FlowPattern>, 5> kFlowPatternNames{{
+    {FlowPattern::pairs, "pairs"},
+    {FlowPattern::fan_in, "fan-in"},
+    {FlowPattern::fan_out, "fan-out"},
+    {FlowPattern::ring_shift, "ring-shift"},
+    {FlowPattern::all_to_all, "all-to-all"},
+}};
 std::string to_string(FlowPattern p);
 FlowPattern parse_flow_pattern(const std::string& text);  // throws UsageError listing them
 std::vector<std::string> flow_pattern_names();

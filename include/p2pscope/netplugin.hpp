@@ -35,10 +35,15 @@ using Deadline = Clock::time_point;
 inline constexpr int kMinAbiVersion = 6;   // the oldest ncclNetPlugin_vN NCCL 2.28 still loads
 inline constexpr int kMaxAbiVersion = 11;  // the newest
 inline constexpr std::size_t kHandleBytes = 128;  // NCCL_NET_HANDLE_MAXSIZE
-// Requests NCCL keeps in flight per comm (NCCL_NET_MAX_REQUESTS): a window above it
-// only meets NULL requests. UNPACK receives: the queue depth of the scatter lists.
+// Requests NCCL keeps in flight per comm from ABI v8 on (NCCL_NET_MAX_REQUESTS); see
+// max_requests_per_comm. UNPACK receives: the queue depth of the scatter lists.
 inline constexpr int kMaxRequestsPerComm = 32;
 inline constexpr int kUnpackQueueDepth = 16;
+// What a plugin of ABI `version` must take in flight per comm: NCCL_NET_MAX_REQUESTS
+// of the headers it was built against, 8 in v6's (NCCL <= 2.18; v7 taken as the same)
+// and 32 from v8's. Plugins fail past their slots (google/nccl-fastsocket, built on
+// v6, has 16; NCCL's socket and IB transports error out too): no NULL to back off on.
+constexpr int max_requests_per_comm(int version) { return version < 8 ? 8 : kMaxRequestsPerComm; }
 
 // NCCL_PTR_* bits of ptrSupport.
 inline constexpr int kPtrHost = 0x1;

@@ -5,6 +5,7 @@
 // directory: execution_log.csv, metadata.json, temperatures.csv, clock_drift.json,
 // trace.json. The library never prints: progress and notes go through callbacks,
 // called on the calling thread.
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -55,6 +56,13 @@ Plan make_plan(std::vector<std::string> backends, std::vector<int> devices,
 // machine and standard library (std::shuffle is not).
 std::vector<int> shuffled_order(std::size_t n, std::uint64_t seed);
 
+// The repetitions [first, last) that process `index` of `count` measures when a campaign's
+// repetitions are split over processes (profile --processes K): consecutive blocks, the
+// first ones a repetition shorter when count does not divide reps. analyze reads a row's
+// process from its repetition with process_of_repetition.
+std::pair<int, int> share_repetitions(int reps, int count, int index);
+int process_of_repetition(int rep, int reps, int count);
+
 // "p2p_cfg0042_s0d1_sz1048576_r3": the name of an op in trace.json and NVTX.
 std::string event_name(const Config& c, int rep);
 
@@ -65,6 +73,10 @@ nlohmann::json plan_to_json(const Plan& p);
 // start, sized during warmup so a record spans Params::min_sample_ns, or `single`
 // blocking transfers (seed 004's method). See profile/batching.hpp.
 enum class Timing { batch, single };
+inline constexpr std::array<EnumName<Timing>, 2> kTimingNames{{
+    {Timing::batch, "batch", {}, "transfers timed back to back, a sample spans --min-sample-time"},
+    {Timing::single, "single", {}, "one blocking transfer per record, seed 004's method"},
+}};
 
 struct ThermalTarget {
   double celsius = 50;
@@ -86,7 +98,7 @@ struct Progress {
 
 struct Params {
   std::vector<std::string> argv;  // recorded in metadata.json
-  // Plan. Unset fields take defaults (backend "ce" with GPUs, else "host"; all devices;
+  // Plan. Unset fields take defaults (backend: bench::default_backend; all devices;
   // sizes 1:1G; seed 42; warmup 5; reps 10) or, with resume_dir, the saved plan's
   // value; set fields must then equal the saved plan.
   std::optional<std::vector<std::string>> backends;
@@ -107,6 +119,14 @@ struct Params {
   // How a record is timed (profile/batching.hpp): batch (default) or single.
   Timing timing = Timing::batch;
   double min_sample_ns = 200'000;      // batch: a record spans at least this (50 us left host<->GPU CV at 5.8 %)
+
+  // Repetitions split over processes (profile --processes K): this process measures only
+  // share `index` of `count` (share_repetitions), after its own warmup; count is recorded
+  // in metadata.json (settings.processes) and a resume must give the same.
+  struct Share {
+    int index = 0, count = 1;
+  };
+  Share share;
 
   // Builds each backend by name; empty: bench::make_backend(name). A run of one
   // process per GPU passes a factory of driven nccl backends here.

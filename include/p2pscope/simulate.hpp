@@ -38,6 +38,9 @@ struct ExportOptions {
   // astra-sim: 0 = each dimension's line is its links' upper regime (exact at the asymptotic
   // bandwidth); else the regime that holds at this message size (exact there instead)
   std::uint64_t line_at_bytes = 0;
+  // astra-sim (--for ring:S): each dimension's line is the regime that holds at the messages
+  // a ring all-reduce of this size sends in it (S/n on one dimension of n); 0 = not asked
+  std::uint64_t for_ring_allreduce_bytes = 0;
 };
 
 struct Exported {

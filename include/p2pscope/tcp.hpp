@@ -125,6 +125,9 @@ struct ChannelReport {
   double window_mean = 0;         // sender: chunks in flight when each chunk was sent
   std::uint32_t window_max = 0;
   std::uint64_t retransmits = 0;  // TCP_INFO tcpi_total_retrans over the channel's sockets
+  // bench net: how this side registered the channel's buffer with the plugin: "dmabuf"
+  // (regMrDmaBuf of a dma-buf fd), "cuda" or "host" (regMr); "" for sockets.
+  std::string registration;
 };
 
 struct SideReport {

@@ -83,8 +83,42 @@ nlohmann::json clock_bound(const Campaign& c) {
           {"meaning", "the campaign recorded no clock bound (host-timed, or made before p2pscope recorded it)"}};
 }
 
+nlohmann::json median_ci_json(const MedianInterval& m) {
+  nlohmann::json j = {{"lo_ns", m.lo_ns}, {"hi_ns", m.hi_ns}, {"level", m.level}};
+  if (!m.process_medians_ns.empty()) {
+    j["processes"] = m.processes;
+    j["within_lo_ns"] = m.within_lo_ns;
+    j["within_hi_ns"] = m.within_hi_ns;
+    j["between_ns"] = m.between_ns;
+    j["process_medians_ns"] = m.process_medians_ns;
+  }
+  return j;
+}
+
+// What summary.json's median_ci holds, and what it leaves out.
+std::string median_ci_text(const Campaign& c) {
+  int reps = 0;
+  const int k = campaign_processes(c, &reps);
+  const std::string within =
+      "the narrowest [x(j), x(n+1-j)] of the kept samples covering the median with >= 95 % (order statistics, "
+      "distribution-free); level is its coverage (below 0.95 only with fewer than 6 samples, where it is [min, max])";
+  if (k <= 1)
+    return "interval of each median within one process: " + within +
+           ". Between-process variation is NOT included: one process measured every repetition, and two processes on "
+           "one machine can differ by more (7-9 % on small GPU-to-host copies); profile --processes K (default 3) "
+           "measures it";
+  return fmt::format(
+      "interval of each median over {0} processes (profile --processes {0}, the repetitions split in blocks): the "
+      "within-process interval ({1}; within_lo_ns/within_hi_ns) widened on each side, in quadrature, by between_ns = "
+      "t(0.975, {2}) x SD of the {0} process medians / sqrt({0}): a one-way random-effects t-interval of the process "
+      "medians (95 % nominal; conservative, since the medians' spread holds within-process noise the first term "
+      "counts again); level is the within-process coverage",
+      k, within, k - 1);
+}
+
 nlohmann::json summary_json(const std::vector<ConfigSummary>& s, OutlierRule rule, const Campaign& c,
                             const std::vector<LinkModel>& links) {
+  int reps = 0;
   nlohmann::json configs = nlohmann::json::array();
   const auto res = residuals(s, links);
   for (std::size_t i = 0; i < s.size(); ++i) {
@@ -95,15 +129,12 @@ nlohmann::json summary_json(const std::vector<ConfigSummary>& s, OutlierRule rul
                        {"median_ns", x.stats.median}, {"mean_ns", x.stats.mean}, {"p5_ns", x.stats.p5},
                        {"p95_ns", x.stats.p95}, {"min_ns", x.stats.min}, {"max_ns", x.stats.max},
                        {"stddev_ns", x.stats.stddev}, {"cv", x.stats.cv}, {"bytes_per_s_at_median", x.bytes_per_s},
-                       {"median_ci", {{"lo_ns", x.median_ci.lo_ns}, {"hi_ns", x.median_ci.hi_ns},
-                                      {"level", x.median_ci.level}}},
+                       {"median_ci", median_ci_json(x.median_ci)},
                        {"model_ns", num_or_null(res[i].model_ns)}, {"model_rel_error", num_or_null(res[i].rel_error)}});
   }
   return {{"schema_version", kSchemaVersion}, {"kind", "p2pscope_analyze_summary"},
           {"outlier_rule", outlier_rule_text(rule)}, {"rows_read", c.ops.size()}, {"rows_skipped", c.rows_skipped},
-          {"median_ci", "distribution-free interval of each median from order statistics: the narrowest [x(j), "
-                        "x(n+1-j)] of the kept samples covering the median with >= 95 %; level is its coverage (below "
-                        "0.95 only with fewer than 6 samples, where it is [min, max])"},
+          {"median_ci", median_ci_text(c)}, {"processes", campaign_processes(c, &reps)},
           {"model_rel_error", "(model_ns - median_ns) / median_ns: the link's recommended model (links.json) at this "
                               "size, the fit's residual"},
           {"clock_bound", clock_bound(c)},
@@ -139,12 +170,7 @@ std::string comparison_csv(const Comparison& cmp) {
 
 }  // namespace
 
-OutlierRule parse_outlier_rule(const std::string& text) {
-  if (text == "tukey" || text == "iqr") return OutlierRule::tukey;
-  if (text == "mad") return OutlierRule::mad;
-  if (text == "none") return OutlierRule::none;
-  throw UsageError("--outliers '" + text + "': expected tukey (1.5 IQR fences), mad (3.5 scaled MAD) or none");
-}
+OutlierRule parse_outlier_rule(const std::string& text) { return parse_enum(kOutlierRuleNames, text, "--outliers"); }
 
 std::string outlier_rule_text(OutlierRule r) {
   switch (r) {

@@ -86,8 +86,24 @@ const char* regime_name(Regime r);
 struct MedianInterval {
   double lo_ns = 0, hi_ns = 0;
   double level = 0;  // its coverage, e.g. 0.961; 0 for no samples
+  // With the repetitions split over processes (profile --processes K): [lo, hi] is the
+  // within-process interval above widened by between_ns, and these say how.
+  int processes = 1;                        // processes whose samples the median holds
+  double within_lo_ns = NAN, within_hi_ns = NAN;  // the order-statistics interval alone
+  double between_ns = 0;                    // t(0.975, K-1) x SD(process medians) / sqrt(K)
+  std::vector<double> process_medians_ns;   // per process, in share order
 };
 MedianInterval median_interval(std::vector<double> samples);
+// The within-process interval `w` of `median` widened, in quadrature on each side, by the
+// between-process term of the K >= 2 process medians: a one-way random-effects t-interval
+// (the spread of the process medians, t with K-1 degrees of freedom). Fewer than 2
+// medians: `w` unchanged.
+MedianInterval widen_by_processes(MedianInterval w, double median_ns, const std::vector<double>& process_medians_ns);
+// Student's t quantile at 0.975 for `df` degrees of freedom (>= 1): 12.71, 4.30, 3.18, ...
+double t975(int df);
+// The processes a campaign's repetitions were split over (metadata settings.processes, 1
+// when absent) and its planned repetitions (0 when absent).
+int campaign_processes(const Campaign& c, int* reps);
 
 struct ConfigSummary {
   int config_id = -1;

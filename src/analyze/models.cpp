@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "analyze/campaign.hpp"
+#include "p2pscope/profile.hpp"
 
 namespace p2pscope::analyze {
 
@@ -73,10 +74,51 @@ MedianInterval median_interval(std::vector<double> v) {
   return r;
 }
 
+double t975(int df) {
+  static const double t[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                             2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+                             2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+  if (df < 1) return NAN;
+  if (df <= 30) return t[df - 1];
+  return 1.960 + 2.4 / df;  // within 0.002 of the quantile beyond 30
+}
+
+MedianInterval widen_by_processes(MedianInterval w, double median_ns, const std::vector<double>& m) {
+  w.within_lo_ns = w.lo_ns;
+  w.within_hi_ns = w.hi_ns;
+  w.process_medians_ns = m;
+  w.processes = static_cast<int>(m.size());
+  if (m.size() < 2) return w;
+  const double k = static_cast<double>(m.size());
+  double mean = 0, ss = 0;
+  for (double x : m) mean += x / k;
+  for (double x : m) ss += (x - mean) * (x - mean);
+  w.between_ns = t975(w.processes - 1) * std::sqrt(ss / (k - 1)) / std::sqrt(k);
+  const double below = median_ns - w.lo_ns, above = w.hi_ns - median_ns;
+  w.lo_ns = median_ns - std::hypot(below, w.between_ns);
+  w.hi_ns = median_ns + std::hypot(above, w.between_ns);
+  return w;
+}
+
+int campaign_processes(const Campaign& c, int* reps) {
+  *reps = 0;
+  int k = 1;
+  if (!c.metadata.is_object()) return k;
+  const auto settings = c.metadata.value("settings", nlohmann::json::object());
+  if (settings.is_object() && settings.contains("processes") && settings["processes"].is_number_integer())
+    k = std::max(1, settings["processes"].get<int>());
+  const auto plan = c.metadata.value("plan", nlohmann::json::object());
+  if (plan.is_object() && plan.contains("reps") && plan["reps"].is_number_integer()) *reps = plan["reps"].get<int>();
+  return *reps >= k ? k : 1;  // a split the plan cannot hold: read as one process
+}
+
 std::vector<ConfigSummary> summarize_configs(const Campaign& c, OutlierRule rule) {
   using Key = std::tuple<std::string, int, int, std::uint64_t>;
   std::map<Key, ConfigSummary> groups;
   std::map<Key, std::vector<double>> samples;
+  std::map<Key, std::vector<int>> process;  // of each sample: which share of the repetitions measured it
+  int reps = 0;
+  const int kp = campaign_processes(c, &reps);
   for (const auto& op : c.ops) {
     const Key k{op.backend, op.src, op.dst, op.size_bytes};
     auto& g = groups[k];
@@ -91,6 +133,7 @@ std::vector<ConfigSummary> summarize_configs(const Campaign& c, OutlierRule rule
     g.device_timed = g.device_timed && op.device_timed;
     ++g.n_raw;
     samples[k].push_back(op.duration_ns);
+    process[k].push_back(kp > 1 ? profile::process_of_repetition(op.repetition, reps, kp) : 0);
   }
   std::vector<ConfigSummary> out;
   out.reserve(groups.size());
@@ -100,11 +143,21 @@ std::vector<ConfigSummary> summarize_configs(const Campaign& c, OutlierRule rule
     if (g.config_id < 0) g.config_id = next_id++;  // a log without config_id
     const auto& xs = samples[k];
     const auto mask = outlier_mask(xs, rule);
+    std::vector<std::vector<double>> per(static_cast<std::size_t>(kp));
     for (std::size_t i = 0; i < xs.size(); ++i)
-      if (!mask[i]) g.kept.push_back(xs[i]);
+      if (!mask[i]) {
+        g.kept.push_back(xs[i]);
+        per[static_cast<std::size_t>(process[k][i])].push_back(xs[i]);
+      }
     g.outliers = xs.size() - g.kept.size();
     g.stats = compute_stats(g.kept);
     g.median_ci = median_interval(g.kept);
+    if (kp > 1) {
+      std::vector<double> medians;  // of the processes that measured this config (all, unless incomplete)
+      for (auto& v : per)
+        if (!v.empty()) medians.push_back(compute_stats(v).median);
+      g.median_ci = widen_by_processes(g.median_ci, g.stats.median, medians);
+    }
     g.bytes_per_s = g.stats.median > 0 ? static_cast<double>(g.size_bytes) / g.stats.median * 1e9 : 0;
     out.push_back(std::move(g));
   }

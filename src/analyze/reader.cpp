@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "analyze/campaign.hpp"
+#include "p2pscope/backend_table.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
 #include "p2pscope/text.hpp"
@@ -181,16 +182,10 @@ void read_topology(Campaign* c) {
 // plan's list when there is one: garbage in the column must not become a new link.
 bool known_backend(const std::string& name, const std::vector<std::string>& plan) {
   if (!plan.empty()) return std::find(plan.begin(), plan.end(), name) != plan.end();
-  for (const std::string base : {"host", "ce", "sm", "staged", "nccl"}) {
-    if (name == base) return true;
-    if (name.size() < base.size() + 2 || name.compare(0, base.size(), base) != 0 ||
-        std::string("-:@+").find(name[base.size()]) == std::string::npos)
-      continue;
-    return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(base.size()) + 1, name.end(), [](char ch) {
-      return std::isalnum(static_cast<unsigned char>(ch)) || std::string("-:@+_.").find(ch) != std::string::npos;
-    });
-  }
-  return false;
+  const auto b = bench::find_backend(name);
+  return b && std::all_of(b->variant.begin(), b->variant.end(), [](char ch) {
+           return std::isalnum(static_cast<unsigned char>(ch)) || std::string("-:@+_.").find(ch) != std::string::npos;
+         });
 }
 
 // Completeness from the plan in metadata.json: every planned (config, repetition)
@@ -371,10 +366,11 @@ Campaign read_campaign(const std::string& dir) {
 }
 
 std::string link_class(const Campaign& c, const std::string& backend, int src, int dst) {
-  if (backend == "host") return "host";
+  const bench::BackendCaps can = bench::capabilities_of(backend);
+  if (!can.gpu_memory) return "host";
   const auto a = c.topo_row.find(src), b = c.topo_row.find(dst);
-  // staged pairs a GPU with host memory, which is no GPU of the topology: PCIe.
-  if (backend == "staged" && (a == c.topo_row.end()) != (b == c.topo_row.end())) return "host-PCIe";
+  // A host endpoint (staged) pairs a GPU with host memory, which is no GPU of the topology: PCIe.
+  if (can.host_endpoint && (a == c.topo_row.end()) != (b == c.topo_row.end())) return "host-PCIe";
   if (a == c.topo_row.end() || b == c.topo_row.end()) return "unknown";
   const auto ra = static_cast<std::size_t>(a->second), rb = static_cast<std::size_t>(b->second);
   if (ra >= c.gpu_gpu.size() || rb >= c.gpu_gpu[ra].size()) return "unknown";

@@ -414,7 +414,13 @@ std::string summary_table(const std::vector<ConfigSummary>& s) {
                     format_duration_ns(c.median_ci.lo_ns) + " .. " + format_duration_ns(c.median_ci.hi_ns),
                     fmt::format("{:.1f}%", c.median_ci.level * 100), format_duration_ns(c.stats.p5), format_duration_ns(c.stats.p95), fmt::format("{:.2f}%", c.stats.cv * 100),
                     format_rate(c.bytes_per_s)});
-  return "<details><summary>All configs (" + std::to_string(s.size()) + ")</summary>\n" +
+  const bool split = !s.empty() && s.front().median_ci.processes > 1;
+  const std::string what = split ? fmt::format("<p>The median interval holds the spread between the {} processes the "
+                                               "repetitions were split over (summary.json median_ci says how).</p>\n",
+                                               s.front().median_ci.processes)
+                                 : "<p>The median interval is within one process: between-process variation is not "
+                                   "included (profile --processes K measures it).</p>\n";
+  return "<details><summary>All configs (" + std::to_string(s.size()) + ")</summary>\n" + what +
          charts::html::table({"config", "backend", "pair", "size", "n", "outliers", "median", "median interval",
                               "interval level", "p5", "p95", "CV", "bw at median"},
                              rows) +

@@ -4,11 +4,21 @@
 //   busbw = algbw * factor(op, n), n = number of ranks:
 //     allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n; sendrecv 1.
 // For allgather / reducescatter / alltoall S is the total (n x per-rank chunk).
+#include <array>
 #include <string>
+
+#include "p2pscope/enum_names.hpp"
 
 namespace p2pscope::bench {
 
 enum class NcclOp { allreduce, allgather, reducescatter, alltoall, sendrecv };
+inline constexpr std::array<EnumName<NcclOp>, 5> kNcclOpNames{{
+    {NcclOp::allreduce, "allreduce"},
+    {NcclOp::allgather, "allgather"},
+    {NcclOp::reducescatter, "reducescatter"},
+    {NcclOp::alltoall, "alltoall"},
+    {NcclOp::sendrecv, "sendrecv"},
+}};
 NcclOp parse_nccl_op(const std::string& text);  // throws UsageError
 std::string to_string(NcclOp op);
 

@@ -60,27 +60,8 @@ int significand_bits(NcclType t) {
 
 }  // namespace
 
-NcclType parse_nccl_type(const std::string& t) {
-  if (t == "float" || t == "float32" || t == "fp32") return NcclType::float32;
-  if (t == "half" || t == "float16" || t == "fp16") return NcclType::float16;
-  if (t == "bfloat16" || t == "bf16") return NcclType::bfloat16;
-  if (t == "double" || t == "float64" || t == "fp64") return NcclType::float64;
-  if (t == "int8") return NcclType::int8;
-  if (t == "int32" || t == "int") return NcclType::int32;
-  throw UsageError("unknown --dtype '" + t + "': use float, half, bfloat16, double, int8 or int32");
-}
-
-std::string to_string(NcclType t) {
-  switch (t) {
-    case NcclType::int8: return "int8";
-    case NcclType::int32: return "int32";
-    case NcclType::float16: return "half";
-    case NcclType::bfloat16: return "bfloat16";
-    case NcclType::float32: return "float";
-    case NcclType::float64: return "double";
-  }
-  return "?";
-}
+NcclType parse_nccl_type(const std::string& t) { return parse_enum(kNcclTypeNames, t, "unknown --dtype"); }
+std::string to_string(NcclType t) { return enum_name(kNcclTypeNames, t); }
 
 unsigned type_size(NcclType t) {
   switch (t) {

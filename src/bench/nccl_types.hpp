@@ -6,6 +6,7 @@
 // 42 ranks' inputs to a reduction stays exact too (int8 up to 127, bfloat16 up to
 // 256, float16 up to 2048). Beyond that an int8 sum wraps, as NCCL's does, and a
 // floating sum rounds; the check then allows the rounding (element_matches).
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -14,8 +15,15 @@
 namespace p2pscope::bench {
 
 enum class NcclType { int8, int32, float16, bfloat16, float32, float64 };
-// "float" / "float32" / "fp32", "half" / "float16" / "fp16", "bfloat16" / "bf16",
-// "double" / "float64", "int8", "int32" / "int"; UsageError otherwise.
+// The names nccl-tests' -d takes first; UsageError for others.
+inline constexpr std::array<EnumName<NcclType>, 6> kNcclTypeNames{{
+    {NcclType::float32, "float", {"float32", "fp32"}},
+    {NcclType::float16, "half", {"float16", "fp16"}},
+    {NcclType::bfloat16, "bfloat16", {"bf16"}},
+    {NcclType::float64, "double", {"float64", "fp64"}},
+    {NcclType::int8, "int8"},
+    {NcclType::int32, "int32", {"int"}},
+}};
 NcclType parse_nccl_type(const std::string& text);
 std::string to_string(NcclType t);
 unsigned type_size(NcclType t);

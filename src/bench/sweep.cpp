@@ -13,28 +13,8 @@
 
 namespace p2pscope::bench {
 
-Mode parse_mode(const std::string& t) {
-  if (t == "blocking" || t == "block") return Mode::blocking;
-  try {
-    switch (parse_pattern(t)) {
-      case Pattern::unidirectional: return Mode::unidirectional;
-      case Pattern::bidirectional: return Mode::bidirectional;
-      case Pattern::latency: return Mode::latency;
-    }
-  } catch (const UsageError&) {
-  }
-  throw UsageError("unknown pattern '" + t + "': use uni, bidir, latency or blocking");
-}
-
-std::string to_string(Mode m) {
-  switch (m) {
-    case Mode::unidirectional: return "unidirectional";
-    case Mode::bidirectional: return "bidirectional";
-    case Mode::latency: return "latency";
-    case Mode::blocking: return "blocking";
-  }
-  return "?";
-}
+Mode parse_mode(const std::string& t) { return parse_enum(kModeNames, t, "unknown pattern"); }
+std::string to_string(Mode m) { return enum_name(kModeNames, m); }
 
 bool SweepResult::data_ok() const { return first_failure().empty(); }
 

@@ -3,6 +3,7 @@
 // run_sweep() returns raw samples reduced to Stats once; the report functions turn a
 // SweepResult into tables (matrix for one size, nccl-tests-like rows for a sweep) and
 // JSON. Nothing here prints.
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -21,6 +22,13 @@ namespace p2pscope::bench {
 // The three batch patterns plus `blocking`: one blocking operation after another as a
 // host program waits for it (Backend::run_blocking), host-timed.
 enum class Mode { unidirectional, bidirectional, latency, blocking };
+// The batch patterns' rows (kPatternNames) and blocking.
+inline constexpr std::array<EnumName<Mode>, 4> kModeNames{{
+    {Mode::unidirectional, kPatternNames[0].name, kPatternNames[0].aliases},
+    {Mode::bidirectional, kPatternNames[1].name, kPatternNames[1].aliases},
+    {Mode::latency, kPatternNames[2].name, kPatternNames[2].aliases},
+    {Mode::blocking, "blocking", {"block"}, "one blocking copy after another, host-timed"},
+}};
 Mode parse_mode(const std::string& text);  // throws UsageError
 std::string to_string(Mode m);
 

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "netplugin_ref/refnet_dmabuf.hpp"
 #include "netplugin_ref/refnet_state.hpp"
 
 namespace refnet {
@@ -248,6 +249,15 @@ Result progress(Comm* c) {
   return abi::kSuccess;
 }
 
+// P2PSCOPE_REFNET_MAX_REQUESTS: a post past that many outstanding fails, as plugins
+// with a fixed request pool do (NCCL's socket transport, google/nccl-fastsocket).
+bool out_of_requests(const Comm* c) {
+  if (!g.max_requests || c->tail - c->head < g.max_requests) return false;
+  WARN("refnet: unable to allocate requests: %llu outstanding on this comm (P2PSCOPE_REFNET_MAX_REQUESTS)",
+       static_cast<unsigned long long>(c->tail - c->head));
+  return true;
+}
+
 // Post a request: NULL when the window is full or a NULL fault is armed.
 Req* post(Comm* c, char* data, std::size_t size) {
   long long left = g_null_left.load();
@@ -300,6 +310,37 @@ Result reg_mr(void* comm, void* data, std::size_t size, int type, void** mhandle
   return abi::kSuccess;
 }
 
+namespace {
+std::atomic<unsigned long long> g_dmabuf_regs{0};
+}  // namespace
+
+unsigned long long dmabuf_registrations() { return g_dmabuf_regs.load(); }
+
+// As a DMA-BUF plugin would (ibv_reg_dmabuf_mr takes the fd, offset and size): the fd
+// must be a dma-buf covering [offset, offset + size). The bytes then move as regMr's
+// would (CUDA memory staged through host buffers); the fd is not kept: NCCL closes it
+// once this returns.
+Result reg_mr_dmabuf(void* comm, void* data, std::size_t size, int type, std::uint64_t offset, int fd,
+                     void** mhandle) {
+  if (!g.dmabuf) {
+    WARN("refnet: regMrDmaBuf called, but this plugin does not advertise NCCL_PTR_DMABUF (set "
+         "P2PSCOPE_REFNET_DMABUF=1 with libcuda.so.1 present)");
+    return abi::kInvalidUsage;
+  }
+  if (const std::string why = check_dmabuf_fd(fd, offset, size); !why.empty()) {
+    WARN("refnet: regMrDmaBuf(%zu bytes at %p, offset %llu): fd %d %s", size, data, (unsigned long long)offset, fd,
+         why.c_str());
+    return abi::kInvalidArgument;
+  }
+  const Result r = reg_mr(comm, data, size, type, mhandle);
+  if (r == abi::kSuccess) {
+    g_dmabuf_regs.fetch_add(1);
+    INFO("refnet: regMrDmaBuf of %zu bytes at %p through dma-buf fd %d (offset %llu)", size, data, fd,
+         (unsigned long long)offset);
+  }
+  return r;
+}
+
 Result dereg_mr(void* comm, void* mhandle) {
   auto* c = static_cast<Comm*>(comm);
   auto it = std::find(c->mrs.begin(), c->mrs.end(), static_cast<Mr*>(mhandle));
@@ -316,6 +357,7 @@ Result isend(void* send_comm, void* data, std::size_t size, int, void* mhandle, 
   auto* c = static_cast<Comm*>(send_comm);
   if (c->err != abi::kSuccess) return c->err;
   const Mr* mr = static_cast<const Mr*>(mhandle);
+  if (out_of_requests(c)) return abi::kInternalError;
   *request = post(c, static_cast<char*>(data), size);
   if (*request && mr && mr->cuda) {
     // Stage the GPU bytes now: the send then runs from host memory like any other.
@@ -344,6 +386,7 @@ Result irecv(void* recv_comm, int n, void** data, const std::size_t* sizes, int*
     WARN("refnet: UNPACK receive of %zu bytes exceeds the %zu-byte slice", sizes[0], kUnpackSliceBytes);
     return abi::kInvalidUsage;
   }
+  if (out_of_requests(c)) return abi::kInternalError;
   *request = post(c, static_cast<char*>(data[0]), sizes[0]);
   const Mr* mr = mhandles ? static_cast<const Mr*>(mhandles[0]) : nullptr;
   if (*request && mr && mr->cuda && !c->meta) {
@@ -366,8 +409,19 @@ Result test(void* request, int* done, int* size) {
   auto* r = static_cast<Req*>(request);
   Comm* c = r->comm;
   *done = 0;
+  if (g.test_delay_us && !c->send) ::usleep(static_cast<useconds_t>(g.test_delay_us));
   Result res = progress(c);
   if (res != abi::kSuccess) return res;
+  // P2PSCOPE_REFNET_EOF_FAILS: as plugins that read their socket until EAGAIN (NCCL's
+  // socket transport, google/nccl-fastsocket), the peer's close is an error even when
+  // every posted receive has its bytes.
+  char b = 0;
+  if (g.eof_fails && !c->send && c->active == c->tail && c->carry.empty() &&
+      ::recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+    WARN("refnet: connection closed by the peer (P2PSCOPE_REFNET_EOF_FAILS), request #%llu",
+         static_cast<unsigned long long>(r->seq));
+    return fail(c, abi::kRemoteError);
+  }
   if (!r->complete) return abi::kSuccess;
   *done = 1;
   if (size) *size = static_cast<int>(std::min<std::size_t>(r->total, INT_MAX));

@@ -14,6 +14,10 @@
 //   P2PSCOPE_REFNET_DEVICES=0           report zero devices (tests the caller's error)
 //   P2PSCOPE_REFNET_CUDA=1              also register CUDA memory (NCCL_PTR_CUDA), staged
 //                                      through host buffers with libcuda.so.1 (loaded at run time)
+//   P2PSCOPE_REFNET_DMABUF=1            also advertise NCCL_PTR_DMABUF (implies _CUDA=1): regMrDmaBuf
+//                                      checks the fd is a dma-buf covering offset + size, counts
+//                                      it (p2pscope_refnet_dmabuf_registrations()) and keeps the
+//                                      staged CUDA data path
 //   P2PSCOPE_REFNET_INIT_FAIL=1         init fails (tests the caller's error)
 #include <cstddef>
 #include <cstdint>
@@ -37,6 +41,9 @@ Result listen(int dev, void* handle, void** listen_comm);
 Result connect(int dev, void* handle, void** send_comm);
 Result accept(void* listen_comm, void** recv_comm, abi::DeviceHandle** dev_handle);
 Result reg_mr(void* comm, void* data, std::size_t size, int type, void** mhandle);
+Result reg_mr_dmabuf(void* comm, void* data, std::size_t size, int type, std::uint64_t offset, int fd,
+                     void** mhandle);
+unsigned long long dmabuf_registrations();  // successful regMrDmaBuf calls since the library loaded
 Result dereg_mr(void* comm, void* mhandle);
 Result isend(void* send_comm, void* data, std::size_t size, int tag, void* mhandle, void** request);
 Result irecv(void* recv_comm, int n, void** data, const std::size_t* sizes, int* tags, void** mhandles,

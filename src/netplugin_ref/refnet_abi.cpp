@@ -46,9 +46,6 @@ Result props_as(int dev, Props* out) {
 Result reg_mr_int(void* comm, void* data, int size, int type, void** mh) {
   return reg_mr(comm, data, static_cast<std::size_t>(size), type, mh);
 }
-Result reg_mr_dmabuf_none(void*, void*, std::size_t, int, std::uint64_t, int, void**) {
-  return abi::kInternalError;  // ptrSupport never offers DMA-BUF
-}
 Result isend_int(void* c, void* data, int size, int tag, void* mh, void** req) {
   return isend(c, data, static_cast<std::size_t>(size), tag, mh, req);
 }
@@ -99,41 +96,45 @@ Result props_v11(int d, abi::PropsV11* p) { return props_as(d, p); }
 #define REFNET_HAS(v) (P2PSCOPE_REFNET_ONLY == (v))
 #endif
 
+// For tests: how many regMrDmaBuf calls succeeded in this file (dlsym it from the
+// loaded plugin); not part of any NCCL ABI.
+REFNET_EXPORT unsigned long long p2pscope_refnet_dmabuf_registrations(void) { return dmabuf_registrations(); }
+
 #if REFNET_HAS(6)
 REFNET_EXPORT const abi::NetV6 ncclNetPlugin_v6 = {
-    kName, init, devices, props_v6, listen, connect_v6, accept_v6, reg_mr_int, reg_mr_dmabuf_none, dereg_mr,
+    kName, init, devices, props_v6, listen, connect_v6, accept_v6, reg_mr_int, reg_mr_dmabuf, dereg_mr,
     isend_int, irecv_int, iflush, test, close_send, close_recv, close_listen};
 #endif
 
 #if REFNET_HAS(7)
 REFNET_EXPORT const abi::NetV7 ncclNetPlugin_v7 = {
-    kName, init, devices, props_v7, listen, connect_v7, accept, reg_mr_int, reg_mr_dmabuf_none, dereg_mr,
+    kName, init, devices, props_v7, listen, connect_v7, accept, reg_mr_int, reg_mr_dmabuf, dereg_mr,
     isend_int, irecv_int, iflush, test, close_send, close_recv, close_listen, get_device_mr, irecv_consumed};
 #endif
 
 #if REFNET_HAS(8)
 REFNET_EXPORT const abi::NetV8 ncclNetPlugin_v8 = {
-    kName, init, devices, props_v8, listen, connect_v7, accept, reg_mr, reg_mr_dmabuf_none, dereg_mr,
+    kName, init, devices, props_v8, listen, connect_v7, accept, reg_mr, reg_mr_dmabuf, dereg_mr,
     isend_int, irecv_int, iflush, test, close_send, close_recv, close_listen, get_device_mr, irecv_consumed};
 #endif
 
 #if REFNET_HAS(9)
 REFNET_EXPORT const abi::NetV9 ncclNetPlugin_v9 = {
-    kName, init, devices, props_v9, listen, connect_v7, accept, reg_mr, reg_mr_dmabuf_none, dereg_mr,
+    kName, init, devices, props_v9, listen, connect_v7, accept, reg_mr, reg_mr_dmabuf, dereg_mr,
     isend, irecv_v9, iflush, test, close_send, close_recv, close_listen, get_device_mr, irecv_consumed,
     make_vdevice};
 #endif
 
 #if REFNET_HAS(10)
 REFNET_EXPORT const abi::NetV10 ncclNetPlugin_v10 = {
-    kName, init_v10, devices, props_v9, listen, connect_v10, accept, reg_mr, reg_mr_dmabuf_none, dereg_mr,
+    kName, init_v10, devices, props_v9, listen, connect_v10, accept, reg_mr, reg_mr_dmabuf, dereg_mr,
     isend_v10, irecv_v10, iflush, test, close_send, close_recv, close_listen, get_device_mr, irecv_consumed,
     make_vdevice};
 #endif
 
 #if REFNET_HAS(11)
 REFNET_EXPORT const abi::NetV11 ncclNetPlugin_v11 = {
-    kName, init_v11, devices, props_v11, listen_v11, connect_v11, accept, reg_mr, reg_mr_dmabuf_none,
+    kName, init_v11, devices, props_v11, listen_v11, connect_v11, accept, reg_mr, reg_mr_dmabuf,
     dereg_mr, isend_v10, irecv_v10, iflush, test, close_send, close_recv, close_listen, get_device_mr,
     irecv_consumed, make_vdevice, finalize_v11, set_net_attr};
 #endif

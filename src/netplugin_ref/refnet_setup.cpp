@@ -92,10 +92,17 @@ Result init(abi::Logger log) {
     return abi::kSystemError;
   }
   g.unpack = env_u64("P2PSCOPE_REFNET_UNPACK", 0) != 0;
-  if (env_u64("P2PSCOPE_REFNET_CUDA", 0)) {
+  const bool want_dmabuf = env_u64("P2PSCOPE_REFNET_DMABUF", 0) != 0;
+  if (env_u64("P2PSCOPE_REFNET_CUDA", 0) || want_dmabuf) {
     g.cuda = load_cuda();
-    if (!g.cuda) WARN("refnet: P2PSCOPE_REFNET_CUDA=1 but libcuda.so.1 could not be loaded: host memory only");
+    if (!g.cuda)
+      WARN("refnet: P2PSCOPE_REFNET_%s=1 but libcuda.so.1 could not be loaded: host memory only",
+           want_dmabuf ? "DMABUF" : "CUDA");
+    g.dmabuf = g.cuda && want_dmabuf;
   }
+  g.max_requests = env_u64("P2PSCOPE_REFNET_MAX_REQUESTS", 0);
+  g.eof_fails = env_u64("P2PSCOPE_REFNET_EOF_FAILS", 0) != 0;
+  g.test_delay_us = env_u64("P2PSCOPE_REFNET_TEST_DELAY_US", 0);
   g.fail_after = env_u64("P2PSCOPE_REFNET_FAIL_AFTER_BYTES", kOff);
   g.die_after = env_u64("P2PSCOPE_REFNET_DIE_AFTER_BYTES", kOff);
   const char* side = std::getenv("P2PSCOPE_REFNET_FAULT_SIDE");
@@ -138,7 +145,7 @@ Result properties(int dev, abi::PropsV11* p) {
   p->name = const_cast<char*>(d.name.c_str());
   p->pci_path = d.pci_path.empty() ? nullptr : const_cast<char*>(d.pci_path.c_str());
   p->guid = static_cast<std::uint64_t>(dev);
-  p->ptr_support = g.cuda ? 0x3 : 0x1;  // host (and CUDA, staged)
+  p->ptr_support = g.dmabuf ? 0x7 : g.cuda ? 0x3 : 0x1;  // host (and CUDA, staged; and DMA-BUF)
   p->speed = d.speed_mbps;
   p->port = 0;
   p->latency = 0;

@@ -29,6 +29,11 @@ struct Config {
   bool fault_send = true, fault_recv = false;
   bool zero_devices = false, init_fail = false;
   bool cuda = false;  // P2PSCOPE_REFNET_CUDA=1 and libcuda.so.1 loaded
+  bool dmabuf = false;  // P2PSCOPE_REFNET_DMABUF=1 (with CUDA): NCCL_PTR_DMABUF advertised
+
+  std::uint64_t max_requests = 0;   // P2PSCOPE_REFNET_MAX_REQUESTS: past it a post fails (0: NULL at the window)
+  bool eof_fails = false;           // P2PSCOPE_REFNET_EOF_FAILS: a receive comm whose peer closed fails test()
+  std::uint64_t test_delay_us = 0;  // P2PSCOPE_REFNET_TEST_DELAY_US: each test() of a receive comm sleeps first
   abi::Logger log = nullptr;
 };
 extern Config g;  // set by init; read-only while comms exist

@@ -10,14 +10,8 @@
 
 namespace p2pscope::profile {
 
-std::string to_string(Timing t) { return t == Timing::batch ? "batch" : "single"; }
-
-Timing parse_timing(const std::string& text) {
-  if (text == "batch") return Timing::batch;
-  if (text == "single") return Timing::single;
-  throw UsageError("--timing '" + text + "': use batch (transfers timed back to back, a sample spans --min-sample-time) "
-                   "or single (one blocking transfer per record, seed 004's method)");
-}
+std::string to_string(Timing t) { return enum_name(kTimingNames, t); }
+Timing parse_timing(const std::string& text) { return parse_enum(kTimingNames, text, "--timing"); }
 
 double parse_min_sample_time(const std::string& text) {
   double s = 0;

@@ -120,6 +120,11 @@ class CampaignRun {
   std::string path(const char* f) const { return (fs::path(dir_) / f).string(); }
 
   void check();
+  void check_share() const;
+  bool in_share(int rep) const {
+    const auto [a, b] = share_repetitions(plan_.reps, p_.share.count, p_.share.index);
+    return rep >= a && rep < b;
+  }
   void point_latest_link();
   void read_resumed_log();
   void initialize();
@@ -192,6 +197,7 @@ void CampaignRun::check() {
     throw UsageError(fmt::format("backend {} has {} device(s); a campaign needs 2 or more (or --pairs 0:0 for "
                                  "device-local copies, or --backend staged for host<->GPU)", opt_.backends.front(), device_count));
   plan_ = make_plan(opt_.backends, devices, opt_.sizes, opt_.seed, opt_.warmup, opt_.reps, opt_.pairs);
+  check_share();
   for (const auto& [name, b] : backends_)
     for (const auto& c : plan_.configs) {
       if (c.backend != name || c.size_bytes != plan_.sizes.front()) continue;
@@ -200,9 +206,25 @@ void CampaignRun::check() {
         throw UsageError(fmt::format("backend {} cannot copy {} -> {}: {}; choose other --gpus, --pairs or --backend",
                                      name, c.src, c.dst, sup.reason));
     }
-  gpu_backend_ = primary_->name() != "host";
+  gpu_backend_ = primary_->capabilities().gpu_memory;
   nvml_ = gpu_backend_ ? nvml::Nvml::load(&nvml_why_) : nullptr;
   if (!gpu_backend_) nvml_why_ = "host backend: no GPU to sample";
+}
+
+// --processes K: this process's share must exist and, on resume, K be the campaign's.
+void CampaignRun::check_share() const {
+  const auto& sh = p_.share;
+  if (sh.count < 1 || sh.index < 0 || sh.index >= sh.count)
+    throw UsageError(fmt::format("process share {} of {}: give 0 <= share < count", sh.index, sh.count));
+  if (sh.count > plan_.reps)
+    throw UsageError(fmt::format("--processes {}: more processes than repetitions ({}); each process measures at least one "
+                                 "repetition: give --reps {} or more, or fewer processes", sh.count, plan_.reps, sh.count));
+  if (resuming_) {
+    const int saved = opt_.resumed_metadata.value("settings", nlohmann::json::object()).value("processes", 1);
+    if (saved != sh.count)
+      throw UsageError(fmt::format("--resume {}: the campaign splits its repetitions over {} process(es), not {}; resume it "
+                                   "with --processes {} (or without --processes)", p_.resume_dir, saved, sh.count, saved));
+  }
 }
 
 // <out_root>/latest -> the newest campaign made there, so `analyze p2pscope-out/latest`
@@ -263,6 +285,10 @@ void CampaignRun::initialize() {
   }
   meta_ = resuming_ ? opt_.resumed_metadata : run_metadata(p_.argv);
   session_ = {{"start_time", iso8601_utc(realtime_ns())}, {"argv", p_.argv}, {"ops_logged_before", rows_.size()}};
+  if (p_.share.count > 1) {
+    const auto [a, b] = share_repetitions(plan_.reps, p_.share.count, p_.share.index);
+    session_["process"] = {{"pid", getpid()}, {"share", p_.share.index}, {"of", p_.share.count}, {"repetitions", {a, b}}};
+  }
   if (!resuming_) {
     meta_["kind"] = "profile_campaign";
     meta_["plan"] = plan_to_json(plan_);
@@ -277,7 +303,8 @@ void CampaignRun::initialize() {
     const auto& tw = p_.thermal_warmup;
     meta_["settings"] = {{"temp_interval_s", p_.temp_interval_s}, {"drift_s", p_.drift_s},
                          {"thermal_warmup", tw ? nlohmann::json{{"celsius", tw->celsius}, {"max_s", tw->max_s}} : nlohmann::json(nullptr)},
-                         {"rewarm_below_c", p_.rewarm_below_c}, {"rewarm_every", p_.rewarm_every}};
+                         {"rewarm_below_c", p_.rewarm_below_c}, {"rewarm_every", p_.rewarm_every},
+                         {"processes", p_.share.count}};
     meta_["sessions"] = nlohmann::json::array();
     meta_["warmup_logged"] = false;  // warmup ops are run but not written to the log
     meta_["timing"] = timing_json(p_);
@@ -378,7 +405,7 @@ void CampaignRun::trials() {
   for (int rep = 0; rep < plan_.reps && !stopped(); ++rep)
     for (int id : plan_.order) {
       if (stopped()) break;
-      if (done_.count({id, rep})) continue;
+      if (done_.count({id, rep}) || !in_share(rep)) continue;
       const Config& c = plan_.configs[static_cast<std::size_t>(id)];
       const std::string name = event_name(c, rep);
       const int k = batch_[static_cast<std::size_t>(id)];

@@ -18,18 +18,13 @@
 #include "p2pscope/stats.hpp"
 
 namespace p2pscope::profile {
-namespace {
-constexpr const char* kNames[] = {"pairs", "fan-in", "fan-out", "ring-shift", "all-to-all"};
+std::vector<std::string> flow_pattern_names() {
+  std::vector<std::string> out;
+  for (const auto& row : kFlowPatternNames) out.emplace_back(row.name);
+  return out;
 }
-
-std::vector<std::string> flow_pattern_names() { return {std::begin(kNames), std::end(kNames)}; }
-std::string to_string(FlowPattern p) { return kNames[static_cast<int>(p)]; }
-
-FlowPattern parse_flow_pattern(const std::string& text) {
-  for (int i = 0; i < 5; ++i)
-    if (text == kNames[i]) return static_cast<FlowPattern>(i);
-  throw UsageError(fmt::format("--pattern '{}': expected pairs, fan-in, fan-out, ring-shift or all-to-all", text));
-}
+std::string to_string(FlowPattern p) { return enum_name(kFlowPatternNames, p); }
+FlowPattern parse_flow_pattern(const std::string& text) { return parse_enum(kFlowPatternNames, text, "--pattern"); }
 
 std::vector<std::vector<Flow>> pattern_rounds(FlowPattern pattern, const std::vector<int>& devices, int root, int shift) {
   const int p = static_cast<int>(devices.size());

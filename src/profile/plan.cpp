@@ -139,4 +139,18 @@ ThermalTarget parse_thermal_target(const std::string& text) {
   return t;
 }
 
+std::pair<int, int> share_repetitions(int reps, int count, int index) {
+  if (count < 1 || index < 0 || index >= count) return {0, 0};
+  // the remainder goes to the last shares, so share 0 (the one that creates the campaign) is never the larger
+  const int base = reps / count, extra = reps % count;
+  auto start = [&](int i) { return i * base + std::max(0, i - (count - extra)); };
+  return {start(index), start(index + 1)};
+}
+
+int process_of_repetition(int rep, int reps, int count) {
+  for (int i = 0; i < count; ++i)
+    if (rep < share_repetitions(reps, count, i).second) return i;
+  return count - 1;
+}
+
 }  // namespace p2pscope::profile

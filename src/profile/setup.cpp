@@ -58,18 +58,13 @@ void check_same(const char* what, const std::optional<T>& asked, const T& saved,
 }
 }  // namespace
 
-std::string default_backend(int gpu_count) { return gpu_count >= 2 ? "ce" : gpu_count == 1 ? "staged" : "host"; }
-
-std::string default_backend_reason(int gpu_count) {
-  if (gpu_count >= 2) return fmt::format("ce: the copy engines between every pair of the {} GPUs", gpu_count);
-  if (gpu_count == 1) return "staged: one GPU has no GPU pair, so it is paired with host memory (PCIe)";
-  return "host: no GPU, host memory copies";
-}
-
 ResolvedOptions resolve_options(const Params& p, int gpu_count) {
   ResolvedOptions r;
   if (p.resume_dir.empty()) {
-    r.backends = p.backends.value_or(std::vector<std::string>{default_backend(gpu_count)});
+    bench::Machine m;
+    m.cuda_built = gpu_count > 0;  // GPUs seen: CUDA is built in
+    m.gpus = gpu_count;
+    r.backends = p.backends.value_or(std::vector<std::string>{bench::default_backend(m).name});
     r.devices = p.devices;
     if (p.pairs) {
       if (p.devices) throw UsageError("--gpus and --pairs both choose the devices: give one of them");
@@ -159,7 +154,7 @@ std::string file_safe(std::string s) {
 
 std::string default_out_dir(const std::string& root, const std::string& backend, const nvml::Nvml* nvml) {
   const std::string when = compact_timestamp(realtime_ns());
-  if (backend == "host" || !nvml || nvml->device_count() == 0)
+  if (!bench::capabilities_of(backend).gpu_memory || !nvml || nvml->device_count() == 0)
     return (fs::path(root) / ("profile-host-" + when)).string();
   const auto rt = gpu::runtime_info();
   const std::string name = file_safe(nvml->info(0).name);

@@ -35,15 +35,9 @@ struct ResolvedOptions {
   int warmup = 5, reps = 10;
   nlohmann::json resumed_metadata;  // null for a new campaign
 };
-// The backend `run`, `profile` and `bench gpu` pick when none is given, from the GPUs
-// CUDA sees: ce with two or more, staged with one (a GPU has no GPU pair, but the
-// staged backend pairs it with host memory over PCIe), host without a GPU.
-std::string default_backend(int gpu_count);
-// Why that one, in a line for the user: "staged: one GPU, paired with host memory ...".
-std::string default_backend_reason(int gpu_count);
-
 // Throws UsageError when resume_dir is not a campaign or a set option differs from it.
-// Without --backend, a new campaign takes default_backend(gpu_count).
+// Without --backend, a new campaign takes bench::default_backend (backend_table.hpp)
+// for gpu_count GPUs.
 ResolvedOptions resolve_options(const Params& p, int gpu_count);
 
 nlohmann::json read_json_file(const std::string& path);  // throws Error

@@ -202,6 +202,18 @@ AstraPlan plan_astra(const LinkSet& s, const std::string& backend, AstraBackend 
   return plan;
 }
 
+double ring_message_divisor(const AstraPlan& p, std::size_t k) {
+  if (p.dims.size() == 1 || k == 0) return p.dims[0].npus;
+  return static_cast<double>(p.dims[0].npus) * p.dims[1].npus;
+}
+
+void set_lines_for_ring_allreduce(AstraPlan* p, double size_bytes) {
+  p->for_ring_allreduce_bytes = size_bytes;
+  for (std::size_t k = 0; k < p->dims.size(); ++k)
+    // integer division as ASTRA-sim's chunking and predict do; at least 1 B so it picks a regime
+    fill_line(&p->dims[k], p->backend, std::max(1.0, std::floor(size_bytes / ring_message_divisor(*p, k))));
+}
+
 double astra_message_ns(const AstraDim& d, AstraBackend ab, std::uint64_t bytes) {
   const double b = static_cast<double>(bytes);
   const double bpns = d.bandwidth_gib_per_s * kGiB / 1e9;  // bytes per ns

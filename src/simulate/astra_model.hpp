@@ -55,6 +55,7 @@ struct AstraPlan {
   std::vector<int> devices;     // NPU id i is campaign device devices[i]
   std::vector<AstraDim> dims;   // dimension 0 first
   std::string flattened;        // why one dimension holds pairs of several classes; "" if not
+  double for_ring_allreduce_bytes = 0;  // > 0: lines chosen for this all-reduce size (export --for ring:S)
 };
 
 // One or two dimensions from the link classes of `backend`'s links (two when the classes
@@ -62,6 +63,13 @@ struct AstraPlan {
 // the unaware one). Each dimension's line is its links' upper regime, or with line_at_bytes
 // > 0 the regime that holds at that message size. Throws UsageError for fewer than two devices.
 AstraPlan plan_astra(const LinkSet& s, const std::string& backend, AstraBackend ab, double line_at_bytes = 0);
+
+// What one message of a ring all-reduce of S carries in dimension k, as S / divisor: one
+// dimension S/n; two, S/n0 in dimension 0 and S/n in dimension 1 (astra_ring_allreduce_ns).
+double ring_message_divisor(const AstraPlan& p, std::size_t k);
+// Each dimension's line rewritten as the regime that holds at the messages of a ring
+// all-reduce of size_bytes (export --for ring:S): exact for that collective, not others.
+void set_lines_for_ring_allreduce(AstraPlan* p, double size_bytes);
 
 // ASTRA-sim's time for one message of `bytes` in dimension d, from the values as written.
 double astra_message_ns(const AstraDim& d, AstraBackend ab, std::uint64_t bytes);

@@ -15,6 +15,7 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/text.hpp"
+#include "p2pscope/units.hpp"
 #include "simulate/astra_model.hpp"
 #include "simulate/exporters.hpp"
 
@@ -71,6 +72,71 @@ double software_overhead_ns(const std::string& dir, const std::string& backend) 
   return median(per_link);
 }
 
+// ASTRA-sim's file is judged at 2 %: beyond it a size gets its own export (--for ring:S).
+constexpr double kAstraTolerance = 0.02;
+
+// Runs of consecutive measured message sizes whose file error is within kAstraTolerance
+// (good) or beyond it, as [from, to] with the worst error of the run.
+struct SizeRun {
+  double from = 0, to = 0, worst = 0;
+};
+std::vector<SizeRun> runs_of(const std::vector<std::pair<double, double>>& errors, bool good) {
+  std::vector<SizeRun> out;
+  bool open = false;
+  for (const auto& [n, e] : errors) {
+    if ((std::fabs(e) <= kAstraTolerance) != good) {
+      open = false;
+      continue;
+    }
+    if (!open) out.push_back({n, n, e});
+    open = true;
+    out.back().to = n;
+    if (std::fabs(e) > std::fabs(out.back().worst)) out.back().worst = e;
+  }
+  return out;
+}
+
+// "4194304 B (4 MiB)": exact bytes, for --for, and the size a reader recognises.
+std::string bytes_text(double n) {
+  const auto b = static_cast<std::uint64_t>(n);
+  return b < 1024 ? fmt::format("{} B", b) : fmt::format("{} B ({})", b, format_size(b));
+}
+
+// "S1..S2" of a run of collective sizes, or one size.
+std::string range_text(double from, double to) {
+  return from == to ? bytes_text(from) : bytes_text(from) + ".." + bytes_text(to);
+}
+
+// Which ring all-reduce sizes the line is right for (its message sizes within 2 % of the
+// slowest link's median) and, where it is not, the export to run for them instead.
+std::string collective_lines(const AstraPlan& plan, std::size_t k, const std::vector<std::pair<double, double>>& errors,
+                             std::vector<std::string>* notes) {
+  const double div = ring_message_divisor(plan, k);
+  std::string o = fmt::format("#   ring all-reduce of S sends messages of S/{:.0f} in this dimension; ", div);
+  const auto good = runs_of(errors, true), bad = runs_of(errors, false);
+  if (good.empty()) {
+    o += "at no measured message size is this line within 2 % of the medians\n";
+  } else {
+    o += "the line is within 2 % of the medians for S in:";
+    for (const auto& r : good) o += " " + range_text(r.from * div, r.to * div) + ";";
+    o.back() = '\n';
+  }
+  if (bad.empty()) return o + "#   (every measured size within 2 %: one file serves every collective size)\n";
+  const bool chosen = plan.for_ring_allreduce_bytes > 0;
+  std::string advice;
+  for (const auto& r : bad)
+    advice += fmt::format("{}S {} (messages {}, file off by up to {:+.1f}%)", advice.empty() ? "" : "; ",
+                          range_text(r.from * div, r.to * div), range_text(r.from, r.to), 100 * r.worst);
+  o += fmt::format("#   off beyond 2 % for {}:\n#     {}\n", chosen ? "other collective sizes" : "ring all-reduce of", advice);
+  o += "#   for those, export once per collective size: `p2pscope export CAMPAIGN --to astra-sim --for ring:S` writes the\n"
+       "#   line of the regime that holds at S's messages (the sizes listed are measured messages x the divisor)\n";
+  if (!chosen)
+    notes->push_back(fmt::format("dimension {} ({}): this file is off by more than 2 % for ring all-reduce of {}; export "
+                                 "once per size there with `--for ring:S` (the header lists the sizes)",
+                                 k, comment_safe(plan.dims[k].cls), advice));
+  return o;
+}
+
 // One dimension's comment block: its line, and per measured size what the file gives for
 // one message against the measured medians (the slowest link's, and the range over links).
 std::string dimension_block(const AstraPlan& plan, std::size_t k, std::vector<std::string>* notes) {
@@ -88,10 +154,15 @@ std::string dimension_block(const AstraPlan& plan, std::size_t k, std::vector<st
                    "per {} and bandwidth {} (2^30 B/s){}\n",
                    d.alpha_ns, d.beta_bytes_per_s, d.beta_bytes_per_s / 1e9, d.latency_text, aware ? "link" : "hop",
                    d.bandwidth_text, aware && d.hops == 2 ? " per link, 2 links stored and forwarded" : "");
+  const std::string chosen =
+      plan.for_ring_allreduce_bytes > 0
+          ? fmt::format("chosen (--for ring:{:.0f}: messages of {:.0f} B here)", plan.for_ring_allreduce_bytes,
+                        std::floor(plan.for_ring_allreduce_bytes / ring_message_divisor(plan, k)))
+          : std::isfinite(d.exact_to_bytes) ? "chosen (--astra-line-at)" : "upper";
   o += fmt::format("#   it is the {} regime of {} link(s)' recommended models (largest alpha, smallest beta; alpha at least "
                    "the latency floor), the links' model itself {}; measured: latency floor {:.0f}..{:.0f} ns, asymptotic "
                    "bandwidth {:.3f}..{:.3f} GB/s\n",
-                   std::isfinite(d.exact_to_bytes) ? "chosen (--astra-line-at)" : "upper", d.links.size(),
+                   chosen, d.links.size(),
                    std::isfinite(d.exact_to_bytes)
                        ? fmt::format("from {:.0f} B to {:.0f} B", d.exact_from_bytes, d.exact_to_bytes)
                        : fmt::format("from {:.0f} B up", d.exact_from_bytes), *std::min_element(floors.begin(), floors.end()),
@@ -102,6 +173,7 @@ std::string dimension_block(const AstraPlan& plan, std::size_t k, std::vector<st
   for (const auto* l : d.links)
     for (std::size_t i = 0; i < l->sizes.size(); ++i) by_size[l->sizes[i]].push_back(l->median_ns[i]);
   std::string table;
+  std::vector<std::pair<double, double>> errors;  // (message size, file error against the slowest median)
   double worst = 0, worst_at = 0, worst_upper = 0;
   for (const auto& [n, med] : by_size) {
     const double file = astra_message_ns(d, plan.backend, static_cast<std::uint64_t>(n));
@@ -112,6 +184,7 @@ std::string dimension_block(const AstraPlan& plan, std::size_t k, std::vector<st
       hi = std::max(hi, (file - m) / m);
     }
     const double e = (file - slow) / slow;
+    errors.emplace_back(n, e);
     if (std::fabs(e) > std::fabs(worst)) worst = e, worst_at = n;
     if (n >= d.exact_from_bytes && n < d.exact_to_bytes && std::fabs(e) > std::fabs(worst_upper)) worst_upper = e;
     table += fmt::format("#   {:>12.0f} {:>14.0f} {:>18.0f} {:>+8.1f}% {:>+8.1f}%..{:+.1f}%\n", n, file, slow, 100 * e,
@@ -122,6 +195,7 @@ std::string dimension_block(const AstraPlan& plan, std::size_t k, std::vector<st
                                 : fmt::format("from {:.0f} B up", d.exact_from_bytes);
   o += fmt::format("#   worst error of the file against the slowest link's median: {:+.1f}% at {:.0f} B; {} {:+.1f}%\n",
                    100 * worst, worst_at, range, 100 * worst_upper);
+  o += collective_lines(plan, k, errors, notes);
   o += fmt::format("#   {:>12} {:>14} {:>18} {:>9} {}\n", "size_bytes", "file_ns", "slowest_median_ns", "error",
                    "error range over the links");
   o += table;
@@ -179,7 +253,10 @@ std::string system_json(const AstraPlan& plan, std::int64_t endpoint_delay_ns) {
 std::string export_astra(const LinkSet& s, const std::string& backend, const ExportOptions& eo,
                          std::vector<std::string>* notes, std::string* system_text) {
   check_endpoint_delay(eo.endpoint_delay_ns);
-  const AstraPlan plan = plan_astra(s, backend, eo.astra_backend, static_cast<double>(eo.line_at_bytes));
+  if (eo.line_at_bytes > 0 && eo.for_ring_allreduce_bytes > 0)
+    throw UsageError("--astra-line-at and --for both choose the line: give one");
+  AstraPlan plan = plan_astra(s, backend, eo.astra_backend, static_cast<double>(eo.line_at_bytes));
+  if (eo.for_ring_allreduce_bytes > 0) set_lines_for_ring_allreduce(&plan, static_cast<double>(eo.for_ring_allreduce_bytes));
   const bool aware = plan.backend == AstraBackend::aware;
   const auto& dev = plan.devices;
   const int p = static_cast<int>(dev.size());
@@ -235,9 +312,15 @@ std::string export_astra(const LinkSet& s, const std::string& backend, const Exp
   else
     o += fmt::format("# Routing: one dimension, every pair in it; `p2pscope predict --algo ring --astra-backend {}` runs the same\n"
                      "#   flat ring.\n", to_string(plan.backend));
+  if (plan.for_ring_allreduce_bytes > 0)
+    o += fmt::format("# Written for ring all-reduce of {} (--for ring:{:.0f}): each dimension's line is the regime of its "
+                     "links'\n#   models that holds at the messages that collective sends there; other sizes may be off "
+                     "(each dimension's\n#   block says which S it is right for).\n",
+                     bytes_text(plan.for_ring_allreduce_bytes), plan.for_ring_allreduce_bytes);
   o += "# Model: per dimension one line, the upper regime of its links' recommended models (links.json \"model\", the one\n"
        "#   report and predict use), its alpha raised to the measured latency floor where the regime's is below it:\n"
-       "#   exact at the asymptotic bandwidth and for the sizes of that regime; the table gives the error size by size.\n";
+       "#   exact at the asymptotic bandwidth and for the sizes of that regime (unless --for or --astra-line-at chose\n"
+       "#   another regime); the table gives the error size by size.\n";
   o += fmt::format(
       "# Endpoint delay: write the system file with `--system FILE` (\"endpoint-delay\": {} ns, one \"ring\" per dimension).\n"
       "#   ASTRA-sim charges it once per message a rank sends and once more per collective phase (astra-sim/system/\n"

@@ -2,6 +2,7 @@
 #include "transport/cuda/ce_copy.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -24,12 +25,11 @@ CeMode parse_ce_variant(const std::string& text) {
   }
   const auto at = variant.find('@');
   const std::string v = variant.substr(0, at);
-  if (v == "pull" || v == "read") m.engine = CeEngine::destination;
-  else if (v == "both") m.engine = CeEngine::both;
-  else if (!v.empty() && v != "push" && v != "write")
-    throw UsageError("backend ce: unknown variant '" + variant +
-                     "': use push (the source's copy engine), pull (the destination's) or both, optionally @N "
-                     "(N copy streams, 1-16) and +host[P] (P % through pinned host memory at once)");
+  const auto engine = v.empty() ? std::optional<CeEngine>(CeEngine::source) : find_enum(kCeEngineNames, v);
+  if (!engine)
+    throw UsageError("backend ce: unknown variant '" + variant + "': use " + enum_choices(kCeEngineNames) +
+                     ", optionally @N (N copy streams, 1-16) and +host[P] (P % through pinned host memory at once)");
+  m.engine = *engine;
   if (at != std::string::npos) {
     const long long n = parse_int(variant.substr(at + 1), "the number after @");
     if (n < 1 || n > 16) throw UsageError("ce variant: the number of copy streams must be 1-16");
@@ -39,7 +39,7 @@ CeMode parse_ce_variant(const std::string& text) {
 }
 
 std::string CeCopier::name() const {
-  std::string n = mode_.engine == CeEngine::destination ? "ce-pull" : mode_.engine == CeEngine::both ? "ce-both" : "ce";
+  std::string n = mode_.engine == CeEngine::source ? "ce" : "ce-" + enum_name(kCeEngineNames, mode_.engine);
   if (mode_.streams > 1) n += fmt::format("@{}", mode_.streams);
   if (mode_.host_pct > 0) n += fmt::format("+host{}", mode_.host_pct);
   return n;

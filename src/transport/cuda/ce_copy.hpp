@@ -9,6 +9,7 @@
 // A sliced copy forks from the lane stream (the stream its events time) through an
 // event and joins back into it, so the lane's events time the whole copy.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -16,11 +17,18 @@
 #include <tuple>
 #include <vector>
 
+#include "p2pscope/enum_names.hpp"
 #include "transport/cuda/cuda_util.hpp"
 
 namespace p2pscope::bench::cuda {
 
 enum class CeEngine { source, destination, both };
+// The variant's word for each ("" = push); names are "ce", "ce-pull", "ce-both".
+inline constexpr std::array<EnumName<CeEngine>, 3> kCeEngineNames{{
+    {CeEngine::source, "push", {"write"}, "the source's copy engine"},
+    {CeEngine::destination, "pull", {"read"}, "the destination's"},
+    {CeEngine::both, "both"},
+}};
 
 struct CeMode {
   CeEngine engine = CeEngine::source;

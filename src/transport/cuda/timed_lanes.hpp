@@ -37,12 +37,19 @@ class Release {
   int gen_;
 };
 
-// `warmup` untimed iterations, then `iters` timed ones. `release`: the host-mapped
-// flag the spin kernel waits on for generation `gen`, or null for no blocking start
-// (too many ops to queue behind it). `sync_all` waits for every stream the lanes'
-// issue() may use. Returns per-lane samples (ns) and, with 2+ lanes, the
-// per-iteration total as the last vector.
+// How long one slice of queued work may run before the host looks at the stop flag.
+constexpr double kSliceNs = 250e6;
+
+// `warmup` untimed iterations, then `iters` timed ones, queued in slices of about
+// kSliceNs (sized from the warm-up and the slices before) and waited for one slice at
+// a time, each behind its own blocking start: once `stop` is set, the iterations of
+// the slices done are returned (possibly none), within a slice's time. `release`: the
+// host-mapped flag the spin kernel waits on, or null for no blocking start (too many
+// ops to queue behind it); *gen is its generation, advanced per slice. `sync_all`
+// waits for every stream the lanes' issue() may use. Returns per-lane samples (ns)
+// and, with 2+ lanes, the per-iteration total as the last vector.
 std::vector<std::vector<double>> run_timed_lanes(const std::vector<Lane>& lanes, int warmup, int iters,
-                                                 volatile int* release, int gen, const std::function<void()>& sync_all);
+                                                 volatile int* release, int* gen, const std::function<void()>& sync_all,
+                                                 const std::atomic<bool>* stop);
 
 }  // namespace p2pscope::bench::cuda

@@ -294,6 +294,7 @@ void finish_report(Session& s) {
             cr.nic = conn->nic.name;
             cr.local_addr = conn->sock.valid() ? conn->sock.local_addr() : conn->local_desc;
             cr.peer_addr = conn->sock.valid() ? conn->sock.peer_addr() : conn->peer_desc;
+            cr.registration = conn->registration;
           }
           if (conn->sock.valid()) cr.retransmits += conn->sock.retransmits();
         }

@@ -33,6 +33,7 @@ struct Conn {
   bool c2s = true;
   std::uint32_t gpu_slot = 0, channel = 0, socket = 0;
   NicAddr nic;
+  std::string registration;  // how the path registered this link's buffer ("dmabuf", "cuda", "host"; "" none)
   // Send time of each chunk of this socket in the current round (sender side).
   std::unique_ptr<std::atomic<std::int64_t>[]> send_ns;
 };

@@ -50,6 +50,9 @@ class DataPath {
   virtual void run_workers(Session& s, std::uint32_t round, bool timed) = 0;
   // Workers this side runs per link (for the server's thread limit).
   virtual std::uint32_t threads_per_link(const Params& p, bool sends) const = 0;
+  // Server, its figures sent: keep the links open until the client closes the control
+  // connection (bounded by the timeout), so no client receive sees this side close.
+  virtual bool linger_until_client_closes() const { return false; }
 };
 
 std::shared_ptr<DataPath> make_socket_path();
@@ -59,7 +62,14 @@ namespace p2pscope::net {
 class Plugin;
 }
 namespace p2pscope::tcp {
+// How the plugin path registers CUDA buffers (bench net --dmabuf). auto: regMrDmaBuf
+// with a dma-buf of the buffer where the link's plugin device offers NCCL_PTR_DMABUF
+// and the GPU can export one, else regMr; on: regMrDmaBuf or a UsageError saying which
+// of plugin, GPU or memory kind cannot; off: regMr. Each side decides for itself.
+enum class DmabufMode { auto_, on, off };
+DmabufMode parse_dmabuf_mode(const std::string& text);  // UsageError for other text
+std::string to_string(DmabufMode m);
 // One loaded plugin serves every session of the process (and both sides of --loopback).
-std::shared_ptr<DataPath> make_plugin_path(std::shared_ptr<net::Plugin> plugin);
+std::shared_ptr<DataPath> make_plugin_path(std::shared_ptr<net::Plugin> plugin, DmabufMode dmabuf = DmabufMode::auto_);
 
 }  // namespace p2pscope::tcp

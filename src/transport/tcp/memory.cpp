@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "p2pscope/error.hpp"
@@ -80,6 +81,30 @@ std::uint64_t check_buffer(const Buffer& b, std::uint64_t seed) {
     if (const std::uint64_t bad = pattern_first_mismatch(tmp.data(), n, seed, o); bad != n) return o + bad;
   }
   return b.size();
+}
+
+PageRange page_range(std::uintptr_t addr, std::uint64_t bytes, std::uint64_t page) {
+  const std::uintptr_t base = addr & ~static_cast<std::uintptr_t>(page - 1);
+  const std::uint64_t end = (static_cast<std::uint64_t>(addr) + bytes + page - 1) & ~(page - 1);
+  return {base, end - base, addr - base};
+}
+
+DmabufFd::DmabufFd(DmabufFd&& o) noexcept
+    : fd_(std::exchange(o.fd_, -1)), offset_(o.offset_), range_bytes_(o.range_bytes_) {}
+
+DmabufFd& DmabufFd::operator=(DmabufFd&& o) noexcept {
+  if (this != &o) {
+    close();
+    fd_ = std::exchange(o.fd_, -1);
+    offset_ = o.offset_;
+    range_bytes_ = o.range_bytes_;
+  }
+  return *this;
+}
+
+void DmabufFd::close() noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
 }
 
 void Buffer::release() noexcept {

@@ -72,4 +72,44 @@ void copy_to_device(Buffer& b, std::size_t offset, const char* host, std::size_t
 void copy_from_device(const Buffer& b, std::size_t offset, char* host, std::size_t n);
 void free_device(void* p) noexcept;
 
+// A dma-buf exported from a GPU buffer (cuMemGetHandleForAddressRange), for a net
+// plugin's regMrDmaBuf, as NCCL registers CUDA memory with DMA-BUF plugins. The range
+// is the buffer widened to whole host pages (the driver's rule); offset() is where the
+// buffer starts in it. Owns the fd: closed by close() or the destructor (a plugin
+// keeps its own reference once regMrDmaBuf returned).
+class DmabufFd {
+ public:
+  DmabufFd() = default;
+  DmabufFd(int fd, std::uint64_t offset, std::uint64_t range_bytes) : fd_(fd), offset_(offset), range_bytes_(range_bytes) {}
+  ~DmabufFd() { close(); }
+  DmabufFd(DmabufFd&& o) noexcept;
+  DmabufFd& operator=(DmabufFd&& o) noexcept;
+  DmabufFd(const DmabufFd&) = delete;
+  DmabufFd& operator=(const DmabufFd&) = delete;
+  int fd() const { return fd_; }
+  std::uint64_t offset() const { return offset_; }            // of the buffer's first byte in the dma-buf
+  std::uint64_t range_bytes() const { return range_bytes_; }  // the dma-buf's size (whole pages)
+  void close() noexcept;
+
+ private:
+  int fd_ = -1;
+  std::uint64_t offset_ = 0, range_bytes_ = 0;
+};
+
+// The page-aligned range NCCL hands cuMemGetHandleForAddressRange for [addr, addr+bytes):
+// base rounded down, end rounded up to `page` (a power of two).
+struct PageRange {
+  std::uintptr_t base;
+  std::uint64_t bytes, offset;
+};
+PageRange page_range(std::uintptr_t addr, std::uint64_t bytes, std::uint64_t page);
+
+// "" when GPU `gpu` can export its memory as dma-bufs (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED,
+// read through cudaGetDriverEntryPoint: no link to libcuda); else why not, in a phrase
+// ("GPU 0 does not support dma-buf export (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 0 ...)").
+std::string dmabuf_unsupported(int gpu);
+// Exports b (GPU memory) as a dma-buf. Error naming the call and the CUresult when the
+// driver refuses; UsageError for host memory.
+DmabufFd export_dmabuf(const Buffer& b);
+
 }  // namespace p2pscope::tcp

@@ -6,8 +6,12 @@
 #include "p2pscope/error.hpp"
 #include "transport/tcp/memory.hpp"
 
+#include <unistd.h>
+
 #if P2PSCOPE_HAVE_CUDA
+#include <cuda.h>  // driver types only: its functions are reached through the runtime
 #include <cuda_runtime.h>
+#include <fmt/format.h>
 #endif
 
 namespace p2pscope::tcp {
@@ -106,6 +110,98 @@ bool device_accessible(const void* p) {
          (a.type == cudaMemoryTypeHost && a.devicePointer != nullptr);
 }
 
+namespace {
+
+// Driver API functions through the runtime's entry-point lookup, as NCCL reaches them:
+// p2pscope does not link libcuda. null when the driver lacks the symbol.
+void* driver_symbol(const char* sym, unsigned cuda_version) {
+  void* fn = nullptr;
+#if CUDART_VERSION >= 12050
+  cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+  const cudaError_t e = cudaGetDriverEntryPointByVersion(sym, &fn, cuda_version, cudaEnableDefault, &q);
+#elif CUDART_VERSION >= 12000
+  (void)cuda_version;
+  cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+  const cudaError_t e = cudaGetDriverEntryPoint(sym, &fn, cudaEnableDefault, &q);
+#else
+  (void)cuda_version;
+  const int q = 0;
+  const cudaError_t e = cudaGetDriverEntryPoint(sym, &fn, cudaEnableDefault);
+#endif
+  if (e != cudaSuccess || q != 0) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  return fn;
+}
+
+struct Driver {
+  CUresult (*device_get)(CUdevice*, int) = nullptr;
+  CUresult (*get_attribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
+  CUresult (*get_handle)(void*, CUdeviceptr, std::size_t, CUmemRangeHandleType, unsigned long long) = nullptr;
+  CUresult (*error_name)(CUresult, const char**) = nullptr;
+};
+
+// Looked up once (after the runtime initialised the driver), then read-only.
+const Driver& driver() {
+  static const Driver d = [] {
+    Driver x;
+    x.device_get = reinterpret_cast<decltype(x.device_get)>(driver_symbol("cuDeviceGet", 2000));
+    x.get_attribute = reinterpret_cast<decltype(x.get_attribute)>(driver_symbol("cuDeviceGetAttribute", 2000));
+    x.get_handle = reinterpret_cast<decltype(x.get_handle)>(driver_symbol("cuMemGetHandleForAddressRange", 11070));
+    x.error_name = reinterpret_cast<decltype(x.error_name)>(driver_symbol("cuGetErrorName", 6000));
+    return x;
+  }();
+  return d;
+}
+
+std::string cu_text(CUresult r) {
+  const char* name = nullptr;
+  if (driver().error_name && driver().error_name(r, &name) == CUDA_SUCCESS && name) return fmt::format("{} ({})", name, static_cast<int>(r));
+  return fmt::format("CUresult {}", static_cast<int>(r));
+}
+
+}  // namespace
+
+std::string dmabuf_unsupported(int gpu) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return "no CUDA GPU is visible on this machine";
+  }
+  if (gpu < 0 || gpu >= count)
+    return fmt::format("GPU {} does not exist (this machine has {})", gpu, count);
+  const Driver& d = driver();
+  if (!d.device_get || !d.get_attribute) return "the CUDA driver's cuDeviceGet / cuDeviceGetAttribute were not found";
+  if (!d.get_handle) return "the CUDA driver has no cuMemGetHandleForAddressRange (dma-buf export needs CUDA 11.7 or later)";
+  CUdevice dev = 0;
+  if (const CUresult r = d.device_get(&dev, gpu); r != CUDA_SUCCESS)
+    return fmt::format("cuDeviceGet({}) failed: {}", gpu, cu_text(r));
+  int supported = 0;
+  if (const CUresult r = d.get_attribute(&supported, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, dev); r != CUDA_SUCCESS)
+    return fmt::format("cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED) of GPU {} failed: {}", gpu, cu_text(r));
+  if (!supported)
+    return fmt::format("GPU {} cannot export dma-bufs (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0: the NVIDIA open "
+                       "kernel modules and Linux 5.12 or later are needed)", gpu);
+  return "";
+}
+
+DmabufFd export_dmabuf(const Buffer& b) {
+  if (!b.on_gpu()) throw UsageError("a dma-buf is exported from GPU memory; this buffer is host memory");
+  const Driver& d = driver();
+  if (!d.get_handle) throw Error("dma-buf export: the CUDA driver has no cuMemGetHandleForAddressRange (CUDA 11.7+)");
+  check(cudaSetDevice(b.gpu()), "cudaSetDevice(" + std::to_string(b.gpu()) + ")");
+  const long page = sysconf(_SC_PAGESIZE);
+  const PageRange r = page_range(reinterpret_cast<std::uintptr_t>(b.data()), b.size(),
+                                 page > 0 ? static_cast<std::uint64_t>(page) : 4096);
+  int fd = -1;
+  const CUresult e = d.get_handle(&fd, static_cast<CUdeviceptr>(r.base), r.bytes, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+  if (e != CUDA_SUCCESS || fd < 0)
+    throw Error(fmt::format("cuMemGetHandleForAddressRange(DMA_BUF_FD, {} bytes at {:#x} on GPU {}) failed: {}", r.bytes,
+                            r.base, b.gpu(), e != CUDA_SUCCESS ? cu_text(e) : "no fd returned"));
+  return DmabufFd(fd, r.offset, r.bytes);
+}
+
 #else  // no CUDA
 
 namespace {
@@ -129,6 +225,8 @@ void Staging::wait(int) {}
 void Staging::set_device(int) { no_cuda(); }
 void Staging::synchronize_device() { no_cuda(); }
 bool device_accessible(const void*) { return false; }
+std::string dmabuf_unsupported(int) { return "this p2pscope was built without CUDA"; }
+DmabufFd export_dmabuf(const Buffer&) { no_cuda(); }
 
 #endif
 

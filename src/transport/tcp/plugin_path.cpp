@@ -7,7 +7,10 @@
 // Receives into CUDA memory are flushed where the plugin asks (iflush); on UNPACK
 // devices (TCPX) the bytes land in the plugin's bounce buffers with a scatter list,
 // which the unpack kernel (or, for host memory, a copy) applies before irecvConsumed.
+#include <algorithm>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "p2pscope/clock.hpp"
@@ -38,6 +41,10 @@ struct PluginLink final : LinkState {
 };
 
 PluginLink& link_of(Conn& c) { return static_cast<PluginLink&>(*c.link); }
+
+std::uint32_t per_comm_limit(const net::Plugin& plugin) {
+  return static_cast<std::uint32_t>(net::max_requests_per_comm(plugin.version()));
+}
 
 std::string hex(const net::NetHandle& h) {
   static const char* d = "0123456789abcdef";
@@ -86,7 +93,7 @@ void plugin_sender(WorkerArgs a) {
     PluginLink& l = link_of(a.c);
     const auto chunks = chunks_of(p, a.c.channel, a.c.socket);
     const Buffer& src = a.s.src[a.c.gpu_slot];
-    const std::uint32_t window = std::min(p.window, kMaxRequestsPerComm);
+    const std::uint32_t window = std::min(p.window, per_comm_limit(*l.send.plugin()));
     std::deque<std::int64_t> posted_ns;
     std::size_t posted = 0, done = 0;
     Watchdog dog(p.timeout_s);
@@ -163,7 +170,8 @@ void plugin_receiver(WorkerArgs a) {
     const std::uint64_t seed = a.s.seed(a.c.c2s, a.c.gpu_slot, a.round);
     const net::DeviceProps& dev = l.recv.plugin()->device(l.dev);
     const bool unpack = l.recv.unpack();
-    const std::uint32_t window = std::min(p.window, unpack ? kUnpackQueueDepth : kMaxRequestsPerComm);
+    const std::uint32_t window =
+        std::min({p.window, per_comm_limit(*l.recv.plugin()), unpack ? kUnpackQueueDepth : kMaxRequestsPerComm});
     std::size_t posted = 0, done = 0;
     Watchdog dog(p.timeout_s);
     auto where = [&](std::size_t j) {
@@ -292,15 +300,35 @@ void plugin_pong(WorkerArgs a) {
   });
 }
 
+// The plugin devices a session's links use: link (gpu g, channel c) is on (g x C + c) % devices.
+std::vector<int> devices_used(const Params& p, std::size_t ndev) {
+  std::vector<int> used;
+  for (std::size_t g = 0; g < p.gpus.size(); ++g)
+    for (std::uint32_t c = 0; c < p.channels; ++c) {
+      const int d = static_cast<int>((g * p.channels + c) % ndev);
+      if (std::find(used.begin(), used.end(), d) == used.end()) used.push_back(d);
+    }
+  return used;
+}
+
+// Why a device cannot take a dma-buf registration ("" when it can).
+std::string device_no_dmabuf(const net::Plugin& plugin, int dev) {
+  const net::DeviceProps& d = plugin.device(dev);
+  if (d.dmabuf()) return "";
+  return plugin.describe() + " device " + std::to_string(dev) + " (" + d.name + ") offers " +
+         net::ptr_support_text(d.ptr_support) + " memory, not DMA-BUF (NCCL_PTR_DMABUF)";
+}
+
 class PluginPath final : public DataPath {
  public:
-  explicit PluginPath(std::shared_ptr<net::Plugin> plugin) : plugin_(std::move(plugin)) {}
+  PluginPath(std::shared_ptr<net::Plugin> plugin, DmabufMode dmabuf) : plugin_(std::move(plugin)), dmabuf_(dmabuf) {}
 
   std::string name() const override {
     return "net plugin " + plugin_->name() + " v" + std::to_string(plugin_->version());
   }
 
   void check(const Params& p) const override {
+    if (dmabuf_ == DmabufMode::on) check_dmabuf_on(p);
     bool cuda = false, host = false;
     std::uint64_t max_bytes = ~std::uint64_t{0};
     for (const auto& d : plugin_->devices()) {
@@ -321,10 +349,22 @@ class PluginPath final : public DataPath {
 
   std::uint32_t threads_per_link(const Params&, bool) const override { return 1; }
 
+  // Socket plugins that read until EAGAIN fail a receive whose peer already closed,
+  // last bytes in or not (fastsocket's last echo in latency mode, ~1 run in 6); NCCL
+  // closes comms only after a barrier, and so does the session.
+  bool linger_until_client_closes() const override { return true; }
+
   void open_client(Session& s, Socket& ctrl, const ClientOptions&, const std::string&) override { open(s, ctrl); }
   void open_server(Session& s, Socket& ctrl, Gate&, const std::string&) override { open(s, ctrl); }
 
   void prepare(Session& s) override {
+    Exported exported;
+    const std::uint32_t limit = per_comm_limit(*plugin_);
+    if (s.p.mode != Mode::latency && s.p.window > limit)
+      s.warnings.push_back("--window " + std::to_string(s.p.window) + " is over the " + std::to_string(limit) +
+                           " requests per comm an ABI v" + std::to_string(plugin_->version()) +
+                           " plugin must take (NCCL_NET_MAX_REQUESTS of its headers): each comm keeps at most " +
+                           std::to_string(limit) + " in flight");
     for (auto& c : s.conns) {
       PluginLink& l = link_of(*c);
       if (s.p.mode == Mode::latency) {  // client: ping from src, echo into dst; server: both in dst
@@ -334,14 +374,17 @@ class PluginPath final : public DataPath {
                            : l.recv.reg_mr(in.data(), in.size(), net::MemType::host);
         l.mr_back = s.is_client ? l.recv.reg_mr(in.data(), in.size(), net::MemType::host)
                                 : l.send.reg_mr(in.data(), in.size(), net::MemType::host);
+        c->registration = "host";
         continue;
       }
       const bool sends = s.sends(c->c2s);
       Buffer& b = sends ? s.src[c->gpu_slot] : s.dst[c->gpu_slot];
       if (b.size() == 0) continue;
-      const net::MemType type = b.on_gpu() ? net::MemType::cuda : net::MemType::host;
-      l.mr = sends ? l.send.reg_mr(b.data(), b.size(), type) : l.recv.reg_mr(b.data(), b.size(), type);
+      net::CommBase& comm = sends ? static_cast<net::CommBase&>(l.send) : l.recv;
+      l.mr = register_buffer(s, comm, b, exported, *c);
     }
+    // The plugin holds its own reference to each dma-buf now (as NCCL, close after regMrDmaBuf).
+    exported.clear();
   }
 
   void run_workers(Session& s, std::uint32_t round, bool timed) override {
@@ -354,6 +397,76 @@ class PluginPath final : public DataPath {
   }
 
  private:
+  // One dma-buf per GPU buffer, shared by the links registering it, closed after prepare.
+  struct Exported {
+    std::vector<std::pair<const Buffer*, DmabufFd>> fds;
+    void clear() { fds.clear(); }
+  };
+
+  // --dmabuf on: what must hold, said before any data moves (and on the server, before
+  // it accepts the session, so the client hears why).
+  void check_dmabuf_on(const Params& p) const {
+    if (p.mem != MemKind::gpu)
+      throw UsageError("--dmabuf on registers CUDA memory through a dma-buf, and this run moves host memory: add "
+                       "--mem gpu, or drop --dmabuf on");
+    for (int d : devices_used(p, plugin_->devices().size()))
+      if (const std::string why = device_no_dmabuf(*plugin_, d); !why.empty())
+        throw UsageError("--dmabuf on: " + why + ": use --dmabuf auto (regMr where DMA-BUF is not offered) or off");
+    for (int g : p.gpus)
+      if (const std::string why = dmabuf_unsupported(g); !why.empty())
+        throw UsageError("--dmabuf on: " + why + ": use --dmabuf auto or off");
+  }
+
+  // regMrDmaBuf or regMr, as --dmabuf and what the device and the GPU offer decide;
+  // notes on the link which one it was (the reports say it per channel).
+  net::MemRegion register_buffer(Session& s, net::CommBase& comm, const Buffer& b, Exported& exported, Conn& c) {
+    if (!b.on_gpu()) {
+      c.registration = "host";
+      return comm.reg_mr(b.data(), b.size(), net::MemType::host);
+    }
+    std::string why_not;
+    if (dmabuf_ == DmabufMode::off) why_not = "--dmabuf off";
+    if (why_not.empty()) why_not = device_no_dmabuf(*plugin_, comm.device());
+    if (why_not.empty()) {
+      why_not = gpu_no_dmabuf(b.gpu());
+      // auto: the plugin would take a dma-buf but the GPU cannot give one; say so once.
+      const std::string note = "the plugin offers DMA-BUF but " + why_not + ": registered with regMr";
+      if (!why_not.empty() && std::find(s.warnings.begin(), s.warnings.end(), note) == s.warnings.end())
+        s.warnings.push_back(note);
+    }
+    if (!why_not.empty() && dmabuf_ == DmabufMode::on) throw UsageError("--dmabuf on: " + why_not);
+    const DmabufFd* fd = nullptr;
+    if (why_not.empty()) {
+      for (const auto& [buf, f] : exported.fds)
+        if (buf == &b) fd = &f;
+      if (!fd) {
+        try {
+          exported.fds.emplace_back(&b, export_dmabuf(b));
+          fd = &exported.fds.back().second;
+        } catch (const Error& e) {
+          if (dmabuf_ == DmabufMode::on) throw;
+          why_not = e.what();
+          s.warnings.push_back("dma-buf export of GPU " + std::to_string(b.gpu()) + " memory failed (" + why_not +
+                               "): registered with regMr instead");
+        }
+      }
+    }
+    if (!fd) {
+      c.registration = "cuda";
+      return comm.reg_mr(b.data(), b.size(), net::MemType::cuda);
+    }
+    c.registration = "dmabuf";
+    return comm.reg_mr_dmabuf(b.data(), b.size(), net::MemType::cuda, fd->offset(), fd->fd());
+  }
+
+  // Cached per GPU: the attribute does not change while the process runs.
+  std::string gpu_no_dmabuf(int gpu) {
+    std::lock_guard lk(gpu_mu_);
+    auto it = gpu_dmabuf_.find(gpu);
+    if (it == gpu_dmabuf_.end()) it = gpu_dmabuf_.emplace(gpu, dmabuf_unsupported(gpu)).first;
+    return it->second;
+  }
+
   // Links in one order on both sides (direction, GPU, channel, socket); each side
   // listens where it receives, sends those handles, then connects or accepts in order.
   void open(Session& s, Socket& ctrl) {
@@ -429,12 +542,26 @@ class PluginPath final : public DataPath {
   }
 
   std::shared_ptr<net::Plugin> plugin_;
+  DmabufMode dmabuf_;
+  std::mutex gpu_mu_;  // the client and server sessions of --loopback prepare at once
+  std::map<int, std::string> gpu_dmabuf_;
 };
 
 }  // namespace
 
-std::shared_ptr<DataPath> make_plugin_path(std::shared_ptr<net::Plugin> plugin) {
-  return std::make_shared<PluginPath>(std::move(plugin));
+DmabufMode parse_dmabuf_mode(const std::string& text) {
+  if (text == "auto") return DmabufMode::auto_;
+  if (text == "on") return DmabufMode::on;
+  if (text == "off") return DmabufMode::off;
+  throw UsageError("--dmabuf '" + text + "': expected auto, on or off");
+}
+
+std::string to_string(DmabufMode m) {
+  return m == DmabufMode::on ? "on" : m == DmabufMode::off ? "off" : "auto";
+}
+
+std::shared_ptr<DataPath> make_plugin_path(std::shared_ptr<net::Plugin> plugin, DmabufMode dmabuf) {
+  return std::make_shared<PluginPath>(std::move(plugin), dmabuf);
 }
 
 }  // namespace p2pscope::tcp

@@ -1,5 +1,6 @@
 // Results as JSON (also the wire form of the server's figures) and as text tables.
 #include <map>
+#include <vector>
 #include <sstream>
 
 #include "p2pscope/error.hpp"
@@ -12,6 +13,26 @@ namespace p2pscope::tcp {
 namespace {
 
 std::string gbps(double bytes_per_s) { return fixed(bytes_per_s / 1e9, 3); }
+
+// "regMrDmaBuf (dma-buf) on 4 of 4 links" or, mixed, which channel used which.
+std::string registration_text(const SideReport& s) {
+  std::map<std::string, std::vector<std::string>> by;
+  for (const auto& c : s.channels)
+    if (!c.registration.empty())
+      by[c.registration].push_back(c.dir + " gpu " + std::to_string(c.gpu) + " ch " + std::to_string(c.channel));
+  auto call = [](const std::string& r) {
+    if (r == "dmabuf") return std::string("regMrDmaBuf (dma-buf fd of the CUDA buffer)");
+    return "regMr of " + (r == "cuda" ? std::string("CUDA") : r) + " memory";
+  };
+  if (by.empty()) return "";
+  if (by.size() == 1) return call(by.begin()->first) + " on all " + std::to_string(by.begin()->second.size()) + " channel(s)";
+  std::string out;
+  for (const auto& [r, chans] : by) {
+    out += (out.empty() ? "" : "; ") + call(r) + " on ";
+    for (std::size_t i = 0; i < chans.size(); ++i) out += (i ? ", " : "") + chans[i];
+  }
+  return out;
+}
 std::string us(double ns) { return fixed(ns / 1e3, 1); }
 
 nlohmann::json stats_json(const std::vector<double>& v) {
@@ -28,7 +49,8 @@ nlohmann::json to_json(const SideReport& s) {
                   {"local_addr", c.local_addr}, {"peer_addr", c.peer_addr}, {"bytes", c.bytes},
                   {"elapsed_s", c.elapsed_s}, {"bytes_per_s", c.bytes_per_s}, {"chunk_lat_p50_ns", c.chunk_lat_p50_ns},
                   {"chunk_lat_p99_ns", c.chunk_lat_p99_ns}, {"window_mean", c.window_mean},
-                  {"window_max", c.window_max}, {"retransmits", c.retransmits}});
+                  {"window_max", c.window_max}, {"retransmits", c.retransmits},
+                  {"registration", c.registration}});
   for (const auto& w : s.workers)
     wk.push_back({{"role", w.role}, {"dir", w.dir}, {"gpu", w.gpu}, {"channel", w.channel}, {"socket", w.socket},
                   {"nic", w.nic}, {"expected_cpus", w.expected_cpus}, {"actual_cpus", w.actual_cpus},
@@ -89,6 +111,7 @@ SideReport side_from_json(const nlohmann::json& j) {
       r.window_mean = c.at("window_mean");
       r.window_max = c.at("window_max");
       r.retransmits = c.at("retransmits");
+      r.registration = c.value("registration", std::string());  // absent from an older peer
       s.channels.push_back(r);
     }
     for (const auto& w : j.at("workers")) {
@@ -233,6 +256,8 @@ std::string format_text(const Results& r) {
     if (!s->buffer_layout.empty())
       out << s->side << " setup: " << fixed(s->setup_s, 3) << " s for " << format_size(s->buffer_bytes)
           << " of data buffers (" << s->buffer_layout << "); rounds " << fixed(s->rounds_s, 3) << " s\n";
+  for (const auto* s : {&r.client, &r.server})
+    if (const std::string reg = registration_text(*s); !reg.empty()) out << s->side << " registration: " << reg << "\n";
   for (const auto* s : {&r.client, &r.server}) {
     for (const auto& b : s->buffer_numa) out << s->side << " buffer: " << b << "\n";
     for (const auto& x : s->warnings) out << "warning (" << s->side << "): " << x << "\n";

@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <future>
 
 #include <gtest/gtest.h>
@@ -62,6 +63,15 @@ void expect_two_ranks_end_together(const std::string& args, int port, const std:
   EXPECT_EQ(reason(r0.out), reason(one.out));
 }
 
+// Why a rank cannot be bound to one CPU for the test while rank 0 has several; "" when it can.
+std::string no_one_cpu_binding() {
+  if (std::system("taskset -c 0 true >/dev/null 2>&1") != 0) return "taskset is not available here";
+  cpu_set_t mine;
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0 || CPU_COUNT(&mine) < 2)
+    return "this test process may use fewer than 2 CPUs, so rank 0 would be warned about too";
+  return "";
+}
+
 }  // namespace
 
 TEST(Launch, TwoRanksMeetAndEndTogether) {
@@ -95,10 +105,7 @@ TEST(Launch, AMalformedRendezvousIsAUsageError) {
 // mpirun's default binds each rank to one core, where NCCL's proxy threads starve
 // (measured 12x slower over NCCL sockets): rank 0 must say so, whatever happens next.
 TEST(Launch, ARankBoundToOneCpuIsWarnedAbout) {
-  if (std::system("taskset -c 0 true >/dev/null 2>&1") != 0) GTEST_SKIP() << "taskset is not available here";
-  cpu_set_t mine;
-  if (sched_getaffinity(0, sizeof mine, &mine) != 0 || CPU_COUNT(&mine) < 2)
-    GTEST_SKIP() << "this test process may use fewer than 2 CPUs, so rank 0 would be warned about too";
+  if (const std::string why = no_one_cpu_binding(); !why.empty()) GTEST_SKIP() << why;
   const int port = test_port();
   const std::string args = "bench gpu --backend nccl --sizes 1M --iters 1 --warmup 1";
   auto r1 = std::async(std::launch::async, [&] { return run_rank(1, 2, port, args, "taskset -c 0"); });
@@ -124,4 +131,63 @@ TEST(Launch, RanksGivenDifferentArgumentsAreRefusedTogether) {
     EXPECT_NE(r->out.find("--sizes 1M"), std::string::npos) << r->out;
     EXPECT_NE(r->out.find("--sizes 2M"), std::string::npos) << r->out;
   }
+}
+
+// One bring-up for every command (issue 24): profile under a launcher used to skip the
+// arguments check, so ranks given other sizes met and then waited on each other's
+// NCCL calls (or failed each for its own reason). Now both are refused at once.
+TEST(Launch, ProfileRanksGivenDifferentArgumentsAreRefusedTogether) {
+  const int port = test_port();
+  const std::string out = "/tmp/p2pscope-launch-profile-" + std::to_string(::getpid());
+  auto r1 = std::async(std::launch::async,
+                       [&] { return run_rank(1, 2, port, "profile --sizes 2M --reps 1 --out " + out); });
+  const auto r0 = run_rank(0, 2, port, "profile --sizes 1M --reps 1 --out " + out);
+  const auto one = r1.get();
+  std::system(("rm -rf " + out).c_str());
+  for (const auto* r : {&r0, &one}) {
+    EXPECT_EQ(r->code, 2) << r->out;
+    EXPECT_NE(r->out.find("different arguments"), std::string::npos) << r->out;
+    EXPECT_NE(r->out.find("--sizes 2M"), std::string::npos) << r->out;
+  }
+}
+
+// ... and profile's ranks are warned about a rank bound to one CPU, as the benches' are.
+TEST(Launch, ProfileWarnsAboutARankBoundToOneCpu) {
+  if (const std::string why = no_one_cpu_binding(); !why.empty()) GTEST_SKIP() << why;
+  const int port = test_port();
+  const std::string out = "/tmp/p2pscope-launch-profile-cpu-" + std::to_string(::getpid());
+  const std::string args = "profile --sizes 1M --reps 1 --warmup 0 --out " + out;
+  auto r1 = std::async(std::launch::async, [&] { return run_rank(1, 2, port, args, "taskset -c 0"); });
+  const auto r0 = run_rank(0, 2, port, args);
+  r1.get();
+  std::system(("rm -rf " + out).c_str());
+  EXPECT_NE(r0.out.find("warning: rank 1 may run only on CPU 0"), std::string::npos) << r0.out;
+}
+
+// Commands that drive everything from one process go through the same bring-up: a
+// launcher environment set only in part is the same clear error there (it used to be
+// ignored, and each of N ranks ran its own sweep into one directory), and a real
+// launch of several ranks is refused, naming the command.
+TEST(Launch, SweepTcpReadsTheLauncherEnvironmentLikeEveryCommand) {
+  const std::string out = "/tmp/p2pscope-launch-sweep-" + std::to_string(::getpid());
+  const std::string sweep = "sweep tcp --channels-list 1 --chunk-list 256K --window-list 2 --reps 1 --size 1M --out " + out;
+  const auto partial = run_with_env("OMPI_COMM_WORLD_SIZE=2", sweep);
+  EXPECT_EQ(partial.code, 2) << partial.out;
+  EXPECT_NE(partial.out.find("OMPI_COMM_WORLD_SIZE=2 but no OMPI_COMM_WORLD_RANK"), std::string::npos) << partial.out;
+  const auto ranks = run_rank(0, 2, test_port(), sweep);
+  EXPECT_EQ(ranks.code, 2) << ranks.out;
+  EXPECT_NE(ranks.out.find("`sweep tcp` runs as one process"), std::string::npos) << ranks.out;
+  EXPECT_FALSE(std::filesystem::exists(out + "/sweep.csv")) << "refused before anything was measured";
+  std::system(("rm -rf " + out).c_str());
+}
+
+// predict --measure runs NCCL over the campaign's GPUs from one process: N ranks would
+// each run it on the same GPUs at once. Without --measure nothing runs, nothing is refused.
+TEST(Launch, PredictMeasureUnderALauncherIsRefused) {
+  const std::string dir = std::string(P2PSCOPE_FIXTURES_DIR) + "/links/uniform4";
+  const auto measure = run_rank(0, 2, test_port(), "predict " + dir + " --ops allreduce --sizes 1M --measure");
+  EXPECT_EQ(measure.code, 2) << measure.out;
+  EXPECT_NE(measure.out.find("`predict --measure` runs as one process"), std::string::npos) << measure.out;
+  const auto plain = run_rank(0, 2, test_port(), "predict " + dir + " --ops allreduce --sizes 1M");
+  EXPECT_EQ(plain.code, 0) << plain.out;
 }

@@ -10,10 +10,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "p2pscope/profile.hpp"
 #include "profile/execution_log.hpp"
 #include "support/child.hpp"
 
@@ -85,5 +87,81 @@ TEST_F(ProfileCli, BadInputExits2BeforeMeasuring) {
   EXPECT_EQ(wait_exit(spawn({"profile", "--backend", "host", "--sizes", "1XB", "--out", out.string()})), 2);
   EXPECT_EQ(wait_exit(spawn({"profile", "--resume", dir_.string() + "/missing"})), 2);
   EXPECT_EQ(wait_exit(spawn({"profile", "--backend", "host", "--thermal-warmup", "warm", "--out", out.string()})), 2);
+  EXPECT_FALSE(fs::exists(out / "execution_log.csv"));
+}
+
+namespace {
+
+std::vector<std::string> split_args(const fs::path& out, const std::string& processes) {
+  return {"profile", "--backend", "host", "--gpus", "0-1", "--sizes", "1K,64K", "--reps", "7", "--warmup", "1",
+          "--drift", "0", "--temp-interval", "0", "--thermal-warmup", "off", "--processes", processes, "--out", out.string()};
+}
+
+nlohmann::json metadata_of(const fs::path& dir) {
+  std::ifstream in(dir / "metadata.json");
+  return nlohmann::json::parse(in);
+}
+
+}  // namespace
+
+// --processes 3: three child processes, one after the other, each measured its own block
+// of repetitions (2, 2 and 3 of 7) and nothing else, into the one log.
+TEST_F(ProfileCli, ProcessesEachRanTheirShareOfTheRepetitions) {
+  const auto out = dir_ / "k3";
+  ASSERT_EQ(wait_exit(spawn(split_args(out, "3"))), 0);
+  const auto meta = metadata_of(out);
+  EXPECT_EQ(meta["status"], "complete");
+  EXPECT_EQ(meta["settings"]["processes"], 3);
+  ASSERT_EQ(meta["sessions"].size(), 3u);
+  std::set<int> pids;
+  for (int i = 0; i < 3; ++i) {
+    const auto& s = meta["sessions"][static_cast<std::size_t>(i)];
+    EXPECT_EQ(s["process"]["share"], i);
+    EXPECT_EQ(s["process"]["of"], 3);
+    const auto [a, b] = share_repetitions(7, 3, i);
+    EXPECT_EQ(s["process"]["repetitions"], nlohmann::json({a, b}));
+    EXPECT_EQ(s["ops_this_session"], 4 * (b - a)) << "4 configs x its repetitions";
+    pids.insert(s["process"]["pid"].get<int>());
+  }
+  EXPECT_EQ(pids.size(), 3u) << "each share in a process of its own";
+  // In the log's order: share 0's rows, then share 1's, then share 2's; each op once.
+  int last = 0;
+  std::set<std::pair<int, int>> seen;
+  const auto rows = read_log((out / "execution_log.csv").string()).rows;
+  for (const auto& r : rows) {
+    const int share = process_of_repetition(r.repetition, 7, 3);
+    EXPECT_GE(share, last) << "rep " << r.repetition << " logged after a later share's";
+    last = share;
+    EXPECT_TRUE(seen.insert({r.config_id, r.repetition}).second);
+  }
+  EXPECT_EQ(rows.size(), 28u);
+}
+
+// A resume of a split campaign runs only the share that misses rows, in its own process,
+// and keeps the campaign's K; another K is refused.
+TEST_F(ProfileCli, ResumeOfASplitCampaignRunsOnlyTheMissingShare) {
+  const auto out = dir_ / "k3";
+  ASSERT_EQ(wait_exit(spawn(split_args(out, "3"))), 0);
+  // drop share 1's rows (repetitions 2 and 3), as if its process had been killed
+  const auto log = out / "execution_log.csv";
+  std::string kept = std::string(kLogHeader) + "\n";
+  for (const auto& r : read_log(log.string()).rows)
+    if (process_of_repetition(r.repetition, 7, 3) != 1) kept += format_log_row(r) + "\n";
+  std::ofstream(log, std::ios::trunc) << kept;
+  EXPECT_EQ(wait_exit(spawn({"profile", "--resume", out.string(), "--processes", "1"})), 2);
+  ASSERT_EQ(wait_exit(spawn({"profile", "--resume", out.string(), "--temp-interval", "0"})), 0);
+  const auto meta = metadata_of(out);
+  ASSERT_EQ(meta["sessions"].size(), 4u);
+  EXPECT_EQ(meta["sessions"][3]["process"]["share"], 1);
+  EXPECT_EQ(meta["sessions"][3]["ops_this_session"], 8);
+  EXPECT_EQ(meta["status"], "complete");
+  EXPECT_EQ(read_log(log.string()).rows.size(), 28u);
+}
+
+TEST_F(ProfileCli, ProcessesBadInputExits2) {
+  const auto out = dir_ / "bad";
+  auto args = split_args(out, "8");  // 8 processes for 7 repetitions
+  EXPECT_EQ(wait_exit(spawn(args)), 2);
+  EXPECT_EQ(wait_exit(spawn(split_args(out, "-1"))), 2);
   EXPECT_FALSE(fs::exists(out / "execution_log.csv"));
 }

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <regex>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "p2pscope/analyze.hpp"
@@ -89,12 +90,13 @@ double astra_allreduce_ns(const Net& n, const nlohmann::json& sys, std::uint64_t
 // same backend and endpoint delay; within `tol` at 1 MiB, 64 MiB and 1 GiB.
 void expect_loop_agrees(const path& dir, double tol, std::int64_t ep = 1,
                         const std::vector<std::uint64_t>& sizes = {1 << 20, 64 << 20, 1 << 30},
-                        std::uint64_t line_at = 0) {
+                        std::uint64_t line_at = 0, std::uint64_t for_ring = 0) {
   for (const auto ab : {AstraBackend::unaware, AstraBackend::aware}) {
     ExportOptions eo;
     eo.astra_backend = ab;
     eo.endpoint_delay_ns = ep;
     eo.line_at_bytes = line_at;
+    eo.for_ring_allreduce_bytes = for_ring;
     const auto e = export_campaign(dir.string(), ExportFormat::astra_sim, eo);
     const Net n = parse_network(e.text);
     const auto sys = nlohmann::json::parse(e.system_text);
@@ -156,7 +158,7 @@ TEST(AstraLoop, TwoClassesARingPerDimensionUnawareAFlatRingAware) {
 // Links whose recommended model has a protocol switch at 64 KiB (below it alpha/3 and beta/4):
 // the file holds the upper regime, so the loop agrees at 1 MiB and up, and the header's table
 // says how far the line is from the small sizes.
-TEST(AstraLoop, ProtocolSwitchTheUpperRegimeAndItsErrorTable) {
+path write_protocol_switch_links() {
   const path d = test::temp_dir("switch");
   nlohmann::json links = nlohmann::json::array();
   const double A = 2500, B = 3.8e11, brk = 65536;
@@ -181,6 +183,11 @@ TEST(AstraLoop, ProtocolSwitchTheUpperRegimeAndItsErrorTable) {
     }
   std::ofstream(d / "links.json") << nlohmann::json{{"schema_version", 1}, {"kind", "p2pscope_link_models"},
                                                     {"time_source", "gpu"}, {"links", links}}.dump(1);
+  return d;
+}
+
+TEST(AstraLoop, ProtocolSwitchTheUpperRegimeAndItsErrorTable) {
+  const path d = write_protocol_switch_links();
   expect_loop_agrees(d, 1e-7);
   const auto e = export_campaign(d.string(), ExportFormat::astra_sim);
   EXPECT_TRUE(has(e.text, "\nlatency: [ 1250.000 ]")) << e.text;  // the upper regime's alpha over 2 hops
@@ -198,6 +205,48 @@ TEST(AstraLoop, ProtocolSwitchTheUpperRegimeAndItsErrorTable) {
   const auto low = export_campaign(d.string(), ExportFormat::astra_sim, eo);
   EXPECT_TRUE(has(low.text, "it is the chosen (--astra-line-at) regime")) << low.text;
   EXPECT_TRUE(std::regex_search(low.text, std::regex(R"(from 0 B to 65536 B [+-]0\.[01]%)"))) << low.text;
+}
+
+// --for ring:S on a campaign in two regimes (a protocol switch at 64 KiB on 4 NPUs: a ring
+// all-reduce of S sends S/4): the line is the regime that holds at S/4, so a 16 KiB
+// all-reduce (4 KiB messages) gets the small-message regime and agrees with predict, a
+// 1 MiB one the upper regime; the header says which S each file is right for, and the
+// default file names the sizes that need their own export.
+TEST(AstraLoop, ForRingChoosesTheRegimeOfTheCollectivesMessages) {
+  const path d = write_protocol_switch_links();
+  const double A = 2500;
+  expect_loop_agrees(d, 1e-7, 1, {4096, 16384, 65536, 131072}, 0, 16384);
+  expect_loop_agrees(d, 1e-7, 1, {1 << 20, 64 << 20, 1 << 30}, 0, 1 << 20);
+  ExportOptions eo;
+  eo.for_ring_allreduce_bytes = 16384;
+  const auto low = export_campaign(d.string(), ExportFormat::astra_sim, eo);
+  EXPECT_TRUE(has(low.text, "\nlatency: [ " + fmt::format("{:.3f}", A / 3 / 2) + " ]")) << low.text;
+  EXPECT_TRUE(has(low.text, "# Written for ring all-reduce of 16384 B (16 KiB) (--for ring:16384)")) << low.text;
+  EXPECT_TRUE(has(low.text, "--for ring:16384: messages of 4096 B here")) << low.text;
+  // right for S = 4 x (1 B .. 32 KiB), the messages below the switch; off from S = 256 KiB
+  EXPECT_TRUE(has(low.text, "within 2 % of the medians for S in: 4 B..131072 B (128 KiB)\n")) << low.text;
+  EXPECT_TRUE(has(low.text, "off beyond 2 % for other collective sizes:\n#     S 262144 B (256 KiB)..4294967296 B")) << low.text;
+  // The 1 MiB all-reduce: 256 KiB messages, the upper regime, the same file as the default.
+  eo.for_ring_allreduce_bytes = 1 << 20;
+  const auto up = export_campaign(d.string(), ExportFormat::astra_sim, eo);
+  const auto dflt = export_campaign(d.string(), ExportFormat::astra_sim);
+  EXPECT_TRUE(has(up.text, "\nlatency: [ 1250.000 ]")) << up.text;
+  EXPECT_EQ(up.text.substr(up.text.find("\ntopology:")), dflt.text.substr(dflt.text.find("\ntopology:")));
+  // The default file is off at the small messages: it names the all-reduce sizes and the command.
+  EXPECT_TRUE(has(dflt.text, "off beyond 2 % for ring all-reduce of:\n#     S 4 B..131072 B (128 KiB)")) << dflt.text;
+  EXPECT_TRUE(has(dflt.text, "`p2pscope export CAMPAIGN --to astra-sim --for ring:S`")) << dflt.text;
+  bool told = false;
+  for (const auto& n : dflt.notes) told = told || has(n, "export once per size there with `--for ring:S`");
+  EXPECT_TRUE(told);
+  // The CLI: ring only, one size, not with --astra-line-at.
+  for (const char* bad : {"--for tree:1M", "--for ring:", "--for ring:1M --astra-line-at 1K", "--for 1M"}) {
+    const auto r = test::run_binary("export " + d.string() + " --to astra-sim " + bad);
+    EXPECT_EQ(r.code, 2) << bad << "\n" << r.out;
+    EXPECT_TRUE(has(r.out, "--for")) << r.out;
+  }
+  const auto r = test::run_binary("export " + d.string() + " --to astra-sim --for ring:16K");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "# Written for ring all-reduce of 16384 B")) << r.out;
 }
 
 // Real campaigns (an H200 pair over NVSwitch; an H200 and its pinned host memory): the

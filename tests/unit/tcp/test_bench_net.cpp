@@ -243,6 +243,60 @@ TEST(BenchNetFaults, NullRequestsForAWhileStillComplete) {
   EXPECT_EQ(r.server.verified_bytes, p.size_bytes * (p.warmup + p.iters));
 }
 
+// A plugin with a fixed pool of requests fails a post past it (NCCL's socket transport;
+// google/nccl-fastsocket, a v6 plugin, has 16) instead of answering NULL. The same
+// window of 16 over a pool of 8: v11 may post 32 per comm and meets the failure; v6
+// headers promise 8, so the engine keeps each comm within 8, says so, and completes.
+TEST(BenchNet, WindowOverTheRequestsAnOldAbiPromisesStaysWithinThem) {
+  static_assert(net::max_requests_per_comm(6) == 8 && net::max_requests_per_comm(7) == 8 &&
+                net::max_requests_per_comm(8) == 32 && net::max_requests_per_comm(11) == 32);
+  Params p = small();
+  p.channels = 1;
+  p.sockets_per_channel = 1;
+  p.chunk_bytes = 64u << 10;
+  p.window = 16;
+  {
+    auto plugin = load(net::kMaxAbiVersion, {{"P2PSCOPE_REFNET_MAX_REQUESTS", "8"}});
+    const Results r = run_loopback(p, over(plugin), over(plugin));
+    // Whichever side posts its 9th first fails; the other then sees its peer go.
+    EXPECT_TRUE(has(r.failure, "(request #8 of 65536 bytes) failed: ncclInternalError") &&
+                has(r.failure, "unable to allocate requests"))
+        << r.failure;
+  }
+  auto plugin = load(6, {{"P2PSCOPE_REFNET_MAX_REQUESTS", "8"}});
+  const Results r = run_loopback(p, over(plugin), over(plugin));
+  ASSERT_EQ(r.failure, "");
+  EXPECT_EQ(r.server.verified_bytes, p.size_bytes * (p.warmup + p.iters));
+  ASSERT_EQ(r.client.channels.size(), 1u);
+  EXPECT_GE(r.client.channels[0].window_max, 1u);
+  EXPECT_LE(r.client.channels[0].window_max, 8u);
+  bool warned = false;
+  for (const auto& w : r.client.warnings) warned = warned || has(w, "--window 16 is over the 8 requests per comm");
+  EXPECT_TRUE(warned) << ::testing::PrintToString(r.client.warnings);
+}
+
+// A plugin that reads its socket until EAGAIN fails a receive whose peer closed, last
+// bytes in or not (fastsocket's last echo of a latency run, about 1 run in 6). Reverse
+// bw into a slow client: the server's sends are done at once, so closing its comms
+// with its figures would fail the client's last receive; it waits for the client.
+TEST(BenchNet, ServerKeepsItsCommsOpenUntilTheClientHasItsLastBytes) {
+  auto plugin =
+      load(net::kMaxAbiVersion, {{"P2PSCOPE_REFNET_EOF_FAILS", "1"}, {"P2PSCOPE_REFNET_TEST_DELAY_US", "2000"}});
+  Params p = small();
+  p.reverse = true;
+  p.channels = 1;
+  p.sockets_per_channel = 1;
+  p.size_bytes = 1u << 20;
+  p.chunk_bytes = 64u << 10;
+  const Both b = run_both(p, over(plugin));
+  ASSERT_EQ(b.client_error, "");
+  ASSERT_EQ(b.server_error, "");
+  EXPECT_EQ(b.client.failure, "");
+  EXPECT_EQ(b.server.failure, "");
+  EXPECT_EQ(b.client.rounds_completed, p.iters);
+  EXPECT_EQ(b.client.client.verified_bytes, p.size_bytes * (p.warmup + p.iters));
+}
+
 // NULL forever: nothing can be posted; both sides give up at the timeout and say so.
 TEST(BenchNetFaults, NullRequestsForeverFailBothSidesAtTheTimeout) {
   auto plugin = load(net::kMaxAbiVersion, {{"P2PSCOPE_REFNET_NULL_REQUESTS", "forever"}});

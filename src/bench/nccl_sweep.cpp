@@ -1,0 +1,135 @@
+// run_nccl_sweep: bench nccl's sizes, one collective each, with the data check
+// (nccl_sweep.hpp). The loop used to live in the CLI, and predict --measure had its own.
+#include "bench/nccl_sweep.hpp"
+
+#include <fmt/format.h>
+
+#include "p2pscope/error.hpp"
+#include "p2pscope/units.hpp"
+
+namespace p2pscope::bench {
+namespace {
+
+NcclSweepRow to_row(const NcclSweepResult& res, CollectiveResult&& c) {
+  NcclSweepRow row;
+  row.bytes = c.bytes;
+  row.count = c.bytes / type_size(res.type);
+  row.time_ns = compute_stats(c.elapsed_ns);
+  const double sec = row.time_ns.median * 1e-9, S = static_cast<double>(c.bytes);
+  row.algbw_GBps = algbw_gbps(S, sec);
+  row.busbw_GBps = busbw_gbps(res.op, res.ranks, S, sec);
+  row.samples_ns = std::move(c.elapsed_ns);
+  row.by_rank_ns = std::move(c.by_rank_ns);
+  row.first_bad = c.first_bad;
+  row.bad_rank = c.bad_rank;
+  row.held_start = c.held_start;
+  return row;
+}
+
+NcclSweepResult start_result(const NcclSweepSpec& spec, CollectiveRanks* ranks) {
+  // Without NCCL, run_collective throws "not built in" with what to do (a rank object
+  // exists only where NCCL does, or as a test's double).
+  if (!ranks && !nccl_collectives_built()) run_collective(spec.collective);
+  if (spec.sizes.empty()) throw UsageError("bench nccl: no sizes given");
+  if (spec.collective.iters < 1) throw UsageError("--iters must be at least 1");
+  if (spec.collective.warmup < 0) throw UsageError("--warmup must be 0 or more");
+  NcclSweepResult res;
+  res.op = spec.collective.op;
+  res.type = spec.collective.type;
+  res.warmup = spec.collective.warmup;
+  res.iters = spec.collective.iters;
+  if (ranks) {
+    for (int r = 0; r < ranks->ranks(); ++r) {
+      res.gpus.push_back(r);
+      res.rank_names.push_back(ranks->rank_name(r));
+    }
+  } else {
+    if (spec.collective.gpus.empty()) throw UsageError("bench nccl: no GPU to run on (an empty GPU list)");
+    res.gpus = spec.collective.gpus;
+  }
+  res.ranks = static_cast<int>(res.gpus.size());
+  return res;
+}
+
+}  // namespace
+
+std::string NcclSweepRow::check() const {
+  return first_bad < 0 ? "ok" : fmt::format("BAD rank {} @{}", bad_rank, first_bad);
+}
+
+bool NcclSweepResult::all_held() const {
+  for (const auto& r : rows)
+    if (!r.held_start) return false;
+  return true;
+}
+
+std::string NcclSweepResult::first_failure() const {
+  for (const auto& r : rows) {
+    if (r.first_bad < 0) continue;
+    const auto who = static_cast<std::size_t>(r.bad_rank);
+    const std::string name = !rank_names.empty() && who < rank_names.size() ? rank_names[who]
+                             : who < gpus.size()                            ? fmt::format("GPU {}", gpus[who])
+                                                                            : fmt::format("rank {}", r.bad_rank);
+    return fmt::format("{} at {}: rank {} ({}) holds a wrong value at element {}", to_string(op), format_size(r.bytes),
+                       r.bad_rank, name, r.first_bad);
+  }
+  return "";
+}
+
+NcclSweepResult run_nccl_sweep(const NcclSweepSpec& spec, CollectiveRanks* ranks) {
+  NcclSweepResult res = start_result(spec, ranks);
+  CollectiveSpec one = spec.collective;
+  one.gpus = res.gpus;
+  for (std::uint64_t bytes : spec.sizes) {
+    if (spec.stop && spec.stop->load()) {
+      res.interrupted = true;
+      res.stopped = fmt::format("interrupted before {}: {} of {} sizes measured", format_size(bytes), res.rows.size(),
+                                spec.sizes.size());
+      break;
+    }
+    one.bytes = bytes;
+    CollectiveResult c;
+    try {
+      c = ranks ? ranks->run(one) : run_collective(one);
+    } catch (const std::exception& e) {
+      if (res.rows.empty()) throw;  // nothing measured yet: the plain error says it all
+      res.stopped = fmt::format("stopped at {}: {}", format_size(bytes), e.what());
+      break;
+    }
+    res.rows.push_back(to_row(res, std::move(c)));
+    if (spec.on_row) spec.on_row(res.rows.size(), spec.sizes.size(), res.rows.back());
+  }
+  return res;
+}
+
+Table nccl_rows_table(const NcclSweepResult& r) {
+  Table t({"size", "size_bytes", "count", "type", "time_us", "algbw_GBps", "busbw_GBps", "p5_us", "p50_us", "p95_us",
+           "cv_pct", "check"});
+  const std::string type = to_string(r.type);
+  for (const auto& row : r.rows) {
+    const Stats& s = row.time_ns;
+    t.add_row({format_size_compact(row.bytes), std::to_string(row.bytes), std::to_string(row.count), type,
+               fixed(s.median / 1e3, 2), fixed(row.algbw_GBps, 2), fixed(row.busbw_GBps, 2), fixed(s.p5 / 1e3, 2),
+               fixed(s.median / 1e3, 2), fixed(s.p95 / 1e3, 2), fixed(s.cv * 100, 1), row.check()});
+  }
+  return t;
+}
+
+nlohmann::json nccl_rows_json(const NcclSweepResult& r) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : r.rows) {
+    const Stats& s = row.time_ns;
+    rows.push_back({{"size_bytes", row.bytes},
+                    {"count", row.count},
+                    {"type", to_string(r.type)},
+                    {"time_ns", {{"median", s.median}, {"p5", s.p5}, {"p95", s.p95}, {"cv", s.cv}, {"n", s.n}}},
+                    {"samples_ns", row.samples_ns},
+                    {"algbw_GBps", row.algbw_GBps},
+                    {"busbw_GBps", row.busbw_GBps},
+                    {"check", row.check()}});
+    if (!row.by_rank_ns.empty()) rows.back()["samples_ns_by_rank"] = row.by_rank_ns;
+  }
+  return rows;
+}
+
+}  // namespace p2pscope::bench

@@ -1,0 +1,73 @@
+#pragma once
+// `bench nccl` as data, the shape of bench/sweep.hpp: a spec in (one collective, a
+// list of sizes, a stop flag, a progress callback), rows out with Stats and nccl-tests'
+// algbw and busbw, the data check per size. Used by `bench nccl` and `predict
+// --measure`; one process over a list of GPUs, or one rank of a launch. Nothing here
+// prints.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/nccl_collective.hpp"
+#include "p2pscope/stats.hpp"
+#include "p2pscope/table.hpp"
+
+namespace p2pscope::bench {
+
+struct NcclSweepRow;
+
+struct NcclSweepSpec {
+  CollectiveSpec collective;         // op, type, warmup, iters; gpus for one process; bytes unused
+  std::vector<std::uint64_t> sizes;  // nccl-tests' S, in the order measured
+  // Polled before each size: once set, the sweep ends there with the rows measured
+  // (one process only: ranks stopping at different sizes would leave NCCL calls unmatched).
+  const std::atomic<bool>* stop = nullptr;
+  // Called after each size is measured (progress on long sweeps); may be empty.
+  std::function<void(std::size_t done, std::size_t planned, const NcclSweepRow& row)> on_row;
+};
+
+struct NcclSweepRow {
+  std::uint64_t bytes = 0, count = 0;  // S as run (rounded to whole elements per rank), elements
+  Stats time_ns;                       // per iteration; with ranks, the mean of the ranks' times
+  std::vector<double> samples_ns;
+  std::vector<std::vector<double>> by_rank_ns;  // one process per GPU: each rank's own samples
+  double algbw_GBps = 0, busbw_GBps = 0;        // 1e9 B/s, of the median time (formulas.hpp)
+  std::int64_t first_bad = -1;                  // element index of the first wrong output, -1 when right
+  int bad_rank = -1;
+  bool held_start = true;     // false: too many ops queued to hold behind the spin kernel
+  std::string check() const;  // "ok" or "BAD rank R @E"
+};
+
+struct NcclSweepResult {
+  NcclOp op = NcclOp::allreduce;
+  NcclType type = NcclType::float32;
+  int warmup = 0, iters = 0, ranks = 0;
+  std::vector<int> gpus;                // one process: the GPUs; with ranks: 0..ranks-1
+  std::vector<std::string> rank_names;  // with ranks: "rank 1 GPU 0 (...)"; empty for one process
+  std::vector<NcclSweepRow> rows;
+  // Why the sweep ended early ("" when it ran to the end): a failure after the first
+  // size keeps the sizes measured, and the caller reports them and then fails.
+  std::string stopped;
+  bool interrupted = false;  // ended by NcclSweepSpec::stop (stopped says where)
+  bool all_held() const;
+  std::string first_failure() const;  // "" when every check passed; else which rank held what
+};
+
+// Every size of spec through `ranks` (one rank of a launch: every rank calls this with
+// the same spec) or, when null, through run_collective over spec.collective.gpus.
+// Throws UsageError when NCCL is not built in or the spec is empty, and the first
+// size's error as it is; a later failure ends the sweep with `stopped`.
+NcclSweepResult run_nccl_sweep(const NcclSweepSpec& spec, CollectiveRanks* ranks = nullptr);
+
+// nccl-tests-like rows: size, size_bytes, count, type, time_us, algbw_GBps, busbw_GBps,
+// p5/p50/p95_us, cv_pct, check.
+Table nccl_rows_table(const NcclSweepResult& r);
+// The JSON rows: size_bytes, count, type, time_ns {median, p5, p95, cv, n}, samples_ns,
+// algbw_GBps, busbw_GBps, check (+ samples_ns_by_rank with ranks).
+nlohmann::json nccl_rows_json(const NcclSweepResult& r);
+
+}  // namespace p2pscope::bench

@@ -1,0 +1,65 @@
+// bring_up: the steps every command takes under mpirun, srun or torchrun (bring_up.hpp).
+#include "bootstrap/bring_up.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "p2pscope/affinity.hpp"
+#include "p2pscope/error.hpp"
+#include "p2pscope/units.hpp"
+
+namespace p2pscope {
+
+Launched bring_up(const BringUpOptions& o) {
+  Launched l;
+  l.launch = o.env ? detect_launch(o.env) : detect_launch();
+  if (!l.launch.multi_process()) return l;
+  if (o.admit) o.admit(l.launch);
+  l.boot = make_bootstrap(l.launch, o.timeout_s, o.log);
+  check_same_arguments(*l.boot, o.argv);
+  l.rank_cpus = gather_rank_cpus(*l.boot, o.warn);
+  return l;
+}
+
+std::function<void(const LaunchInfo&)> one_process_only(const std::string& command) {
+  return [command](const LaunchInfo& l) {
+    throw UsageError(
+        fmt::format("this is rank {} of {} processes ({}), and `{}` runs as one process: run it without "
+                    "the launcher (or with one rank)",
+                    l.rank, l.size, l.launcher, command));
+  };
+}
+
+void check_same_arguments(Bootstrap& boot, const std::vector<std::string>& argv) {
+  // argv[0] is left out: ranks may name the binary by different paths.
+  const nlohmann::json mine(argv.size() > 1 ? std::vector<std::string>(argv.begin() + 1, argv.end())
+                                            : std::vector<std::string>{});
+  const auto all = boot.allgather(mine.dump());
+  const auto shown = [](const std::string& packed) {
+    std::string line;
+    for (const auto& a : nlohmann::json::parse(packed, nullptr, false))
+      line += (line.empty() ? "" : " ") + a.get<std::string>();
+    return line;
+  };
+  for (std::size_t r = 1; r < all.size(); ++r)
+    if (all[r] != all[0])
+      throw UsageError(
+          fmt::format("the ranks were started with different arguments: rank 0 runs `{}` but rank {} runs "
+                      "`{}`; every rank must run the same command (each NCCL call is matched across ranks)",
+                      shown(all[0]), r, shown(all[r])));
+}
+
+std::vector<std::string> gather_rank_cpus(Bootstrap& boot, const std::function<void(const std::string&)>& log) {
+  auto rank_cpus = boot.allgather(format_cpulist(allowed_cpus()));
+  if (boot.rank() == 0 && log)
+    for (std::size_t r = 0; r < rank_cpus.size(); ++r)
+      if (parse_cpulist(rank_cpus[r]).size() < 2)
+        log(fmt::format(
+            "warning: rank {} may run only on CPU {} (mpirun binds each rank to one core by default): NCCL's "
+            "proxy and network threads then share it with the thread waiting on the GPU; over NCCL's socket "
+            "transport that measured 12x slower. Use mpirun --bind-to none (or numa).",
+            r, rank_cpus[r]));
+  return rank_cpus;
+}
+
+}  // namespace p2pscope

@@ -1,0 +1,138 @@
+// bench nccl's sweep as a library call (issue 24): rows out of a spec, the formulas of
+// nccl-tests applied once, a failure after the first size keeping what was measured,
+// the stop flag honoured, and without NCCL the error that says what to do. The ranks
+// are a test double: the sweep's own logic needs no GPU.
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "bench/nccl_sweep.hpp"
+#include "p2pscope/error.hpp"
+
+using namespace p2pscope;
+using namespace p2pscope::bench;
+
+namespace {
+
+// Two ranks; each iteration takes bytes / 10 GB/s (x1 on rank 0, x3 on rank 1), rank 1
+// writes one wrong element at 2 MiB, and the size `fail_at` throws as a dead peer would.
+class FakeRanks : public CollectiveRanks {
+ public:
+  std::uint64_t fail_at = 0;
+  std::vector<CollectiveSpec> calls;
+  int ranks() const override { return 2; }
+  int rank() const override { return 0; }
+  std::string rank_name(int r) const override { return "rank " + std::to_string(r) + " GPU 0 (fake)"; }
+  CollectiveResult run(const CollectiveSpec& spec) override {
+    calls.push_back(spec);
+    if (spec.bytes == fail_at) throw Error("rank 1 is gone (peer closed the connection)");
+    CollectiveResult r;
+    r.bytes = spec.bytes / 8 * 8;                           // whole float elements per rank, as NCCL rounds
+    const double ns = static_cast<double>(r.bytes) / 10.0;  // 10 bytes per ns
+    for (int i = 0; i < spec.iters; ++i) r.elapsed_ns.push_back(ns * 2);  // mean of 1x and 3x
+    r.by_rank_ns = {std::vector<double>(spec.iters, ns), std::vector<double>(spec.iters, 3 * ns)};
+    if (spec.bytes == (2u << 20)) r.first_bad = 5, r.bad_rank = 1;
+    return r;
+  }
+};
+
+NcclSweepSpec spec_of(std::vector<std::uint64_t> sizes) {
+  NcclSweepSpec s;
+  s.collective.op = NcclOp::allreduce;
+  s.collective.type = NcclType::float32;
+  s.collective.warmup = 1;
+  s.collective.iters = 4;
+  s.sizes = std::move(sizes);
+  return s;
+}
+
+}  // namespace
+
+TEST(NcclSweep, RowsCarryNcclTestsFiguresAndTheCheck) {
+  FakeRanks ranks;
+  auto spec = spec_of({1001, 1u << 20, 2u << 20});
+  std::vector<std::size_t> seen;
+  spec.on_row = [&](std::size_t done, std::size_t planned, const NcclSweepRow& row) {
+    EXPECT_EQ(planned, 3u);
+    seen.push_back(done);
+    EXPECT_GT(row.bytes, 0u);
+  };
+  const auto r = run_nccl_sweep(spec, &ranks);
+  ASSERT_EQ(r.rows.size(), 3u);
+  EXPECT_EQ(seen, (std::vector<std::size_t>{1, 2, 3}));
+  EXPECT_EQ(r.ranks, 2);
+  EXPECT_EQ(r.gpus, (std::vector<int>{0, 1}));
+  ASSERT_EQ(r.rank_names.size(), 2u);
+  EXPECT_EQ(r.rows[0].bytes, 1000u);  // the size NCCL ran, not the one asked
+  EXPECT_EQ(r.rows[0].count, 250u);
+  EXPECT_EQ(r.rows[0].samples_ns.size(), 4u);
+  EXPECT_EQ(r.rows[0].by_rank_ns.size(), 2u);
+  // 1 MiB in 2 * 1 MiB / 10 ns: algbw 5 GB/s; all-reduce busbw = algbw * 2(n-1)/n = algbw at n = 2.
+  EXPECT_NEAR(r.rows[1].algbw_GBps, 5.0, 1e-9);
+  EXPECT_NEAR(r.rows[1].busbw_GBps, 5.0, 1e-9);
+  EXPECT_EQ(r.rows[1].check(), "ok");
+  EXPECT_EQ(r.rows[2].check(), "BAD rank 1 @5");
+  EXPECT_EQ(r.first_failure(), "allreduce at 2 MiB: rank 1 (rank 1 GPU 0 (fake)) holds a wrong value at element 5");
+  EXPECT_TRUE(r.stopped.empty());
+  // Every size ran the spec's collective, warmup and iterations.
+  ASSERT_EQ(ranks.calls.size(), 3u);
+  EXPECT_EQ(ranks.calls[2].bytes, 2u << 20);
+  EXPECT_EQ(ranks.calls[2].iters, 4);
+  const auto t = nccl_rows_table(r);
+  EXPECT_EQ(t.rows()[1][6], "5.00");  // busbw_GBps
+  EXPECT_EQ(t.rows()[2][11], "BAD rank 1 @5");
+  const auto j = nccl_rows_json(r);
+  EXPECT_EQ(j[1]["check"], "ok");
+  EXPECT_DOUBLE_EQ(j[1]["busbw_GBps"].get<double>(), r.rows[1].busbw_GBps);
+  EXPECT_EQ(j[1]["samples_ns_by_rank"].size(), 2u);
+}
+
+TEST(NcclSweep, AFailureAfterTheFirstSizeKeepsTheRowsAndSaysWhere) {
+  FakeRanks ranks;
+  ranks.fail_at = 4096;
+  const auto r = run_nccl_sweep(spec_of({1024, 2048, 4096, 8192}), &ranks);
+  EXPECT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.stopped, "stopped at 4 KiB: rank 1 is gone (peer closed the connection)");
+  EXPECT_FALSE(r.interrupted);
+  EXPECT_EQ(ranks.calls.size(), 3u) << "nothing runs after the failed size";
+  ranks.fail_at = 1024;  // nothing measured: the plain error
+  EXPECT_THROW(run_nccl_sweep(spec_of({1024, 2048}), &ranks), Error);
+}
+
+TEST(NcclSweep, TheStopFlagEndsTheSweepBeforeTheNextSize) {
+  FakeRanks ranks;
+  std::atomic<bool> stop{false};
+  auto spec = spec_of({1024, 2048, 4096});
+  spec.stop = &stop;
+  spec.on_row = [&](std::size_t, std::size_t, const NcclSweepRow&) { stop = true; };
+  const auto r = run_nccl_sweep(spec, &ranks);
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_EQ(r.rows.size(), 1u);
+  EXPECT_EQ(r.stopped, "interrupted before 2 KiB: 1 of 3 sizes measured");
+  EXPECT_EQ(ranks.calls.size(), 1u);
+}
+
+TEST(NcclSweep, WithoutNcclOrGpusTheErrorSaysWhatToDo) {
+  if (nccl_collectives_built()) {
+    // Built with NCCL: one process over no GPU at all is refused before any NCCL call.
+    EXPECT_THROW(run_nccl_sweep(spec_of({1024})), UsageError);
+    return;
+  }
+  try {
+    run_nccl_sweep(spec_of({1024}));
+    FAIL() << "a sweep ran without NCCL";
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("NCCL is not built in"), std::string::npos) << m;
+    EXPECT_NE(m.find("P2PSCOPE_WITH_NCCL=ON"), std::string::npos) << "says how to get it: " << m;
+  }
+}
+
+TEST(NcclSweep, ABadSpecIsAUsageError) {
+  FakeRanks ranks;
+  EXPECT_THROW(run_nccl_sweep(spec_of({}), &ranks), UsageError);
+  auto spec = spec_of({1024});
+  spec.collective.iters = 0;
+  EXPECT_THROW(run_nccl_sweep(spec, &ranks), UsageError);
+  EXPECT_TRUE(ranks.calls.empty());
+}
