@@ -1,28 +1,22 @@
 // `profile --processes K`: see profile_processes.hpp.
 #include "profile_processes.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "p2pscope/child_process.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
 #include "p2pscope/nvml.hpp"
 #include "profile/execution_log.hpp"
 #include "profile/setup.hpp"
-
-extern char** environ;
 
 namespace p2pscope::app {
 namespace fs = std::filesystem;
@@ -51,38 +45,16 @@ std::vector<std::string> base_args(const std::vector<std::string>& argv) {
 // stderr shared (progress, notes), in a process group of its own so that a Ctrl-C
 // reaches it once, through the parent. Returns the exit status (128 + signal if killed).
 int run_child(const std::string& name, const std::vector<std::string>& args, const std::atomic<bool>* stop) {
-  std::vector<char*> cargv;
-  const std::string exe = "/proc/self/exe";  // this very binary, whatever PATH says
-  std::string argv0 = name;
-  cargv.push_back(argv0.data());
-  std::vector<std::string> copy = args;
-  for (auto& a : copy) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawnattr_t at;
-  posix_spawnattr_init(&at);
-  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&at, 0);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, exe.c_str(), &fa, &at, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&at);
-  if (rc != 0)
-    throw Error(std::string("cannot start a profile process (posix_spawn /proc/self/exe): ") + std::strerror(rc));
-  bool forwarded = false;
-  for (;;) {
-    int st = 0;
-    const pid_t r = waitpid(pid, &st, WNOHANG);
-    if (r == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    if (r < 0 && errno != EINTR) throw Error(std::string("waitpid on a profile process: ") + std::strerror(errno));
-    if (stop && stop->load() && !forwarded) {
-      kill(pid, SIGINT);  // the child finishes its op, saves and exits 130
-      forwarded = true;
-    }
-    usleep(20'000);
-  }
+  ChildSpec spec;
+  spec.program = "/proc/self/exe";  // this very binary, whatever PATH says
+  spec.argv = {name};
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  spec.out = ChildSpec::Output::discard;
+  spec.own_process_group = true;
+  ChildWait how;
+  how.stop = stop;
+  how.stop_signal = SIGINT;  // the child finishes its op, saves and exits 130
+  return p2pscope::run_child(spec, how).exit_code;
 }
 
 // Shares whose repetitions still miss rows in DIR's log (all of them without a log).

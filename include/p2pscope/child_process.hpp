@@ -2,13 +2,15 @@
 // One way to start a child process: argv (a path, or a name looked up in PATH), an
 // environment edited from this process's, stdout/stderr inherited, captured, sent to a
 // file or discarded, a time limit (SIGTERM, then SIGKILL), and a stop flag forwarded as
-// SIGTERM. Used by `doctor --compare` (captured bench runs), `run` (its steps) and
-// `monitor -- CMD` (a held child the sampler points at before it runs).
+// a signal (SIGTERM unless told). Used by `doctor --compare` (captured bench runs), `run` (its steps) and
+// `monitor -- CMD` (a held child the sampler points at before it runs) and
+// `profile --processes K` (children in their own process group).
 // Threads: one ChildProcess is used by one thread; fork happens with every argument
 // prepared first, so the child runs only async-signal-safe calls until exec.
 #include <sys/types.h>
 
 #include <atomic>
+#include <csignal>
 #include <functional>
 #include <map>
 #include <string>
@@ -20,6 +22,7 @@ namespace p2pscope {
 struct ChildSpec {
   enum class Output { inherit, capture, file, discard };
   std::vector<std::string> argv;               // argv[0] is run; without a '/' it is looked up in PATH
+  std::string program;                         // run this instead of argv[0] (which is then only its name)
   std::map<std::string, std::string> env_set;  // added to this process's environment (replacing)
   std::vector<std::string> env_unset;          // removed from it
   Output out = Output::inherit, err = Output::inherit;
@@ -27,6 +30,8 @@ struct ChildSpec {
   bool err_to_out = false;                     // stderr goes where stdout goes, interleaved as written
   // Forked but waiting for release() before exec: a monitor points at its pid first.
   bool hold = false;
+  // A process group of its own: a terminal's Ctrl-C reaches it only through this process.
+  bool own_process_group = false;
 };
 
 struct ChildResult {
@@ -42,7 +47,8 @@ struct ChildResult {
 struct ChildWait {
   double timeout_s = 0;     // 0: none; then SIGTERM, and SIGKILL kill_after_s later
   double kill_after_s = 10;
-  const std::atomic<bool>* stop = nullptr;  // raised (Ctrl-C): SIGTERM once
+  const std::atomic<bool>* stop = nullptr;  // raised (Ctrl-C): stop_signal once
+  int stop_signal = SIGTERM;
   std::function<void()> on_timeout;                      // called once, before the SIGTERM
   // Captured pieces as they come (a tee to a terminal and a log), instead of into
   // ChildResult::out/err: a long run's output is not held in memory.

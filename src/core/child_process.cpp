@@ -100,6 +100,7 @@ ChildProcess::ChildProcess(const ChildSpec& spec) {
   if (spec.argv.empty()) throw Error("no command to run (empty argv)");
   std::vector<std::string> env = child_environment(spec);
   std::vector<char*> argv, envp;
+  const char* program = spec.program.empty() ? spec.argv[0].c_str() : spec.program.c_str();
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   for (auto& e : env) envp.push_back(e.data());
@@ -131,6 +132,7 @@ ChildProcess::ChildProcess(const ChildSpec& spec) {
     if (out.child_fd >= 0) ::dup2(out.child_fd, STDOUT_FILENO);
     if (spec.err_to_out) ::dup2(STDOUT_FILENO, STDERR_FILENO);
     else if (err.child_fd >= 0) ::dup2(err.child_fd, STDERR_FILENO);
+    if (spec.own_process_group) ::setpgid(0, 0);
     if (spec.hold) {
       char go = 0;
       ssize_t r;
@@ -138,12 +140,13 @@ ChildProcess::ChildProcess(const ChildSpec& spec) {
       }
       if (r != 1) ::_exit(127);  // the parent gave up before releasing it: never run the command
     }
-    ::execvpe(argv[0], argv.data(), envp.data());
+    ::execvpe(program, argv.data(), envp.data());
     const int e = errno;
     if (::write(exec_pipe[1], &e, sizeof e) < 0) ::_exit(127);
     ::_exit(127);
   }
   pid_ = pid;
+  if (spec.own_process_group) ::setpgid(pid, pid);  // also here: no signal to the group can precede it
   out_fd_ = out.parent_fd, err_fd_ = err.parent_fd;
   out.parent_fd = err.parent_fd = -1;
   exec_err_fd_ = exec_pipe[0], exec_pipe[0] = -1;
@@ -156,7 +159,7 @@ ChildProcess::ChildProcess(const ChildSpec& spec) {
       }
       reaped_ = true;
       close_fds();
-      throw Error("cannot run '" + spec.argv[0] + "': " + errno_text(e));
+      throw Error("cannot run '" + std::string(program) + "': " + errno_text(e));
     }
   }
 }
@@ -211,7 +214,7 @@ ChildResult ChildProcess::wait(const ChildWait& how) {
     }
     if (how.stop && how.stop->load() && !r.stopped) {
       r.stopped = true;
-      ::kill(pid_, SIGTERM);
+      ::kill(pid_, how.stop_signal);
     }
     const double elapsed_s = static_cast<double>(monotonic_ns() - t0) / 1e9;
     if (how.timeout_s > 0 && !r.timed_out && elapsed_s > how.timeout_s) {

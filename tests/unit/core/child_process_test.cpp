@@ -171,3 +171,29 @@ TEST(ChildProcess, GrandchildHoldingThePipeDoesNotHangTheWait) {
   EXPECT_EQ(r.out, "done\n");
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.5);
 }
+
+// profile --processes: this binary under another argv[0], in a process group of its own,
+// stopped with SIGINT (it saves and exits 130) rather than SIGTERM.
+TEST(ChildProcess, ProgramOtherThanArgv0OwnGroupAndStopSignal) {
+  ChildSpec s;
+  s.program = "/bin/sh";
+  s.argv = {"shown-name", "-c", "echo \"$0\"; ps -o pgid= -p $$ | tr -d ' '; exec sleep 30"};
+  s.out = Out::capture;
+  s.own_process_group = true;
+  std::atomic<bool> stop{false};
+  std::thread raiser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stop = true;
+  });
+  ChildWait w;
+  w.stop = &stop;
+  w.stop_signal = SIGINT;
+  ChildProcess c(s);
+  const pid_t pid = c.pid();
+  const ChildResult r = c.wait(w);
+  raiser.join();
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "shown-name");
+  EXPECT_EQ(r.out.substr(r.out.find('\n') + 1), std::to_string(pid) + "\n") << "its own process group";
+  EXPECT_TRUE(r.stopped);
+  EXPECT_EQ(r.term_signal, SIGINT);
+}
