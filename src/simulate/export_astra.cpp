@@ -123,10 +123,10 @@ std::string collective_lines(const AstraPlan& plan, std::size_t k, const std::ve
   }
   if (bad.empty()) return o + "#   (every measured size within 2 %: one file serves every collective size)\n";
   const bool chosen = plan.for_ring_allreduce_bytes > 0;
-  std::string advice;
-  for (const auto& r : bad)
-    advice += fmt::format("{}S {} (messages {}, file off by up to {:+.1f}%)", advice.empty() ? "" : "; ",
-                          range_text(r.from * div, r.to * div), range_text(r.from, r.to), 100 * r.worst);
+  const std::string advice = join(bad, "; ", [&](const auto& r) {
+    return fmt::format("S {} (messages {}, file off by up to {:+.1f}%)", range_text(r.from * div, r.to * div),
+                       range_text(r.from, r.to), 100 * r.worst);
+  });
   o += fmt::format("#   off beyond 2 % for {}:\n#     {}\n", chosen ? "other collective sizes" : "ring all-reduce of", advice);
   o += "#   for those, export once per collective size: `p2pscope export CAMPAIGN --to astra-sim --for ring:S` writes the\n"
        "#   line of the regime that holds at S's messages (the sizes listed are measured messages x the divisor)\n";

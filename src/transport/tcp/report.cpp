@@ -7,6 +7,7 @@
 #include "p2pscope/stats.hpp"
 #include "p2pscope/table.hpp"
 #include "p2pscope/tcp.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::tcp {
@@ -26,12 +27,7 @@ std::string registration_text(const SideReport& s) {
   };
   if (by.empty()) return "";
   if (by.size() == 1) return call(by.begin()->first) + " on all " + std::to_string(by.begin()->second.size()) + " channel(s)";
-  std::string out;
-  for (const auto& [r, chans] : by) {
-    out += (out.empty() ? "" : "; ") + call(r) + " on ";
-    for (std::size_t i = 0; i < chans.size(); ++i) out += (i ? ", " : "") + chans[i];
-  }
-  return out;
+  return join(by, "; ", [&](const auto& kv) { return call(kv.first) + " on " + join(kv.second); });
 }
 std::string us(double ns) { return fixed(ns / 1e3, 1); }
 
