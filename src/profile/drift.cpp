@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "p2pscope/clock.hpp"
+#include "p2pscope/stats.hpp"
 
 namespace p2pscope::profile {
 
@@ -37,10 +38,9 @@ TimerPoint timer_point(const bench::Backend::TimerReading& r) {
 DriftFit fit_timer_points(const std::vector<TimerPoint>& all, bool offset_only, std::int64_t step_ns) {
   DriftFit f;
   if (all.empty()) return f;
-  std::vector<std::int64_t> brackets;
-  for (const auto& p : all) brackets.push_back(p.bracket_ns);
-  std::nth_element(brackets.begin(), brackets.begin() + static_cast<long>(brackets.size() / 2), brackets.end());
-  const std::int64_t limit = std::max<std::int64_t>(2 * brackets[brackets.size() / 2], 1000);
+  std::vector<double> brackets;
+  for (const auto& p : all) brackets.push_back(static_cast<double>(p.bracket_ns));
+  const std::int64_t limit = std::max<std::int64_t>(std::llround(2 * median(brackets)), 1000);
   std::vector<TimerPoint> pts;
   for (const auto& p : all)
     if (p.bracket_ns <= limit) pts.push_back(p);
