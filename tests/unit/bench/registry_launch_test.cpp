@@ -10,6 +10,7 @@
 
 #include "p2pscope/backend.hpp"
 #include "p2pscope/error.hpp"
+#include "support/errors.hpp"
 
 using namespace p2pscope;
 
@@ -29,14 +30,7 @@ class ScopedEnv {
 };
 
 std::string nccl_error() {
-  try {
-    bench::make_backend("nccl");
-  } catch (const UsageError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("not a usage error: ") + e.what();
-  }
-  return "(no error)";
+  return test::error_of([] { bench::make_backend("nccl"); });
 }
 }  // namespace
 

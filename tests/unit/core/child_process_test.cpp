@@ -28,6 +28,20 @@ ChildSpec sh(const std::string& script) {
   s.err = Out::capture;
   return s;
 }
+
+// Raises `stop` after `ms` (as Ctrl-C would), from another thread; joined on destruction.
+class RaiseLater {
+ public:
+  RaiseLater(std::atomic<bool>& stop, int ms)
+      : t_([&stop, ms] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+          stop = true;
+        }) {}
+  ~RaiseLater() { t_.join(); }
+
+ private:
+  std::thread t_;
+};
 }  // namespace
 
 TEST(ChildProcess, CapturesStdoutAndStderrApartOrTogether) {
@@ -115,14 +129,10 @@ TEST(ChildProcess, TimeLimitTermsThenKills) {
 
 TEST(ChildProcess, StopFlagIsForwardedOnce) {
   std::atomic<bool> stop{false};
-  std::thread raiser([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    stop = true;
-  });
+  RaiseLater raiser(stop, 200);
   ChildWait w;
   w.stop = &stop;
   const ChildResult r = run_child(sh("exec sleep 30"), w);
-  raiser.join();
   EXPECT_TRUE(r.stopped);
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 128 + SIGTERM);
@@ -181,17 +191,13 @@ TEST(ChildProcess, ProgramOtherThanArgv0OwnGroupAndStopSignal) {
   s.out = Out::capture;
   s.own_process_group = true;
   std::atomic<bool> stop{false};
-  std::thread raiser([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    stop = true;
-  });
+  RaiseLater raiser(stop, 300);
   ChildWait w;
   w.stop = &stop;
   w.stop_signal = SIGINT;
   ChildProcess c(s);
   const pid_t pid = c.pid();
   const ChildResult r = c.wait(w);
-  raiser.join();
   EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "shown-name");
   EXPECT_EQ(r.out.substr(r.out.find('\n') + 1), std::to_string(pid) + "\n") << "its own process group";
   EXPECT_TRUE(r.stopped);
