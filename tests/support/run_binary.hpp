@@ -1,29 +1,21 @@
 #pragma once
 // Runs the built p2pscope binary with arguments; returns its exit code and its
 // stdout and stderr together.
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <string>
+
+#include "support/shell.hpp"
 
 namespace p2pscope::test {
 
-struct Result {
-  int code = -1;
-  std::string out;
-};
+using Result = ShellResult;
 
 inline Result run_binary(const std::string& args) {
-  Result r;
-  const std::string cmd = std::string(P2PSCOPE_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), p)) r.out += buf.data();
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return run_shell(std::string(P2PSCOPE_BINARY) + " " + args + " 2>&1");
+}
+
+// The binary under `env` (VAR=value ...), as env(1) runs it.
+inline Result run_binary_env(const std::string& env, const std::string& args) {
+  return run_shell("env " + env + " " + P2PSCOPE_BINARY + " " + args + " 2>&1");
 }
 
 }  // namespace p2pscope::test

@@ -21,6 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/files.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -47,12 +49,7 @@ Child start(const std::vector<std::string>& args, const fs::path& err) {
   return c;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using p2pscope::test::slurp;
 
 // Exit status as a shell reports it, and the seconds it took after `since`.
 std::pair<int, double> wait_for_exit(pid_t pid, std::chrono::steady_clock::time_point since) {

@@ -14,6 +14,8 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/profile.hpp"
 #include "profile/execution_log.hpp"
+#include "support/campaign.hpp"
+#include "support/files.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::profile;
@@ -21,25 +23,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("p2pscope-campaign-" + name + "-" + std::to_string(getpid()));
-  fs::remove_all(d);
-  return d;
-}
+fs::path temp_dir(const std::string& name) { return test::fresh_temp_dir("p2pscope-campaign", name, false); }
 
-Params small_params(const fs::path& out) {
-  Params p;
-  p.argv = {"p2pscope", "profile", "(test)"};
-  p.backends = std::vector<std::string>{"host"};
-  p.devices = std::vector<int>{0, 1};
-  p.sizes = std::vector<std::uint64_t>{1, 4096, 1 << 20};
-  p.warmup = 1;
-  p.reps = 3;
-  p.drift_s = 0;
-  p.temp_interval_s = 0;
-  p.out_dir = out.string();
-  return p;
-}
+Params small_params(const fs::path& out) { return test::small_campaign_params(out); }
 
 std::string fmt_id(int id) {
   char buf[16];

@@ -13,6 +13,8 @@
 #include "p2pscope/files.hpp"
 #include "p2pscope/profile.hpp"
 #include "profile/execution_log.hpp"
+#include "support/campaign.hpp"
+#include "support/files.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::profile;
@@ -20,25 +22,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("p2pscope-resumefault-" + name + "-" + std::to_string(getpid()));
-  fs::remove_all(d);
-  return d;
-}
+fs::path temp_dir(const std::string& name) { return test::fresh_temp_dir("p2pscope-resumefault", name, false); }
 
-Params small_params(const fs::path& out) {
-  Params p;
-  p.argv = {"p2pscope", "profile", "(test)"};
-  p.backends = std::vector<std::string>{"host"};
-  p.devices = std::vector<int>{0, 1};
-  p.sizes = std::vector<std::uint64_t>{1, 4096, 1 << 20};
-  p.warmup = 1;
-  p.reps = 3;
-  p.drift_s = 0;
-  p.temp_interval_s = 0;
-  p.out_dir = out.string();
-  return p;
-}
+Params small_params(const fs::path& out) { return test::small_campaign_params(out); }
 
 Params resume_params(const fs::path& dir, std::vector<std::string>* notes) {
   Params p;
@@ -73,10 +59,7 @@ void expect_exactly_once(const fs::path& dir, std::size_t planned) {
   for (const auto& [key, n] : c) EXPECT_EQ(n, 1) << "config " << key.first << " rep " << key.second;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
-}
+using test::slurp;
 
 }  // namespace
 
