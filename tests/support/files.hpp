@@ -1,6 +1,7 @@
 #pragma once
 // Files in tests: a whole file as a string, and an empty scratch directory of this
-// process (was a copy in each test file that needed one).
+// process or test (was a copy in each test file that needed one).
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -26,6 +27,12 @@ inline std::filesystem::path fresh_temp_dir(const std::string& prefix, const std
   std::filesystem::remove_all(d);
   if (create) std::filesystem::create_directories(d);
   return d;
+}
+
+// fresh_temp_dir named after the running test: <tmp>/<prefix>-<test>-<pid>, so that the
+// tests of one fixture never share a directory.
+inline std::filesystem::path fresh_test_dir(const std::string& prefix, bool create = true) {
+  return fresh_temp_dir(prefix, ::testing::UnitTest::GetInstance()->current_test_info()->name(), create);
 }
 
 }  // namespace p2pscope::test

@@ -69,10 +69,7 @@ std::pair<int, double> wait_for_exit(pid_t pid, std::chrono::steady_clock::time_
 class BenchSignal : public ::testing::Test {
  protected:
   void SetUp() override {
-    base_ = fs::temp_directory_path() / ("p2pscope-signal-" + std::to_string(::getpid()) + "-" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(base_);
-    fs::create_directories(base_);
+    base_ = p2pscope::test::fresh_test_dir("p2pscope-signal");
   }
   void TearDown() override { fs::remove_all(base_); }
   fs::path base_;

@@ -22,9 +22,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The campaign creates its directory: a fresh path, not made.
 fs::path temp_dir(const std::string& name) { return test::fresh_temp_dir("p2pscope-resumefault", name, false); }
-
-Params small_params(const fs::path& out) { return test::small_campaign_params(out); }
 
 Params resume_params(const fs::path& dir, std::vector<std::string>* notes) {
   Params p;
@@ -66,7 +65,7 @@ using test::slurp;
 // Before: every row after line 5 was deleted as a "torn last line" and measured again.
 TEST(ProfileResumeFaults, AChangedByteMidLogCostsThatRowOnlyAndIsKeptAside) {
   const auto dir = temp_dir("midline");
-  run_campaign(small_params(dir));
+  run_campaign(test::small_campaign_params(dir));
   const auto log = dir / "execution_log.csv";
   auto lines = lines_of(log);
   ASSERT_EQ(lines.size(), 19u);  // header + 6 configs x 3 reps
@@ -99,7 +98,7 @@ TEST(ProfileResumeFaults, AChangedByteMidLogCostsThatRowOnlyAndIsKeptAside) {
 // Before: two writers' rows were both kept and analyze took them as extra samples.
 TEST(ProfileResumeFaults, DuplicateRowsAreSetAsideNotKept) {
   const auto dir = temp_dir("dups");
-  run_campaign(small_params(dir));
+  run_campaign(test::small_campaign_params(dir));
   const auto log = dir / "execution_log.csv";
   auto lines = lines_of(log);
   lines.push_back(lines[3]);
@@ -119,7 +118,7 @@ TEST(ProfileResumeFaults, DuplicateRowsAreSetAsideNotKept) {
 // Before: nothing stopped a second resume of the same campaign (800 duplicate rows).
 TEST(ProfileResumeFaults, ASecondWriterIsRefusedByTheDirectoryLock) {
   const auto dir = temp_dir("lock");
-  Params first = small_params(dir);
+  Params first = test::small_campaign_params(dir);
   first.reps = 1;
   run_campaign(first);
   const auto before = slurp(dir / "execution_log.csv");
@@ -141,7 +140,7 @@ TEST(ProfileResumeFaults, ASecondWriterIsRefusedByTheDirectoryLock) {
 
 TEST(ProfileResumeFaults, ALogOfAnotherPlanIsStillRefusedWhole) {
   const auto dir = temp_dir("foreign");
-  run_campaign(small_params(dir));
+  run_campaign(test::small_campaign_params(dir));
   const auto log = dir / "execution_log.csv";
   auto lines = lines_of(log);
   // Every row names a size this plan does not have.

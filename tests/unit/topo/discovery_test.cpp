@@ -12,6 +12,7 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/topo.hpp"
 #include "support/run_binary.hpp"
+#include "support/files.hpp"
 
 namespace fs = std::filesystem;
 
@@ -124,10 +125,7 @@ TEST(H200x2, TwoGpusOnTheRootBus) {
 class ScratchTree : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() / ("p2pscope-topo-" + std::to_string(::getpid()) + "-" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
+    root_ = p2pscope::test::fresh_test_dir("p2pscope-topo");
   }
   void TearDown() override { fs::remove_all(root_); }
   void put(const std::string& rel, const std::string& text) {
