@@ -125,11 +125,13 @@ TEST_F(BenchSignal, SigtermStopsABidirectionalRowToo) {
   const auto j = nlohmann::json::parse(slurp(json));
   EXPECT_TRUE(j.value("interrupted", false));
   ASSERT_GE(j["rows"].size(), 1u);
-  EXPECT_EQ(j["rows"][0]["check"], "ok");
-  // The 64 MiB row, cut short, keeps the samples it took and says how many.
-  if (j["rows"].size() == 2) {
-    EXPECT_NE(j["rows"][1].value("note", "").find("interrupted:"), std::string::npos);
-  }
+  // A row that ended before the signal is checked; the row cut short (the 64 MiB one, or
+  // the 4K one on a loaded machine) keeps the samples it took and says how many.
+  // (A row stopped before its first sample is not a row: "stopped" says so.)
+  const auto& last = j["rows"].back();
+  const bool cut = last.value("note", "").find("interrupted:") != std::string::npos;
+  EXPECT_TRUE(cut || !j.value("stopped", "").empty()) << j.dump();
+  for (std::size_t i = 0; i + (cut ? 1 : 0) < j["rows"].size(); ++i) EXPECT_EQ(j["rows"][i]["check"], "ok");
 }
 
 // A latency sample is 200 round trips: at 64 MiB one sample alone lasts seconds, so the
