@@ -8,7 +8,8 @@ packages=(build-essential cmake ninja-build pkg-config
           libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev
           iproute2 iperf3 clang
           python3 python3-yaml  # python3-yaml: tests/scripts/check_export_yaml.py
-          ccache)               # a second build (CI's clone, a worktree) reuses the objects
+          ccache                # a second build (CI's clone, a worktree) reuses the objects
+          universal-ctags)      # tools/function-lengths.sh (ctest repo.LongestFunction)
 if [ "${P2PSCOPE_WITH_BROWSER:-1}" = 1 ]; then
   packages+=(chromium)  # report rendering test (headless)
 fi

@@ -118,13 +118,33 @@ void print_apply(const tune::ApplyResult& r, const char* verb) {
   for (const auto& x : r.refused) std::cout << "REFUSED irq " << x.irq << ": " << x.reason << "\n";
 }
 
-}  // namespace
+// irq diff: two snapshot files, one file against the machine now, or the machine sampled twice.
+void run_irq_diff(const IrqOptions& o) {
+  const FsRoot fs(o.root);
+  tune::IrqSnapshot a, b;
+  if (!o.a.empty() && !o.b.empty()) {
+    a = tune::snapshot_from_json(read_json_file(o.a, "snapshot"));
+    b = tune::snapshot_from_json(read_json_file(o.b, "snapshot"));
+  } else {
+    const double secs = parse_duration_s(o.interval);
+    if (secs <= 0 || secs > 3600) throw UsageError("--duration must be between 0 and 1h, got '" + o.interval + "'");
+    if (o.a.empty()) {  // sample the machine twice, --duration apart
+      a = tune::take_snapshot(fs);
+      std::this_thread::sleep_for(std::chrono::duration<double>(secs));
+    } else {  // A against the machine now
+      a = tune::snapshot_from_json(read_json_file(o.a, "snapshot"));
+    }
+    b = tune::take_snapshot(fs);
+  }
+  const auto r = tune::diff(a, b);
+  if (o.format == "json")
+    std::cout << tune::to_json(r).dump(2) << "\n";
+  else
+    std::cout << diff_text(r, o.top);
+}
 
-void add_irq_commands(CLI::App& app, Context& ctx) {
-  auto opt = std::make_shared<IrqOptions>();
-  auto* irq = app.add_subcommand("irq", "IRQ snapshots, NUMA-aware TX/RX CPU plans, apply and reset");
-  irq->require_subcommand(1);
-
+// One function per subcommand of `irq`; they share one IrqOptions (one subcommand runs).
+void add_snapshot_command(CLI::App* irq, const std::shared_ptr<IrqOptions>& opt, Context& ctx) {
   auto* snap = irq->add_subcommand("snapshot", "IRQs with owners, affinity and per-CPU counts, as JSON");
   snap->add_option("--root", opt->root, "Root of a captured tree instead of /");
   snap->add_option("--out", opt->out, "Write the JSON here instead of stdout");
@@ -135,7 +155,9 @@ void add_irq_commands(CLI::App& app, Context& ctx) {
     j["metadata"] = run_metadata(ctx.argv);
     emit(j.dump(2) + "\n", opt->out, opt->force);
   });
+}
 
+void add_diff_command(CLI::App* irq, const std::shared_ptr<IrqOptions>& opt) {
   auto* d = irq->add_subcommand("diff", "Interrupt rates between two snapshots, or over --duration on this machine");
   d->add_option("a", opt->a, "Earlier snapshot JSON (omit both to sample the live system)");
   d->add_option("b", opt->b, "Later snapshot JSON (omit to compare A with the machine now)");
@@ -143,30 +165,10 @@ void add_irq_commands(CLI::App& app, Context& ctx) {
   d->add_option("--root", opt->root, "Root for live sampling");
   d->add_option("--format", opt->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   d->add_option("--top", opt->top, "Rows of busiest IRQs/CPUs in text output");
-  d->callback([opt] {
-    const FsRoot fs(opt->root);
-    tune::IrqSnapshot a, b;
-    if (!opt->a.empty() && !opt->b.empty()) {
-      a = tune::snapshot_from_json(read_json_file(opt->a, "snapshot"));
-      b = tune::snapshot_from_json(read_json_file(opt->b, "snapshot"));
-    } else {
-      const double secs = parse_duration_s(opt->interval);
-      if (secs <= 0 || secs > 3600) throw UsageError("--duration must be between 0 and 1h, got '" + opt->interval + "'");
-      if (opt->a.empty()) {  // sample the machine twice, --duration apart
-        a = tune::take_snapshot(fs);
-        std::this_thread::sleep_for(std::chrono::duration<double>(secs));
-      } else {  // A against the machine now
-        a = tune::snapshot_from_json(read_json_file(opt->a, "snapshot"));
-      }
-      b = tune::take_snapshot(fs);
-    }
-    const auto r = tune::diff(a, b);
-    if (opt->format == "json")
-      std::cout << tune::to_json(r).dump(2) << "\n";
-    else
-      std::cout << diff_text(r, opt->top);
-  });
+  d->callback([opt] { run_irq_diff(*opt); });
+}
 
+void add_plan_command(CLI::App* irq, const std::shared_ptr<IrqOptions>& opt) {
   auto* plan = irq->add_subcommand("plan", "Per-NIC TX/RX CPU sets and IRQ targets on the NIC's NUMA node");
   plan->add_option("--nics", opt->nics, "NICs to plan (default: every physical NIC with IRQs)")->delimiter(',');
   plan->add_option("--reserve", opt->reserve, "CPUs to keep free, e.g. 0-7 (replaces the system-core share)");
@@ -196,7 +198,9 @@ void add_irq_commands(CLI::App& app, Context& ctx) {
     const auto p = tune::make_plan(t, po);
     emit(opt->format == "json" ? tune::to_json(p).dump(2) + "\n" : plan_text(p), opt->out, opt->force);
   });
+}
 
+void add_apply_command(CLI::App* irq, const std::shared_ptr<IrqOptions>& opt, Context& ctx) {
   auto* apply = irq->add_subcommand("apply", "Apply a plan's IRQ affinities (dry run unless --yes)");
   apply->add_option("plan", opt->plan_file, "Plan JSON from 'irq plan --format json'")->required();
   apply->add_flag("--yes", opt->yes, "Really write (needs root on the live system)");
@@ -214,7 +218,9 @@ void add_irq_commands(CLI::App& app, Context& ctx) {
     if (!dry) std::cout << "backup: " << backup << "   (undo: p2pscope irq reset --backup " << backup << " --yes)\n";
     if (!r.refused.empty()) ctx.exit_code = 3;
   });
+}
 
+void add_reset_command(CLI::App* irq, const std::shared_ptr<IrqOptions>& opt, Context& ctx) {
   auto* reset = irq->add_subcommand("reset", "Restore the IRQ affinities saved by 'irq apply' (dry run unless --yes)");
   reset->add_option("--backup", opt->backup, "Backup file from 'irq apply'")->required();
   reset->add_flag("--yes", opt->yes, "Really write (needs root on the live system)");
@@ -225,6 +231,19 @@ void add_irq_commands(CLI::App& app, Context& ctx) {
     print_apply(r, "reset");
     if (!r.refused.empty()) ctx.exit_code = 3;
   });
+}
+
+}  // namespace
+
+void add_irq_commands(CLI::App& app, Context& ctx) {
+  auto opt = std::make_shared<IrqOptions>();
+  auto* irq = app.add_subcommand("irq", "IRQ snapshots, NUMA-aware TX/RX CPU plans, apply and reset");
+  irq->require_subcommand(1);
+  add_snapshot_command(irq, opt, ctx);
+  add_diff_command(irq, opt);
+  add_plan_command(irq, opt);
+  add_apply_command(irq, opt, ctx);
+  add_reset_command(irq, opt, ctx);
 }
 
 }  // namespace p2pscope::app

@@ -114,32 +114,117 @@ struct MonitorArgs {
   std::vector<std::string> command;
 };
 
-void run_monitor(const MonitorArgs& a, Context& ctx) {
-  const double interval_s = monitor::parse_monitor_interval(a.interval, "--interval");
+// --interval and --duration checked; the duration in seconds (0 around a command).
+double checked_duration_s(const MonitorArgs& a) {
   const bool have_cmd = !a.command.empty();
   if (have_cmd == !a.duration.empty())
     throw UsageError("give either --duration (e.g. --duration 30s) or a command after '--' (e.g. -- sleep 5)");
   const double duration_s = have_cmd ? 0 : parse_duration_s(a.duration);
   if (!have_cmd && !(duration_s > 0 && duration_s <= 366 * 86400.0))
     throw UsageError("--duration must be positive and at most a year (e.g. 30s, 2h)");
+  return duration_s;
+}
 
-  namespace fs = std::filesystem;
-  const std::string out = a.out.empty() ? "p2pscope-out/monitor-" + compact_timestamp(realtime_ns()) : a.out;
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec) throw Error("cannot create --out " + out + ": " + ec.message());
-
+// The sampler's options: the CSV in `out`, --nics, and a live line per interval on stderr.
+monitor::Options sampler_options(const MonitorArgs& a, const std::string& out, double interval_s, bool tty) {
   monitor::Options opts;
   opts.interval_s = interval_s;
-  opts.out_csv = (fs::path(out) / "monitor.csv").string();
+  opts.out_csv = (std::filesystem::path(out) / "monitor.csv").string();
   if (!a.nics.empty()) opts.nics = split_list(a.nics, "--nics");
-  const bool tty = isatty(STDERR_FILENO) != 0;
   const std::int64_t t0 = monotonic_ns();
   opts.on_interval = [tty, t0](const monitor::Interval& iv) {
     const std::string line = live_line(iv, static_cast<double>(monotonic_ns() - t0) / 1e9);
     if (tty) std::fprintf(stderr, "\r\033[K%s", line.c_str());
     else std::fprintf(stderr, "%s\n", line.c_str());
   };
+  return opts;
+}
+
+// Starts the sampler; when that fails, the held child (if any) exits without running the
+// command and the signal handlers are put back before the error goes on.
+void start_sampler(std::optional<monitor::Sampler>& slot, const MonitorArgs& a, const monitor::Options& opts,
+                   std::optional<ChildProcess>& held) {
+  try {
+    slot.emplace(FsRoot(a.root), opts);
+    slot->start();
+  } catch (...) {
+    restore_handlers();
+    held.reset();  // never released: it exits without running the command
+    throw;
+  }
+}
+
+struct CommandEnd {
+  int exit_code = 0;
+  monitor::Summary summary;
+  double tree_cpu_s = 0;  // the command's and its waited-for children's CPU time
+};
+
+// Releases the held command and waits for it; nullopt (and ctx.exit_code 126/127) when it
+// could not start.
+std::optional<CommandEnd> run_command(ChildProcess& held, monitor::Sampler& sampler, const MonitorArgs& a, Context& ctx) {
+  if (const int err = held.release(); err != 0) {
+    restore_handlers();
+    sampler.stop();
+    std::fprintf(stderr, "p2pscope monitor: cannot run '%s': %s\n", a.command[0].c_str(), errno_text(err).c_str());
+    ctx.exit_code = err == ENOENT ? 127 : 126;
+    return std::nullopt;
+  }
+  g_child = held.pid();
+  // A signal that came between fork and the line above was not forwarded: do it now.
+  if (g_signal != 0) held.signal(static_cast<int>(g_signal));
+  // Exited but not reaped: the sampler's last reading still finds its threads.
+  CommandEnd end;
+  ChildWait how;
+  how.before_reap = [&] { end.summary = sampler.stop(); };
+  const ChildResult done = held.wait(how);
+  g_child = 0;
+  end.tree_cpu_s = done.cpu_s;
+  end.exit_code = done.exit_code;
+  return end;
+}
+
+// --duration: sleeps until it is over or a signal comes (exit code 128+N then, else 0).
+int wait_for_duration(double duration_s) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(duration_s);
+  while (g_signal == 0 && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  return g_signal != 0 ? 128 + g_signal : 0;
+}
+
+// summary.json, then the verdicts and the one-line account on stdout.
+void report_monitor(const MonitorArgs& a, const CommandEnd& end, const std::string& out, const std::string& csv,
+                    Context& ctx) {
+  namespace fs = std::filesystem;
+  const monitor::Summary& summary = end.summary;
+  nlohmann::json doc;
+  doc["metadata"] = run_metadata(ctx.argv);
+  doc["command"] = a.command;
+  doc["exit_code"] = end.exit_code;
+  doc["monitor"] = monitor::summary_to_json(summary);
+  const std::string json_path = (fs::path(out) / "summary.json").string();
+  std::ofstream f(json_path);
+  f << doc.dump(2) << "\n";
+  if (!f) throw Error("cannot write " + json_path);
+
+  for (const auto& v : !a.command.empty() ? command_verdicts(summary, end.tree_cpu_s) : monitor::verdict_lines(summary))
+    std::printf("verdict: %s\n", v.c_str());
+  for (const auto& n : summary.notes) std::printf("note: %s\n", n.c_str());
+  std::printf("monitor: %d samples over %.1f s, %.0f us CPU per sample; wrote %s and %s\n", summary.samples,
+              summary.duration_s, summary.monitor_cpu_ns_per_sample / 1e3, csv.c_str(), json_path.c_str());
+}
+
+void run_monitor(const MonitorArgs& a, Context& ctx) {
+  const double interval_s = monitor::parse_monitor_interval(a.interval, "--interval");
+  const bool have_cmd = !a.command.empty();
+  const double duration_s = checked_duration_s(a);
+
+  const std::string out = a.out.empty() ? "p2pscope-out/monitor-" + compact_timestamp(realtime_ns()) : a.out;
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec) throw Error("cannot create --out " + out + ": " + ec.message());
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  monitor::Options opts = sampler_options(a, out, interval_s, tty);
 
   // Handlers first: the child shows in /proc as soon as it is forked, and a SIGTERM sent
   // then (before they were installed) killed p2pscope instead of being forwarded; one
@@ -148,71 +233,29 @@ void run_monitor(const MonitorArgs& a, Context& ctx) {
   install_handlers();
   // Around a command, the threads sampled are the command's: it is held (forked, not yet
   // exec'd) until the sampler points at its pid, not at this process's waiting thread.
-  std::optional<ChildProcess> child;
+  std::optional<ChildProcess> held;
   if (have_cmd) {
     ChildSpec spec;
     spec.argv = a.command;
     spec.hold = true;
-    child.emplace(spec);
-    opts.pid = child->pid();
+    held.emplace(spec);
+    opts.pid = held->pid();
   }
-  std::optional<monitor::Sampler> sampler_slot;
-  try {
-    sampler_slot.emplace(FsRoot(a.root), opts);
-    sampler_slot->start();
-  } catch (...) {
-    restore_handlers();
-    child.reset();  // the held child exits without running the command
-    throw;
-  }
-  monitor::Sampler& sampler = *sampler_slot;
-  int exit_code = 0;
-  monitor::Summary last_summary;
-  double tree_cpu_s = 0;  // the command's and its waited-for children's CPU time
+  std::optional<monitor::Sampler> sampler;
+  start_sampler(sampler, a, opts, held);
+  CommandEnd end;
   if (have_cmd) {
-    if (const int err = child->release(); err != 0) {
-      restore_handlers();
-      sampler.stop();
-      std::fprintf(stderr, "p2pscope monitor: cannot run '%s': %s\n", a.command[0].c_str(), errno_text(err).c_str());
-      ctx.exit_code = err == ENOENT ? 127 : 126;
-      return;
-    }
-    g_child = child->pid();
-    // A signal that came between fork and the line above was not forwarded: do it now.
-    if (g_signal != 0) child->signal(static_cast<int>(g_signal));
-    // Exited but not reaped: the sampler's last reading still finds its threads.
-    ChildWait how;
-    how.before_reap = [&] { last_summary = sampler.stop(); };
-    const ChildResult done = child->wait(how);
-    g_child = 0;
-    tree_cpu_s = done.cpu_s;
-    exit_code = done.exit_code;
+    std::optional<CommandEnd> ran = run_command(*held, *sampler, a, ctx);
+    if (!ran) return;
+    end = std::move(*ran);
   } else {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(duration_s);
-    while (g_signal == 0 && std::chrono::steady_clock::now() < end)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (g_signal != 0) exit_code = 128 + g_signal;
+    end.exit_code = wait_for_duration(duration_s);
   }
   restore_handlers();
-  const monitor::Summary summary = have_cmd ? last_summary : sampler.stop();
+  if (!have_cmd) end.summary = sampler->stop();
   if (tty) std::fprintf(stderr, "\n");
-
-  nlohmann::json doc;
-  doc["metadata"] = run_metadata(ctx.argv);
-  doc["command"] = a.command;
-  doc["exit_code"] = exit_code;
-  doc["monitor"] = monitor::summary_to_json(summary);
-  const std::string json_path = (fs::path(out) / "summary.json").string();
-  std::ofstream f(json_path);
-  f << doc.dump(2) << "\n";
-  if (!f) throw Error("cannot write " + json_path);
-
-  for (const auto& v : have_cmd ? command_verdicts(summary, tree_cpu_s) : monitor::verdict_lines(summary))
-    std::printf("verdict: %s\n", v.c_str());
-  for (const auto& n : summary.notes) std::printf("note: %s\n", n.c_str());
-  std::printf("monitor: %d samples over %.1f s, %.0f us CPU per sample; wrote %s and %s\n", summary.samples,
-              summary.duration_s, summary.monitor_cpu_ns_per_sample / 1e3, opts.out_csv.c_str(), json_path.c_str());
-  ctx.exit_code = exit_code;
+  report_monitor(a, end, out, opts.out_csv, ctx);
+  ctx.exit_code = end.exit_code;
 }
 }  // namespace
 

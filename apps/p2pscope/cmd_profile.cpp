@@ -134,10 +134,89 @@ void print_result(const profile::Result& r) {
   for (const auto& w : r.warnings) std::printf("warning: %s\n", w.c_str());
 }
 
+// The options whose defaults live in profile::Params: set there only when given.
+struct ProfileFlags {
+  CLI::Option* gpus;
+  CLI::Option* sizes;
+  CLI::Option* backend;
+  CLI::Option* seed;
+  CLI::Option* warmup;
+  CLI::Option* reps;
+};
+
+ProfileFlags add_profile_options(CLI::App& cmd, ProfileOptions& o) {
+  ProfileFlags f{};
+  f.gpus = cmd.add_option("--gpus", o.gpus, "Devices to pair, e.g. 0-3 or 0,2 (default: all)");
+  cmd.add_option("--pairs", o.pairs, "Only these directed pairs SRC:DST,... instead of every pair of --gpus; "
+                                     "0:0 = one GPU's device-local copy (ce, sm)");
+  f.sizes = cmd.add_option("--sizes", o.sizes, "Message sizes, e.g. 1:1G (default, 31 powers of two) or 4K,1M");
+  f.backend = cmd.add_option("--backend", o.backend, "Backend(s), comma-separated: ce, sm, nccl, staged, host (default ce with 2+ GPUs, staged with one, else host)");
+  f.seed = cmd.add_option("--seed", o.seed, "Seed of the shuffled order (default 42)");
+  f.warmup = cmd.add_option("--warmup", o.warmup, "Warmup ops per config, not logged (default 5)");
+  f.reps = cmd.add_option("--reps", o.reps, "Measured repetitions over all configs (default 10)");
+  cmd.add_option("--out", o.out, "Campaign directory (default p2pscope-out/profile-<gpu>-<driver>-<cuda>-<time>)");
+  cmd.add_option("--out-root", o.out_root, "Parent of the default campaign directory")->capture_default_str();
+  cmd.add_option("--resume", o.resume, "Continue the interrupted campaign in DIR (same plan; no op repeated)");
+  cmd.add_option("--temp-interval", o.temp_interval, "NVML sampling period, 0 = off")->capture_default_str();
+  cmd.add_option("--drift", o.drift, "Clock-drift window at start and end, 0 = quick offsets only")->capture_default_str();
+  cmd.add_option("--thermal-warmup", o.thermal_warmup, "Heat GPUs to TEMP or for TIME first: 50C:60s, or off")->capture_default_str();
+  cmd.add_option("--rewarm-below", o.rewarm_below, "Re-warm a GPU that cooled below this, e.g. 45C (default off)");
+  cmd.add_option("--rewarm-every", o.rewarm_every, "Check for re-warming every N measured ops")->capture_default_str();
+  cmd.add_option("--timing", o.timing,
+                 "batch: a record times transfers back to back, enough to span --min-sample-time (small sizes "
+                 "are otherwise timer noise); single: one blocking transfer per record (seed 004's method)")
+      ->capture_default_str();
+  cmd.add_option("--min-sample-time", o.min_sample_time, "batch timing: the least time one record spans (default 200us; e.g. 50us, 1ms)")
+      ->capture_default_str();
+  cmd.add_option("--processes", o.processes,
+                 "Split the repetitions over K processes run one after the other (each its own context, buffers, "
+                 "batch sizes, thread placement): analyze widens each median's interval by the spread of the K "
+                 "process medians, which one process cannot see (default 3, at most --reps; 1 = one process, as "
+                 "before; a resumed campaign keeps its own)");
+  cmd.add_option("--process-share", o.process_share, "internal: this process measures share I/K of the repetitions")
+      ->group("");
+  o.monitor.add(cmd, false);
+  add_pattern_options(cmd, o.pattern);
+  return f;
+}
+
+profile::Params params_from_options(const ProfileOptions& o, const ProfileFlags& f, const Context& ctx) {
+  profile::Params p;
+  p.argv = ctx.argv;
+  if (f.gpus->count()) p.devices = parse_cpulist(o.gpus);
+  if (!o.pairs.empty()) p.pairs = bench::parse_pairs(o.pairs);
+  if (f.sizes->count()) p.sizes = parse_size_list(o.sizes);
+  if (f.backend->count()) p.backends = split_list(o.backend, "--backend");
+  if (f.seed->count()) p.seed = o.seed;
+  if (f.warmup->count()) p.warmup = o.warmup;
+  if (f.reps->count()) p.reps = o.reps;
+  p.out_dir = o.out;
+  p.out_root = o.out_root;
+  p.resume_dir = o.resume;
+  if (!o.resume.empty() && !o.out.empty()) throw UsageError("--resume continues in its own directory; drop --out");
+  p.temp_interval_s = parse_duration_s(o.temp_interval);
+  p.drift_s = parse_duration_s(o.drift);
+  if (o.thermal_warmup != "off" && o.thermal_warmup != "0") p.thermal_warmup = profile::parse_thermal_target(o.thermal_warmup);
+  if (o.rewarm_below != "off") p.rewarm_below_c = profile::parse_celsius(o.rewarm_below);
+  if (o.rewarm_every < 1) throw UsageError("--rewarm-every must be 1 or more");
+  p.rewarm_every = o.rewarm_every;
+  p.timing = profile::parse_timing(o.timing);
+  p.min_sample_ns = profile::parse_min_sample_time(o.min_sample_time);
+  if (o.processes < 0) throw UsageError("--processes must be 1 or more");
+  if (!o.process_share.empty() &&  // a child of --processes K
+      std::sscanf(o.process_share.c_str(), "%d/%d", &p.share.index, &p.share.count) != 2)
+    throw UsageError("--process-share '" + o.process_share + "': expected I/K");
+  return p;
+}
+
 // Under mpirun/srun/torchrun: one process per GPU. Rank 0 runs the campaign and writes
 // everything; the other ranks serve its collective calls (driven_backend.hpp) and
 // return false once it ends. One process: nothing to do, true.
-bool join_ranks(profile::Params& p, Context& ctx) {
+bool join_ranks(profile::Params& p, ProfileOptions& o, Context& ctx) {
+  if (detect_launch().multi_process()) {  // each rank is already a process
+    if (o.processes > 1) throw UsageError("--processes: under a launcher each rank is already a process; drop --processes");
+    o.processes = 1;
+  }
   const Launched launched = bring_up_ranks(ctx, [&p](const LaunchInfo& l) {
     if (!p.backends) p.backends = std::vector<std::string>{bench::default_backend(bench::this_machine(true)).name};
     if (std::any_of(p.backends->begin(), p.backends->end(),
@@ -163,6 +242,80 @@ bool join_ranks(profile::Params& p, Context& ctx) {
   return true;
 }
 
+// --monitor beside the campaign. A campaign on GPUs waits in cudaStreamSynchronize: tell
+// the monitor, so a spinning waiter is not called CPU-bound. A host-memcpy campaign
+// really is CPU work.
+std::unique_ptr<monitor::MonitorSession> start_monitor(const ProfileOptions& o, const std::vector<std::string>& backends) {
+  if (!o.monitor.enabled) return nullptr;
+  monitor::Options mo;
+  mo.host_waits_on_gpu = std::all_of(backends.begin(), backends.end(),
+                                     [](const std::string& b) { return bench::capabilities_of(b).gpu_memory; });
+  return std::make_unique<monitor::MonitorSession>(monitor_dir_for(o), o.monitor.interval_s(), mo);
+}
+
+// The campaign in this process, or split over --processes K children (profile_processes.cpp).
+profile::Result run_campaign_or_processes(profile::Params& p, const ProfileOptions& o, int processes,
+                                          const std::string& backend, bool backend_given, Context& ctx) {
+  if (processes > 1 && o.process_share.empty()) {
+    ProcessCampaign pc{ctx.argv, o.out, o.out_root, o.resume, backend, backend_given, processes,
+                       p.drift_s, p.stop, p.thermal_warmup};
+    return run_profile_processes(pc);
+  }
+  if (o.process_share.empty()) p.share.count = std::max(1, processes);
+  return profile::run_campaign(p);
+}
+
+void run_isolated_campaign(profile::Params p, const ProfileOptions& o, Context& ctx) {
+  // The default backend (the one `run` picks): chosen here so it is said before the
+  // campaign starts, and so a one-GPU host gets staged, not a refusal.
+  const bool backend_given = p.backends.has_value();
+  const bench::DefaultBackend def = bench::default_backend(bench::this_machine());
+  if (!p.backends && p.resume_dir.empty()) {
+    p.backends = std::vector<std::string>{def.name};
+    std::fprintf(stderr, "profile: backend %s (no --backend given; --backend chooses)\n", def.reason.c_str());
+  }
+  const auto backends = p.backends.value_or(std::vector<std::string>{def.name});
+  ProgressPrinter progress;
+  p.on_progress = [&progress](const profile::Progress& pr) { progress(pr); };
+  p.on_note = [&progress](const std::string& s) {
+    progress.finish();
+    std::fprintf(stderr, "%s\n", s.c_str());
+  };
+  profile::InterruptFlag interrupt("p2pscope profile");
+  p.stop = interrupt.flag();
+  std::unique_ptr<monitor::MonitorSession> mon = start_monitor(o, backends);
+  int processes = o.processes;
+  if (processes == 0 && o.process_share.empty())
+    processes = o.resume.empty() ? default_processes(o.reps) : saved_processes(o.resume);
+  profile::Result r;
+  try {
+    r = run_campaign_or_processes(p, o, processes, backends.front(), backend_given, ctx);
+  } catch (...) {
+    // Refused before measuring (bad --gpus...) or failed: no staged monitor left behind.
+    if (mon && o.out.empty() && o.resume.empty()) {
+      const std::string staged = mon->csv_path();
+      mon->stop();
+      std::error_code ec;
+      if (!staged.empty()) std::filesystem::remove_all(std::filesystem::path(staged).parent_path(), ec);
+    }
+    throw;
+  }
+  progress.finish();
+  print_result(r);
+  if (processes > 1)
+    std::printf("repetitions split over %d processes: analyze widens each median's interval by the spread of the "
+                "process medians\n", processes);
+  if (mon) {
+    std::printf("\n");
+    print_monitor_lines(finish_monitor(*mon, o, r.out_dir), stdout);
+  }
+  if (r.interrupted) {
+    std::printf("\ninterrupted: %zu of %zu ops are in the log; continue with:\n  p2pscope profile --resume %s\n",
+                r.ops_logged, r.ops_planned, r.out_dir.c_str());
+    ctx.exit_code = 130;
+  }
+}
+
 }  // namespace
 
 void add_profile_command(CLI::App& app, Context& ctx) {
@@ -171,140 +324,18 @@ void add_profile_command(CLI::App& app, Context& ctx) {
       "profile",
       "Profiling campaign for simulator validation: every directed device pair x sizes, shuffled order, "
       "warmup + repetitions, execution log, metadata, temperatures, clock drift, Chrome trace");
-  auto* gpus = cmd->add_option("--gpus", o->gpus, "Devices to pair, e.g. 0-3 or 0,2 (default: all)");
-  cmd->add_option("--pairs", o->pairs, "Only these directed pairs SRC:DST,... instead of every pair of --gpus; "
-                                      "0:0 = one GPU's device-local copy (ce, sm)");
-  auto* sizes = cmd->add_option("--sizes", o->sizes, "Message sizes, e.g. 1:1G (default, 31 powers of two) or 4K,1M");
-  auto* backend = cmd->add_option("--backend", o->backend, "Backend(s), comma-separated: ce, sm, nccl, staged, host (default ce with 2+ GPUs, staged with one, else host)");
-  auto* seed = cmd->add_option("--seed", o->seed, "Seed of the shuffled order (default 42)");
-  auto* warmup = cmd->add_option("--warmup", o->warmup, "Warmup ops per config, not logged (default 5)");
-  auto* reps = cmd->add_option("--reps", o->reps, "Measured repetitions over all configs (default 10)");
-  cmd->add_option("--out", o->out, "Campaign directory (default p2pscope-out/profile-<gpu>-<driver>-<cuda>-<time>)");
-  cmd->add_option("--out-root", o->out_root, "Parent of the default campaign directory")->capture_default_str();
-  cmd->add_option("--resume", o->resume, "Continue the interrupted campaign in DIR (same plan; no op repeated)");
-  cmd->add_option("--temp-interval", o->temp_interval, "NVML sampling period, 0 = off")->capture_default_str();
-  cmd->add_option("--drift", o->drift, "Clock-drift window at start and end, 0 = quick offsets only")->capture_default_str();
-  cmd->add_option("--thermal-warmup", o->thermal_warmup, "Heat GPUs to TEMP or for TIME first: 50C:60s, or off")->capture_default_str();
-  cmd->add_option("--rewarm-below", o->rewarm_below, "Re-warm a GPU that cooled below this, e.g. 45C (default off)");
-  cmd->add_option("--rewarm-every", o->rewarm_every, "Check for re-warming every N measured ops")->capture_default_str();
-  cmd->add_option("--timing", o->timing,
-                  "batch: a record times transfers back to back, enough to span --min-sample-time (small sizes "
-                  "are otherwise timer noise); single: one blocking transfer per record (seed 004's method)")
-      ->capture_default_str();
-  cmd->add_option("--min-sample-time", o->min_sample_time, "batch timing: the least time one record spans (default 200us; e.g. 50us, 1ms)")
-      ->capture_default_str();
-  cmd->add_option("--processes", o->processes,
-                  "Split the repetitions over K processes run one after the other (each its own context, buffers, "
-                  "batch sizes, thread placement): analyze widens each median's interval by the spread of the K "
-                  "process medians, which one process cannot see (default 3, at most --reps; 1 = one process, as "
-                  "before; a resumed campaign keeps its own)");
-  cmd->add_option("--process-share", o->process_share, "internal: this process measures share I/K of the repetitions")
-      ->group("");
-  o->monitor.add(*cmd, false);
-  add_pattern_options(*cmd, o->pattern);
-
-  cmd->callback([o, &ctx, gpus, sizes, backend, seed, warmup, reps] {
+  const ProfileFlags flags = add_profile_options(*cmd, *o);
+  cmd->callback([o, &ctx, flags] {
     if (!o->pattern.pattern.empty()) {  // profile_pattern.cpp
       if (!o->pairs.empty() || !o->resume.empty()) throw UsageError("--pattern takes --gpus, not --pairs or --resume");
       bring_up_ranks(ctx, one_process_only("profile --pattern"));  // k flows at once from one process
       run_profile_pattern(o->pattern, o->gpus, o->sizes, o->backend, o->warmup, o->reps, o->out, o->out_root, ctx);
       return;
     }
-    profile::Params p;
-    p.argv = ctx.argv;
-    if (gpus->count()) p.devices = parse_cpulist(o->gpus);
-    if (!o->pairs.empty()) p.pairs = bench::parse_pairs(o->pairs);
-    if (sizes->count()) p.sizes = parse_size_list(o->sizes);
-    if (backend->count()) p.backends = split_list(o->backend, "--backend");
-    if (seed->count()) p.seed = o->seed;
-    if (warmup->count()) p.warmup = o->warmup;
-    if (reps->count()) p.reps = o->reps;
-    p.out_dir = o->out;
-    p.out_root = o->out_root;
-    p.resume_dir = o->resume;
-    if (!o->resume.empty() && !o->out.empty()) throw UsageError("--resume continues in its own directory; drop --out");
-    p.temp_interval_s = parse_duration_s(o->temp_interval);
-    p.drift_s = parse_duration_s(o->drift);
-    if (o->thermal_warmup != "off" && o->thermal_warmup != "0") p.thermal_warmup = profile::parse_thermal_target(o->thermal_warmup);
-    if (o->rewarm_below != "off") p.rewarm_below_c = profile::parse_celsius(o->rewarm_below);
-    if (o->rewarm_every < 1) throw UsageError("--rewarm-every must be 1 or more");
-    p.rewarm_every = o->rewarm_every;
-    p.timing = profile::parse_timing(o->timing);
-    p.min_sample_ns = profile::parse_min_sample_time(o->min_sample_time);
-    if (o->processes < 0) throw UsageError("--processes must be 1 or more");
-    if (!o->process_share.empty()) {  // a child of --processes K
-      if (std::sscanf(o->process_share.c_str(), "%d/%d", &p.share.index, &p.share.count) != 2)
-        throw UsageError("--process-share '" + o->process_share + "': expected I/K");
-      die_with_parent();
-    }
-
-    if (detect_launch().multi_process()) {  // each rank is already a process
-      if (o->processes > 1) throw UsageError("--processes: under a launcher each rank is already a process; drop --processes");
-      o->processes = 1;
-    }
-    if (!join_ranks(p, ctx)) return;  // a rank other than 0: it served rank 0's campaign
-
-    // The default backend (the one `run` picks): chosen here so it is said before the
-    // campaign starts, and so a one-GPU host gets staged, not a refusal.
-    const bench::DefaultBackend def = bench::default_backend(bench::this_machine());
-    if (!p.backends && p.resume_dir.empty()) {
-      p.backends = std::vector<std::string>{def.name};
-      std::fprintf(stderr, "profile: backend %s (no --backend given; --backend chooses)\n", def.reason.c_str());
-    }
-    ProgressPrinter progress;
-    p.on_progress = [&progress](const profile::Progress& pr) { progress(pr); };
-    p.on_note = [&progress](const std::string& s) {
-      progress.finish();
-      std::fprintf(stderr, "%s\n", s.c_str());
-    };
-    profile::InterruptFlag interrupt("p2pscope profile");
-    p.stop = interrupt.flag();
-    const double monitor_interval_s = o->monitor.enabled ? o->monitor.interval_s() : 0;
-    std::unique_ptr<monitor::MonitorSession> mon;
-    // A campaign on GPUs waits in cudaStreamSynchronize: tell the monitor, so a spinning
-    // waiter is not called CPU-bound. A host-memcpy campaign really is CPU work.
-    monitor::Options mo;
-    const auto backends = p.backends.value_or(std::vector<std::string>{def.name});
-    mo.host_waits_on_gpu = std::all_of(backends.begin(), backends.end(),
-                                       [](const std::string& b) { return bench::capabilities_of(b).gpu_memory; });
-    if (o->monitor.enabled) mon = std::make_unique<monitor::MonitorSession>(monitor_dir_for(*o), monitor_interval_s, mo);
-    int processes = o->processes;
-    if (processes == 0 && o->process_share.empty())
-      processes = o->resume.empty() ? default_processes(o->reps) : saved_processes(o->resume);
-    profile::Result r;
-    try {
-      if (processes > 1 && o->process_share.empty()) {  // profile_processes.cpp
-        ProcessCampaign pc{ctx.argv, o->out, o->out_root, o->resume, backends.front(), backend->count() > 0, processes,
-                           p.drift_s, p.stop, p.thermal_warmup};
-        r = run_profile_processes(pc);
-      } else {
-        if (o->process_share.empty()) p.share.count = std::max(1, processes);
-        r = profile::run_campaign(p);
-      }
-    } catch (...) {
-      // Refused before measuring (bad --gpus...) or failed: no staged monitor left behind.
-      if (mon && o->out.empty() && o->resume.empty()) {
-        const std::string staged = mon->csv_path();
-        mon->stop();
-        std::error_code ec;
-        if (!staged.empty()) std::filesystem::remove_all(std::filesystem::path(staged).parent_path(), ec);
-      }
-      throw;
-    }
-    progress.finish();
-    print_result(r);
-    if (processes > 1)
-      std::printf("repetitions split over %d processes: analyze widens each median's interval by the spread of the "
-                  "process medians\n", processes);
-    if (mon) {
-      std::printf("\n");
-      print_monitor_lines(finish_monitor(*mon, *o, r.out_dir), stdout);
-    }
-    if (r.interrupted) {
-      std::printf("\ninterrupted: %zu of %zu ops are in the log; continue with:\n  p2pscope profile --resume %s\n",
-                  r.ops_logged, r.ops_planned, r.out_dir.c_str());
-      ctx.exit_code = 130;
-    }
+    profile::Params p = params_from_options(*o, flags, ctx);
+    if (!o->process_share.empty()) die_with_parent();  // a child of --processes K
+    if (!join_ranks(p, *o, ctx)) return;  // a rank other than 0: it served rank 0's campaign
+    run_isolated_campaign(std::move(p), *o, ctx);
   });
 }
 

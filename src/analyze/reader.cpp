@@ -20,7 +20,6 @@ namespace p2pscope::analyze {
 namespace fs = std::filesystem;
 namespace {
 
-
 template <class T>
 bool parse_num(std::string_view s, T* out) {
   s = trim(s);
@@ -225,12 +224,71 @@ void check_against_plan(Campaign* c) {
   c->completeness = "incomplete: " + what + "; `p2pscope profile --resume " + c->dir + "` measures what is missing";
 }
 
+// Where each field of a row is: indices into the header, -1 where the column is absent.
+struct LogColumns {
+  int cfg = -1, src = -1, dst = -1, size = -1, rep = -1, backend = -1, ts = -1, dur = -1, gpu = -1, gts = -1, batch = -1;
+  bool p2pscope_log = false;  // header written by `profile`: every row ends in a newline
+};
+
+LogColumns read_header(const std::vector<std::string_view>& header, std::string_view line, const std::string& where) {
+  LogColumns k;
+  k.cfg = column(header, {"config_id"});
+  k.src = column(header, {"src"});
+  k.dst = column(header, {"dst"});
+  k.size = column(header, {"size_bytes", "size"});
+  k.rep = column(header, {"repetition"});
+  k.backend = column(header, {"backend"});
+  k.ts = column(header, {"ts_start_ns", "timestamp_start_ns"});
+  k.dur = column(header, {"duration_ns"});
+  k.gpu = column(header, {"gpu_duration_ns"});
+  k.gts = column(header, {"gpu_ts_start_ns"});
+  k.batch = column(header, {"batch"});
+  k.p2pscope_log = column(header, {"ts_end_ns"}) >= 0;
+  std::vector<std::string> missing;
+  if (k.src < 0) missing.push_back("src");
+  if (k.dst < 0) missing.push_back("dst");
+  if (k.size < 0) missing.push_back("size_bytes");
+  if (k.dur < 0) missing.push_back("duration_ns");
+  if (!missing.empty()) {
+    const std::string list = join(missing);
+    throw UsageError(fmt::format(
+        "{}: missing required column(s) {} in header \"{}\"; an execution log (p2pscope profile) "
+        "has config_id,src,dst,size_bytes,repetition,backend,ts_start_ns,ts_end_ns,duration_ns,gpu_duration_ns",
+        where, list, std::string(line.substr(0, 200))));
+  }
+  return k;
+}
+
+// One row's fields into `op`; nullptr when it holds, else why the row is skipped.
+const char* parse_row(const std::vector<std::string_view>& f, const LogColumns& k, const Campaign& c, Op& op) {
+  auto at = [&](int i) { return f[static_cast<std::size_t>(i)]; };
+  double host = 0;
+  if (!parse_num(at(k.src), &op.src) || !parse_num(at(k.dst), &op.dst) || !parse_num(at(k.size), &op.size_bytes) ||
+      !parse_double(at(k.dur), &host) || (k.cfg >= 0 && !parse_num(at(k.cfg), &op.config_id)) ||
+      (k.rep >= 0 && !parse_num(at(k.rep), &op.repetition)) || (k.ts >= 0 && !parse_num(at(k.ts), &op.ts_start_ns)))
+    return "non-numeric field";
+  double dev = NAN;
+  if (k.gpu >= 0 && !trim(at(k.gpu)).empty() && !parse_double(at(k.gpu), &dev)) return "non-numeric gpu_duration_ns";
+  // Optional: only the clock timeline uses it, so a bad value drops it, not the row.
+  if (k.gts >= 0 && !parse_num(at(k.gts), &op.gpu_ts_start_ns)) op.gpu_ts_start_ns = -1;
+  // A batched record times `batch` transfers back to back: the time of one is its share.
+  if (k.batch >= 0 && (!parse_num(at(k.batch), &op.batch) || op.batch < 1)) return "batch is not a positive integer";
+  op.device_timed = std::isfinite(dev) && dev > 0;
+  op.duration_ns = (op.device_timed ? dev : host) / op.batch;
+  if (!std::isfinite(op.duration_ns) || op.duration_ns <= 0 || op.size_bytes == 0 || op.src < 0 || op.dst < 0)
+    return "duration or size not positive";
+  op.backend = k.backend >= 0 ? std::string(trim(at(k.backend))) : "unknown";
+  if (k.backend >= 0 && !known_backend(op.backend, c.plan_backends))
+    return c.plan_backends.empty() ? "unknown backend name" : "backend not in the campaign's plan";
+  return nullptr;
+}
+
 }  // namespace
 
 void parse_execution_log(const std::string& text, const std::string& where, Campaign* c) {
   std::size_t pos = 0, line_no = 0;
   std::vector<std::string_view> header;
-  int icfg = -1, isrc = -1, idst = -1, isize = -1, irep = -1, ib = -1, its = -1, idur = -1, igpu = -1, igts = -1, ibatch = -1;
+  LogColumns k;
   auto skip = [&](std::size_t n, std::string_view line, const char* why) {
     ++c->rows_skipped;
     if (c->skipped_examples.size() < 5)
@@ -238,7 +296,6 @@ void parse_execution_log(const std::string& text, const std::string& where, Camp
                                                 std::string(line.substr(0, 80)), why));
   };
   std::map<std::pair<int, int>, std::size_t> seen;  // (config, repetition) -> line
-  bool p2pscope_log = false;                         // header written by `profile`: every row ends in a newline
   c->last_line_whole = text.empty() || text.back() == '\n';
   while (pos < text.size()) {
     auto end = text.find('\n', pos);
@@ -251,34 +308,11 @@ void parse_execution_log(const std::string& text, const std::string& where, Camp
     if (trim(line).empty() || line[0] == '#') continue;
     if (header.empty()) {
       header = split_views(line, ',');
-      icfg = column(header, {"config_id"});
-      isrc = column(header, {"src"});
-      idst = column(header, {"dst"});
-      isize = column(header, {"size_bytes", "size"});
-      irep = column(header, {"repetition"});
-      ib = column(header, {"backend"});
-      its = column(header, {"ts_start_ns", "timestamp_start_ns"});
-      idur = column(header, {"duration_ns"});
-      igpu = column(header, {"gpu_duration_ns"});
-      igts = column(header, {"gpu_ts_start_ns"});
-      ibatch = column(header, {"batch"});
-      p2pscope_log = column(header, {"ts_end_ns"}) >= 0;
-      std::vector<std::string> missing;
-      if (isrc < 0) missing.push_back("src");
-      if (idst < 0) missing.push_back("dst");
-      if (isize < 0) missing.push_back("size_bytes");
-      if (idur < 0) missing.push_back("duration_ns");
-      if (!missing.empty()) {
-        const std::string list = join(missing);
-        throw UsageError(fmt::format(
-            "{}: missing required column(s) {} in header \"{}\"; an execution log (p2pscope profile) "
-            "has config_id,src,dst,size_bytes,repetition,backend,ts_start_ns,ts_end_ns,duration_ns,gpu_duration_ns",
-            where, list, std::string(line.substr(0, 200))));
-      }
+      k = read_header(header, line, where);
       continue;
     }
     // A row cut short may still parse, with its last number cut too (5000 read as 50).
-    if (cut && p2pscope_log) {
+    if (cut && k.p2pscope_log) {
       skip(line_no, line, "cut mid-line: no newline at the end of the log");
       continue;
     }
@@ -287,39 +321,12 @@ void parse_execution_log(const std::string& text, const std::string& where, Camp
       skip(line_no, line, "wrong number of fields");
       continue;
     }
-    auto at = [&](int i) { return f[static_cast<std::size_t>(i)]; };
     Op op;
-    double host = 0;
-    if (!parse_num(at(isrc), &op.src) || !parse_num(at(idst), &op.dst) || !parse_num(at(isize), &op.size_bytes) ||
-        !parse_double(at(idur), &host) || (icfg >= 0 && !parse_num(at(icfg), &op.config_id)) ||
-        (irep >= 0 && !parse_num(at(irep), &op.repetition)) || (its >= 0 && !parse_num(at(its), &op.ts_start_ns))) {
-      skip(line_no, line, "non-numeric field");
+    if (const char* why = parse_row(f, k, *c, op)) {
+      skip(line_no, line, why);
       continue;
     }
-    double dev = NAN;
-    if (igpu >= 0 && !trim(at(igpu)).empty() && !parse_double(at(igpu), &dev)) {
-      skip(line_no, line, "non-numeric gpu_duration_ns");
-      continue;
-    }
-    // Optional: only the clock timeline uses it, so a bad value drops it, not the row.
-    if (igts >= 0 && !parse_num(at(igts), &op.gpu_ts_start_ns)) op.gpu_ts_start_ns = -1;
-    // A batched record times `batch` transfers back to back: the time of one is its share.
-    if (ibatch >= 0 && (!parse_num(at(ibatch), &op.batch) || op.batch < 1)) {
-      skip(line_no, line, "batch is not a positive integer");
-      continue;
-    }
-    op.device_timed = std::isfinite(dev) && dev > 0;
-    op.duration_ns = (op.device_timed ? dev : host) / op.batch;
-    if (!std::isfinite(op.duration_ns) || op.duration_ns <= 0 || op.size_bytes == 0 || op.src < 0 || op.dst < 0) {
-      skip(line_no, line, "duration or size not positive");
-      continue;
-    }
-    op.backend = ib >= 0 ? std::string(trim(at(ib))) : "unknown";
-    if (ib >= 0 && !known_backend(op.backend, c->plan_backends)) {
-      skip(line_no, line, c->plan_backends.empty() ? "unknown backend name" : "backend not in the campaign's plan");
-      continue;
-    }
-    if (icfg >= 0 && irep >= 0) {
+    if (k.cfg >= 0 && k.rep >= 0) {
       const auto [it, fresh] = seen.emplace(std::make_pair(op.config_id, op.repetition), line_no);
       if (!fresh) {
         ++c->rows_duplicate;

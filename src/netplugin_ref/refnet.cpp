@@ -19,6 +19,7 @@
 #include <cstring>
 #include <fstream>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,179 +75,218 @@ ssize_t pull(Comm* c, iovec* iov, int n) {
   return ::readv(c->fd, iov, n);
 }
 
+// The steps of progress() below return whether it goes on with the next request; when
+// one returns false, progress() returns c->err: kSuccess where the socket would block or
+// a fault limit was reached, the error where fail() recorded one.
+
+// Whether an injected fault (P2PSCOPE_REFNET_FAIL/DIE_AFTER_BYTES) fires now; else
+// `limit` becomes the bytes this comm may still move before it does.
+bool fault_fires(Comm* c, const Req& r, std::uint64_t& limit) {
+  if (!c->faulty()) return false;
+  const std::uint64_t stop = std::min(g.fail_after, g.die_after);
+  if (stop == kOff) return false;
+  if (c->moved < stop) {
+    limit = stop - c->moved;
+    return false;
+  }
+  if (g.die_after != kOff && c->moved >= g.die_after) {
+    WARN("refnet: comm dies after %llu bytes (P2PSCOPE_REFNET_DIE_AFTER_BYTES): closing its socket",
+         (unsigned long long)c->moved);
+    ::shutdown(c->fd, SHUT_RDWR);
+    ::close(c->fd);
+    c->fd = -1;
+    fail(c, abi::kSystemError);
+    return true;
+  }
+  WARN("refnet: injected error after %llu bytes (P2PSCOPE_REFNET_FAIL_AFTER_BYTES), request #%llu",
+       (unsigned long long)c->moved, (unsigned long long)r.seq);
+  fail(c, abi::kSystemError);
+  return true;
+}
+
+// Every posted send in one sendmsg (headers and payloads): small chunks cost one system
+// call per window, not one per chunk.
+bool send_window(Comm* c, const Req& r, std::uint64_t limit) {
+  iovec iov[kMaxRequests * 2];
+  int n = 0;
+  std::uint64_t budget = limit;
+  std::size_t asked = 0;
+  for (std::uint64_t q = c->active; q < c->tail; ++q) {
+    Req& x = c->reqs[q % kMaxRequests];
+    if (x.hdr_done < 8) {
+      iov[n++] = {reinterpret_cast<char*>(&x.hdr) + x.hdr_done, 8 - x.hdr_done};
+      asked += 8 - x.hdr_done;
+    }
+    const std::size_t want = std::min<std::uint64_t>(x.total - x.done, budget);
+    if (want) {
+      iov[n++] = {x.data + x.done, want};
+      asked += want;
+      budget -= want;
+    }
+    if (x.done + want < x.total) break;  // a fault limit ends the batch mid-request
+  }
+  if (asked == 0) return false;  // limited to zero: the fault fires on the next call
+  msghdr mh{};
+  mh.msg_iov = iov;
+  mh.msg_iovlen = static_cast<std::size_t>(n);
+  ssize_t k = ::sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (k < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
+    WARN("refnet: send on device %d failed after %llu bytes, request #%llu: %s (the peer closed?)", c->dev,
+         (unsigned long long)c->moved, (unsigned long long)r.seq, std::strerror(errno));
+    fail(c, abi::kRemoteError);
+    return false;
+  }
+  std::size_t got = static_cast<std::size_t>(k);
+  for (std::uint64_t q = c->active; got > 0 && q < c->tail; ++q) {
+    Req& x = c->reqs[q % kMaxRequests];
+    const std::size_t h = std::min(got, 8 - x.hdr_done);
+    x.hdr_done += h;
+    got -= h;
+    const std::size_t b = std::min(got, x.total - x.done);
+    x.done += b;
+    got -= b;
+    c->moved += b;
+  }
+  while (c->active < c->tail) {
+    Req& x = c->reqs[c->active % kMaxRequests];
+    if (x.hdr_done < 8 || x.done < x.total) break;
+    x.complete = true;
+    ++c->active;
+  }
+  return static_cast<std::size_t>(k) >= asked;  // fewer bytes taken: the socket is full
+}
+
+// Reads (the rest of) a message's 8-byte header, and its payload in the same call when
+// the last message filled its receive. The readv result; c->err set when the message is
+// larger than the posted receive.
+ssize_t recv_header(Comm* c, Req& r) {
+  iovec iov[2];
+  int n = 0;
+  iov[n++] = {reinterpret_cast<char*>(&r.hdr) + r.hdr_done, 8 - r.hdr_done};
+  const bool both = c->exact && !c->meta && !c->faulty() && r.hdr_done == 0 && r.posted > 0;
+  if (both) iov[n++] = {r.data, r.posted};
+  const ssize_t k = pull(c, iov, n);
+  if (k <= 0) return k;
+  std::size_t got = static_cast<std::size_t>(k);
+  const std::size_t h = std::min(got, 8 - r.hdr_done);
+  r.hdr_done += h;
+  got -= h;
+  if (r.hdr_done == 8) {
+    r.total = r.hdr;
+    if (r.total > r.posted) {
+      WARN("refnet: message of %llu bytes is larger than the posted receive of %llu (request #%llu)",
+           (unsigned long long)r.total, (unsigned long long)r.posted, (unsigned long long)r.seq);
+      fail(c, abi::kInvalidUsage);
+      return k;
+    }
+    if (got > r.total) {  // a shorter message: the rest is the next one's
+      c->carry.insert(c->carry.begin() + static_cast<std::ptrdiff_t>(c->carry_off), r.data + r.total, r.data + got);
+      got = r.total;
+    }
+    r.done = got;
+    c->moved += got;
+  }
+  return k;
+}
+
+// Reads payload bytes, at most `limit`; nullopt when the fault limit stops the message.
+std::optional<ssize_t> recv_payload(Comm* c, Req& r, std::uint64_t limit) {
+  const std::size_t want = std::min<std::uint64_t>(r.total - r.done, limit);
+  if (want == 0 && r.done < r.total) return std::nullopt;
+  ssize_t k;
+  if (c->meta) {
+    // UNPACK: pages of this message go to the slot's bounce area, out of order.
+    const std::size_t slot = r.seq % abi::kUnpackQueueDepth;
+    char* base = c->bounce + slot * kUnpackSliceBytes;
+    const std::size_t npages = (r.total + kPageBytes - 1) / kPageBytes;
+    iovec iov[IOV_MAX];
+    int n = 0;
+    std::size_t off = r.done, left = want;
+    while (left && n < IOV_MAX) {
+      std::size_t page = off / kPageBytes, in = off % kPageBytes;
+      std::size_t len = std::min<std::size_t>(kPageBytes - in, left);
+      iov[n++] = {base + page_slot(page, npages) * kPageBytes + in, len};
+      off += len;
+      left -= len;
+    }
+    k = n ? pull(c, iov, n) : 0;
+  } else {
+    iovec iov{r.data + r.done, want};
+    k = want ? pull(c, &iov, 1) : 0;
+  }
+  if (k > 0) {
+    r.done += static_cast<std::size_t>(k);
+    c->moved += static_cast<std::uint64_t>(k);
+  }
+  if (want == 0) k = 1;  // an empty message completes without a read
+  return k;
+}
+
+// A whole message is in: copy it to CUDA memory, or describe its pages for the unpack
+// kernel, and retire the request.
+bool complete_receive(Comm* c, Req& r) {
+  c->exact = r.total == r.posted;
+  if (r.cuda_mr && !host_to_cuda(r.cuda_mr, r.user, r.data, r.total)) {
+    WARN("refnet: copying %llu received bytes to CUDA memory %p failed", (unsigned long long)r.total,
+         static_cast<void*>(r.user));
+    fail(c, abi::kUnhandledCudaError);
+    return false;
+  }
+  r.complete = true;
+  if (c->meta) {
+    const std::size_t slot = r.seq % abi::kUnpackQueueDepth;
+    const std::size_t npages = (r.total + kPageBytes - 1) / kPageBytes;
+    for (std::size_t p = 0; p < npages; ++p) {
+      abi::UnpackMeta& m = c->meta->mem[slot][p];
+      m.src_off = static_cast<std::uint32_t>(slot * kUnpackSliceBytes + page_slot(p, npages) * kPageBytes);
+      m.len = static_cast<std::uint32_t>(std::min<std::size_t>(kPageBytes, r.total - p * kPageBytes));
+      m.dst_off = p * kPageBytes;
+    }
+    c->meta->cnt[slot] = npages;
+  }
+  ++c->active;
+  return true;
+}
+
+bool receive_step(Comm* c, Req& r, std::uint64_t limit) {
+  ssize_t k;
+  if (r.hdr_done < 8) {
+    k = recv_header(c, r);
+    if (c->err != abi::kSuccess) return false;
+  } else {
+    const std::optional<ssize_t> got = recv_payload(c, r, limit);
+    if (!got) return false;
+    k = *got;
+  }
+  if (k == 0) {
+    WARN("refnet: connection closed by the peer after %llu bytes on device %d, request #%llu (%llu of %llu "
+         "bytes received)", (unsigned long long)c->moved, c->dev, (unsigned long long)r.seq,
+         (unsigned long long)r.done, (unsigned long long)r.total);
+    fail(c, abi::kRemoteError);
+    return false;
+  }
+  if (k < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
+    WARN("refnet: recv on device %d failed after %llu bytes: %s", c->dev, (unsigned long long)c->moved,
+         std::strerror(errno));
+    fail(c, abi::kRemoteError);
+    return false;
+  }
+  if (r.hdr_done == 8 && r.done == r.total) return complete_receive(c, r);
+  return true;
+}
+
 // Move bytes of the oldest incomplete request(s) until the socket would block.
 Result progress(Comm* c) {
   if (c->err != abi::kSuccess) return c->err;
   while (c->active < c->tail) {
     Req& r = c->reqs[c->active % kMaxRequests];
     std::uint64_t limit = SIZE_MAX;  // bytes this comm may still move before a fault
-    if (c->faulty()) {
-      std::uint64_t stop = std::min(g.fail_after, g.die_after);
-      if (stop != kOff) {
-        if (c->moved >= stop) {
-          if (g.die_after != kOff && c->moved >= g.die_after) {
-            WARN("refnet: comm dies after %llu bytes (P2PSCOPE_REFNET_DIE_AFTER_BYTES): closing its socket",
-                 (unsigned long long)c->moved);
-            ::shutdown(c->fd, SHUT_RDWR);
-            ::close(c->fd);
-            c->fd = -1;
-            return fail(c, abi::kSystemError);
-          }
-          WARN("refnet: injected error after %llu bytes (P2PSCOPE_REFNET_FAIL_AFTER_BYTES), request #%llu",
-               (unsigned long long)c->moved, (unsigned long long)r.seq);
-          return fail(c, abi::kSystemError);
-        }
-        limit = stop - c->moved;
-      }
-    }
-    if (c->send) {
-      // Every posted send in one sendmsg (headers and payloads): small chunks cost one
-      // system call per window, not one per chunk.
-      iovec iov[kMaxRequests * 2];
-      int n = 0;
-      std::uint64_t budget = limit;
-      std::size_t asked = 0;
-      for (std::uint64_t q = c->active; q < c->tail; ++q) {
-        Req& x = c->reqs[q % kMaxRequests];
-        if (x.hdr_done < 8) {
-          iov[n++] = {reinterpret_cast<char*>(&x.hdr) + x.hdr_done, 8 - x.hdr_done};
-          asked += 8 - x.hdr_done;
-        }
-        const std::size_t want = std::min<std::uint64_t>(x.total - x.done, budget);
-        if (want) {
-          iov[n++] = {x.data + x.done, want};
-          asked += want;
-          budget -= want;
-        }
-        if (x.done + want < x.total) break;  // a fault limit ends the batch mid-request
-      }
-      if (asked == 0) break;  // limited to zero: the fault fires on the next call
-      msghdr mh{};
-      mh.msg_iov = iov;
-      mh.msg_iovlen = static_cast<std::size_t>(n);
-      ssize_t k = ::sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (k < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return abi::kSuccess;
-        WARN("refnet: send on device %d failed after %llu bytes, request #%llu: %s (the peer closed?)", c->dev,
-             (unsigned long long)c->moved, (unsigned long long)r.seq, std::strerror(errno));
-        return fail(c, abi::kRemoteError);
-      }
-      std::size_t got = static_cast<std::size_t>(k);
-      for (std::uint64_t q = c->active; got > 0 && q < c->tail; ++q) {
-        Req& x = c->reqs[q % kMaxRequests];
-        const std::size_t h = std::min(got, 8 - x.hdr_done);
-        x.hdr_done += h;
-        got -= h;
-        const std::size_t b = std::min(got, x.total - x.done);
-        x.done += b;
-        got -= b;
-        c->moved += b;
-      }
-      while (c->active < c->tail) {
-        Req& x = c->reqs[c->active % kMaxRequests];
-        if (x.hdr_done < 8 || x.done < x.total) break;
-        x.complete = true;
-        ++c->active;
-      }
-      if (static_cast<std::size_t>(k) < asked) return abi::kSuccess;  // the socket is full
-      continue;
-    } else {
-      ssize_t k;
-      if (r.hdr_done < 8) {
-        iovec iov[2];
-        int n = 0;
-        iov[n++] = {reinterpret_cast<char*>(&r.hdr) + r.hdr_done, 8 - r.hdr_done};
-        // Header and payload in one call when the last message filled its receive.
-        const bool both = c->exact && !c->meta && !c->faulty() && r.hdr_done == 0 && r.posted > 0;
-        if (both) iov[n++] = {r.data, r.posted};
-        k = pull(c, iov, n);
-        if (k > 0) {
-          std::size_t got = static_cast<std::size_t>(k);
-          const std::size_t h = std::min(got, 8 - r.hdr_done);
-          r.hdr_done += h;
-          got -= h;
-          if (r.hdr_done == 8) {
-            r.total = r.hdr;
-            if (r.total > r.posted) {
-              WARN("refnet: message of %llu bytes is larger than the posted receive of %llu (request #%llu)",
-                   (unsigned long long)r.total, (unsigned long long)r.posted, (unsigned long long)r.seq);
-              return fail(c, abi::kInvalidUsage);
-            }
-            if (got > r.total) {  // a shorter message: the rest is the next one's
-              c->carry.insert(c->carry.begin() + static_cast<std::ptrdiff_t>(c->carry_off), r.data + r.total,
-                              r.data + got);
-              got = r.total;
-            }
-            r.done = got;
-            c->moved += got;
-          }
-          if (r.hdr_done < 8 || r.done < r.total) continue;
-        }
-      } else {
-        std::size_t want = std::min<std::uint64_t>(r.total - r.done, limit);
-        if (want == 0 && r.done < r.total) break;
-        if (c->meta) {
-          // UNPACK: pages of this message go to the slot's bounce area, out of order.
-          const std::size_t slot = r.seq % abi::kUnpackQueueDepth;
-          char* base = c->bounce + slot * kUnpackSliceBytes;
-          const std::size_t npages = (r.total + kPageBytes - 1) / kPageBytes;
-          iovec iov[IOV_MAX];
-          int n = 0;
-          std::size_t off = r.done, left = want;
-          while (left && n < IOV_MAX) {
-            std::size_t page = off / kPageBytes, in = off % kPageBytes;
-            std::size_t len = std::min<std::size_t>(kPageBytes - in, left);
-            iov[n++] = {base + page_slot(page, npages) * kPageBytes + in, len};
-            off += len;
-            left -= len;
-          }
-          k = n ? pull(c, iov, n) : 0;
-        } else {
-          iovec iov{r.data + r.done, want};
-          k = want ? pull(c, &iov, 1) : 0;
-        }
-        if (k > 0) {
-          r.done += static_cast<std::size_t>(k);
-          c->moved += static_cast<std::uint64_t>(k);
-        }
-        if (want == 0) k = 1;  // an empty message completes without a read
-      }
-      if (k == 0) {
-        WARN("refnet: connection closed by the peer after %llu bytes on device %d, request #%llu (%llu of %llu "
-             "bytes received)", (unsigned long long)c->moved, c->dev, (unsigned long long)r.seq,
-             (unsigned long long)r.done, (unsigned long long)r.total);
-        return fail(c, abi::kRemoteError);
-      }
-      if (k < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return abi::kSuccess;
-        WARN("refnet: recv on device %d failed after %llu bytes: %s", c->dev, (unsigned long long)c->moved,
-             std::strerror(errno));
-        return fail(c, abi::kRemoteError);
-      }
-    }
-    if (r.hdr_done == 8 && r.done == r.total) {
-      c->exact = r.total == r.posted;
-      if (r.cuda_mr && !host_to_cuda(r.cuda_mr, r.user, r.data, r.total)) {
-        WARN("refnet: copying %llu received bytes to CUDA memory %p failed", (unsigned long long)r.total,
-             static_cast<void*>(r.user));
-        return fail(c, abi::kUnhandledCudaError);
-      }
-      r.complete = true;
-      if (c->meta) {
-        const std::size_t slot = r.seq % abi::kUnpackQueueDepth;
-        const std::size_t npages = (r.total + kPageBytes - 1) / kPageBytes;
-        for (std::size_t p = 0; p < npages; ++p) {
-          abi::UnpackMeta& m = c->meta->mem[slot][p];
-          m.src_off = static_cast<std::uint32_t>(slot * kUnpackSliceBytes + page_slot(p, npages) * kPageBytes);
-          m.len = static_cast<std::uint32_t>(std::min<std::size_t>(kPageBytes, r.total - p * kPageBytes));
-          m.dst_off = p * kPageBytes;
-        }
-        c->meta->cnt[slot] = npages;
-      }
-      ++c->active;
-    }
+    if (fault_fires(c, r, limit)) break;
+    if (!(c->send ? send_window(c, r, limit) : receive_step(c, r, limit))) break;
   }
-  return abi::kSuccess;
+  return c->err;  // kSuccess unless a step failed the comm
 }
 
 // P2PSCOPE_REFNET_MAX_REQUESTS: a post past that many outstanding fails, as plugins

@@ -31,6 +31,26 @@ int ceil_log2(int p) {
   return r;
 }
 
+// A prediction being priced step by step: the time and steps add up, and the costliest
+// step is kept for the bottleneck.
+struct Schedule {
+  Prediction& r;
+  int phases = 1;
+  StepCost worst;
+  void add(const StepCost& c, int times) {
+    r.time_ns += c.ns * times;
+    r.steps += times;
+    r.extrapolated = r.extrapolated || c.extrapolated;
+    if (c.ns > worst.ns || worst.src < 0) worst = c;
+  }
+  void whole(const StepCost& c, int steps) {  // a pipelined schedule priced as a whole
+    r.time_ns = c.ns;
+    r.steps = steps;
+    r.extrapolated = c.extrapolated;
+    worst = c;
+  }
+};
+
 }  // namespace
 
 struct Predictor::Impl {
@@ -90,6 +110,11 @@ struct Predictor::Impl {
     }
     return best;
   }
+
+  // The three schedules predict() prices: S bytes of `op` over all ranks.
+  void ring_per_dimension(Collective op, double S, Schedule& sch) const;
+  void ring(Collective op, double S, Schedule& sch) const;
+  void tree(Collective op, double S, Schedule& sch) const;
 
   std::string name(const StepCost& c) const {
     if (c.src < 0) return "";
@@ -193,117 +218,120 @@ std::vector<std::string> Predictor::assumptions(Algorithm a) const {
   return out;
 }
 
+// A ring per dimension, as ASTRA-sim runs one "ring" per dimension: NPU i = a0 + n0 a1.
+void Predictor::Impl::ring_per_dimension(Collective op, double S, Schedule& sch) const {
+  const int n0 = plan.dims[0].npus, n1 = plan.dims[1].npus;
+  Pairs in0, in1;
+  for (int i = 0; i < p(); ++i) {
+    const int a0 = i % n0, a1 = i / n0;
+    in0.emplace_back(i, a1 * n0 + (a0 + 1) % n0);
+    in1.emplace_back(i, ((a1 + 1) % n1) * n0 + a0);
+  }
+  const StepCost inside = step(in0, S / n0), across = step(in1, S / p());
+  if (op == Collective::allreduce) {
+    sch.add(inside, n0 - 1);
+    sch.add(across, 2 * (n1 - 1));
+    sch.add(inside, n0 - 1);
+    sch.phases = 3;
+  } else {
+    sch.add(inside, n0 - 1);
+    sch.add(across, n1 - 1);
+    sch.phases = 2;
+  }
+  sch.r.schedule = fmt::format("ring per dimension: {} x {}", n0, n1);
+}
+
+void Predictor::Impl::ring(Collective op, double S, Schedule& sch) const {
+  const int np = p();
+  const double chunk = S / np;
+  Pairs ring, chain;
+  for (int i = 0; i < np; ++i) ring.emplace_back(i, (i + 1) % np);
+  for (int i = 0; i + 1 < np; ++i) chain.emplace_back(i, i + 1);
+  sch.r.schedule = fmt::format("ring over {} ranks", np);
+  switch (op) {
+    case Collective::allreduce: sch.add(step(ring, chunk), 2 * (np - 1)); break;
+    case Collective::allgather:
+    case Collective::reducescatter: sch.add(step(ring, chunk), np - 1); break;
+    case Collective::alltoall:
+      for (int k = 1; k < np; ++k) {
+        Pairs shift;
+        for (int i = 0; i < np; ++i) shift.emplace_back(i, (i + k) % np);
+        sch.add(step(shift, chunk), 1);
+      }
+      break;
+    case Collective::broadcast: {
+      int steps = 0;
+      const StepCost c = pipeline(chain, {}, np - 1, S, &steps);
+      sch.whole(c, steps);
+      break;
+    }
+  }
+}
+
+void Predictor::Impl::tree(Collective op, double S, Schedule& sch) const {
+  const int np = p();
+  const double chunk = S / np;
+  Pairs up, down;
+  for (int i = 1; i < np; ++i) {
+    up.emplace_back(i, (i - 1) / 2);
+    down.emplace_back((i - 1) / 2, i);
+  }
+  const int depth = static_cast<int>(std::floor(std::log2(np)));
+  sch.r.schedule = fmt::format("tree over {} ranks", np);
+  const int rounds = ceil_log2(np);
+  switch (op) {
+    case Collective::allreduce:
+    case Collective::broadcast: {
+      int steps = 0;
+      const StepCost c = op == Collective::allreduce ? pipeline(up, down, 2 * depth, S, &steps)
+                                                     : pipeline(down, {}, depth, S, &steps);
+      sch.whole(c, steps);
+      break;
+    }
+    case Collective::allgather:
+    case Collective::reducescatter:
+      for (int q = 0; q < rounds; ++q) {
+        const int rr = op == Collective::allgather ? q : rounds - 1 - q;  // halving: the largest block first
+        Pairs x;
+        for (int i = 0; i < np; ++i)
+          if ((i ^ (1 << rr)) < np) x.emplace_back(i, i ^ (1 << rr));
+        sch.add(step(x, chunk * (1 << rr)), 1);
+      }
+      break;
+    case Collective::alltoall:
+      for (int q = 0; q < rounds; ++q) {
+        int blocks = 0;
+        for (int j = 1; j < np; ++j) blocks += (j >> q) & 1;
+        Pairs x;
+        for (int i = 0; i < np; ++i) x.emplace_back(i, (i + (1 << q)) % np);
+        sch.add(step(x, chunk * blocks), 1);
+      }
+      break;
+  }
+}
+
 Prediction Predictor::predict(Collective op, Algorithm algo, std::uint64_t size_bytes) const {
   const Impl& s = *impl_;
   if (size_bytes == 0)
     throw UsageError("size 0: a collective of 0 bytes moves nothing and has no time to predict; give 1 byte or more");
   const int p = s.p();
-  const double S = static_cast<double>(size_bytes), chunk = S / p;
+  const double S = static_cast<double>(size_bytes);
   Prediction r;
   r.op = op;
   r.algorithm = algo;
   r.size_bytes = size_bytes;
-  int phases = 1;
-  StepCost worst;  // the costliest step, for the bottleneck
-  auto add = [&](const StepCost& c, int times) {
-    r.time_ns += c.ns * times;
-    r.steps += times;
-    r.extrapolated = r.extrapolated || c.extrapolated;
-    if (c.ns > worst.ns || worst.src < 0) worst = c;
-  };
-  auto whole = [&](const StepCost& c, int steps) {  // a pipelined schedule priced as a whole
-    r.time_ns = c.ns;
-    r.steps = steps;
-    r.extrapolated = c.extrapolated;
-    worst = c;
-  };
-  Pairs ring, chain, up, down;
-  for (int i = 0; i < p; ++i) ring.emplace_back(i, (i + 1) % p);
-  for (int i = 0; i + 1 < p; ++i) chain.emplace_back(i, i + 1);
-  for (int i = 1; i < p; ++i) {
-    up.emplace_back(i, (i - 1) / 2);
-    down.emplace_back((i - 1) / 2, i);
-  }
-  const int depth = static_cast<int>(std::floor(std::log2(p)));
+  Schedule sch{r};
   const bool dims2 = s.plan.dims.size() == 2;
   if (algo == Algorithm::ring && dims2 &&
-      (op == Collective::allreduce || op == Collective::allgather || op == Collective::reducescatter)) {
-    // A ring per dimension, as ASTRA-sim runs one "ring" per dimension: NPU i = a0 + n0 a1.
-    const int n0 = s.plan.dims[0].npus, n1 = s.plan.dims[1].npus;
-    Pairs in0, in1;
-    for (int i = 0; i < p; ++i) {
-      const int a0 = i % n0, a1 = i / n0;
-      in0.emplace_back(i, a1 * n0 + (a0 + 1) % n0);
-      in1.emplace_back(i, ((a1 + 1) % n1) * n0 + a0);
-    }
-    const StepCost inside = s.step(in0, S / n0), across = s.step(in1, S / p);
-    if (op == Collective::allreduce) {
-      add(inside, n0 - 1);
-      add(across, 2 * (n1 - 1));
-      add(inside, n0 - 1);
-      phases = 3;
-    } else {
-      add(inside, n0 - 1);
-      add(across, n1 - 1);
-      phases = 2;
-    }
-    r.schedule = fmt::format("ring per dimension: {} x {}", n0, n1);
-  } else if (algo == Algorithm::ring) {
-    r.schedule = fmt::format("ring over {} ranks", p);
-    switch (op) {
-      case Collective::allreduce: add(s.step(ring, chunk), 2 * (p - 1)); break;
-      case Collective::allgather:
-      case Collective::reducescatter: add(s.step(ring, chunk), p - 1); break;
-      case Collective::alltoall:
-        for (int k = 1; k < p; ++k) {
-          Pairs shift;
-          for (int i = 0; i < p; ++i) shift.emplace_back(i, (i + k) % p);
-          add(s.step(shift, chunk), 1);
-        }
-        break;
-      case Collective::broadcast: {
-        int steps = 0;
-        const StepCost c = s.pipeline(chain, {}, p - 1, S, &steps);
-        whole(c, steps);
-        break;
-      }
-    }
-  } else {
-    r.schedule = fmt::format("tree over {} ranks", p);
-    const int rounds = ceil_log2(p);
-    switch (op) {
-      case Collective::allreduce:
-      case Collective::broadcast: {
-        int steps = 0;
-        const StepCost c = op == Collective::allreduce ? s.pipeline(up, down, 2 * depth, S, &steps)
-                                                       : s.pipeline(down, {}, depth, S, &steps);
-        whole(c, steps);
-        break;
-      }
-      case Collective::allgather:
-      case Collective::reducescatter:
-        for (int q = 0; q < rounds; ++q) {
-          const int rr = op == Collective::allgather ? q : rounds - 1 - q;  // halving: the largest block first
-          Pairs x;
-          for (int i = 0; i < p; ++i)
-            if ((i ^ (1 << rr)) < p) x.emplace_back(i, i ^ (1 << rr));
-          add(s.step(x, chunk * (1 << rr)), 1);
-        }
-        break;
-      case Collective::alltoall:
-        for (int q = 0; q < rounds; ++q) {
-          int blocks = 0;
-          for (int j = 1; j < p; ++j) blocks += (j >> q) & 1;
-          Pairs x;
-          for (int i = 0; i < p; ++i) x.emplace_back(i, (i + (1 << q)) % p);
-          add(s.step(x, chunk * blocks), 1);
-        }
-        break;
-    }
-  }
-  r.endpoint_ns = static_cast<double>(s.endpoint_delay_ns) * (r.steps + phases);
+      (op == Collective::allreduce || op == Collective::allgather || op == Collective::reducescatter))
+    s.ring_per_dimension(op, S, sch);
+  else if (algo == Algorithm::ring)
+    s.ring(op, S, sch);
+  else
+    s.tree(op, S, sch);
+  r.endpoint_ns = static_cast<double>(s.endpoint_delay_ns) * (r.steps + sch.phases);
   r.time_ns += r.endpoint_ns;
-  r.bottleneck = s.name(worst);
+  r.bottleneck = s.name(sch.worst);
   r.algbw_bytes_per_s = r.time_ns > 0 ? S / r.time_ns * 1e9 : 0;
   r.busbw_bytes_per_s = r.algbw_bytes_per_s * busbw_factor(op, p);
   return r;

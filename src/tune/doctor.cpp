@@ -123,22 +123,43 @@ std::vector<std::string> socket_interfaces(const topo::Topology& t) {
   return out;
 }
 
-std::vector<Finding> topology_findings(const topo::Topology& t, const std::map<std::string, std::string>& env,
-                                       const std::map<std::string, std::string>& env_source) {
-  std::vector<Finding> out;
-  auto get = [&](const char* n) -> std::string {
+namespace {
+
+// The environment the findings judge, and where each variable was set.
+struct EnvView {
+  const std::map<std::string, std::string>& env;
+  const std::map<std::string, std::string>& env_source;
+  std::string get(const char* n) const {
     auto it = env.find(n);
     return it == env.end() ? "" : it->second;
-  };
-  auto from = [&](const std::string& n) {
+  }
+  std::string from(const std::string& n) const {
     auto it = env_source.find(n);
     return " (" + (it == env_source.end() ? std::string("the doctor's own shell") : it->second) + ")";
-  };
-  // Interfaces for NCCL_SOCKET_IFNAME.
+  }
+};
+
+// Whether a NCCL_SOCKET_IFNAME value other than "^..." (exclusion) names an interface of
+// this host: comma-separated prefixes, or exact names after '='.
+bool socket_ifname_matches(const topo::Topology& t, const std::string& cur_if) {
+  const std::string want = cur_if[0] == '=' ? cur_if.substr(1) : cur_if;
+  bool match = false;
+  for (const auto& n : t.nics)
+    for (std::size_t b = 0, e; b <= want.size(); b = e + 1) {
+      e = want.find(',', b);
+      if (e == std::string::npos) e = want.size();
+      const std::string p = want.substr(b, e - b);
+      if (!p.empty() && (cur_if[0] == '=' ? n.name == p : n.name.rfind(p, 0) == 0)) match = true;
+    }
+  return match;
+}
+
+// Interfaces for NCCL_SOCKET_IFNAME.
+void socket_findings(const topo::Topology& t, const EnvView& e, std::vector<Finding>& out) {
   const auto ifs = socket_interfaces(t);
   std::string ifl;
   for (const auto& i : ifs) ifl += (ifl.empty() ? "" : ",") + i;
-  const std::string cur_if = get("NCCL_SOCKET_IFNAME");
+  const std::string cur_if = e.get("NCCL_SOCKET_IFNAME");
   const std::string mgmt = management_nic(t);
   if (!mgmt.empty() && std::find(ifs.begin(), ifs.end(), mgmt) == ifs.end())
     out.push_back(make("net.management_nic", "info",
@@ -147,34 +168,50 @@ std::vector<Finding> topology_findings(const topo::Topology& t, const std::map<s
                        {"default route via " + mgmt}, ""));
   if (cur_if == "lo" || cur_if == "=lo") {
     out.push_back(make("net.socket_ifname_loopback", "warning",
-                       "NCCL_SOCKET_IFNAME=" + cur_if + from("NCCL_SOCKET_IFNAME") +
+                       "NCCL_SOCKET_IFNAME=" + cur_if + e.from("NCCL_SOCKET_IFNAME") +
                            ": NCCL's sockets stay on this host (loopback); between hosts use a data NIC",
-                       {"NCCL_SOCKET_IFNAME=" + cur_if + from("NCCL_SOCKET_IFNAME"), "data interfaces: " + ifl},
+                       {"NCCL_SOCKET_IFNAME=" + cur_if + e.from("NCCL_SOCKET_IFNAME"), "data interfaces: " + ifl},
                        ifs.empty() ? "" : "export NCCL_SOCKET_IFNAME=" + ifl));
   } else if (ifs.empty()) {
     out.push_back(make("net.no_interface", "warning", "no physical network interface is up", {}, "ip link   # bring the data NIC up"));
   } else if (cur_if.empty()) {
     out.push_back(make("net.socket_ifname", "info",
-                       "NCCL_SOCKET_IFNAME is unset" + from("NCCL_SOCKET_IFNAME") +
+                       "NCCL_SOCKET_IFNAME is unset" + e.from("NCCL_SOCKET_IFNAME") +
                            "; the data interfaces that are up: " + ifl,
                        {"interfaces: " + ifl}, "export NCCL_SOCKET_IFNAME=" + ifl));
-  } else if (cur_if[0] != '^') {
-    std::string want = cur_if[0] == '=' ? cur_if.substr(1) : cur_if;
-    bool match = false;
-    for (const auto& n : t.nics)
-      for (std::size_t b = 0, e; b <= want.size(); b = e + 1) {
-        e = want.find(',', b);
-        if (e == std::string::npos) e = want.size();
-        const std::string p = want.substr(b, e - b);
-        if (!p.empty() && (cur_if[0] == '=' ? n.name == p : n.name.rfind(p, 0) == 0)) match = true;
-      }
-    if (!match)
-      out.push_back(make("net.socket_ifname_missing", "error",
-                         "NCCL_SOCKET_IFNAME=" + cur_if + from("NCCL_SOCKET_IFNAME") + " matches no interface on this host",
-                         {"NCCL_SOCKET_IFNAME=" + cur_if, "interfaces: " + ifl}, "export NCCL_SOCKET_IFNAME=" + ifl));
+  } else if (cur_if[0] != '^' && !socket_ifname_matches(t, cur_if)) {
+    out.push_back(make("net.socket_ifname_missing", "error",
+                       "NCCL_SOCKET_IFNAME=" + cur_if + e.from("NCCL_SOCKET_IFNAME") + " matches no interface on this host",
+                       {"NCCL_SOCKET_IFNAME=" + cur_if, "interfaces: " + ifl}, "export NCCL_SOCKET_IFNAME=" + ifl));
   }
+}
 
-  // RDMA devices, ports, GIDs.
+// An active RoCE (Ethernet link layer) port: its GID index and the QoS it wants.
+void roce_port_findings(const topo::RdmaDevice& d, const topo::RdmaPort& p, std::vector<std::string> ev, const EnvView& e,
+                        std::vector<Finding>& out) {
+  const int gid = roce_v2_ipv4_gid_index(p);
+  for (const auto& g : p.gids) ev.push_back("GID[" + std::to_string(g.index) + "] " + g.gid + " " + g.type + " " + g.netdev);
+  const std::string cur = e.get("NCCL_IB_GID_INDEX");
+  if (gid < 0)
+    out.push_back(make("rdma.no_roce_v2_gid", "warning",
+                       d.name + ":" + std::to_string(p.port) + " has no RoCE v2 GID with an IPv4 address", ev,
+                       "ip addr add <IPv4>/<len> dev " + (d.netdevs.empty() ? std::string("<netdev>") : d.netdevs[0])));
+  else if (cur != std::to_string(gid))
+    out.push_back(make("rdma.gid_index", cur.empty() ? "info" : "warning",
+                       d.name + ":" + std::to_string(p.port) + ": the RoCE v2 IPv4-mapped GID is index " + std::to_string(gid) +
+                           (cur.empty() ? "" : ", but NCCL_IB_GID_INDEX=" + cur),
+                       ev, "export NCCL_IB_GID_INDEX=" + std::to_string(gid)));
+  const std::string nd = d.netdevs.empty() ? "<netdev>" : d.netdevs[0];
+  out.push_back(make("rdma.roce_qos", "info",
+                     d.name + " is RoCE: use a lossless traffic class (PFC) with ECN so that drops do not stall RDMA",
+                     {"link layer Ethernet on " + d.name},
+                     "export NCCL_IB_TC=106   # DSCP 26 (<<2) | ECT: the class your switches map to the lossless priority\n"
+                     "mlnx_qos -i " + nd + " --trust dscp --pfc 0,0,0,1,0,0,0,0   # PFC on priority 3\n"
+                     "echo 1 | sudo tee /sys/class/net/" + nd + "/ecn/roce_np/enable/3 /sys/class/net/" + nd + "/ecn/roce_rp/enable/3"));
+}
+
+// RDMA devices, ports, GIDs.
+void rdma_findings(const topo::Topology& t, const EnvView& e, std::vector<Finding>& out) {
   std::vector<std::string> active;
   for (const auto& d : t.rdma)
     for (const auto& p : d.ports) {
@@ -186,42 +223,24 @@ std::vector<Finding> topology_findings(const topo::Topology& t, const std::map<s
         continue;
       }
       active.push_back(d.name + ":" + std::to_string(p.port));
-      if (p.link_layer == "Ethernet") {
-        const int gid = roce_v2_ipv4_gid_index(p);
-        for (const auto& g : p.gids) ev.push_back("GID[" + std::to_string(g.index) + "] " + g.gid + " " + g.type + " " + g.netdev);
-        const std::string cur = get("NCCL_IB_GID_INDEX");
-        if (gid < 0)
-          out.push_back(make("rdma.no_roce_v2_gid", "warning",
-                             d.name + ":" + std::to_string(p.port) + " has no RoCE v2 GID with an IPv4 address", ev,
-                             "ip addr add <IPv4>/<len> dev " + (d.netdevs.empty() ? std::string("<netdev>") : d.netdevs[0])));
-        else if (cur != std::to_string(gid))
-          out.push_back(make("rdma.gid_index", cur.empty() ? "info" : "warning",
-                             d.name + ":" + std::to_string(p.port) + ": the RoCE v2 IPv4-mapped GID is index " + std::to_string(gid) +
-                                 (cur.empty() ? "" : ", but NCCL_IB_GID_INDEX=" + cur),
-                             ev, "export NCCL_IB_GID_INDEX=" + std::to_string(gid)));
-        const std::string nd = d.netdevs.empty() ? "<netdev>" : d.netdevs[0];
-        out.push_back(make("rdma.roce_qos", "info",
-                           d.name + " is RoCE: use a lossless traffic class (PFC) with ECN so that drops do not stall RDMA",
-                           {"link layer Ethernet on " + d.name},
-                           "export NCCL_IB_TC=106   # DSCP 26 (<<2) | ECT: the class your switches map to the lossless priority\n"
-                           "mlnx_qos -i " + nd + " --trust dscp --pfc 0,0,0,1,0,0,0,0   # PFC on priority 3\n"
-                           "echo 1 | sudo tee /sys/class/net/" + nd + "/ecn/roce_np/enable/3 /sys/class/net/" + nd + "/ecn/roce_rp/enable/3"));
-      }
+      if (p.link_layer == "Ethernet") roce_port_findings(d, p, std::move(ev), e, out);
     }
   if (!active.empty()) {
     std::string hca;
     for (const auto& a : active) hca += (hca.empty() ? "" : ",") + a;
-    const std::string cur = get("NCCL_IB_HCA");
+    const std::string cur = e.get("NCCL_IB_HCA");
     if (cur.empty())
       out.push_back(make("rdma.ib_hca", "info", "active RDMA ports: " + hca, {hca}, "export NCCL_IB_HCA=" + hca));
-    if (get("NCCL_IB_DISABLE") == "1")
+    if (e.get("NCCL_IB_DISABLE") == "1")
       out.push_back(make("rdma.disabled_but_present", "error", "NCCL_IB_DISABLE=1 while RDMA ports are ACTIVE: NCCL will use TCP sockets",
                          {"NCCL_IB_DISABLE=1", "active: " + hca}, "unset NCCL_IB_DISABLE"));
   } else if (!t.rdma.empty()) {
     out.push_back(make("rdma.none_active", "warning", "RDMA devices exist but no port is ACTIVE: NCCL will fall back to sockets", {}, "ibv_devinfo"));
   }
+}
 
-  // GPU to nearest RDMA NIC path class and NCCL_NET_GDR_LEVEL.
+// GPU to nearest RDMA NIC path class and NCCL_NET_GDR_LEVEL.
+void gpu_nic_path_findings(const topo::Topology& t, std::vector<Finding>& out) {
   static const std::vector<std::string> order = {"PIX", "PXB", "PHB", "NODE", "SYS"};
   for (const auto& g : t.gpus) {
     std::string best, best_dev;
@@ -240,10 +259,12 @@ std::vector<Finding> topology_findings(const topo::Topology& t, const std::map<s
                        "GPU " + std::to_string(g.index) + " (" + g.pci + ") to " + best_dev + ": " + best + ": " + meaning,
                        {"path class " + best}, best == "PHB" ? "export NCCL_NET_GDR_LEVEL=PHB" : ""));
   }
+}
 
-  // Thread bindings of the TCPX plugin: NICs exist, CPUs on the NIC's node, TX/RX apart.
+// Thread bindings of the TCPX plugin: NICs exist, CPUs on the NIC's node, TX/RX apart.
+void binding_findings(const topo::Topology& t, const EnvView& e, std::vector<Finding>& out) {
   for (const char* var : {"NCCL_GPUDIRECTTCPX_TX_BINDINGS", "NCCL_GPUDIRECTTCPX_RX_BINDINGS"}) {
-    const std::string v = get(var);
+    const std::string v = e.get(var);
     if (v.empty()) continue;
     try {
       for (const auto& b : parse_bindings(v)) {
@@ -265,10 +286,22 @@ std::vector<Finding> topology_findings(const topo::Topology& t, const std::map<s
                                  format_cpulist(remote) + " of another node",
                              {std::string(var) + "=" + v}, "p2pscope irq plan --nics " + b.nic));
       }
-    } catch (const UsageError& e) {
-      out.push_back(make("bind.malformed", "error", std::string(var) + " is malformed: " + e.what(), {std::string(var) + "=" + v}, ""));
+    } catch (const UsageError& ex) {
+      out.push_back(make("bind.malformed", "error", std::string(var) + " is malformed: " + ex.what(), {std::string(var) + "=" + v}, ""));
     }
   }
+}
+
+}  // namespace
+
+std::vector<Finding> topology_findings(const topo::Topology& t, const std::map<std::string, std::string>& env,
+                                       const std::map<std::string, std::string>& env_source) {
+  const EnvView e{env, env_source};
+  std::vector<Finding> out;
+  socket_findings(t, e, out);
+  rdma_findings(t, e, out);
+  gpu_nic_path_findings(t, out);
+  binding_findings(t, e, out);
   return out;
 }
 

@@ -83,18 +83,25 @@ nlohmann::json to_json(const Finding& f) {
   return {{"id", f.id}, {"severity", f.severity}, {"title", f.title}, {"evidence", f.evidence}, {"fix", f.fix}};
 }
 
-std::vector<Finding> check_nccl_env(const std::map<std::string, std::string>& env) {
-  std::vector<Finding> out;
-  auto get = [&](const char* n) -> const std::string* {
-    auto it = env.find(n);
-    return it == env.end() ? nullptr : &it->second;
-  };
-  auto is = [&](const char* n, const char* v) {
+namespace {
+
+// Lookups in the environment being checked.
+struct Env {
+  const std::map<std::string, std::string>& vars;
+  const std::string* get(const char* n) const {
+    auto it = vars.find(n);
+    return it == vars.end() ? nullptr : &it->second;
+  }
+  bool is(const char* n, const char* v) const {
     const auto* x = get(n);
     return x && upper(*x) == v;
-  };
+  }
+  std::optional<long long> num(const char* n) const { return get(n) ? as_int(*get(n)) : std::nullopt; }
+};
 
-  for (const auto& [name, value] : env) {
+// NCCL_* names NCCL does not read: typos, PyTorch's names.
+void unknown_variable_findings(const Env& e, std::vector<Finding>& out) {
+  for (const auto& [name, value] : e.vars) {
     if (name.rfind("NCCL_", 0) != 0) continue;
     if (is_known_nccl_variable(name)) continue;
     if (name.rfind("NCCL_TESTS_", 0) == 0 || name.rfind("NCCL_FASTRAK_", 0) == 0) continue;  // other tools
@@ -112,9 +119,12 @@ std::vector<Finding> check_nccl_env(const std::map<std::string, std::string>& en
                        {ev(name, value)},
                        near.empty() ? "unset " + name : "unset " + name + "\nexport " + near + "=" + value));
   }
+}
 
+// Values outside what NCCL accepts, one variable at a time.
+void value_findings(const Env& e, std::vector<Finding>& out) {
   for (const auto& r : kRanges) {
-    const auto* v = get(r.name);
+    const auto* v = e.get(r.name);
     if (!v) continue;
     const auto n = as_int(*v);
     if (!n || *n < r.lo || *n > r.hi)
@@ -124,7 +134,7 @@ std::vector<Finding> check_nccl_env(const std::map<std::string, std::string>& en
                          {ev(r.name, *v)}, "unset " + std::string(r.name)));
   }
   for (const char* n : {"NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL"}) {
-    const auto* v = get(n);
+    const auto* v = e.get(n);
     if (!v) continue;
     const auto i = as_int(*v);
     const bool ok = (i && *i >= 0 && *i <= 5) || kTopoLevels.count(upper(*v));
@@ -133,19 +143,19 @@ std::vector<Finding> check_nccl_env(const std::map<std::string, std::string>& en
                          std::string(n) + "='" + *v + "' is not a path level (LOC, NVL, PIX, PXB, PHB, SYS)",
                          {ev(n, *v)}, "unset " + std::string(n)));
   }
-  if (const auto* v = get("NCCL_DEBUG")) {
+  if (const auto* v = e.get("NCCL_DEBUG")) {
     static const std::set<std::string> levels = {"VERSION", "WARN", "INFO", "TRACE", "ABORT"};
     if (!levels.count(upper(*v)))
       out.push_back(make("env.out_of_range", "error", "NCCL_DEBUG='" + *v + "' is not VERSION, WARN, INFO or TRACE",
                          {ev("NCCL_DEBUG", *v)}, "export NCCL_DEBUG=INFO"));
   }
-  if (const auto* v = get("NCCL_NTHREADS")) {
+  if (const auto* v = e.get("NCCL_NTHREADS")) {
     const auto n = as_int(*v);
     if (!n || (*n != 64 && *n != 128 && *n != 256 && *n != 512))
       out.push_back(make("env.out_of_range", "error", "NCCL_NTHREADS='" + *v + "' must be 64, 128, 256 or 512",
                          {ev("NCCL_NTHREADS", *v)}, "unset NCCL_NTHREADS"));
   }
-  if (const auto* v = get("NCCL_SOCKET_IFNAME")) {
+  if (const auto* v = e.get("NCCL_SOCKET_IFNAME")) {
     std::string s = *v;
     if (!s.empty() && (s[0] == '^' || s[0] == '=')) s.erase(0, 1);
     if (!v->empty() && v->front() != '^' && (s == "lo" || s.rfind("docker", 0) == 0 || s.rfind("veth", 0) == 0 ||
@@ -154,72 +164,89 @@ std::vector<Finding> check_nccl_env(const std::map<std::string, std::string>& en
                          "NCCL_SOCKET_IFNAME=" + *v + " selects a loopback/virtual interface that other hosts cannot reach",
                          {ev("NCCL_SOCKET_IFNAME", *v)}, "export NCCL_SOCKET_IFNAME=<the host's data interface, e.g. eth0>"));
   }
+}
 
-  // Contradictions.
-  if (is("NCCL_P2P_DISABLE", "1") && get("NCCL_P2P_LEVEL"))
+// NCCL_IB_DISABLE=1 and what it makes moot.
+void ib_disabled_findings(const Env& e, std::vector<Finding>& out) {
+  std::vector<std::string> ib;
+  for (const auto& [n, v] : e.vars)
+    if (n.rfind("NCCL_IB_", 0) == 0 && n != "NCCL_IB_DISABLE") ib.push_back(ev(n, v));
+  if (!ib.empty()) {
+    ib.insert(ib.begin(), ev("NCCL_IB_DISABLE", "1"));
+    out.push_back(make("env.contradiction", "warning",
+                       "NCCL_IB_* settings are ignored because NCCL_IB_DISABLE=1 turns the IB/RoCE transport off", ib,
+                       "unset NCCL_IB_DISABLE"));
+  }
+  if (e.is("NCCL_NET", "IB"))
+    out.push_back(make("env.contradiction", "error", "NCCL_NET=IB asks for the IB transport that NCCL_IB_DISABLE=1 disables",
+                       {ev("NCCL_IB_DISABLE", "1"), ev("NCCL_NET", *e.get("NCCL_NET"))}, "unset NCCL_IB_DISABLE"));
+  out.push_back(make("env.ib_disabled", "warning",
+                     "NCCL_IB_DISABLE=1: inter-node traffic uses TCP sockets even where RDMA NICs exist",
+                     {ev("NCCL_IB_DISABLE", "1")}, "unset NCCL_IB_DISABLE"));
+}
+
+// Settings that contradict each other or limits that span two variables.
+void contradiction_findings(const Env& e, std::vector<Finding>& out) {
+  if (e.is("NCCL_P2P_DISABLE", "1") && e.get("NCCL_P2P_LEVEL"))
     out.push_back(make("env.contradiction", "warning",
                        "NCCL_P2P_LEVEL is set but NCCL_P2P_DISABLE=1 turns P2P off, so the level is ignored",
-                       {ev("NCCL_P2P_DISABLE", "1"), ev("NCCL_P2P_LEVEL", *get("NCCL_P2P_LEVEL"))},
+                       {ev("NCCL_P2P_DISABLE", "1"), ev("NCCL_P2P_LEVEL", *e.get("NCCL_P2P_LEVEL"))},
                        "unset NCCL_P2P_DISABLE   # keep NCCL_P2P_LEVEL, or unset NCCL_P2P_LEVEL to keep P2P off"));
-  if (is("NCCL_IB_DISABLE", "1")) {
-    std::vector<std::string> ib;
-    for (const auto& [n, v] : env)
-      if (n.rfind("NCCL_IB_", 0) == 0 && n != "NCCL_IB_DISABLE") ib.push_back(ev(n, v));
-    if (!ib.empty()) {
-      ib.insert(ib.begin(), ev("NCCL_IB_DISABLE", "1"));
-      out.push_back(make("env.contradiction", "warning",
-                         "NCCL_IB_* settings are ignored because NCCL_IB_DISABLE=1 turns the IB/RoCE transport off", ib,
-                         "unset NCCL_IB_DISABLE"));
-    }
-    if (is("NCCL_NET", "IB"))
-      out.push_back(make("env.contradiction", "error", "NCCL_NET=IB asks for the IB transport that NCCL_IB_DISABLE=1 disables",
-                         {ev("NCCL_IB_DISABLE", "1"), ev("NCCL_NET", *get("NCCL_NET"))}, "unset NCCL_IB_DISABLE"));
-    out.push_back(make("env.ib_disabled", "warning",
-                       "NCCL_IB_DISABLE=1: inter-node traffic uses TCP sockets even where RDMA NICs exist",
-                       {ev("NCCL_IB_DISABLE", "1")}, "unset NCCL_IB_DISABLE"));
-  }
-  if (is("NCCL_NET", "SOCKET") && get("NCCL_IB_HCA"))
+  if (e.is("NCCL_IB_DISABLE", "1")) ib_disabled_findings(e, out);
+  if (e.is("NCCL_NET", "SOCKET") && e.get("NCCL_IB_HCA"))
     out.push_back(make("env.contradiction", "warning", "NCCL_IB_HCA is set but NCCL_NET=Socket never uses IB devices",
-                       {ev("NCCL_NET", *get("NCCL_NET")), ev("NCCL_IB_HCA", *get("NCCL_IB_HCA"))},
+                       {ev("NCCL_NET", *e.get("NCCL_NET")), ev("NCCL_IB_HCA", *e.get("NCCL_IB_HCA"))},
                        "unset NCCL_NET   # or unset NCCL_IB_HCA"));
-  auto num = [&](const char* n) { return get(n) ? as_int(*get(n)) : std::nullopt; };
   for (auto [lo, hi] : {std::pair{"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"}, std::pair{"NCCL_MIN_CTAS", "NCCL_MAX_CTAS"}}) {
-    const auto a = num(lo), b = num(hi);
+    const auto a = e.num(lo), b = e.num(hi);
     if (a && b && *a > *b)
       out.push_back(make("env.contradiction", "error", std::string(lo) + " is larger than " + hi,
-                         {ev(lo, *get(lo)), ev(hi, *get(hi))}, "unset " + std::string(lo)));
+                         {ev(lo, *e.get(lo)), ev(hi, *e.get(hi))}, "unset " + std::string(lo)));
   }
-  {
-    const auto t = num("NCCL_SOCKET_NTHREADS"), s = num("NCCL_NSOCKS_PERTHREAD");
-    if (t && s && *t * *s > 64)
-      out.push_back(make("env.out_of_range", "error",
-                         "NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = " + std::to_string(*t * *s) +
-                             " exceeds NCCL's limit of 64 sockets per connection",
-                         {ev("NCCL_SOCKET_NTHREADS", *get("NCCL_SOCKET_NTHREADS")),
-                          ev("NCCL_NSOCKS_PERTHREAD", *get("NCCL_NSOCKS_PERTHREAD"))},
-                         "export NCCL_SOCKET_NTHREADS=4\nexport NCCL_NSOCKS_PERTHREAD=4"));
-  }
-  if (is("NCCL_P2P_DISABLE", "1") && is("NCCL_SHM_DISABLE", "1"))
+  const auto t = e.num("NCCL_SOCKET_NTHREADS"), s = e.num("NCCL_NSOCKS_PERTHREAD");
+  if (t && s && *t * *s > 64)
+    out.push_back(make("env.out_of_range", "error",
+                       "NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = " + std::to_string(*t * *s) +
+                           " exceeds NCCL's limit of 64 sockets per connection",
+                       {ev("NCCL_SOCKET_NTHREADS", *e.get("NCCL_SOCKET_NTHREADS")),
+                        ev("NCCL_NSOCKS_PERTHREAD", *e.get("NCCL_NSOCKS_PERTHREAD"))},
+                       "export NCCL_SOCKET_NTHREADS=4\nexport NCCL_NSOCKS_PERTHREAD=4"));
+}
+
+// Valid settings that cost performance or do nothing.
+void costly_setting_findings(const Env& e, std::vector<Finding>& out) {
+  if (e.is("NCCL_P2P_DISABLE", "1") && e.is("NCCL_SHM_DISABLE", "1"))
     out.push_back(make("env.intra_node_network", "warning",
                        "NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1: GPUs of one host talk through the network transport",
                        {ev("NCCL_P2P_DISABLE", "1"), ev("NCCL_SHM_DISABLE", "1")},
                        "unset NCCL_P2P_DISABLE NCCL_SHM_DISABLE"));
-  else if (is("NCCL_P2P_DISABLE", "1"))
+  else if (e.is("NCCL_P2P_DISABLE", "1"))
     out.push_back(make("env.p2p_disabled", "warning",
                        "NCCL_P2P_DISABLE=1: GPUs of one host exchange data through host shared memory, not NVLink/PCIe P2P",
                        {ev("NCCL_P2P_DISABLE", "1")}, "unset NCCL_P2P_DISABLE"));
-  if (const auto* v = get("NCCL_NET_GDR_LEVEL"); v && (upper(*v) == "LOC" || *v == "0"))
+  if (const auto* v = e.get("NCCL_NET_GDR_LEVEL"); v && (upper(*v) == "LOC" || *v == "0"))
     out.push_back(make("env.gdr_disabled", "warning",
                        "NCCL_NET_GDR_LEVEL=" + *v + " disables GPUDirect RDMA: NET traffic is staged through host memory",
                        {ev("NCCL_NET_GDR_LEVEL", *v)}, "unset NCCL_NET_GDR_LEVEL"));
-  if (get("NCCL_DEBUG_SUBSYS") && !(is("NCCL_DEBUG", "INFO") || is("NCCL_DEBUG", "TRACE")))
+  if (e.get("NCCL_DEBUG_SUBSYS") && !(e.is("NCCL_DEBUG", "INFO") || e.is("NCCL_DEBUG", "TRACE")))
     out.push_back(make("env.no_effect", "info", "NCCL_DEBUG_SUBSYS has no effect unless NCCL_DEBUG=INFO",
-                       {ev("NCCL_DEBUG_SUBSYS", *get("NCCL_DEBUG_SUBSYS"))}, "export NCCL_DEBUG=INFO"));
+                       {ev("NCCL_DEBUG_SUBSYS", *e.get("NCCL_DEBUG_SUBSYS"))}, "export NCCL_DEBUG=INFO"));
   for (const char* n : {"NCCL_ALGO", "NCCL_PROTO"})
-    if (const auto* v = get(n))
+    if (const auto* v = e.get(n))
       out.push_back(make("env.forced_choice", "info",
                          std::string(n) + " forces NCCL's choice; keep it only if a measurement showed it helps",
                          {ev(n, *v)}, "unset " + std::string(n)));
+}
+
+}  // namespace
+
+std::vector<Finding> check_nccl_env(const std::map<std::string, std::string>& env) {
+  const Env e{env};
+  std::vector<Finding> out;
+  unknown_variable_findings(e, out);
+  value_findings(e, out);
+  contradiction_findings(e, out);
+  costly_setting_findings(e, out);
   return out;
 }
 

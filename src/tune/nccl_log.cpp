@@ -175,24 +175,27 @@ struct NcclLogStream {
   }
   void line(std::string_view raw);
   NcclLog finish(bool ends_with_newline);
+
+ private:
+  void channel_line(std::string_view mv, const std::string& line);
+  void info_line(const std::string& msg, const std::string& line);
+  void using_line(const std::string& who, const std::string& rest, const std::string& line);
 };
+
+bool has_control_characters(std::string_view raw) {
+  return std::any_of(raw.begin(), raw.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 && c != '\t';
+  });
+}
 
 void NcclLogStream::line(std::string_view raw) {
   static const std::regex re_version(R"(NCCL version ([0-9]+\.[0-9]+\.[0-9]+[^\s]*))");
-  static const std::regex re_rank(R"(\brank (\d+) n[Rr]anks (\d+))");
-  static const std::regex re_using(R"(^(NET/\S+|Bootstrap) ?: ?Using (.*))");
-  static const std::regex re_item(R"(\[(\d+)\]([^\s\[\];]+))");
-  static const std::regex re_counts(R"((\d+) coll channels,.*?(\d+) p2p channels)");
-  static const std::regex re_gdr(R"(GPU Direct RDMA (Enabled|Disabled) for (?:GPU (\S+) / )?HCA (\S+)(?: '([^']+)')?)");
-  static const std::regex re_env(R"(^(NCCL_[A-Z0-9_]+) set by environment to (.*?)\.?\s*$)");
 
   ++total_lines;
   raw = raw.substr(0, std::min(raw.size(), kMaxLineLen));
   if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
-  if (std::any_of(raw.begin(), raw.end(), [](char c) {
-        const auto u = static_cast<unsigned char>(c);
-        return u < 0x20 && c != '\t';
-      })) {
+  if (has_control_characters(raw)) {
     ++garbled;
     return;
   }
@@ -226,25 +229,55 @@ void NcclLogStream::line(std::string_view raw) {
     return;
   }
   const std::string_view mv(msg);
-  if (mv.rfind("Channel ", 0) == 0) {
-    if (contains(mv, " via ")) {
-      ChannelUse c;
-      if (parse_conn(mv, c)) {
-        c.transport = transport_of(c.detail);
-        c.gdr = contains(c.detail, "GDRDMA");
-        const bool first_of_kind = log.transports[c.transport]++ == 0;
-        ++since_table[c.transport];
-        if (c.gdr) ++log.gdr_channels[c.transport];
-        if (first_of_kind || log.evidence.size() < 12) keep(line);
-        if (log.channels.size() < kMaxChannels) log.channels.push_back(std::move(c));
-      } else {
-        ++bad_channel;
-      }
-    } else if (const int n = ring_count(mv); n >= 0) {
-      log.coll_channels = std::max(log.coll_channels, n);
+  if (mv.rfind("Channel ", 0) == 0) channel_line(mv, line);
+  else info_line(msg, line);
+}
+
+// "Channel 00/0 : 0[0] -> 1[1] via P2P/IPC" (a connection) or a ring line.
+void NcclLogStream::channel_line(std::string_view mv, const std::string& line) {
+  if (contains(mv, " via ")) {
+    ChannelUse c;
+    if (parse_conn(mv, c)) {
+      c.transport = transport_of(c.detail);
+      c.gdr = contains(c.detail, "GDRDMA");
+      const bool first_of_kind = log.transports[c.transport]++ == 0;
+      ++since_table[c.transport];
+      if (c.gdr) ++log.gdr_channels[c.transport];
+      if (first_of_kind || log.evidence.size() < 12) keep(line);
+      if (log.channels.size() < kMaxChannels) log.channels.push_back(std::move(c));
+    } else {
+      ++bad_channel;
     }
-    return;
+  } else if (const int n = ring_count(mv); n >= 0) {
+    log.coll_channels = std::max(log.coll_channels, n);
   }
+}
+
+// "NET/Socket : Using [0]eth0:10.0.0.1<0>": the interfaces or IB devices NCCL uses.
+void NcclLogStream::using_line(const std::string& who, const std::string& rest, const std::string& line) {
+  static const std::regex re_item(R"(\[(\d+)\]([^\s\[\];]+))");
+  for (std::sregex_iterator it(rest.begin(), rest.end(), re_item), end; it != end; ++it) {
+    const std::string item = (*it)[2].str();
+    if (who == "NET/IB") {
+      if (std::find(log.ib_devices.begin(), log.ib_devices.end(), item) == log.ib_devices.end())
+        log.ib_devices.push_back(item);
+    } else if (who != "Bootstrap" &&
+               std::find(log.interfaces.begin(), log.interfaces.end(), item) == log.interfaces.end()) {
+      log.interfaces.push_back(item);
+    }
+  }
+  keep(line);
+}
+
+// The other INFO lines worth a fact: ranks, init, network, channels, GDR, environment.
+void NcclLogStream::info_line(const std::string& msg, const std::string& line) {
+  static const std::regex re_rank(R"(\brank (\d+) n[Rr]anks (\d+))");
+  static const std::regex re_using(R"(^(NET/\S+|Bootstrap) ?: ?Using (.*))");
+  static const std::regex re_counts(R"((\d+) coll channels,.*?(\d+) p2p channels)");
+  static const std::regex re_gdr(R"(GPU Direct RDMA (Enabled|Disabled) for (?:GPU (\S+) / )?HCA (\S+)(?: '([^']+)')?)");
+  static const std::regex re_env(R"(^(NCCL_[A-Z0-9_]+) set by environment to (.*?)\.?\s*$)");
+  const std::string_view mv(msg);
+  std::smatch m;
   if ((contains(mv, "nranks ") || contains(mv, "nRanks ")) && std::regex_search(msg, m, re_rank)) {
     ranks.insert(std::stoi(m[1].str().substr(0, 6)));
     log.nranks = std::stoi(m[2].str().substr(0, 6));
@@ -259,19 +292,7 @@ void NcclLogStream::line(std::string_view raw) {
     keep(line);
   } else if ((mv.rfind("NET/", 0) == 0 || mv.rfind("Bootstrap", 0) == 0) && contains(mv, "Using") &&
              std::regex_search(msg, m, re_using)) {
-    const std::string who = m[1].str();
-    const std::string rest = m[2].str();
-    for (std::sregex_iterator it(rest.begin(), rest.end(), re_item), end; it != end; ++it) {
-      const std::string item = (*it)[2].str();
-      if (who == "NET/IB") {
-        if (std::find(log.ib_devices.begin(), log.ib_devices.end(), item) == log.ib_devices.end())
-          log.ib_devices.push_back(item);
-      } else if (who != "Bootstrap" &&
-                 std::find(log.interfaces.begin(), log.interfaces.end(), item) == log.interfaces.end()) {
-        log.interfaces.push_back(item);
-      }
-    }
-    keep(line);
+    using_line(m[1].str(), m[2].str(), line);
   } else if (contains(mv, "coll channels") && std::regex_search(msg, m, re_counts)) {
     log.coll_channels = std::stoi(m[1].str().substr(0, 6));
     log.p2p_channels = std::stoi(m[2].str().substr(0, 6));

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "run_binary.hpp"
+#include "support/run_binary.hpp"
 
 namespace fs = std::filesystem;
 using p2pscope::test::run_binary;

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "run_binary.hpp"
+#include "support/run_binary.hpp"
 
 namespace {
 using p2pscope::test::run_binary;

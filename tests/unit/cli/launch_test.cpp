@@ -8,22 +8,14 @@
 
 #include <gtest/gtest.h>
 
-#include "run_binary.hpp"
+#include "support/run_binary.hpp"
 #include "support/loopback_port.hpp"
 
 namespace {
 
 // The binary with launcher variables in front of it, through sh; output and exit code.
 p2pscope::test::Result run_with_env(const std::string& env, const std::string& args, const std::string& wrapper = "") {
-  p2pscope::test::Result r;
-  const std::string cmd = "env " + env + " " + wrapper + " timeout 90 " + P2PSCOPE_BINARY + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, p)) r.out += buf;
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return p2pscope::test::run_shell("env " + env + " " + wrapper + " timeout 90 " + P2PSCOPE_BINARY + " " + args + " 2>&1");
 }
 
 p2pscope::test::Result run_rank(int rank, int size, int port, const std::string& args, const std::string& wrapper = "") {

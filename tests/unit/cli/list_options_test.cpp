@@ -3,18 +3,17 @@
 // dropped the empty item silently (while its only message spoke of an empty list) and
 // `--backend 'host, sm'` looked for a backend named " sm"; `monitor --nics` had its own
 // splitter that also dropped empty items.
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-#include "run_binary.hpp"
+#include "support/files.hpp"
+#include "support/run_binary.hpp"
 
 using p2pscope::test::run_binary;
 
 TEST(ListOptions, EmptyItemsAreRefusedNamingTheItem) {
-  const auto dir = std::filesystem::temp_directory_path() / ("p2pscope-lists-" + std::to_string(::getpid()));
+  const auto dir = p2pscope::test::fresh_test_dir("p2pscope-lists");
   const auto p = run_binary("profile --backend 'host,' --out " + (dir / "p").string());
   EXPECT_EQ(p.code, 2) << p.out;
   EXPECT_NE(p.out.find("--backend: item 2 of 'host,' is empty"), std::string::npos) << p.out;

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "support/shell.hpp"
 
 namespace {
 
@@ -24,12 +25,9 @@ Dry dry_run(const std::string& goal) {
   // BUILD elsewhere: a dry run must not depend on, or touch, a real build directory.
   const std::string cmd = "make --no-print-directory -n -C " + std::string(P2PSCOPE_SOURCE_DIR) + " " + goal +
                           " BUILD=/nonexistent/p2pscope-build JOBS=1 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return d;
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), p)) d.out += buf.data();
-  const int status = pclose(p);
-  d.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const p2pscope::test::ShellResult r = p2pscope::test::run_shell(cmd);
+  d.out = r.out;
+  d.code = r.code;
   std::istringstream in(d.out);
   for (std::string line; std::getline(in, line);)
     if (line.find("cmake --build") != std::string::npos) d.builds.push_back(line);

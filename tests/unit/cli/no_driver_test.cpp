@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include "run_binary.hpp"
+#include "support/run_binary.hpp"
 
 namespace fs = std::filesystem;
 using p2pscope::test::run_binary;

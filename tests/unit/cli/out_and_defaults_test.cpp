@@ -8,7 +8,8 @@
 #include <fstream>
 #include <string>
 
-#include "run_binary.hpp"
+#include "support/run_binary.hpp"
+#include "support/files.hpp"
 
 namespace fs = std::filesystem;
 using p2pscope::test::run_binary;
@@ -19,9 +20,7 @@ class OutCli : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists(P2PSCOPE_BINARY)) GTEST_SKIP() << "p2pscope binary not built (" << P2PSCOPE_BINARY << ")";
-    dir_ = fs::temp_directory_path() / ("p2pscope-out-cli-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = p2pscope::test::fresh_temp_dir("p2pscope-out-cli", "t");
   }
   void TearDown() override { fs::remove_all(dir_); }
   // A writable copy of a fixture campaign.

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "support/shell.hpp"
 
 namespace fs = std::filesystem;
 
@@ -56,13 +57,9 @@ int run_line(const fs::path& dir, const std::string& line, std::string* out) {
   const std::string bin_dir = fs::path(P2PSCOPE_BINARY).parent_path().string();
   const std::string cmd = "cd " + sh_quote(dir.string()) + " && PATH=" + sh_quote(bin_dir) + ":\"$PATH\" timeout 240 sh -c " +
                           sh_quote(line) + " </dev/null 2>&1";
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
-  const int status = ::pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const p2pscope::test::ShellResult r = p2pscope::test::run_shell(cmd);
+  out->append(r.out);
+  return r.code;
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "run_binary.hpp"
+#include "support/run_binary.hpp"
 #include "support/child.hpp"
 
 namespace fs = std::filesystem;

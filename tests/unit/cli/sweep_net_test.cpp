@@ -10,7 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "run_binary.hpp"
+#include "support/run_binary.hpp"
+#include "support/files.hpp"
 
 namespace fs = std::filesystem;
 using p2pscope::test::run_binary;
@@ -23,36 +24,20 @@ class SweepNetCli : public ::testing::Test {
     if (!fs::exists(P2PSCOPE_BINARY)) GTEST_SKIP() << "p2pscope binary not built (" << P2PSCOPE_BINARY << ")";
     refnet_ = fs::path(P2PSCOPE_BINARY).parent_path() / "lib" / "libnccl-net-p2pscope.so";
     if (!fs::exists(refnet_)) GTEST_SKIP() << "reference plugin not built (" << refnet_ << ")";
-    dir_ = fs::temp_directory_path() / ("p2pscope-sweep-net-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
+    dir_ = p2pscope::test::fresh_temp_dir("p2pscope-sweep-net", "t", false);
   }
   void TearDown() override { fs::remove_all(dir_); }
   fs::path refnet_, dir_;
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using p2pscope::test::slurp;
 
-// The binary under an environment (run_binary runs it bare).
-p2pscope::test::Result run_env(const std::string& env, const std::string& args) {
-  p2pscope::test::Result r;
-  FILE* p = popen(("env " + env + " " + P2PSCOPE_BINARY + " " + args + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, p)) r.out += buf;
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using p2pscope::test::run_binary_env;
 
 }  // namespace
 
 TEST_F(SweepNetCli, SweepsThePluginAndWritesWhatSweepTcpWrites) {
-  const auto r = run_env("P2PSCOPE_REFNET_IFS=lo", "sweep net --plugin " + refnet_.string() + " --out " +
+  const auto r = run_binary_env("P2PSCOPE_REFNET_IFS=lo", "sweep net --plugin " + refnet_.string() + " --out " +
                                                        dir_.string() + " --size 3M --reps 1 --channels-list 1,2 "
                                                        "--chunk-list 256K,1M --window-list 2 --verify --iters 2");
   ASSERT_EQ(r.code, 0) << r.out;
@@ -82,7 +67,7 @@ TEST_F(SweepNetCli, SweepsThePluginAndWritesWhatSweepTcpWrites) {
 // The points really go through the plugin: one that never accepts a request makes the
 // first point fail at the --timeout with the engine's words, exit 1.
 TEST_F(SweepNetCli, APluginThatTakesNoRequestFailsTheFirstPointAtTheTimeout) {
-  const auto r = run_env("P2PSCOPE_REFNET_IFS=lo P2PSCOPE_REFNET_NULL_REQUESTS=forever",
+  const auto r = run_binary_env("P2PSCOPE_REFNET_IFS=lo P2PSCOPE_REFNET_NULL_REQUESTS=forever",
                          "sweep net --plugin " + refnet_.string() + " --out " + dir_.string() +
                              " --size 1M --reps 1 --channels-list 1 --chunk-list 256K --window-list 2 --timeout 1");
   EXPECT_EQ(r.code, 1) << r.out;

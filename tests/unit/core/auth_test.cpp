@@ -15,6 +15,7 @@
 #include "support/errors.hpp"
 #include "p2pscope/auth.hpp"
 #include "p2pscope/error.hpp"
+#include "support/files.hpp"
 
 using namespace p2pscope;
 namespace fs = std::filesystem;
@@ -39,9 +40,7 @@ using p2pscope::test::error_of;
 class TokenFile : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("p2pscope_auth_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
+    dir_ = p2pscope::test::fresh_test_dir("p2pscope_auth");
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string write(const std::string& name, const std::string& text, mode_t mode) {

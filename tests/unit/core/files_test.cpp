@@ -21,6 +21,7 @@
 #include "p2pscope/files.hpp"
 #include "p2pscope/fsroot.hpp"
 #include "p2pscope/units.hpp"
+#include "support/files.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pscope;
@@ -31,9 +32,7 @@ namespace {
 struct TempDir {
   fs::path dir;
   TempDir() {
-    dir = fs::temp_directory_path() / ("p2pscope-files-" + std::to_string(::getpid()) + "-" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
+    dir = p2pscope::test::fresh_test_dir("p2pscope-files", false);
     fs::create_directories(dir / "sys/class/net/eth0");
   }
   ~TempDir() { fs::remove_all(dir); }

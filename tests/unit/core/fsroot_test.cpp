@@ -5,6 +5,7 @@
 
 #include "p2pscope/error.hpp"
 #include "p2pscope/fsroot.hpp"
+#include "support/files.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pscope;
@@ -13,9 +14,7 @@ namespace {
 struct TempTree {
   fs::path dir;
   TempTree() {
-    dir = fs::temp_directory_path() / ("p2pscope-fsroot-" + std::to_string(::getpid()) + "-" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
+    dir = p2pscope::test::fresh_test_dir("p2pscope-fsroot", false);
     fs::create_directories(dir / "sys/devices/pci0000:00/0000:00:03.0/net/eth0");
     fs::create_directories(dir / "sys/class/net");
     std::ofstream(dir / "sys/devices/pci0000:00/0000:00:03.0/numa_node") << "1\n";

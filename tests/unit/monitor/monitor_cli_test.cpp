@@ -12,33 +12,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/files.hpp"
+#include "support/shell.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
-struct Proc {
-  int rc = -1;
-  std::string out;
-};
+// Runs a shell command line; stdout captured (the tests send stderr to a file beside it).
+using p2pscope::test::run_shell;
 
-// Runs a shell command line; stdout captured, stderr to a file beside it.
-Proc run(const std::string& cmd) {
-  Proc r;
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = ::pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using p2pscope::test::slurp;
 
 fs::path temp_dir(const std::string& tag) {
   const auto d = fs::temp_directory_path() / ("p2ps-moncli-" + tag + "-" + std::to_string(getpid()));
@@ -58,10 +41,10 @@ class MonitorFlag : public ::testing::Test {
 
 TEST_F(MonitorFlag, LoopbackBenchTcpShowsLoBytesAndBusyCpus) {
   const auto dir = temp_dir("bench");
-  const Proc r = run(std::string(P2PSCOPE_BINARY) +
+  const p2pscope::test::ShellResult r = run_shell(std::string(P2PSCOPE_BINARY) +
                     " bench tcp --loopback --size 256M --iters 4 --warmup 1 --format json --monitor"
                     " --monitor-interval 50ms --monitor-dir " + dir.string() + " 2>" + (dir / "stderr").string());
-  ASSERT_EQ(r.rc, 0) << r.out << slurp(dir / "stderr");
+  ASSERT_EQ(r.code, 0) << r.out << slurp(dir / "stderr");
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_TRUE(j.contains("monitor")) << r.out;
   const auto& m = j["monitor"];
@@ -113,16 +96,16 @@ TEST_F(MonitorFlag, LoopbackBenchTcpShowsLoBytesAndBusyCpus) {
 TEST_F(MonitorFlag, TextOutputEndsWithMonitorLinesAndBadIntervalIsUsage) {
   const auto dir = temp_dir("text");
   const std::string bin = P2PSCOPE_BINARY;
-  Proc r = run(bin + " bench tcp --loopback --size 4M --iters 2 --monitor --monitor-interval 100ms --monitor-dir " +
+  p2pscope::test::ShellResult r = run_shell(bin + " bench tcp --loopback --size 4M --iters 2 --monitor --monitor-interval 100ms --monitor-dir " +
               dir.string() + " 2>/dev/null");
-  ASSERT_EQ(r.rc, 0) << r.out;
+  ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("monitor: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("samples over"), std::string::npos) << r.out;
   EXPECT_TRUE(fs::exists(dir / "monitor.csv"));
   // A bad interval is refused before anything runs (exit 2), and no CSV appears.
   const auto dir2 = dir / "never";
-  r = run(bin + " bench tcp --loopback --monitor --monitor-interval 1ms --monitor-dir " + dir2.string() + " 2>&1");
-  EXPECT_EQ(r.rc, 2) << r.out;
+  r = run_shell(bin + " bench tcp --loopback --monitor --monitor-interval 1ms --monitor-dir " + dir2.string() + " 2>&1");
+  EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("--monitor-interval"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir2));
   fs::remove_all(dir);
@@ -130,10 +113,10 @@ TEST_F(MonitorFlag, TextOutputEndsWithMonitorLinesAndBadIntervalIsUsage) {
 
 TEST_F(MonitorFlag, SweepTcpPutsMonitorInBestJson) {
   const auto dir = temp_dir("sweep");
-  const Proc r = run(std::string(P2PSCOPE_BINARY) +
+  const p2pscope::test::ShellResult r = run_shell(std::string(P2PSCOPE_BINARY) +
                     " sweep tcp --channels-list 1 --chunk-list 1M --window-list 2 --reps 1 --size 8M --iters 2 --monitor"
                     " --monitor-interval 100ms --out " + dir.string() + " 2>/dev/null");
-  ASSERT_EQ(r.rc, 0) << r.out;
+  ASSERT_EQ(r.code, 0) << r.out;
   const auto best = nlohmann::json::parse(slurp(dir / "best.json"));
   ASSERT_TRUE(best.contains("monitor"));
   EXPECT_GE(best["monitor"]["samples"].get<int>(), 2);
@@ -145,11 +128,11 @@ TEST_F(MonitorFlag, SweepTcpPutsMonitorInBestJson) {
 
 TEST_F(MonitorFlag, ProfileHostCampaignMovesMonitorIntoItsDirectory) {
   const auto root = temp_dir("profile");
-  const Proc r = run(std::string(P2PSCOPE_BINARY) +
+  const p2pscope::test::ShellResult r = run_shell(std::string(P2PSCOPE_BINARY) +
                     " profile --backend host --gpus 0-1 --sizes 4K,64K --reps 2 --warmup 1 --drift 0"
                     " --thermal-warmup off --temp-interval 0 --monitor --monitor-interval 100ms --out-root " +
                     root.string() + " 2>/dev/null");
-  ASSERT_EQ(r.rc, 0) << r.out;
+  ASSERT_EQ(r.code, 0) << r.out;
   // The campaign directory is named by the campaign; the monitor moved into it.
   fs::path campaign;
   for (const auto& e : fs::directory_iterator(root))

@@ -16,27 +16,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/files.hpp"
+#include "support/shell.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
 std::string run(const std::string& cmd, int* rc) {
-  std::string out;
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = ::pclose(p);
-  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+  const p2pscope::test::ShellResult r = p2pscope::test::run_shell(cmd);
+  *rc = r.code;
+  return r.out;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using p2pscope::test::slurp;
 
 // A process spinning on the CPU until killed: the "other processes" of a busy box.
 pid_t spinner() {

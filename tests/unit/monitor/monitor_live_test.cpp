@@ -17,6 +17,7 @@
 
 #include "p2pscope/error.hpp"
 #include "p2pscope/monitor.hpp"
+#include "support/files.hpp"
 
 using namespace p2pscope;
 namespace fs = std::filesystem;
@@ -29,12 +30,7 @@ fs::path temp_dir(const std::string& tag) {
   return d;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using p2pscope::test::slurp;
 
 // Sends `bytes` over a TCP connection on 127.0.0.1 and reads them back; returns the
 // number of bytes that crossed lo.

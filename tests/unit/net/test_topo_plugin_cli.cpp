@@ -6,17 +6,13 @@
 #include <filesystem>
 
 #include "net_test_util.hpp"
+#include "support/run_binary.hpp"
 
 namespace {
 
 std::pair<int, std::string> run(const std::string& args) {
-  std::string cmd = std::string(P2PSCOPE_BINARY) + " " + args + " 2>&1";
-  FILE* f = ::popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (f && std::fgets(buf, sizeof buf, f)) out += buf;
-  int st = f ? ::pclose(f) : -1;
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+  const p2pscope::test::Result r = p2pscope::test::run_binary(args);
+  return {r.code, r.out};
 }
 
 }  // namespace

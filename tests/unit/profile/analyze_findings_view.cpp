@@ -10,6 +10,7 @@
 
 #include "analyze/campaign.hpp"
 #include "p2pscope/analyze.hpp"
+#include "support/files.hpp"
 
 namespace fs = std::filesystem;
 namespace p2pscope::analyze {
@@ -58,12 +59,7 @@ TEST(FindingsView, NothingToGroup) {
   EXPECT_EQ(g[0].head.subject, "odd");
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using p2pscope::test::slurp;
 
 // The real one-GPU campaign (3 reps: 38 configs over 5% CV) shows the drift warning and
 // one row per link in the report and the CLI's lines; findings.json keeps all of them.

@@ -12,6 +12,7 @@
 
 #include "analyze/campaign.hpp"
 #include "p2pscope/error.hpp"
+#include "support/files.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::analyze;
@@ -32,10 +33,7 @@ std::string row(int cfg, int rep, const std::string& backend = "ce", int dur = 5
 struct CampaignDir {
   fs::path dir;
   CampaignDir(const std::string& log, const std::string& status = "complete") {
-    dir = fs::temp_directory_path() / ("p2pscope-integrity-" + std::to_string(getpid()) + "-" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
+    dir = p2pscope::test::fresh_test_dir("p2pscope-integrity");
     std::ofstream(dir / "execution_log.csv", std::ios::binary) << log;
     nlohmann::json plan = {{"backends", {"ce"}}, {"reps", 3},
                            {"configs", {{{"id", 0}, {"backend", "ce"}, {"src", 0}, {"dst", 1}, {"size_bytes", 1024}},

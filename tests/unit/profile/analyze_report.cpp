@@ -14,17 +14,14 @@
 #include "p2pscope/analyze.hpp"
 #include "p2pscope/charts.hpp"
 #include "p2pscope/error.hpp"
+#include "support/files.hpp"
+#include "support/shell.hpp"
 
 namespace fs = std::filesystem;
 namespace p2pscope::analyze {
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using p2pscope::test::slurp;
 
 std::size_t count(const std::string& hay, const std::string& needle) {
   std::size_t n = 0;
@@ -260,11 +257,9 @@ TEST(Charts, LineChartAndHeatmapBasics) {
 
 // Runs `cmd` (stderr merged), returns its exit status and output.
 int run(const std::string& cmd, std::string* out) {
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p)) *out += buf;
-  return WEXITSTATUS(::pclose(p));
+  const p2pscope::test::ShellResult r = p2pscope::test::run_shell(cmd + " 2>&1");
+  *out += r.out;
+  return r.code;
 }
 
 // The CLI through the built binary: exit 0 and the report path; MAPE printed with

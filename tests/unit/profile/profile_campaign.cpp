@@ -14,6 +14,8 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/profile.hpp"
 #include "profile/execution_log.hpp"
+#include "support/campaign.hpp"
+#include "support/files.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::profile;
@@ -21,25 +23,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("p2pscope-campaign-" + name + "-" + std::to_string(getpid()));
-  fs::remove_all(d);
-  return d;
-}
-
-Params small_params(const fs::path& out) {
-  Params p;
-  p.argv = {"p2pscope", "profile", "(test)"};
-  p.backends = std::vector<std::string>{"host"};
-  p.devices = std::vector<int>{0, 1};
-  p.sizes = std::vector<std::uint64_t>{1, 4096, 1 << 20};
-  p.warmup = 1;
-  p.reps = 3;
-  p.drift_s = 0;
-  p.temp_interval_s = 0;
-  p.out_dir = out.string();
-  return p;
-}
+// The campaign creates its directory: a fresh path, not made.
+fs::path temp_dir(const std::string& name) { return test::fresh_temp_dir("p2pscope-campaign", name, false); }
 
 std::string fmt_id(int id) {
   char buf[16];
@@ -72,7 +57,7 @@ void expect_exactly_once(const fs::path& dir, std::size_t configs, int reps) {
 
 TEST(ProfileCampaign, WritesEveryFileAndLogsEachOpOnce) {
   const auto dir = temp_dir("files");
-  const Result r = run_campaign(small_params(dir));
+  const Result r = run_campaign(test::small_campaign_params(dir));
   EXPECT_TRUE(r.complete);
   EXPECT_FALSE(r.interrupted);
   EXPECT_EQ(r.ops_planned, 2u * 3u * 3u);
@@ -131,7 +116,7 @@ TEST(ProfileCampaign, WritesEveryFileAndLogsEachOpOnce) {
 
 TEST(ProfileCampaign, BatchTimingTimesSmallTransfersAsLoopsAndSaysSo) {
   const auto dir = temp_dir("batch");
-  Params p = small_params(dir);
+  Params p = test::small_campaign_params(dir);
   p.min_sample_ns = 200'000;
   const Result r = run_campaign(p);
   ASSERT_TRUE(r.complete);
@@ -151,7 +136,7 @@ TEST(ProfileCampaign, BatchTimingTimesSmallTransfersAsLoopsAndSaysSo) {
   EXPECT_TRUE(meta["sessions"][0].contains("batch_per_config"));
   fs::remove_all(dir);
 
-  Params s = small_params(dir);
+  Params s = test::small_campaign_params(dir);
   s.timing = Timing::single;
   ASSERT_TRUE(run_campaign(s).complete);
   for (const auto& row : read_log((dir / "execution_log.csv").string()).rows) {
@@ -164,7 +149,7 @@ TEST(ProfileCampaign, BatchTimingTimesSmallTransfersAsLoopsAndSaysSo) {
 
 TEST(ProfileCampaign, ResumeAfterATornLogRunsOnlyTheMissingOps) {
   const auto dir = temp_dir("resume");
-  run_campaign(small_params(dir));
+  run_campaign(test::small_campaign_params(dir));
   const auto log_path = dir / "execution_log.csv";
   const auto full = read_log(log_path.string()).rows;
   // Keep the header and 7 rows, then half a line: what a SIGKILL can leave.
@@ -197,7 +182,7 @@ TEST(ProfileCampaign, ResumeAfterATornLogRunsOnlyTheMissingOps) {
 TEST(ProfileCampaign, StopFlagEndsAfterTheCurrentOpAndSaves) {
   const auto dir = temp_dir("stop");
   std::atomic<bool> stop{false};
-  Params p = small_params(dir);
+  Params p = test::small_campaign_params(dir);
   p.stop = &stop;
   p.on_progress = [&stop](const Progress& pr) {
     if (pr.phase == "measure" && pr.done >= 1) stop = true;
@@ -220,7 +205,7 @@ TEST(ProfileCampaign, StopFlagEndsAfterTheCurrentOpAndSaves) {
 
 TEST(ProfileCampaign, ResumeRefusesAnotherPlanOrADirectoryThatIsNoCampaign) {
   const auto dir = temp_dir("refuse");
-  run_campaign(small_params(dir));
+  run_campaign(test::small_campaign_params(dir));
   const auto before = fs::file_size(dir / "execution_log.csv");
   Params p;
   p.resume_dir = dir.string();
@@ -253,7 +238,7 @@ TEST(ProfileCampaign, ResumeRefusesAnotherPlanOrADirectoryThatIsNoCampaign) {
 
 TEST(ProfileCampaign, BadInputFailsBeforeMeasuring) {
   const auto dir = temp_dir("bad");
-  Params p = small_params(dir);
+  Params p = test::small_campaign_params(dir);
   p.devices = std::vector<int>{0, 99};
   try {
     run_campaign(p);
@@ -262,16 +247,16 @@ TEST(ProfileCampaign, BadInputFailsBeforeMeasuring) {
     EXPECT_NE(std::string(e.what()).find("99"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(fs::exists(dir / "execution_log.csv"));
-  p = small_params(dir);
+  p = test::small_campaign_params(dir);
   p.sizes = std::vector<std::uint64_t>{0, 8};
   EXPECT_THROW(run_campaign(p), UsageError);
-  p = small_params("/proc/p2pscope-cannot-write-here/out");
+  p = test::small_campaign_params("/proc/p2pscope-cannot-write-here/out");
   EXPECT_THROW(run_campaign(p), UsageError);
-  p = small_params(dir);
+  p = test::small_campaign_params(dir);
   p.backends = std::vector<std::string>{"no-such-backend"};
   EXPECT_THROW(run_campaign(p), UsageError);
   // An --out that already holds a campaign is not overwritten.
-  run_campaign(small_params(dir));
-  EXPECT_THROW(run_campaign(small_params(dir)), UsageError);
+  run_campaign(test::small_campaign_params(dir));
+  EXPECT_THROW(run_campaign(test::small_campaign_params(dir)), UsageError);
   fs::remove_all(dir);
 }

@@ -18,6 +18,7 @@
 #include "p2pscope/profile.hpp"
 #include "profile/execution_log.hpp"
 #include "support/child.hpp"
+#include "support/files.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pscope::profile;
@@ -38,8 +39,7 @@ class ProfileCli : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists(P2PSCOPE_BINARY)) GTEST_SKIP() << "p2pscope binary not built (" << P2PSCOPE_BINARY << ")";
-    dir_ = fs::temp_directory_path() / ("p2pscope-cli-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
+    dir_ = p2pscope::test::fresh_temp_dir("p2pscope-cli", "t", false);
   }
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;

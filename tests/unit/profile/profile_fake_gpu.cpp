@@ -18,6 +18,8 @@
 #include "p2pscope/clock.hpp"
 #include "p2pscope/profile.hpp"
 #include "profile/execution_log.hpp"
+#include "support/campaign.hpp"
+#include "support/files.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pscope;
@@ -93,22 +95,12 @@ struct Campaign {
 };
 
 Campaign run(std::int64_t bias_ns, const std::string& tag, bool timer_readable = true, bool faster_after_large = false) {
-  const fs::path dir = fs::temp_directory_path() / ("p2pscope_fakegpu_" + tag + "_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  profile::Params p;
-  p.argv = {"p2pscope", "profile", "(test)"};
-  p.backends = std::vector<std::string>{"fake-gpu"};
+  const fs::path dir = test::fresh_temp_dir("p2pscope_fakegpu", tag, false);
+  profile::Params p = test::small_campaign_params(dir, "fake-gpu");
   p.make_backend = [bias_ns, timer_readable, faster_after_large](const std::string&) {
     return std::make_unique<FakeGpu>(bias_ns, timer_readable, faster_after_large);
   };
-  p.devices = std::vector<int>{0, 1};
-  p.sizes = std::vector<std::uint64_t>{1, 4096, 1 << 20};
-  p.warmup = 1;
-  p.reps = 3;
-  p.drift_s = 0;
-  p.temp_interval_s = 0;
   p.min_sample_ns = 50'000;
-  p.out_dir = dir.string();
   const auto r = profile::run_campaign(p);
   EXPECT_TRUE(r.complete);
   Campaign c;

@@ -11,22 +11,15 @@
 #include "profile/drift.hpp"
 #include "profile/execution_log.hpp"
 #include "profile/trace.hpp"
+#include "support/files.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::profile;
 namespace fs = std::filesystem;
 
 namespace {
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("p2pscope-test-" + name + "-" + std::to_string(getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+fs::path temp_dir(const std::string& name) { return test::fresh_temp_dir("p2pscope-test", name); }
+using test::slurp;
 }  // namespace
 
 TEST(ProfileLog, RoundTripsRowsWithAndWithoutDeviceTimes) {

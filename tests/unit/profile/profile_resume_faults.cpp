@@ -13,6 +13,8 @@
 #include "p2pscope/files.hpp"
 #include "p2pscope/profile.hpp"
 #include "profile/execution_log.hpp"
+#include "support/campaign.hpp"
+#include "support/files.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::profile;
@@ -20,25 +22,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("p2pscope-resumefault-" + name + "-" + std::to_string(getpid()));
-  fs::remove_all(d);
-  return d;
-}
-
-Params small_params(const fs::path& out) {
-  Params p;
-  p.argv = {"p2pscope", "profile", "(test)"};
-  p.backends = std::vector<std::string>{"host"};
-  p.devices = std::vector<int>{0, 1};
-  p.sizes = std::vector<std::uint64_t>{1, 4096, 1 << 20};
-  p.warmup = 1;
-  p.reps = 3;
-  p.drift_s = 0;
-  p.temp_interval_s = 0;
-  p.out_dir = out.string();
-  return p;
-}
+// The campaign creates its directory: a fresh path, not made.
+fs::path temp_dir(const std::string& name) { return test::fresh_temp_dir("p2pscope-resumefault", name, false); }
 
 Params resume_params(const fs::path& dir, std::vector<std::string>* notes) {
   Params p;
@@ -73,17 +58,14 @@ void expect_exactly_once(const fs::path& dir, std::size_t planned) {
   for (const auto& [key, n] : c) EXPECT_EQ(n, 1) << "config " << key.first << " rep " << key.second;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
-}
+using test::slurp;
 
 }  // namespace
 
 // Before: every row after line 5 was deleted as a "torn last line" and measured again.
 TEST(ProfileResumeFaults, AChangedByteMidLogCostsThatRowOnlyAndIsKeptAside) {
   const auto dir = temp_dir("midline");
-  run_campaign(small_params(dir));
+  run_campaign(test::small_campaign_params(dir));
   const auto log = dir / "execution_log.csv";
   auto lines = lines_of(log);
   ASSERT_EQ(lines.size(), 19u);  // header + 6 configs x 3 reps
@@ -116,7 +98,7 @@ TEST(ProfileResumeFaults, AChangedByteMidLogCostsThatRowOnlyAndIsKeptAside) {
 // Before: two writers' rows were both kept and analyze took them as extra samples.
 TEST(ProfileResumeFaults, DuplicateRowsAreSetAsideNotKept) {
   const auto dir = temp_dir("dups");
-  run_campaign(small_params(dir));
+  run_campaign(test::small_campaign_params(dir));
   const auto log = dir / "execution_log.csv";
   auto lines = lines_of(log);
   lines.push_back(lines[3]);
@@ -136,7 +118,7 @@ TEST(ProfileResumeFaults, DuplicateRowsAreSetAsideNotKept) {
 // Before: nothing stopped a second resume of the same campaign (800 duplicate rows).
 TEST(ProfileResumeFaults, ASecondWriterIsRefusedByTheDirectoryLock) {
   const auto dir = temp_dir("lock");
-  Params first = small_params(dir);
+  Params first = test::small_campaign_params(dir);
   first.reps = 1;
   run_campaign(first);
   const auto before = slurp(dir / "execution_log.csv");
@@ -158,7 +140,7 @@ TEST(ProfileResumeFaults, ASecondWriterIsRefusedByTheDirectoryLock) {
 
 TEST(ProfileResumeFaults, ALogOfAnotherPlanIsStillRefusedWhole) {
   const auto dir = temp_dir("foreign");
-  run_campaign(small_params(dir));
+  run_campaign(test::small_campaign_params(dir));
   const auto log = dir / "execution_log.csv";
   auto lines = lines_of(log);
   // Every row names a size this plan does not have.

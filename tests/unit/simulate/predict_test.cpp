@@ -6,7 +6,7 @@
 
 #include "p2pscope/error.hpp"
 #include "p2pscope/simulate.hpp"
-#include "../cli/run_binary.hpp"
+#include "support/run_binary.hpp"
 #include "simulate_support.hpp"
 
 namespace p2pscope::simulate {

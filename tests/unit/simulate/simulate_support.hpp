@@ -12,15 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/files.hpp"
+
 namespace p2pscope::test {
 namespace fs = std::filesystem;
 
-inline std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// slurp: support/files.hpp
 
 inline fs::path temp_dir(const std::string& tag) {
   static std::atomic<int> next{0};

@@ -22,6 +22,7 @@
 #include "support/loopback_port.hpp"
 #include "transport/tcp/listener.hpp"
 #include "transport/tcp/socket.hpp"
+#include "support/timing.hpp"
 
 using namespace p2pscope;
 using p2pscope::test::free_port;
@@ -31,7 +32,7 @@ namespace {
 
 using p2pscope::test::error_of;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+using p2pscope::test::seconds_since;
 
 tcp::Socket connect_when_up(std::uint16_t port) {
   for (int i = 0;; ++i) {

@@ -9,24 +9,14 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
+#include "support/shell.hpp"
 
 namespace {
 
-struct CliRun {
-  int code = -1;
-  std::string out;
-};
+using CliRun = p2pscope::test::ShellResult;
 
 CliRun run(const std::string& args) {
-  CliRun r;
-  const std::string cmd = "timeout 60 " + std::string(P2PSCOPE_BINARY) + " " + args + " 2>&1";
-  FILE* f = popen(cmd.c_str(), "r");
-  if (!f) return r;
-  char buf[4096];
-  for (std::size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) r.out.append(buf, n);
-  const int st = pclose(f);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+  return p2pscope::test::run_shell("timeout 60 " + std::string(P2PSCOPE_BINARY) + " " + args + " 2>&1");
 }
 
 class TcpCli : public ::testing::Test {

@@ -13,15 +13,15 @@
 #include "p2pscope/tcp.hpp"
 #include "transport/tcp/listener.hpp"
 #include "transport/tcp/protocol.hpp"
+#include "support/tcp_report.hpp"
+#include "support/timing.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::tcp;
 
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+using p2pscope::test::seconds_since;
 
 // A long transfer: many short rounds, so the fault lands after several of them.
 Params long_run() {
@@ -35,12 +35,7 @@ Params long_run() {
   return p;
 }
 
-std::uint64_t sum_bytes(const SideReport& s, bool sent) {
-  std::uint64_t b = 0;
-  for (const auto& c : s.channels)
-    if (c.sent == sent) b += c.bytes;
-  return b;
-}
+using p2pscope::test::sum_bytes;
 
 bool closed_or_reset(const std::string& cause) {
   return cause == "peer closed the connection" || cause == "connection reset by the peer";

@@ -20,6 +20,7 @@
 #include "support/loopback_port.hpp"
 #include "support/raw_peer.hpp"
 #include "support/server_thread.hpp"
+#include "support/timing.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::tcp;
@@ -30,9 +31,7 @@ namespace pt = p2pscope::test;
 
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+using p2pscope::test::seconds_since;
 
 Params small() {
   Params p;

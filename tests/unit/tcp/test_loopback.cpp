@@ -4,6 +4,7 @@
 
 #include "p2pscope/error.hpp"
 #include "p2pscope/tcp.hpp"
+#include "support/tcp_report.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::tcp;
@@ -24,12 +25,7 @@ Params small(Mode m) {
   return p;
 }
 
-std::uint64_t sum_bytes(const SideReport& s, bool sent) {
-  std::uint64_t b = 0;
-  for (const auto& c : s.channels)
-    if (c.sent == sent) b += c.bytes;
-  return b;
-}
+using p2pscope::test::sum_bytes;
 
 }  // namespace
 

@@ -11,6 +11,8 @@
 
 #include "p2pscope/error.hpp"
 #include "p2pscope/topo.hpp"
+#include "support/run_binary.hpp"
+#include "support/files.hpp"
 
 namespace fs = std::filesystem;
 
@@ -123,10 +125,7 @@ TEST(H200x2, TwoGpusOnTheRootBus) {
 class ScratchTree : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() / ("p2pscope-topo-" + std::to_string(::getpid()) + "-" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
+    root_ = p2pscope::test::fresh_test_dir("p2pscope-topo");
   }
   void TearDown() override { fs::remove_all(root_); }
   void put(const std::string& rel, const std::string& text) {
@@ -176,22 +175,8 @@ TEST(FsRootArg, NotADirectoryIsUsageError) {
 }
 
 // End to end through the built binary.
-struct CmdResult {
-  int code = -1;
-  std::string out;
-};
-CmdResult run(const std::string& args) {
-  CmdResult r;
-  const std::string cmd = std::string(P2PSCOPE_BINARY) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int st = ::pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using CmdResult = p2pscope::test::Result;
+CmdResult run(const std::string& args) { return p2pscope::test::run_binary(args); }
 
 TEST(TopoCommand, JsonOnTwoSocketFixture) {
   const CmdResult r = run("topo --root " + fixture("two-socket") + " --format json");

@@ -12,6 +12,7 @@
 #include "a3_tree.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/tune.hpp"
+#include "support/files.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::tune;
@@ -25,12 +26,7 @@ const Finding* find(const std::vector<Finding>& f, const std::string& id) {
     if (x.id == id) return &x;
   return nullptr;
 }
-std::string slurp(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using p2pscope::test::slurp;
 }  // namespace
 
 TEST(DoctorPerf, NcclTestsTableInAnInfoLog) {

@@ -19,7 +19,7 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/tune.hpp"
 #include "p2pscope/units.hpp"
-#include "../cli/run_binary.hpp"
+#include "support/run_binary.hpp"
 #include "read_tree.hpp"
 
 using namespace p2pscope;

@@ -12,6 +12,7 @@
 #include "p2pscope/tune.hpp"
 #include "p2pscope/units.hpp"
 #include "read_tree.hpp"
+#include "support/files.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::tune;
@@ -63,9 +64,7 @@ int numa_of(const topo::Topology& t, int cpu) {
 
 // A minimal /proc tree for the IRQs of two_socket(): every affinity "ffffffff".
 fs::path make_tree(const topo::Topology& t) {
-  const fs::path root = fs::temp_directory_path() / ("p2pscope-irq-" + std::to_string(::getpid()) + "-" +
-                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  fs::remove_all(root);
+  const fs::path root = p2pscope::test::fresh_test_dir("p2pscope-irq", false);
   fs::create_directories(root / "proc/sys/kernel");
   std::ofstream(root / "proc/sys/kernel/hostname") << t.hostname << "\n";
   std::ostringstream intr;
