@@ -27,7 +27,7 @@
 namespace p2pscope::tcp {
 
 inline constexpr std::uint32_t kProtocolMagic = 0x50325453;  // "P2TS"
-inline constexpr std::uint32_t kProtocolVersion = 2;  // 2: challenge-response, server-chosen session ids
+inline constexpr std::uint32_t kProtocolVersion = 3;  // 2: challenge-response, server-chosen session ids; 3: core data pattern (SplitMix64 stream), so --verify agrees only between peers of one pattern
 
 enum class Mode { bw, bidir, latency, fullmesh };
 enum class MemKind { host, gpu };
