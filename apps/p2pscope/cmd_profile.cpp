@@ -171,8 +171,8 @@ ProfileFlags add_profile_options(CLI::App& cmd, ProfileOptions& o) {
   cmd.add_option("--processes", o.processes,
                  "Split the repetitions over K processes run one after the other (each its own context, buffers, "
                  "batch sizes, thread placement): analyze widens each median's interval by the spread of the K "
-                 "process medians, which one process cannot see (default 3, at most --reps; 1 = one process, as "
-                 "before; a resumed campaign keeps its own)");
+                 "process medians, which one process cannot see (default 1; 3 measured enough for back-to-back "
+                 "campaigns to agree; at most --reps; a resumed campaign keeps its own)");
   cmd.add_option("--process-share", o.process_share, "internal: this process measures share I/K of the repetitions")
       ->group("");
   o.monitor.add(cmd, false);

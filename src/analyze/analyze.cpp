@@ -105,7 +105,7 @@ std::string median_ci_text(const Campaign& c) {
   if (k <= 1)
     return "interval of each median within one process: " + within +
            ". Between-process variation is NOT included: one process measured every repetition, and two processes on "
-           "one machine can differ by more (7-9 % on small GPU-to-host copies); profile --processes K (default 3) "
+           "one machine can differ by more (7-9 % on small GPU-to-host copies); profile --processes 3 "
            "measures it";
   return fmt::format(
       "interval of each median over {0} processes (profile --processes {0}, the repetitions split in blocks): the "
