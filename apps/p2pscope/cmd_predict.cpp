@@ -14,6 +14,7 @@
 #include "bench/nccl_sweep.hpp"
 #include "bench_common.hpp"
 #include "commands.hpp"
+#include "p2pscope/backend_table.hpp"
 #include "p2pscope/charts.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
@@ -37,7 +38,7 @@ struct PredictOptions {
 
 // Why --measure cannot run here, or "" when it can.
 std::string why_no_measure(const std::vector<int>& devices, const std::string& backend) {
-  if (backend == "host" || backend == "staged")
+  if (!bench::capabilities_of(backend).gpu_links)
     return fmt::format("the campaign's links are backend {} (host memory at one end), not GPU to GPU, so there is no "
                        "NCCL run to compare with; nothing was measured", backend);
   if (!bench::nccl_collectives_built())

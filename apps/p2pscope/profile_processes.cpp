@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "p2pscope/backend_table.hpp"
 #include "p2pscope/child_process.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
@@ -157,7 +158,7 @@ profile::Result run_profile_processes(const ProcessCampaign& pc) {
   std::string dir = pc.resume;
   if (fresh) {
     std::string why;
-    const auto nvml = pc.backend == "host" ? nullptr : nvml::Nvml::load(&why);
+    const auto nvml = bench::capabilities_of(pc.backend).gpu_memory ? nvml::Nvml::load(&why) : nullptr;
     dir = pc.out.empty() ? profile::default_out_dir(pc.out_root, pc.backend, nvml.get()) : pc.out;
   }
   std::size_t logged_before = 0;

@@ -1,29 +1,25 @@
 #include "transport/tcp/protocol.hpp"
 
+#include <array>
 #include <cstdio>
 #include <limits>
 #include <type_traits>
 
+#include "p2pscope/enum_names.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::tcp {
 
-std::string to_string(Mode m) {
-  switch (m) {
-    case Mode::bw: return "bw";
-    case Mode::bidir: return "bidir";
-    case Mode::latency: return "latency";
-    case Mode::fullmesh: return "fullmesh";
-  }
-  return "?";
-}
+// The engine's modes, named once (enum_names.hpp): to_string, the parser and its error.
+constexpr std::array<EnumName<Mode>, 4> kModeNames{{{Mode::bw, "bw"},
+                                                     {Mode::bidir, "bidir"},
+                                                     {Mode::latency, "latency"},
+                                                     {Mode::fullmesh, "fullmesh"}}};
 
-Mode parse_mode(const std::string& text) {
-  for (Mode m : {Mode::bw, Mode::bidir, Mode::latency, Mode::fullmesh})
-    if (to_string(m) == text) return m;
-  throw UsageError("unknown --mode '" + text + "'; expected bw, bidir, latency or fullmesh");
-}
+std::string to_string(Mode m) { return enum_name(kModeNames, m); }
+
+Mode parse_mode(const std::string& text) { return parse_enum(kModeNames, text, "unknown --mode"); }
 
 void validate(const Params& p) {
   auto bad = [](const std::string& m) { throw UsageError(m); };
