@@ -136,12 +136,19 @@ TEST(ClockSessions, TwoSessionsWithAGapAreBoundLikeOneSessionSpanningTheSameRows
   // What summaries() did before: the last session's readings alone.
   const Alignment last_only = align(s.b.start, s.b.during, s.b.end, s.rows);
 
+  RecordProperty("merged_ns", std::to_string(bound_ns(merged)));
+  RecordProperty("one_session_ns", std::to_string(bound_ns(one)));
+  RecordProperty("last_session_only_ns", std::to_string(bound_ns(last_only)));
   ASSERT_EQ(merged.report["alignment"]["ops_checked"].get<std::size_t>(), s.rows.size());
   EXPECT_EQ(merged.report["alignment"]["causality_violations"].get<std::size_t>(), 0u);
   EXPECT_LE(bound_ns(one), 1'000.0);
   EXPECT_NEAR(bound_ns(merged), bound_ns(one), 0.1 * bound_ns(one))
       << "merged " << bound_ns(merged) << " ns, one session " << bound_ns(one) << " ns";
-  EXPECT_GT(bound_ns(last_only), 5 * bound_ns(merged))
+  // The goal (<= 1 us) is met with every session's readings and missed with the last one's
+  // (here 0.40 vs 2.0 us; 0.41 us for one session).
+  EXPECT_LE(bound_ns(merged), 1'000.0);
+  EXPECT_GT(bound_ns(last_only), 1'000.0);
+  EXPECT_GT(bound_ns(last_only), 4 * bound_ns(merged))
       << "last session only " << bound_ns(last_only) << " ns, merged " << bound_ns(merged) << " ns";
 
   // The merged map places session A's GPU stamps within its bound of the truth.
