@@ -138,16 +138,19 @@ std::vector<SessionReadings> load_other_session_readings(const std::string& dir,
 }
 
 MergedReadings merge_session_readings(const std::vector<SessionReadings>& others, const SessionReadings& mine) {
+  const auto has_readings = [](const SessionReadings& r) {
+    return !r.start.samples.empty() || !r.during.samples.empty() || !r.end.samples.empty();
+  };
   std::vector<const SessionReadings*> all;
   for (const auto& o : others)
-    if (!o.start.samples.empty() || !o.during.samples.empty() || !o.end.samples.empty()) all.push_back(&o);
+    if (has_readings(o)) all.push_back(&o);
   all.push_back(&mine);
   // The earliest start: sessions are in index order, but a timer-less session may sit first.
   const SessionReadings* first = &mine;
   for (const auto* s : all)
     if (first_host_ns(*s) < first_host_ns(*first)) first = s;
   MergedReadings m;
-  m.sessions = all.size();
+  m.sessions = all.size() - (has_readings(mine) ? 0 : 1);  // a backend without a device clock: 0
   m.start = first->start;
   for (const auto& [dev, why] : mine.start.no_timer)
     if (!m.start.samples.count(dev)) m.start.no_timer[dev] = why;

@@ -41,7 +41,7 @@ std::vector<SessionReadings> load_other_session_readings(const std::string& dir,
 // the other sessions' windows) as readings during the run.
 struct MergedReadings {
   DriftWindow start, during, end;
-  std::size_t sessions = 1;  // sessions whose readings are in
+  std::size_t sessions = 0;  // sessions whose readings are in (0: no device clock)
 };
 MergedReadings merge_session_readings(const std::vector<SessionReadings>& others, const SessionReadings& mine);
 
