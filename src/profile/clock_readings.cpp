@@ -81,8 +81,9 @@ nlohmann::json to_json(const SessionReadings& r) {
   return {{"schema_version", kSchemaVersion},
           {"host_clock", "CLOCK_MONOTONIC"},
           {"device_clock", "GPU %globaltimer"},
-          {"note", "one session's clock sync readings, [host_ns, device_ns, bracket_ns]; the campaign's alignment "
-                   "(clock_drift.json) fits every session's readings together"},
+          {"note",
+           "one session's clock sync readings, [host_ns, device_ns, bracket_ns]; the campaign's alignment "
+           "(clock_drift.json) fits every session's readings together"},
           {"start", window_json(r.start)},
           {"during", window_json(r.during)},
           {"end", window_json(r.end)}};
@@ -129,9 +130,10 @@ std::vector<SessionReadings> load_other_session_readings(const std::string& dir,
       if (!text) throw Error(why);
       out.push_back(session_readings_from_json(nlohmann::json::parse(*text)));
     } catch (const std::exception& e) {
-      notes.push_back(fmt::format("{} left out of the clock alignment ({}): the rows of session {} are placed from "
-                                  "the other sessions' readings",
-                                  p.string(), e.what(), idx));
+      notes.push_back(
+          fmt::format("{} left out of the clock alignment ({}): the rows of session {} are placed from "
+                      "the other sessions' readings",
+                      p.string(), e.what(), idx));
     }
   }
   return out;

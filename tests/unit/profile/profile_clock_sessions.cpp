@@ -99,9 +99,11 @@ Plan one_config_plan(int reps) {
 
 double bound_ns(const Alignment& a) { return a.report["alignment"]["offset_uncertainty_ns_max"].get<double>(); }
 
-Alignment align(const DriftWindow& start, const DriftWindow& during, const DriftWindow& end, const std::vector<LogRow>& rows) {
-  return align_clocks("ce", start, during, end, one_config_plan(static_cast<int>(rows.size())), rows,
-                      [](int src, int) { return src; }, 0.0);
+Alignment align(const DriftWindow& start, const DriftWindow& during, const DriftWindow& end,
+                const std::vector<LogRow>& rows) {
+  return align_clocks(
+      "ce", start, during, end, one_config_plan(static_cast<int>(rows.size())), rows, [](int src, int) { return src; },
+      0.0);
 }
 
 // Session A: start window at 0 s, measures 1-20 s, end window at 20.1 s; 4.3 s later
@@ -113,7 +115,8 @@ struct TwoSessions {
   std::vector<LogRow> rows;
   TwoSessions() {
     const std::int64_t w = 670'000'000;
-    a = {clock.window(kHost0, w), clock.during(kHost0 + 1 * kS, kHost0 + 20 * kS), clock.window(kHost0 + 20 * kS + kS / 10, w)};
+    a = {clock.window(kHost0, w), clock.during(kHost0 + 1 * kS, kHost0 + 20 * kS),
+         clock.window(kHost0 + 20 * kS + kS / 10, w)};
     b = {clock.window(kHost0 + 25 * kS, w), clock.during(kHost0 + 26 * kS, kHost0 + 45 * kS),
          clock.window(kHost0 + 45 * kS + kS / 10, w)};
     add_rows(rows, kHost0 + 1 * kS, kHost0 + 20 * kS);
@@ -155,7 +158,8 @@ TEST(ClockSessions, TwoSessionsWithAGapAreBoundLikeOneSessionSpanningTheSameRows
   const auto& map = merged.to_host.at(0);
   for (const auto& r : s.rows) {
     const double truth = static_cast<double>(r.ts_start_ns + 2'000);
-    EXPECT_NEAR(map.host_of_device(r.ts_start_ns, r.gpu_ts_start_ns), truth, map.at(r.ts_start_ns).uncertainty_ns() + 5);
+    EXPECT_NEAR(map.host_of_device(r.ts_start_ns, r.gpu_ts_start_ns), truth,
+                map.at(r.ts_start_ns).uncertainty_ns() + 5);
   }
 }
 
