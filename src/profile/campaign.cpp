@@ -483,7 +483,7 @@ void CampaignRun::summaries() {
 Alignment CampaignRun::align_all_sessions() {
   const SessionReadings mine{drift_start_, sync_->window(), drift_end_};
   std::vector<std::string> notes;
-  std::vector<SessionReadings> others;
+  std::map<std::size_t, SessionReadings> others;
   if (gpu_backend_) {
     save_session_readings(dir_, session_index_, mine);
     others = load_other_session_readings(dir_, session_index_, notes);
@@ -498,6 +498,7 @@ Alignment CampaignRun::align_all_sessions() {
       "readings of every session (clock_readings-NNN.json) are fitted together: the earliest start window, every "
       "burst and window between, this session's end window";
   for (const auto& n : notes) align.warnings.push_back(n);
+  for (const auto& n : m.notes) align.warnings.push_back(n);
   return align;
 }
 

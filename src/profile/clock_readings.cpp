@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -73,6 +75,38 @@ std::int64_t first_host_ns(const SessionReadings& r) {
   return t;
 }
 
+bool has_readings(const SessionReadings& r) {
+  return !r.start.samples.empty() || !r.during.samples.empty() || !r.end.samples.empty();
+}
+
+// The session's first reading of `dev` (nullptr without any).
+const TimerPoint* first_point(const SessionReadings& r, int dev) {
+  for (const DriftWindow* w : {&r.start, &r.during, &r.end}) {
+    const auto it = w->samples.find(dev);
+    if (it != w->samples.end() && !it->second.points.empty()) return &it->second.points.front();
+  }
+  return nullptr;
+}
+
+// Why `other` read another clock epoch than `mine`, if it did. A timer drifts by ppm
+// (-9.5 ppm on an H100); a reboot moves the offset by the uptime, a GPU reset by
+// whatever the driver loads.
+std::optional<std::string> other_epoch(const SessionReadings& other, const SessionReadings& mine) {
+  for (const auto& [dev, s] : mine.start.samples) {
+    const TimerPoint* a = first_point(mine, dev);
+    const TimerPoint* b = first_point(other, dev);
+    if (!a || !b) continue;
+    const double apart_ns = std::fabs(static_cast<double>(a->host_ns - b->host_ns));
+    const double moved_ns = std::fabs(static_cast<double>((a->device_ns - a->host_ns) - (b->device_ns - b->host_ns)));
+    if (moved_ns > 1e6 + 500e-6 * apart_ns)
+      return fmt::format(
+          "GPU {}'s timer offset moved by {:.3f} ms over {:.3f} s, more than drift explains (a reboot "
+          "or a GPU reset between the sessions?)",
+          dev, moved_ns * 1e-6, apart_ns * 1e-9);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string clock_readings_file(std::size_t session) { return fmt::format("{}{:03}{}", kPrefix, session, kSuffix); }
@@ -107,8 +141,8 @@ void save_session_readings(const std::string& dir, std::size_t session, const Se
   write_file_atomic(fs::path(dir) / clock_readings_file(session), to_json(r).dump() + "\n", Replace::allow);
 }
 
-std::vector<SessionReadings> load_other_session_readings(const std::string& dir, std::size_t except_session,
-                                                         std::vector<std::string>& notes) {
+std::map<std::size_t, SessionReadings> load_other_session_readings(const std::string& dir, std::size_t except_session,
+                                                                   std::vector<std::string>& notes) {
   std::map<std::size_t, fs::path> files;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -122,13 +156,13 @@ std::vector<SessionReadings> load_other_session_readings(const std::string& dir,
     const std::size_t idx = std::stoul(num);
     if (idx != except_session) files[idx] = it->path();
   }
-  std::vector<SessionReadings> out;
+  std::map<std::size_t, SessionReadings> out;
   for (const auto& [idx, p] : files) {
     std::string why;
     const auto text = try_read_regular_file(p, kMaxReadBytes, &why);
     try {
       if (!text) throw Error(why);
-      out.push_back(session_readings_from_json(nlohmann::json::parse(*text)));
+      out[idx] = session_readings_from_json(nlohmann::json::parse(*text));
     } catch (const std::exception& e) {
       notes.push_back(
           fmt::format("{} left out of the clock alignment ({}): the rows of session {} are placed from "
@@ -139,19 +173,26 @@ std::vector<SessionReadings> load_other_session_readings(const std::string& dir,
   return out;
 }
 
-MergedReadings merge_session_readings(const std::vector<SessionReadings>& others, const SessionReadings& mine) {
-  const auto has_readings = [](const SessionReadings& r) {
-    return !r.start.samples.empty() || !r.during.samples.empty() || !r.end.samples.empty();
-  };
+MergedReadings merge_session_readings(const std::map<std::size_t, SessionReadings>& others,
+                                      const SessionReadings& mine) {
+  MergedReadings m;
   std::vector<const SessionReadings*> all;
-  for (const auto& o : others)
-    if (has_readings(o)) all.push_back(&o);
+  for (const auto& [idx, o] : others) {
+    if (!has_readings(o)) continue;
+    if (const auto why = other_epoch(o, mine)) {
+      m.notes.push_back(
+          fmt::format("clock readings of session {} left out: {}; the rows it measured are placed from "
+                      "the other sessions' readings",
+                      idx, *why));
+      continue;
+    }
+    all.push_back(&o);
+  }
   all.push_back(&mine);
   // The earliest start: sessions are in index order, but a timer-less session may sit first.
   const SessionReadings* first = &mine;
   for (const auto* s : all)
     if (first_host_ns(*s) < first_host_ns(*first)) first = s;
-  MergedReadings m;
   m.sessions = all.size() - (has_readings(mine) ? 0 : 1);  // a backend without a device clock: 0
   m.start = first->start;
   for (const auto& [dev, why] : mine.start.no_timer)
