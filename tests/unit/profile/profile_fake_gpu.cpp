@@ -189,3 +189,42 @@ TEST(FakeGpuCampaign, EachBatchIsTimedInItsOwnStateNotTheOneTheShuffleLeft) {
   EXPECT_EQ(small, 12u);
   EXPECT_TRUE(c.meta["timing"].contains("prewarm"));
 }
+
+// --processes 3 as the parent runs it: three sessions one after the other, the later two
+// resuming. Each keeps its clock readings in the campaign directory, and the last one's
+// alignment fits all three (before, it fitted its own and extrapolated the others' rows).
+TEST(FakeGpuCampaign, ASplitCampaignIsAlignedWithEverySessionsReadings) {
+  const fs::path dir = test::fresh_temp_dir("p2pscope_fakegpu", "sessions", false);
+  const auto backend = [](const std::string&) { return std::make_unique<FakeGpu>(0); };
+  profile::Params first = test::small_campaign_params(dir, "fake-gpu");
+  first.make_backend = backend;
+  first.min_sample_ns = 50'000;
+  first.share = {0, 3};
+  profile::run_campaign(first);
+  for (int i = 1; i < 3; ++i) {
+    profile::Params p;
+    p.argv = first.argv;
+    p.resume_dir = dir.string();
+    p.drift_s = 0;
+    p.temp_interval_s = 0;
+    p.make_backend = backend;
+    p.min_sample_ns = 50'000;
+    p.share = {i, 3};
+    const auto r = profile::run_campaign(p);
+    EXPECT_EQ(r.complete, i == 2);
+  }
+  for (const char* f : {"clock_readings-000.json", "clock_readings-001.json", "clock_readings-002.json"})
+    EXPECT_TRUE(fs::exists(dir / f)) << f;
+  const auto drift = nlohmann::json::parse(std::ifstream(dir / "clock_drift.json"));
+  EXPECT_EQ(drift["sessions_with_readings"], 3);
+  EXPECT_EQ(drift["sessions_in_log"], 3);
+  const auto& a = drift["alignment"];
+  EXPECT_EQ(a["ops_checked"], 18);
+  EXPECT_EQ(a["causality_violations"], 0);
+  EXPECT_LE(a["offset_uncertainty_ns_max"].get<double>(), 1000.0) << drift.dump(1);
+  // The first session's start window is the campaign's: its bursts are among the readings.
+  const auto first_readings = nlohmann::json::parse(std::ifstream(dir / "clock_readings-000.json"));
+  EXPECT_FALSE(first_readings["start"]["devices"]["0"]["points"].empty());
+  EXPECT_GE(drift["devices"][0]["clock_map"]["pieces_with_ops"].get<int>(), 3) << drift["devices"][0].dump(1);
+  fs::remove_all(dir);
+}
