@@ -4,7 +4,6 @@
 #include "transport/cuda/cuda_base.hpp"
 
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <cstring>
 
@@ -230,14 +229,7 @@ std::int64_t CudaBase::verify(int src, int dst, std::uint64_t bytes) {
   }
   auto& x = dev_[static_cast<std::size_t>(dst)];
   DeviceGuard g(dst);
-  long long init = LLONG_MAX, out = 0;
-  auto* bad = static_cast<long long*>(x.scratch.get());
-  // Stream-ordered: a plain cudaMemcpy from pageable memory may still be in flight.
-  P2P_CUDA(cudaMemcpyAsync(bad, &init, sizeof init, cudaMemcpyHostToDevice, x.s0.get()), dst);
-  launch_verify(x.recv.get(), bytes, src, bad, x.s0.get(), dst);
-  P2P_CUDA(cudaStreamSynchronize(x.s0.get()), dst);
-  P2P_CUDA(cudaMemcpy(&out, bad, sizeof out, cudaMemcpyDeviceToHost), dst);
-  return out == LLONG_MAX ? -1 : out;
+  return first_bad_offset(x.recv.get(), bytes, src, x.scratch.get(), x.s0.get(), dst);
 }
 
 Backend::TimerReading CudaBase::read_device_timer(int device) {

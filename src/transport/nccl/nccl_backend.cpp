@@ -4,7 +4,6 @@
 // into it by an event, so one iteration = send posted .. data received. A spin kernel
 // holds both streams until every iteration is queued (the blocking start).
 #include <algorithm>
-#include <climits>
 #include <memory>
 
 #include <fmt/format.h>
@@ -15,6 +14,7 @@
 #include "p2pscope/units.hpp"
 #include "transport/cuda/kernels.hpp"
 #include "transport/nccl/nccl_util.hpp"
+#include "bench/pair_support.hpp"
 
 namespace p2pscope::bench {
 namespace {
@@ -41,10 +41,7 @@ class NcclBackend final : public Backend {
     return fmt::format("GPU {} ({})", d, p.name);
   }
   PairSupport support(int src, int dst) const override {
-    check_device(src);
-    check_device(dst);
-    if (src == dst) return {false, "source and destination are the same device"};
-    return {};
+    return distinct_pair(src, dst, [this](int d) { check_device(d); });
   }
 
   void prepare(const std::vector<int>& devices, std::uint64_t max_bytes) override {
@@ -145,14 +142,7 @@ class NcclBackend final : public Backend {
     check_prepared(src, dst, bytes);
     auto& x = dev_[static_cast<std::size_t>(dst)];
     DeviceGuard g(dst);
-    long long init = LLONG_MAX, out = 0;
-    auto* bad = static_cast<long long*>(x.scratch.get());
-    // Stream-ordered: a plain cudaMemcpy from pageable memory may still be in flight.
-    P2P_CUDA(cudaMemcpyAsync(bad, &init, sizeof init, cudaMemcpyHostToDevice, x.s.get()), dst);
-    launch_verify(x.recv.get(), bytes, src, bad, x.s.get(), dst);
-    P2P_CUDA(cudaStreamSynchronize(x.s.get()), dst);
-    P2P_CUDA(cudaMemcpy(&out, bad, sizeof out, cudaMemcpyDeviceToHost), dst);
-    return out == LLONG_MAX ? -1 : out;
+    return first_bad_offset(x.recv.get(), bytes, src, x.scratch.get(), x.s.get(), dst);
   }
 
  private:

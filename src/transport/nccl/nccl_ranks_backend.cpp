@@ -27,6 +27,7 @@
 #include "transport/cuda/kernels.hpp"
 #include "transport/nccl/nccl_util.hpp"
 #include "transport/nccl/rank_comm.hpp"
+#include "bench/pair_support.hpp"
 
 namespace p2pscope::bench {
 namespace {
@@ -63,10 +64,7 @@ class NcclRanksBackend final : public Backend {
     return {true, host == rc_->peer(rank_).value("hostname", ""), host, j.value("bus", "")};
   }
   PairSupport support(int src, int dst) const override {
-    check_device(src);
-    check_device(dst);
-    if (src == dst) return {false, "source and destination are the same rank"};
-    return {};
+    return distinct_pair(src, dst, [this](int d) { check_device(d); }, "rank");
   }
 
   void prepare(const std::vector<int>& devices, std::uint64_t max_bytes) override {
