@@ -1,6 +1,7 @@
 #pragma once
 // The support() answer of a backend whose transfers join two distinct devices of its
-// own: written once so every such backend refuses the same way.
+// own, and the checks that open its run_batch: written once so every such backend
+// refuses the same way.
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,17 @@ PairSupport distinct_pair(int src, int dst, CheckDevice&& check_device, std::str
   check_device(dst);
   if (src == dst) return {false, "source and destination are the same " + std::string(unit)};
   return {};
+}
+
+// run_batch's first step: sets r.support from b.support(); false (return r as it is)
+// for a pair the backend does not support, else runs the backend's own
+// `check_prepared(src, dst, bytes)` (UsageError when prepare() did not cover them).
+template <class CheckPrepared>
+bool start_batch(const Backend& b, const BatchSpec& s, BatchResult& r, CheckPrepared&& check_prepared) {
+  r.support = b.support(s.src, s.dst);
+  if (!r.support.ok) return false;
+  check_prepared(s.src, s.dst, s.bytes);
+  return true;
 }
 
 }  // namespace p2pscope::bench

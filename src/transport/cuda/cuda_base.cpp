@@ -15,6 +15,7 @@
 #include "p2pscope/units.hpp"
 #include "transport/cuda/device_clock.hpp"
 #include "transport/cuda/kernels.hpp"
+#include "bench/pair_support.hpp"
 
 namespace p2pscope::bench::cuda {
 
@@ -108,9 +109,7 @@ void CudaBase::prepare(const std::vector<int>& devices, std::uint64_t max_bytes)
 
 BatchResult CudaBase::run_batch(const BatchSpec& s) {
   BatchResult r;
-  r.support = support(s.src, s.dst);
-  if (!r.support.ok) return r;
-  check_prepared(s.src, s.dst, s.bytes);
+  if (!start_batch(*this, s, r, [this](int a, int b, std::uint64_t n) { check_prepared(a, b, n); })) return r;
   if (s.iters < 1 || s.warmup < 0) throw UsageError("iterations must be >= 1 and warmup >= 0");
   if (s.pattern == Pattern::latency) {
     if (!capabilities().latency) {

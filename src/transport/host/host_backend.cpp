@@ -79,9 +79,7 @@ class HostBackend final : public Backend {
 
   BatchResult run_batch(const BatchSpec& s) override {
     BatchResult r;
-    r.support = support(s.src, s.dst);
-    if (!r.support.ok) return r;
-    check_prepared(s.src, s.dst, s.bytes);
+    if (!start_batch(*this, s, r, [this](int a, int b, std::uint64_t n) { check_prepared(a, b, n); })) return r;
     const std::size_t n = s.bytes;
     unsigned char* a_send = buf(s.src).send.data();
     unsigned char* b_recv = buf(s.dst).recv.data();

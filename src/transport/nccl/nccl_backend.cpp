@@ -70,11 +70,10 @@ class NcclBackend final : public Backend {
 
   BatchResult run_batch(const BatchSpec& s) override {
     BatchResult r;
-    r.support = support(s.src, s.dst);
-    if (!r.support.ok) return r;
-    check_prepared(s.src, s.dst, s.bytes);
-    const bool bidir = s.pattern == Pattern::bidirectional, lat = s.pattern == Pattern::latency;
-    const int rounds = lat ? 100 : 1;
+    if (!start_batch(*this, s, r, [this](int a, int b, std::uint64_t n) { check_prepared(a, b, n); })) return r;
+    const nccl::SampleShape shape = nccl::sample_shape(s.pattern);
+    const bool bidir = shape.bidir, lat = shape.lat;
+    const int rounds = shape.rounds;
     auto one = [&] {
       for (int k = 0; k < rounds; ++k) {
         exchange(s.src, s.dst, s.bytes, bidir);
@@ -92,7 +91,7 @@ class NcclBackend final : public Backend {
       a.push_back(make_event(s.src));
       b.push_back(make_event(s.src));
     }
-    const bool hold = static_cast<long>(s.iters) * rounds * 2 < 600;
+    const bool hold = shape.hold(s.iters);
     const int gen = ++generation_;
     if (hold)
       for (int d : {s.src, s.dst}) {
