@@ -272,7 +272,8 @@ void plugin_ping(WorkerArgs a) {
       check_stop(a);
       const std::int64_t t0 = monotonic_ns();
       // The echo's receive is posted first: the peer's send never waits for it.
-      post_until_taken([&] { return l.recv.irecv(dst, e.n, l.mr_back).has_value(); }, e.dog, "posting the echo's receive");
+      post_until_taken([&] { return l.recv.irecv(dst, e.n, l.mr_back).has_value(); }, e.dog,
+                       "posting the echo's receive");
       post_until_taken([&] { return l.send.isend(src, e.n, l.mr).has_value(); }, e.dog, "posting a ping");
       wait_oldest(l.send, e.dog, "waiting for a ping to leave");
       e.receive(dst, "waiting for the echo");

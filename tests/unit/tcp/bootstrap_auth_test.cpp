@@ -30,7 +30,8 @@
 
 using namespace p2pscope;
 using Clock = std::chrono::steady_clock;
-using p2pscope::test::connect_when_up, p2pscope::test::error_of, p2pscope::test::free_port, p2pscope::test::seconds_since;
+using p2pscope::test::connect_when_up, p2pscope::test::error_of, p2pscope::test::free_port,
+    p2pscope::test::seconds_since;
 
 namespace {
 
