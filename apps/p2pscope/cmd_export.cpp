@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "astra_options.hpp"
 #include "commands.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
@@ -56,14 +57,11 @@ void add_export_command(CLI::App& app, Context& /*ctx*/) {
   cmd->add_flag("--force", o->force, "Replace the output file if it exists");
   cmd->add_option("--backend", o->backend, "only this backend's links (astra-sim: default the first of nccl, ce, sm, ...)");
   cmd->add_option("--sizes", o->sizes, "csv: sizes to predict, e.g. 1K:1G (default: each link's measured sizes)");
-  cmd->add_option("--astra-backend", o->astra_backend,
-                  "astra-sim: the analytical network backend the file is for, unaware or aware (they read a Switch "
-                  "differently; aware builds one dimension only)")
-      ->capture_default_str();
-  cmd->add_option("--endpoint-delay", o->endpoint_delay_ns,
-                  "astra-sim: the system file's endpoint-delay in ns, >= 1 (ASTRA-sim charges it per message; give "
-                  "predict the same value)")
-      ->capture_default_str();
+  add_astra_options(cmd, o->astra_backend, o->endpoint_delay_ns,
+                    "astra-sim: the analytical network backend the file is for, unaware or aware (they read a "
+                    "Switch differently; aware builds one dimension only)",
+                    "astra-sim: the system file's endpoint-delay in ns, >= 1 (ASTRA-sim charges it per message; "
+                    "give predict the same value)");
   cmd->add_option("--astra-line-at", o->line_at,
                   "astra-sim: write each dimension's line as the regime that holds at this message size (e.g. 512K, "
                   "S/p of the collective you simulate) instead of the upper regime; the header's table shows the cost");

@@ -12,6 +12,7 @@
 
 #include "bench/nccl_collective.hpp"
 #include "bench/nccl_sweep.hpp"
+#include "astra_options.hpp"
 #include "bench_common.hpp"
 #include "commands.hpp"
 #include "p2pscope/backend_table.hpp"
@@ -245,14 +246,11 @@ void add_predict_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--sizes", o->sizes, "sizes S as nccl-tests counts them, e.g. 1K:1G")->capture_default_str();
   cmd->add_option("--backend", o->backend, "the links of this backend (default: the only one, else nccl, ce, sm, ...)");
   cmd->add_option("--format", o->format, "text, json or csv")->capture_default_str();
-  cmd->add_option("--astra-backend", o->astra_backend,
-                  "ring: the schedule ASTRA-sim's backend runs on `export --to astra-sim`'s file, unaware (a ring per "
-                  "dimension) or aware (one flat ring)")
-      ->capture_default_str();
-  cmd->add_option("--endpoint-delay", o->endpoint_delay_ns,
-                  "ns charged once per step and once per phase, as ASTRA-sim charges its endpoint-delay (>= 1; give "
-                  "export the same value)")
-      ->capture_default_str();
+  add_astra_options(cmd, o->astra_backend, o->endpoint_delay_ns,
+                    "ring: the schedule ASTRA-sim's backend runs on `export --to astra-sim`'s file, unaware (a ring "
+                    "per dimension) or aware (one flat ring)",
+                    "ns charged once per step and once per phase, as ASTRA-sim charges its endpoint-delay (>= 1; "
+                    "give export the same value)");
   cmd->add_option("--out", o->out, "output file (default stdout)");
   cmd->add_option("--html", o->html, "also write a page with a chart per op (predicted, and measured with --measure)");
   cmd->add_flag("--force", o->force, "Replace the --out and --html files if they exist");

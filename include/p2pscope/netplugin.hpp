@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -177,6 +178,10 @@ class MemRegion {
 
  private:
   friend class CommBase;
+  MemRegion(std::shared_ptr<Plugin> plugin, std::weak_ptr<int> comm_alive, void* comm, void* mhandle, void* data,
+            std::size_t size_bytes, MemType type)
+      : plugin_(std::move(plugin)), comm_alive_(std::move(comm_alive)), comm_(comm), mhandle_(mhandle), data_(data),
+        size_bytes_(size_bytes), type_(type) {}
   std::shared_ptr<Plugin> plugin_;
   std::weak_ptr<int> comm_alive_;  // expired once its comm closed: deregMr is skipped then
   void* comm_ = nullptr;

@@ -18,6 +18,9 @@ std::string_view trim(std::string_view s);
 std::vector<std::string_view> split_views(std::string_view line, char sep);
 // The same fields, copied.
 std::vector<std::string> split_fields(std::string_view line, char sep);
+// Lines without their '\n': "a\n\nb\n" -> {"a", "", "b"}; a last line without '\n'
+// still counts; "" -> {}. CRs are kept. Views into `text`.
+std::vector<std::string_view> split_lines(std::string_view text);
 // Words separated by runs of spaces, tabs or CRs; no empty words ("" -> {}).
 std::vector<std::string_view> split_words(std::string_view text);
 

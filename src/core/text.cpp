@@ -30,6 +30,18 @@ std::vector<std::string> split_fields(std::string_view line, char sep) {
   return {views.begin(), views.end()};
 }
 
+std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    auto nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    out.push_back(text.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  return out;
+}
+
 std::vector<std::string_view> split_words(std::string_view text) {
   std::vector<std::string_view> out;
   const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };

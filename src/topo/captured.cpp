@@ -22,18 +22,6 @@ std::string bus_id(std::string s) {
   return is_pci_address(s) ? s : std::string();
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    auto nl = text.find('\n', pos);
-    if (nl == std::string::npos) nl = text.size();
-    out.push_back(text.substr(pos, nl - pos));
-    pos = nl + 1;
-  }
-  return out;
-}
-
 // Drops ANSI escapes (nvidia-smi underlines the header when writing to a terminal).
 std::string strip_escapes(const std::string& s) {
   std::string out;
@@ -79,7 +67,7 @@ struct SmiGpu {
 void add_captured_gpu_facts(const FsRoot& fs, Topology& t) {
   std::map<int, SmiGpu> smi;  // nvidia-smi index -> facts
   if (const auto csv = fs.read("/p2pscope/nvidia-smi-gpus.csv")) {
-    for (const auto& line : lines_of(*csv)) {
+    for (const std::string_view line : split_lines(*csv)) {
       std::vector<std::string> f;
       for (const std::string_view v : split_views(line, ',')) f.emplace_back(trim(v));
       const auto idx = f.empty() ? std::nullopt : parse_id(f[0]);
@@ -119,8 +107,8 @@ void add_captured_gpu_facts(const FsRoot& fs, Topology& t) {
   if (!topo_m) return;
   std::vector<std::string> labels;
   std::map<int, std::vector<std::string>> rows;
-  for (const auto& raw : lines_of(*topo_m)) {
-    const auto w = words(strip_escapes(raw));
+  for (const std::string_view raw : split_lines(*topo_m)) {
+    const auto w = words(strip_escapes(std::string(raw)));
     if (w.empty()) continue;
     if (labels.empty() && w[0] == "GPU0") {
       for (const auto& x : w)

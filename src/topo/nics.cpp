@@ -8,6 +8,7 @@
 #include <set>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 #include "topo/detail.hpp"
 
@@ -35,20 +36,10 @@ void read_default_route(const FsRoot& fs, Topology& t) {
   const auto text = fs.read("/proc/net/route");
   if (!text) return;
   t.route_known = true;
-  std::size_t pos = 0;
-  while (pos < text->size()) {
-    auto nl = text->find('\n', pos);
-    if (nl == std::string::npos) nl = text->size();
-    std::vector<std::string> f;
-    for (std::size_t i = pos; i < nl;) {
-      while (i < nl && ((*text)[i] == ' ' || (*text)[i] == '\t')) ++i;
-      const std::size_t b = i;
-      while (i < nl && (*text)[i] != ' ' && (*text)[i] != '\t') ++i;
-      if (i > b) f.push_back(text->substr(b, i - b));
-    }
-    pos = nl + 1;
+  for (const std::string_view line : split_lines(*text)) {
+    const auto f = split_words(line);
     if (f.size() >= 8 && f[1] == "00000000" && f[7] == "00000000") {
-      t.default_route_nic = f[0];
+      t.default_route_nic = std::string(f[0]);
       return;
     }
   }

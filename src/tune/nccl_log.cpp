@@ -14,6 +14,7 @@
 #include <set>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/tune.hpp"
 
 namespace p2pscope::tune {
@@ -347,13 +348,7 @@ NcclLog NcclLogStream::finish(bool ends_with_newline) {
 
 NcclLog parse_nccl_log(std::string_view text, const std::string& file) {
   NcclLogStream st(file);
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    auto nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    st.line(text.substr(pos, nl - pos));
-    pos = nl + 1;
-  }
+  for (const std::string_view line : split_lines(text)) st.line(line);
   return st.finish(text.empty() || text.back() == '\n');
 }
 

@@ -18,11 +18,13 @@
 #include "p2pscope/netplugin.hpp"
 #include "p2pscope/tcp.hpp"
 #include "transport/tcp/datapath.hpp"
+#include "support/tcp_session.hpp"
 #include "transport/tcp/memory.hpp"
 #include "unit/net/net_test_util.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::tcp;
+using p2pscope::test::over;
 
 #define DMABUF_REQUIRE_GPU()                                                              \
   do {                                                                                    \
@@ -53,31 +55,12 @@ unsigned long long refnet_dmabuf_registrations() {
   return n;
 }
 
-std::shared_ptr<net::Plugin> refnet_with_dmabuf() {
-  nettest::Env env({{"P2PSCOPE_REFNET_DMABUF", "1"}});
-  net::LoadOptions o;
-  o.plugin = nettest::kRefnet;
-  return net::Plugin::load(o);
-}
-
-LocalOptions over(const std::shared_ptr<net::Plugin>& plugin, DmabufMode m) {
-  LocalOptions l;
-  l.path = make_plugin_path(plugin, m);
-  return l;
-}
+std::shared_ptr<net::Plugin> refnet_with_dmabuf() { return nettest::load_refnet({{"P2PSCOPE_REFNET_DMABUF", "1"}}); }
 
 Params gpu_params() {
-  Params p;
-  p.mem = MemKind::gpu;
-  p.channels = 2;
-  p.size_bytes = (64u << 20) + 4099;  // not whole pages: the exported range is widened
-  p.chunk_bytes = 1u << 20;
-  p.window = 4;
-  p.iters = 2;
-  p.warmup = 1;
-  p.verify = true;
-  p.timeout_s = 30;
-  return p;
+  // Not whole pages: the exported range is widened.
+  return {.mem = MemKind::gpu, .channels = 2, .window = 4, .size_bytes = (64u << 20) + 4099,
+          .chunk_bytes = 1u << 20, .iters = 2, .warmup = 1, .verify = true, .timeout_s = 30};
 }
 
 }  // namespace

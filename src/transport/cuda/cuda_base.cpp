@@ -4,7 +4,6 @@
 #include "transport/cuda/cuda_base.hpp"
 
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <cstring>
 
@@ -16,6 +15,7 @@
 #include "p2pscope/units.hpp"
 #include "transport/cuda/device_clock.hpp"
 #include "transport/cuda/kernels.hpp"
+#include "bench/pair_support.hpp"
 
 namespace p2pscope::bench::cuda {
 
@@ -109,9 +109,7 @@ void CudaBase::prepare(const std::vector<int>& devices, std::uint64_t max_bytes)
 
 BatchResult CudaBase::run_batch(const BatchSpec& s) {
   BatchResult r;
-  r.support = support(s.src, s.dst);
-  if (!r.support.ok) return r;
-  check_prepared(s.src, s.dst, s.bytes);
+  if (!start_batch(*this, s, r, [this](int a, int b, std::uint64_t n) { check_prepared(a, b, n); })) return r;
   if (s.iters < 1 || s.warmup < 0) throw UsageError("iterations must be >= 1 and warmup >= 0");
   if (s.pattern == Pattern::latency) {
     if (!capabilities().latency) {
@@ -230,14 +228,7 @@ std::int64_t CudaBase::verify(int src, int dst, std::uint64_t bytes) {
   }
   auto& x = dev_[static_cast<std::size_t>(dst)];
   DeviceGuard g(dst);
-  long long init = LLONG_MAX, out = 0;
-  auto* bad = static_cast<long long*>(x.scratch.get());
-  // Stream-ordered: a plain cudaMemcpy from pageable memory may still be in flight.
-  P2P_CUDA(cudaMemcpyAsync(bad, &init, sizeof init, cudaMemcpyHostToDevice, x.s0.get()), dst);
-  launch_verify(x.recv.get(), bytes, src, bad, x.s0.get(), dst);
-  P2P_CUDA(cudaStreamSynchronize(x.s0.get()), dst);
-  P2P_CUDA(cudaMemcpy(&out, bad, sizeof out, cudaMemcpyDeviceToHost), dst);
-  return out == LLONG_MAX ? -1 : out;
+  return first_bad_offset(x.recv.get(), bytes, src, x.scratch.get(), x.s0.get(), dst);
 }
 
 Backend::TimerReading CudaBase::read_device_timer(int device) {

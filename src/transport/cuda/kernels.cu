@@ -2,6 +2,8 @@
 // copy (push or pull), %globaltimer reads, an FMA heater and the ping-pong pair.
 #include <cuda_runtime.h>
 
+#include <climits>
+
 #include "p2pscope/pattern.hpp"
 #include "transport/cuda/cuda_util.hpp"
 #include "transport/cuda/kernels.hpp"
@@ -206,6 +208,16 @@ void launch_fill(void* dst, std::uint64_t bytes, int pd, cudaStream_t s, int dev
 void launch_verify(const void* buf, std::uint64_t bytes, int pd, long long* first_bad, cudaStream_t s, int dev) {
   verify_kernel<<<grid_for(bytes / 8, 256), 256, 0, s>>>(static_cast<const unsigned char*>(buf), bytes, pd, first_bad);
   after_launch("verify kernel launch", dev);
+}
+long long first_bad_offset(const void* buf, std::uint64_t bytes, int pd, void* scratch, cudaStream_t s, int dev) {
+  long long init = LLONG_MAX, out = 0;
+  auto* bad = static_cast<long long*>(scratch);
+  // Stream-ordered: a plain cudaMemcpy from pageable memory may still be in flight.
+  P2P_CUDA(cudaMemcpyAsync(bad, &init, sizeof init, cudaMemcpyHostToDevice, s), dev);
+  launch_verify(buf, bytes, pd, bad, s, dev);
+  P2P_CUDA(cudaStreamSynchronize(s), dev);
+  P2P_CUDA(cudaMemcpy(&out, bad, sizeof out, cudaMemcpyDeviceToHost), dev);
+  return out == LLONG_MAX ? -1 : out;
 }
 void launch_spin_until(const volatile int* flag, int value, cudaStream_t s, int dev) {
   spin_kernel<<<1, 1, 0, s>>>(flag, value, 60ull * 1000000000ull);

@@ -15,6 +15,11 @@ void preload_kernels(int dev);
 void launch_fill(void* dst, std::uint64_t bytes, int pattern_device, cudaStream_t s, int dev);
 // *first_bad (device memory) must hold INT64_MAX; gets the lowest mismatching offset.
 void launch_verify(const void* buf, std::uint64_t bytes, int pattern_device, long long* first_bad, cudaStream_t s, int dev);
+// The verify kernel run to completion on `s` of device `dev` (current): -1 when `buf`
+// holds device `pattern_device`'s pattern, else the first bad offset. `scratch`: 8 bytes
+// of device memory.
+long long first_bad_offset(const void* buf, std::uint64_t bytes, int pattern_device, void* scratch, cudaStream_t s,
+                           int dev);
 // Holds `s` until *flag (host-mapped) == value: the blocking start.
 void launch_spin_until(const volatile int* flag, int value, cudaStream_t s, int dev);
 // 16-byte vector copy over `blocks` x `threads`; used for push and pull.

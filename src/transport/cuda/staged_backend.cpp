@@ -10,6 +10,7 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/units.hpp"
 #include "transport/cuda/cuda_base.hpp"
+#include "bench/pair_support.hpp"
 
 namespace p2pscope::bench {
 namespace {
@@ -22,10 +23,7 @@ class StagedBackend final : public CudaBase {
   StagedBackend() : CudaBase("staged", 1) {}
   std::string name() const override { return "staged"; }
   PairSupport support(int src, int dst) const override {
-    check_device(src);
-    check_device(dst);
-    if (src == dst) return {false, "source and destination are the same device"};
-    return {};
+    return distinct_pair(src, dst, [this](int d) { check_device(d); });
   }
 
  protected:

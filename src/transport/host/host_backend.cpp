@@ -16,6 +16,7 @@
 #include "p2pscope/pattern.hpp"
 #include "p2pscope/units.hpp"
 #include "transport/host/numa.hpp"
+#include "bench/pair_support.hpp"
 
 namespace p2pscope::bench {
 namespace {
@@ -47,10 +48,7 @@ class HostBackend final : public Backend {
     return fmt::format("host buffer on NUMA node {}", node_of(d).id);
   }
   PairSupport support(int src, int dst) const override {
-    check_device(src);
-    check_device(dst);
-    if (src == dst) return {false, "source and destination are the same device"};
-    return {};
+    return distinct_pair(src, dst, [this](int d) { check_device(d); });
   }
 
   void prepare(const std::vector<int>& devices, std::uint64_t max_bytes) override {
@@ -81,9 +79,7 @@ class HostBackend final : public Backend {
 
   BatchResult run_batch(const BatchSpec& s) override {
     BatchResult r;
-    r.support = support(s.src, s.dst);
-    if (!r.support.ok) return r;
-    check_prepared(s.src, s.dst, s.bytes);
+    if (!start_batch(*this, s, r, [this](int a, int b, std::uint64_t n) { check_prepared(a, b, n); })) return r;
     const std::size_t n = s.bytes;
     unsigned char* a_send = buf(s.src).send.data();
     unsigned char* b_recv = buf(s.dst).recv.data();

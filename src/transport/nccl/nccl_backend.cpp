@@ -4,7 +4,6 @@
 // into it by an event, so one iteration = send posted .. data received. A spin kernel
 // holds both streams until every iteration is queued (the blocking start).
 #include <algorithm>
-#include <climits>
 #include <memory>
 
 #include <fmt/format.h>
@@ -15,6 +14,7 @@
 #include "p2pscope/units.hpp"
 #include "transport/cuda/kernels.hpp"
 #include "transport/nccl/nccl_util.hpp"
+#include "bench/pair_support.hpp"
 
 namespace p2pscope::bench {
 namespace {
@@ -41,10 +41,7 @@ class NcclBackend final : public Backend {
     return fmt::format("GPU {} ({})", d, p.name);
   }
   PairSupport support(int src, int dst) const override {
-    check_device(src);
-    check_device(dst);
-    if (src == dst) return {false, "source and destination are the same device"};
-    return {};
+    return distinct_pair(src, dst, [this](int d) { check_device(d); });
   }
 
   void prepare(const std::vector<int>& devices, std::uint64_t max_bytes) override {
@@ -73,11 +70,10 @@ class NcclBackend final : public Backend {
 
   BatchResult run_batch(const BatchSpec& s) override {
     BatchResult r;
-    r.support = support(s.src, s.dst);
-    if (!r.support.ok) return r;
-    check_prepared(s.src, s.dst, s.bytes);
-    const bool bidir = s.pattern == Pattern::bidirectional, lat = s.pattern == Pattern::latency;
-    const int rounds = lat ? 100 : 1;
+    if (!start_batch(*this, s, r, [this](int a, int b, std::uint64_t n) { check_prepared(a, b, n); })) return r;
+    const nccl::SampleShape shape = nccl::sample_shape(s.pattern);
+    const bool bidir = shape.bidir, lat = shape.lat;
+    const int rounds = shape.rounds;
     auto one = [&] {
       for (int k = 0; k < rounds; ++k) {
         exchange(s.src, s.dst, s.bytes, bidir);
@@ -95,7 +91,7 @@ class NcclBackend final : public Backend {
       a.push_back(make_event(s.src));
       b.push_back(make_event(s.src));
     }
-    const bool hold = static_cast<long>(s.iters) * rounds * 2 < 600;
+    const bool hold = shape.hold(s.iters);
     const int gen = ++generation_;
     if (hold)
       for (int d : {s.src, s.dst}) {
@@ -145,14 +141,7 @@ class NcclBackend final : public Backend {
     check_prepared(src, dst, bytes);
     auto& x = dev_[static_cast<std::size_t>(dst)];
     DeviceGuard g(dst);
-    long long init = LLONG_MAX, out = 0;
-    auto* bad = static_cast<long long*>(x.scratch.get());
-    // Stream-ordered: a plain cudaMemcpy from pageable memory may still be in flight.
-    P2P_CUDA(cudaMemcpyAsync(bad, &init, sizeof init, cudaMemcpyHostToDevice, x.s.get()), dst);
-    launch_verify(x.recv.get(), bytes, src, bad, x.s.get(), dst);
-    P2P_CUDA(cudaStreamSynchronize(x.s.get()), dst);
-    P2P_CUDA(cudaMemcpy(&out, bad, sizeof out, cudaMemcpyDeviceToHost), dst);
-    return out == LLONG_MAX ? -1 : out;
+    return first_bad_offset(x.recv.get(), bytes, src, x.scratch.get(), x.s.get(), dst);
   }
 
  private:

@@ -27,6 +27,7 @@
 #include "transport/cuda/kernels.hpp"
 #include "transport/nccl/nccl_util.hpp"
 #include "transport/nccl/rank_comm.hpp"
+#include "bench/pair_support.hpp"
 
 namespace p2pscope::bench {
 namespace {
@@ -63,10 +64,7 @@ class NcclRanksBackend final : public Backend {
     return {true, host == rc_->peer(rank_).value("hostname", ""), host, j.value("bus", "")};
   }
   PairSupport support(int src, int dst) const override {
-    check_device(src);
-    check_device(dst);
-    if (src == dst) return {false, "source and destination are the same rank"};
-    return {};
+    return distinct_pair(src, dst, [this](int d) { check_device(d); }, "rank");
   }
 
   void prepare(const std::vector<int>& devices, std::uint64_t max_bytes) override {
@@ -87,18 +85,15 @@ class NcclRanksBackend final : public Backend {
 
   BatchResult run_batch(const BatchSpec& s) override {
     BatchResult r;
-    r.support = support(s.src, s.dst);
-    if (!r.support.ok) return r;
-    check_prepared(s.src, s.dst, s.bytes);
-    const bool lat = s.pattern == Pattern::latency, bidir = s.pattern == Pattern::bidirectional;
-    const int rounds = lat ? 100 : 1;
+    if (!start_batch(*this, s, r, [this](int a, int b, std::uint64_t n) { check_prepared(a, b, n); })) return r;
+    const nccl::SampleShape shape = nccl::sample_shape(s.pattern);
     const bool part = rank_ == s.src || rank_ == s.dst;
     const int peer = rank_ == s.src ? s.dst : s.src;
     auto one = [&] {
-      for (int k = 0; k < rounds; ++k) side(s, peer);
+      for (int k = 0; k < shape.rounds; ++k) side(s, peer);
     };
     std::vector<Event> a, b;
-    const bool hold = static_cast<long>(s.iters) * rounds * 2 < 600;
+    const bool hold = shape.hold(s.iters);
     const int gen = ++generation_;
     const std::string what = fmt::format("{} {} -> {}", to_string(s.pattern), s.src, s.dst);
     if (part) {
@@ -126,9 +121,9 @@ class NcclRanksBackend final : public Backend {
     const auto all = rc_->boot().allgather(pack(mine));
     const auto S = unpack(all[static_cast<std::size_t>(s.src)]), D = unpack(all[static_cast<std::size_t>(s.dst)]);
     for (std::size_t i = 0; i < S.size() && i < D.size(); ++i) {
-      if (lat) {
-        r.elapsed_ns.push_back(S[i] / rounds / 2.0);
-      } else if (bidir) {
+      if (shape.lat) {
+        r.elapsed_ns.push_back(S[i] / shape.rounds / 2.0);
+      } else if (shape.bidir) {
         r.elapsed_ns.push_back(S[i]);
         r.reverse_elapsed_ns.push_back(D[i]);
         r.total_elapsed_ns.push_back(std::max(S[i], D[i]));
@@ -137,8 +132,8 @@ class NcclRanksBackend final : public Backend {
       }
     }
     r.note = fmt::format("one process per GPU ({} ranks); ", size_) +
-             (lat ? fmt::format("ncclSend/ncclRecv ping-pong timed on rank {}, {} round trips per sample, one-way = rtt/2", s.src, rounds)
-              : bidir ? "ncclSend+ncclRecv in one group on each rank; each direction timed on its sender, total = the later"
+             (shape.lat ? fmt::format("ncclSend/ncclRecv ping-pong timed on rank {}, {} round trips per sample, one-way = rtt/2", s.src, shape.rounds)
+              : shape.bidir ? "ncclSend+ncclRecv in one group on each rank; each direction timed on its sender, total = the later"
                       : "ncclSend / ncclRecv, each side event-timed; a sample is the later of the two");
     if (!hold) r.note += ", no blocking start (too many queued ops)";
     return r;

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "p2pscope/backend.hpp"
 #include "p2pscope/units.hpp"
 #include "transport/cuda/cuda_util.hpp"
 
@@ -54,5 +55,19 @@ class Comms {
   std::vector<int> devs_;
   std::vector<ncclComm_t> comms_;
 };
+
+// How a sample of `pattern` runs with ncclSend/ncclRecv, in one process or one per GPU:
+// latency is `rounds` round trips (one-way = rtt/2), bidirectional both ways in one group.
+struct SampleShape {
+  bool lat = false, bidir = false;
+  int rounds = 1;  // exchanges per sample
+  // The blocking start holds the queue only while `iters` samples' ops stay few (600):
+  // more would stall NCCL behind the spin kernel.
+  bool hold(int iters) const { return static_cast<long>(iters) * rounds * 2 < 600; }
+};
+inline SampleShape sample_shape(Pattern p) {
+  const bool lat = p == Pattern::latency;
+  return {lat, p == Pattern::bidirectional, lat ? 100 : 1};
+}
 
 }  // namespace p2pscope::bench::nccl

@@ -85,21 +85,13 @@ MemRegion CommBase::reg_mr(void* data, std::size_t size_bytes, MemType type) {
   if (size_bytes > I.ops->max_call_bytes && I.ops->version < 8)
     throw UsageError(fmt::format("{}: regMr of {} bytes: ABI v{} carries at most {} bytes per region",
                                  I.describe(), size_bytes, I.ops->version, I.ops->max_call_bytes));
-  MemRegion mr;
   void* mh = nullptr;
   I.check(I.ops->reg_mr(comm_, data, size_bytes, need, &mh),
           fmt::format("regMr({} bytes of {} memory at {})", size_bytes, mem_name(type), data),
           reinterpret_cast<std::uintptr_t>(data) % 4096
               ? "the buffer is not 4 KiB aligned, which some plugins (TCPX) require"
               : "");
-  mr.plugin_ = plugin_;
-  mr.comm_alive_ = alive_;
-  mr.comm_ = comm_;
-  mr.mhandle_ = mh;
-  mr.data_ = data;
-  mr.size_bytes_ = size_bytes;
-  mr.type_ = type;
-  return mr;
+  return MemRegion(plugin_, alive_, comm_, mh, data, size_bytes, type);
 }
 
 MemRegion CommBase::reg_mr_dmabuf(void* data, std::size_t size_bytes, MemType type, std::uint64_t offset, int fd) {
@@ -109,19 +101,11 @@ MemRegion CommBase::reg_mr_dmabuf(void* data, std::size_t size_bytes, MemType ty
   if (!(d.ptr_support & kPtrDmabuf) || !I.ops->has_dmabuf())
     throw UsageError(fmt::format("{}: device {} ({}) does not take DMA-BUF registrations: it offers {}",
                                  I.describe(), dev_, d.name, ptr_support_text(d.ptr_support)));
-  MemRegion mr;
   void* mh = nullptr;
   const int t = type == MemType::cuda ? kPtrCuda : kPtrHost;
   I.check(I.ops->reg_mr_dmabuf(comm_, data, size_bytes, t, offset, fd, &mh),
           fmt::format("regMrDmaBuf({} bytes, fd {}, offset {})", size_bytes, fd, offset));
-  mr.plugin_ = plugin_;
-  mr.comm_alive_ = alive_;
-  mr.comm_ = comm_;
-  mr.mhandle_ = mh;
-  mr.data_ = data;
-  mr.size_bytes_ = size_bytes;
-  mr.type_ = type;
-  return mr;
+  return MemRegion(plugin_, alive_, comm_, mh, data, size_bytes, type);
 }
 
 void* CommBase::device_mr(const MemRegion& mr) {

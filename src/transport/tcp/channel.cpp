@@ -22,6 +22,17 @@ void ChannelState::mark(std::int64_t first, std::int64_t last) {
   round_last_ns = std::max(round_last_ns, last);
 }
 
+void ChannelState::note_post(std::int64_t t_ns, std::uint32_t occ, bool timed, std::uint64_t bytes) {
+  std::lock_guard lk(mu);
+  if (timed) {
+    occ_sum += occ;
+    ++occ_n;
+    occ_max = std::max(occ_max, occ);
+  }
+  if (round_first_ns == 0 || t_ns < round_first_ns) round_first_ns = t_ns;
+  round_bytes += bytes;
+}
+
 namespace {
 bool dir_used(const Params& p, bool c2s);
 }

@@ -53,6 +53,9 @@ struct ChannelState {
   std::uint64_t occ_n = 0;
   std::uint32_t occ_max = 0;
   void mark(std::int64_t first, std::int64_t last);
+  // A sender posted a chunk at t_ns with `occ` chunks in flight: the round starts no
+  // later; timed rounds count the window's occupancy; `bytes` go to round_bytes.
+  void note_post(std::int64_t t_ns, std::uint32_t occ, bool timed, std::uint64_t bytes = 0);
 };
 
 // Where a chunk's bytes live in a data buffer. Whole: the message, at its offset.

@@ -56,6 +56,9 @@ class DataPath {
 };
 
 std::shared_ptr<DataPath> make_socket_path();
+// The run's socket options (timeout, TCP_NODELAY, buffer sizes) on a control or data
+// connection: both sides set them the same way on every socket they open or accept.
+void configure(Socket& s, const Params& p);
 
 }  // namespace p2pscope::tcp
 namespace p2pscope::net {

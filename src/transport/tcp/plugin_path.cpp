@@ -115,13 +115,7 @@ void plugin_sender(WorkerArgs a) {
         posted_ns.push_back(t);
         ++posted;
         dog.moved();
-        std::lock_guard lk(a.ch.mu);
-        if (a.timed) {
-          a.ch.occ_sum += occ;
-          ++a.ch.occ_n;
-          a.ch.occ_max = std::max(a.ch.occ_max, occ);
-        }
-        if (a.ch.round_first_ns == 0 || t < a.ch.round_first_ns) a.ch.round_first_ns = t;
+        a.ch.note_post(t, occ, a.timed);
       }
       if (done < posted) {
         ++a.rep.syscalls;
@@ -244,33 +238,50 @@ void post_until_taken(Post&& post, Watchdog& dog, const char* what) {
 
 // Latency mode: the client sends a message on the link's comm and the server echoes it
 // on the reverse comm; half the round trip is the sample (as bench tcp's ping-pong).
+// What both ends use: the link, one message of size_bytes carrying the pattern of the
+// client's GPU slot, and one watchdog.
+struct Echo {
+  explicit Echo(WorkerArgs& a)
+      : p(a.s.p), l(link_of(a.c)), n(p.size_bytes), seed(a.s.seed(true, a.c.gpu_slot, 0)), dog(p.timeout_s) {}
+  const Params& p;
+  PluginLink& l;
+  std::size_t n;
+  std::uint64_t seed;
+  Watchdog dog;
+
+  // The oldest receive completed and, for an UNPACK plugin, its pieces copied to `into`.
+  void receive(char* into, const char* what) {
+    wait_oldest(l.recv, dog, what);
+    if (l.recv.unpack()) {
+      unpack_into(l.recv.unpack_view(), into, false);
+      l.recv.irecv_consumed();
+    }
+  }
+};
+
 void plugin_ping(WorkerArgs a) {
   run_guarded(a, [&] {
-    const Params& p = a.s.p;
-    PluginLink& l = link_of(a.c);
-    const std::size_t n = p.size_bytes;
+    Echo e(a);
+    const Params& p = e.p;
+    PluginLink& l = e.l;
     char* src = a.s.src[a.c.gpu_slot].data();
     char* dst = a.s.dst[a.c.gpu_slot].data();
-    const std::uint64_t seed = a.s.seed(true, a.c.gpu_slot, 0);
-    Watchdog dog(p.timeout_s);
     std::vector<double> samples;
     samples.reserve(p.iters);
     for (std::uint32_t i = 0; i < p.warmup + p.iters; ++i) {
       check_stop(a);
       const std::int64_t t0 = monotonic_ns();
       // The echo's receive is posted first: the peer's send never waits for it.
-      post_until_taken([&] { return l.recv.irecv(dst, n, l.mr_back).has_value(); }, dog, "posting the echo's receive");
-      post_until_taken([&] { return l.send.isend(src, n, l.mr).has_value(); }, dog, "posting a ping");
-      wait_oldest(l.send, dog, "waiting for a ping to leave");
-      wait_oldest(l.recv, dog, "waiting for the echo");
-      if (l.recv.unpack()) {
-        unpack_into(l.recv.unpack_view(), dst, false);
-        l.recv.irecv_consumed();
-      }
+      post_until_taken([&] { return l.recv.irecv(dst, e.n, l.mr_back).has_value(); }, e.dog,
+                       "posting the echo's receive");
+      post_until_taken([&] { return l.send.isend(src, e.n, l.mr).has_value(); }, e.dog, "posting a ping");
+      wait_oldest(l.send, e.dog, "waiting for a ping to leave");
+      e.receive(dst, "waiting for the echo");
       const std::int64_t t1 = monotonic_ns();
       a.rep.syscalls += 4;
       if (i >= p.warmup) samples.push_back(static_cast<double>(t1 - t0) / 2);
-      if (p.verify && pattern_first_mismatch(dst, n, seed) != n) throw Error("verify: echoed message differs from the pattern sent");
+      if (p.verify && pattern_first_mismatch(dst, e.n, e.seed) != e.n)
+        throw Error("verify: echoed message differs from the pattern sent");
     }
     std::lock_guard lk(a.ch.mu);
     a.ch.lat_ns.insert(a.ch.lat_ns.end(), samples.begin(), samples.end());
@@ -279,22 +290,16 @@ void plugin_ping(WorkerArgs a) {
 
 void plugin_pong(WorkerArgs a) {
   run_guarded(a, [&] {
-    const Params& p = a.s.p;
-    PluginLink& l = link_of(a.c);
-    const std::size_t n = p.size_bytes;
+    Echo e(a);
+    PluginLink& l = e.l;
     char* buf = a.s.dst[a.c.gpu_slot].data();
-    const std::uint64_t seed = a.s.seed(true, a.c.gpu_slot, 0);
-    Watchdog dog(p.timeout_s);
-    for (std::uint32_t i = 0; i < p.warmup + p.iters; ++i) {
-      post_until_taken([&] { return l.recv.irecv(buf, n, l.mr).has_value(); }, dog, "posting a ping's receive");
-      wait_oldest(l.recv, dog, "waiting for a ping");
-      if (l.recv.unpack()) {
-        unpack_into(l.recv.unpack_view(), buf, false);
-        l.recv.irecv_consumed();
-      }
-      if (p.verify && pattern_first_mismatch(buf, n, seed) != n) throw Error("verify: ping message differs from the client's pattern");
-      post_until_taken([&] { return l.send.isend(buf, n, l.mr_back).has_value(); }, dog, "posting the echo");
-      wait_oldest(l.send, dog, "waiting for the echo to leave");
+    for (std::uint32_t i = 0; i < e.p.warmup + e.p.iters; ++i) {
+      post_until_taken([&] { return l.recv.irecv(buf, e.n, l.mr).has_value(); }, e.dog, "posting a ping's receive");
+      e.receive(buf, "waiting for a ping");
+      if (e.p.verify && pattern_first_mismatch(buf, e.n, e.seed) != e.n)
+        throw Error("verify: ping message differs from the client's pattern");
+      post_until_taken([&] { return l.send.isend(buf, e.n, l.mr_back).has_value(); }, e.dog, "posting the echo");
+      wait_oldest(l.send, e.dog, "waiting for the echo to leave");
       a.rep.syscalls += 4;
     }
   });

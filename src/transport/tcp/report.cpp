@@ -1,5 +1,7 @@
 // Results as JSON (also the wire form of the server's figures) and as text tables.
 #include <map>
+#include <tuple>
+#include <utility>
 #include <vector>
 #include <sstream>
 
@@ -36,24 +38,66 @@ nlohmann::json stats_json(const std::vector<double>& v) {
   return {{"n", s.n}, {"min", s.min}, {"median", s.median}, {"mean", s.mean}, {"p99", s.p99}, {"max", s.max}};
 }
 
+// The figures of a channel and of a worker, one table each for both to_json and
+// side_from_json: the key, the member, and whether a peer must send it (the others are
+// absent from an older peer's figures and read as 0 / empty).
+template <class S, class M>
+struct Field {
+  const char* key;
+  M S::*member;
+  bool required;
+};
+template <class S, class M>
+constexpr Field<S, M> must(const char* key, M S::*m) { return {key, m, true}; }
+template <class S, class M>
+constexpr Field<S, M> may(const char* key, M S::*m) { return {key, m, false}; }
+
+using CR = ChannelReport;
+using WR = WorkerReport;
+const auto kChannelFields = std::make_tuple(
+    must("dir", &CR::dir), must("sent", &CR::sent), must("gpu", &CR::gpu), must("channel", &CR::channel),
+    must("nic", &CR::nic), must("local_addr", &CR::local_addr), must("peer_addr", &CR::peer_addr),
+    must("bytes", &CR::bytes), must("elapsed_s", &CR::elapsed_s), must("bytes_per_s", &CR::bytes_per_s),
+    must("chunk_lat_p50_ns", &CR::chunk_lat_p50_ns), must("chunk_lat_p99_ns", &CR::chunk_lat_p99_ns),
+    must("window_mean", &CR::window_mean), must("window_max", &CR::window_max),
+    must("retransmits", &CR::retransmits), may("registration", &CR::registration));
+const auto kWorkerFields = std::make_tuple(
+    must("role", &WR::role), must("dir", &WR::dir), must("gpu", &WR::gpu), must("channel", &WR::channel),
+    must("socket", &WR::socket), must("nic", &WR::nic), must("expected_cpus", &WR::expected_cpus),
+    must("actual_cpus", &WR::actual_cpus), must("mismatch", &WR::mismatch), must("cpu_time_s", &WR::cpu_time_s),
+    may("wall_time_s", &WR::wall_time_s), may("runqueue_wait_s", &WR::runqueue_wait_s),
+    may("syscalls", &WR::syscalls), may("voluntary_switches", &WR::voluntary_switches),
+    may("involuntary_switches", &WR::involuntary_switches));
+
+template <class S, class Fields>
+nlohmann::json fields_to_json(const S& s, const Fields& fields) {
+  nlohmann::json j = nlohmann::json::object();
+  std::apply([&](const auto&... f) { ((j[f.key] = s.*(f.member)), ...); }, fields);
+  return j;
+}
+
+template <class S, class M>
+void read_field(const nlohmann::json& j, const Field<S, M>& f, S& s) {
+  s.*(f.member) = f.required ? j.at(f.key).template get<M>() : j.value(f.key, M{});
+}
+
+template <class S, class Fields>
+std::vector<S> list_from_json(const nlohmann::json& items, const Fields& fields) {
+  std::vector<S> out;
+  for (const auto& j : items) {
+    S s;
+    std::apply([&](const auto&... f) { (read_field(j, f, s), ...); }, fields);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json to_json(const SideReport& s) {
   nlohmann::json ch = nlohmann::json::array(), wk = nlohmann::json::array();
-  for (const auto& c : s.channels)
-    ch.push_back({{"dir", c.dir}, {"sent", c.sent}, {"gpu", c.gpu}, {"channel", c.channel}, {"nic", c.nic},
-                  {"local_addr", c.local_addr}, {"peer_addr", c.peer_addr}, {"bytes", c.bytes},
-                  {"elapsed_s", c.elapsed_s}, {"bytes_per_s", c.bytes_per_s}, {"chunk_lat_p50_ns", c.chunk_lat_p50_ns},
-                  {"chunk_lat_p99_ns", c.chunk_lat_p99_ns}, {"window_mean", c.window_mean},
-                  {"window_max", c.window_max}, {"retransmits", c.retransmits},
-                  {"registration", c.registration}});
-  for (const auto& w : s.workers)
-    wk.push_back({{"role", w.role}, {"dir", w.dir}, {"gpu", w.gpu}, {"channel", w.channel}, {"socket", w.socket},
-                  {"nic", w.nic}, {"expected_cpus", w.expected_cpus}, {"actual_cpus", w.actual_cpus},
-                  {"mismatch", w.mismatch}, {"cpu_time_s", w.cpu_time_s}, {"wall_time_s", w.wall_time_s},
-                  {"runqueue_wait_s", w.runqueue_wait_s}, {"syscalls", w.syscalls},
-                  {"voluntary_switches", w.voluntary_switches},
-                  {"involuntary_switches", w.involuntary_switches}});
+  for (const auto& c : s.channels) ch.push_back(fields_to_json(c, kChannelFields));
+  for (const auto& w : s.workers) wk.push_back(fields_to_json(w, kWorkerFields));
   nlohmann::json j = {{"side", s.side},
                       {"hostname", s.hostname},
                       {"tx_bytes_per_s", s.tx_bytes_per_s},
@@ -90,45 +134,8 @@ SideReport side_from_json(const nlohmann::json& j) {
     s.buffer_bytes = j.value("buffer_bytes", std::uint64_t{0});
     s.buffer_layout = j.value("buffer_layout", std::string());
     s.rounds_s = j.value("rounds_s", 0.0);
-    for (const auto& c : j.at("channels")) {
-      ChannelReport r;
-      r.dir = c.at("dir");
-      r.sent = c.at("sent");
-      r.gpu = c.at("gpu");
-      r.channel = c.at("channel");
-      r.nic = c.at("nic");
-      r.local_addr = c.at("local_addr");
-      r.peer_addr = c.at("peer_addr");
-      r.bytes = c.at("bytes");
-      r.elapsed_s = c.at("elapsed_s");
-      r.bytes_per_s = c.at("bytes_per_s");
-      r.chunk_lat_p50_ns = c.at("chunk_lat_p50_ns");
-      r.chunk_lat_p99_ns = c.at("chunk_lat_p99_ns");
-      r.window_mean = c.at("window_mean");
-      r.window_max = c.at("window_max");
-      r.retransmits = c.at("retransmits");
-      r.registration = c.value("registration", std::string());  // absent from an older peer
-      s.channels.push_back(r);
-    }
-    for (const auto& w : j.at("workers")) {
-      WorkerReport r;
-      r.role = w.at("role");
-      r.dir = w.at("dir");
-      r.gpu = w.at("gpu");
-      r.channel = w.at("channel");
-      r.socket = w.at("socket");
-      r.nic = w.at("nic");
-      r.expected_cpus = w.at("expected_cpus").get<std::vector<int>>();
-      r.actual_cpus = w.at("actual_cpus").get<std::vector<int>>();
-      r.mismatch = w.at("mismatch");
-      r.cpu_time_s = w.at("cpu_time_s");
-      r.wall_time_s = w.value("wall_time_s", 0.0);
-      r.runqueue_wait_s = w.value("runqueue_wait_s", 0.0);
-      r.syscalls = w.value("syscalls", std::uint64_t{0});
-      r.voluntary_switches = w.value("voluntary_switches", std::uint64_t{0});
-      r.involuntary_switches = w.value("involuntary_switches", std::uint64_t{0});
-      s.workers.push_back(r);
-    }
+    s.channels = list_from_json<ChannelReport>(j.at("channels"), kChannelFields);
+    s.workers = list_from_json<WorkerReport>(j.at("workers"), kWorkerFields);
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("malformed results from the server: ") + e.what());
   }

@@ -24,10 +24,15 @@
 namespace p2pscope::tcp {
 namespace {
 
-void configure(Socket& s, const Params& p) {
-  s.set_timeout(p.timeout_s);
-  s.set_nodelay(p.nodelay);
-  s.set_buffers(p.sockbuf_bytes);
+// One side's session before its links are open.
+Session new_session(const Params& p, bool is_client, const LocalOptions& local, DataPath* path) {
+  Session s;
+  s.p = p;
+  s.is_client = is_client;
+  s.local = local;
+  s.path = path;
+  s.report.side = is_client ? "client" : "server";
+  return s;
 }
 
 std::uint32_t rounds_of(const Params& p) { return p.mode == Mode::latency ? 1 : p.warmup + p.iters; }
@@ -234,12 +239,7 @@ Results run_client(const ClientOptions& o, const Params& params) {
   path->check(p);
   probe_gpus(p);
 
-  Session s;
-  s.p = p;
-  s.is_client = true;
-  s.local = o.local;
-  s.path = path.get();
-  s.report.side = "client";
+  Session s = new_session(p, true, o.local, path.get());
   std::string src;
   if (!o.local.nics.empty()) src = resolve_nic(o.local.nics[0]).ipv4;
   Socket ctrl = Socket::connect_to(o.hosts[0], o.port, src, p.timeout_s);
@@ -421,12 +421,7 @@ Results Server::Impl::session(Gate& gate, ClientHello& c) {
               {"proof", opts.token ? auth::proof(*opts.token, "server", c.client_nonce, c.server_nonce) : ""},
               {"timeout_s", p.timeout_s}});
 
-  Session s;
-  s.p = p;
-  s.is_client = false;
-  s.local = opts.local;
-  s.path = path.get();
-  s.report.side = "server";
+  Session s = new_session(p, false, opts.local, path.get());
   s.reveal_host = c.authenticated;
   path->open_server(s, ctrl, gate, session_id);
   prepare_session(s);

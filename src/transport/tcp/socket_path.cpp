@@ -11,13 +11,14 @@
 #include "transport/tcp/worker.hpp"
 
 namespace p2pscope::tcp {
-namespace {
 
 void configure(Socket& s, const Params& p) {
   s.set_timeout(p.timeout_s);
   s.set_nodelay(p.nodelay);
   s.set_buffers(p.sockbuf_bytes);
 }
+
+namespace {
 
 std::string describe(const Conn& c, const Params& p) {
   return "channel " + std::to_string(c.channel) + " socket " + std::to_string(c.socket) + " of gpu " +

@@ -273,16 +273,7 @@ void tx_worker(WorkerArgs a) {
       const std::uint32_t occ = a.ch.in_flight.fetch_add(1) + 1;
       const std::int64_t t = monotonic_ns();
       acks.sent(t);
-      {
-        std::lock_guard lk(a.ch.mu);
-        if (a.timed) {
-          a.ch.occ_sum += occ;
-          ++a.ch.occ_n;
-          a.ch.occ_max = std::max(a.ch.occ_max, occ);
-        }
-        if (a.ch.round_first_ns == 0 || t < a.ch.round_first_ns) a.ch.round_first_ns = t;
-        a.ch.round_bytes += len;
-      }
+      a.ch.note_post(t, occ, a.timed, len);
       ChunkHeader h{off, static_cast<std::uint32_t>(len), a.round};
       a.c.sock.send_two(&h, sizeof h, data, len);
       ++a.rep.syscalls;

@@ -13,33 +13,18 @@
 #include <nlohmann/json.hpp>
 
 #include "p2pscope/backend.hpp"
+#include "support/run_binary.hpp"
 
 using namespace p2pscope::bench;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
+using CliRun = p2pscope::test::SplitResult;
+using p2pscope::test::run_binary_split;
 
-CliRun run(const std::string& args) {
-  static int seq = 0;
-  const std::string base = ::testing::TempDir() + "p2pscope_defbk_" + std::to_string(getpid()) + "_" + std::to_string(seq++);
-  const std::string cmd = "timeout 120 " + std::string(P2PSCOPE_BINARY) + " " + args + " >" + base + ".out 2>" + base + ".err";
-  const int st = std::system(cmd.c_str());
-  CliRun r;
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  for (auto [path, dst] : {std::pair{base + ".out", &r.out}, std::pair{base + ".err", &r.err}}) {
-    std::ifstream f(path);
-    std::stringstream s;
-    s << f.rdbuf();
-    *dst = s.str();
-    fs::remove(path);
-  }
-  return r;
-}
+// stdout and stderr apart, so JSON on stdout parses.
+CliRun run(const std::string& args) { return run_binary_split(args); }
 
 }  // namespace
 

@@ -48,6 +48,14 @@ TEST(Text, Words) {
   EXPECT_EQ(split_words("x"), (SV{"x"}));
 }
 
+TEST(Text, LinesKeepEmptyOnesAndALastLineWithoutNewline) {
+  EXPECT_EQ(split_lines("a\n\nb\n"), (SV{"a", "", "b"}));  // a final '\n' ends a line, adds none
+  EXPECT_EQ(split_lines("a\nb"), (SV{"a", "b"}));           // a cut last line still counts
+  EXPECT_EQ(split_lines("\n"), (SV{""}));
+  EXPECT_EQ(split_lines("x\r\n"), (SV{"x\r"}));  // CRs are the caller's business
+  EXPECT_TRUE(split_lines("").empty());
+}
+
 TEST(Text, ListTrimsItems) {
   EXPECT_EQ(split_list("ce, sm ,staged", "--backend"), (SS{"ce", "sm", "staged"}));
   EXPECT_EQ(split_list("ce", "--backend"), (SS{"ce"}));

@@ -5,8 +5,10 @@
 #include <cstring>
 #include <filesystem>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "p2pscope/netplugin.hpp"
@@ -63,6 +65,17 @@ struct Pair {
   SendComm send;
   RecvComm recv;
 };
+
+// The reference plugin loaded under `vars` (read at init), at exactly ABI `version`
+// when one is given (0: the newest both know).
+inline std::shared_ptr<Plugin> load_refnet(std::initializer_list<std::pair<std::string, std::string>> vars = {},
+                                           int version = 0) {
+  Env env(vars);
+  LoadOptions o;
+  o.plugin = kRefnet;
+  if (version) o.max_version = o.min_version = version;
+  return Plugin::load(o);
+}
 
 inline Pair connect_pair(int version = kMaxAbiVersion, int dev = 0) {
   Pair p;

@@ -23,19 +23,17 @@
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
 #include "support/loopback_port.hpp"
+#include "support/tcp_session.hpp"
 #include "transport/tcp/listener.hpp"
 #include "transport/tcp/socket.hpp"
 #include "support/timing.hpp"
 
 using namespace p2pscope;
-using p2pscope::test::free_port;
 using Clock = std::chrono::steady_clock;
+using p2pscope::test::connect_when_up, p2pscope::test::error_of, p2pscope::test::free_port,
+    p2pscope::test::seconds_since;
 
 namespace {
-
-using p2pscope::test::error_of;
-
-using p2pscope::test::seconds_since;
 
 // Rank 0's log, readable from the test thread.
 struct Log {
@@ -69,17 +67,6 @@ std::future<std::vector<std::string>> start(std::uint16_t port, int rank, int si
     auto b = make_tcp_bootstrap(rank, size, "127.0.0.1", port, timeout_s, o);
     return b->allgather("r" + std::to_string(rank));
   });
-}
-
-tcp::Socket connect_when_up(std::uint16_t port) {
-  for (int i = 0;; ++i) {
-    try {
-      return tcp::Socket::connect_to("127.0.0.1", port, "", 2);
-    } catch (const Error&) {
-      if (i > 100) throw;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
 }
 
 // A stranger that speaks version 2 by hand: intro, challenge, then a hello with the

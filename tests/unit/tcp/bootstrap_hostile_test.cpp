@@ -20,30 +20,17 @@
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
 #include "support/loopback_port.hpp"
+#include "support/tcp_session.hpp"
 #include "transport/tcp/listener.hpp"
 #include "transport/tcp/socket.hpp"
 #include "support/timing.hpp"
 
 using namespace p2pscope;
-using p2pscope::test::free_port;
 using Clock = std::chrono::steady_clock;
+using p2pscope::test::connect_when_up, p2pscope::test::error_of, p2pscope::test::free_port,
+    p2pscope::test::seconds_since;
 
 namespace {
-
-using p2pscope::test::error_of;
-
-using p2pscope::test::seconds_since;
-
-tcp::Socket connect_when_up(std::uint16_t port) {
-  for (int i = 0;; ++i) {
-    try {
-      return tcp::Socket::connect_to("127.0.0.1", port, "", 2);
-    } catch (const Error&) {
-      if (i > 100) throw;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-}
 
 // Version 1's whole hello, as the attacker sent it: magic, version, rank, size.
 std::string fake_hello(std::uint32_t version, std::uint32_t rank, std::uint32_t size) {

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "support/netns.hpp"
+#include "support/tcp_session.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/netplugin.hpp"
 #include "p2pscope/tcp.hpp"
@@ -27,29 +28,16 @@
 using namespace p2pscope;
 using namespace p2pscope::tcp;
 using nettest::Env;
+using p2pscope::test::Both;
+using p2pscope::test::over;
+namespace pt = p2pscope::test;
 
 namespace {
 
 using Vars = std::initializer_list<std::pair<std::string, std::string>>;
 
 // Loads the reference plugin at exactly ABI `version`, under `vars` (read at init).
-std::shared_ptr<net::Plugin> load(int version, Vars vars = {}) {
-  Env env(vars);
-  net::LoadOptions o;
-  o.plugin = nettest::kRefnet;
-  o.max_version = o.min_version = version;
-  return net::Plugin::load(o);
-}
-
-LocalOptions over(const std::shared_ptr<net::Plugin>& plugin) {
-  LocalOptions l;
-  l.path = make_plugin_path(plugin);
-  return l;
-}
-
-double since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+std::shared_ptr<net::Plugin> load(int version, Vars vars = {}) { return nettest::load_refnet(vars, version); }
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 bool has_any(const std::string& text, const std::string& alternatives) {
@@ -102,57 +90,13 @@ void expect_figures(const SideReport& s, const Params& p, std::uint32_t rounds, 
   EXPECT_EQ(s.workers.size(), dirs * p.gpus.size() * p.channels * p.sockets_per_channel) << s.side;
 }
 
-// Server in a thread, client here, both over `path`: each side's own figures and errors.
-struct Both {
-  Results client, server;
-  std::string client_error, server_error;  // what they threw
-  double client_s = 0, server_s = 0;       // from the start
-};
-
-Both run_both(const Params& p, const LocalOptions& local) {
-  ServerOptions so;
-  so.bind_addrs = {"127.0.0.1"};
-  so.port = 0;
-  so.accept_timeout_s = 10;
-  so.local = local;
-  Server srv(so);
-  Both b;
-  const auto t0 = std::chrono::steady_clock::now();
-  std::thread t([&] {
-    try {
-      b.server = srv.serve_one();
-    } catch (const std::exception& e) {
-      b.server_error = e.what();
-    }
-    b.server_s = since(t0);
-  });
-  ClientOptions co;
-  co.port = srv.port();
-  co.local = local;
-  try {
-    b.client = run_client(co, p);
-  } catch (const std::exception& e) {
-    b.client_error = e.what();
-    srv.stop();
-  }
-  b.client_s = since(t0);
-  t.join();
-  return b;
-}
+// Server in a thread, client here, both over `local`: each side's own figures and errors.
+Both run_both(const Params& p, const LocalOptions& local) { return pt::run_both(p, pt::loopback_server(local), local); }
 
 Params small(Mode mode = Mode::bw) {
-  Params p;
-  p.mode = mode;
-  p.channels = 3;
-  p.sockets_per_channel = 2;
-  p.size_bytes = (5u << 20) + 12345;  // chunks do not divide it, nor channels the chunks
-  p.chunk_bytes = 300u << 10;
-  p.window = 3;
-  p.iters = 2;
-  p.warmup = 1;
-  p.verify = true;
-  p.timeout_s = 10;
-  return p;
+  // Chunks do not divide the size, nor channels the chunks.
+  return {.mode = mode, .channels = 3, .sockets_per_channel = 2, .window = 3, .size_bytes = (5u << 20) + 12345,
+          .chunk_bytes = 300u << 10, .iters = 2, .warmup = 1, .verify = true, .timeout_s = 10};
 }
 
 class BenchNetAbi : public ::testing::TestWithParam<int> {};
@@ -432,30 +376,9 @@ TEST(BenchNetBadInput, NetClientAgainstTcpServerRefusedWithTheReason) {
   auto plugin = load(net::kMaxAbiVersion);
   for (bool net_client : {true, false}) {
     SCOPED_TRACE(net_client ? "net client, tcp server" : "tcp client, net server");
-    ServerOptions so;
-    so.bind_addrs = {"127.0.0.1"};
-    so.port = 0;
-    so.accept_timeout_s = 10;
-    if (!net_client) so.local = over(plugin);
-    Server srv(so);
-    std::string serr;
-    std::thread t([&] {
-      try {
-        srv.serve_one();
-      } catch (const std::exception& e) {
-        serr = e.what();
-      }
-    });
-    ClientOptions co;
-    co.port = srv.port();
-    if (net_client) co.local = over(plugin);
-    std::string cerr;
-    try {
-      run_client(co, small());
-    } catch (const Error& e) {
-      cerr = e.what();
-    }
-    t.join();
+    const Both b = pt::run_both(small(), pt::loopback_server(net_client ? LocalOptions{} : over(plugin)),
+                                net_client ? over(plugin) : LocalOptions{});
+    const std::string &cerr = b.client_error, &serr = b.server_error;
     const std::string mine = net_client ? "net plugin p2pscope-refnet v11" : "sockets";
     const std::string theirs = net_client ? "sockets" : "net plugin p2pscope-refnet v11";
     EXPECT_TRUE(has(cerr, "refused") && has(cerr, "the client moves data over " + mine + ", this server over " + theirs) &&
@@ -485,7 +408,7 @@ std::string read_all(int fd, double timeout_s, std::size_t want = SIZE_MAX) {
   std::string out;
   const auto t0 = std::chrono::steady_clock::now();
   char buf[4096];
-  while (out.size() < want && since(t0) < timeout_s) {
+  while (out.size() < want && pt::seconds_since(t0) < timeout_s) {
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, 100) <= 0) continue;
     const ssize_t n = ::read(fd, buf, std::min(sizeof buf, want - out.size()));

@@ -11,36 +11,23 @@
 #include "p2pscope/tcp.hpp"
 #include "transport/tcp/datapath.hpp"
 #include "transport/tcp/memory.hpp"
+#include "support/tcp_session.hpp"
 #include "unit/net/net_test_util.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::tcp;
+using p2pscope::test::over;
+namespace pt = p2pscope::test;
 
 namespace {
 
-std::shared_ptr<net::Plugin> refnet() {
-  net::LoadOptions o;
-  o.plugin = nettest::kRefnet;
-  return net::Plugin::load(o);
-}
-
-LocalOptions over(const std::shared_ptr<net::Plugin>& plugin, DmabufMode m) {
-  LocalOptions l;
-  l.path = make_plugin_path(plugin, m);
-  return l;
-}
+std::shared_ptr<net::Plugin> refnet() { return nettest::load_refnet(); }
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 Params small() {
-  Params p;
-  p.channels = 2;
-  p.size_bytes = (2u << 20) + 77;
-  p.chunk_bytes = 256u << 10;
-  p.iters = 2;
-  p.verify = true;
-  p.timeout_s = 10;
-  return p;
+  return {.channels = 2, .size_bytes = (2u << 20) + 77, .chunk_bytes = 256u << 10, .iters = 2, .verify = true,
+          .timeout_s = 10};
 }
 
 std::string usage_error_of(const Params& p, const LocalOptions& client, const LocalOptions& server) {
@@ -92,30 +79,9 @@ TEST(BenchNetDmabuf, OnWithAPluginWithoutDmabufNamesTheDeviceAndWhatItOffers) {
 // handshake, a client whose run it cannot honour, and the client hears why.
 TEST(BenchNetDmabuf, ServerWithOnRefusesAHostMemoryClientAndTheClientHearsWhy) {
   auto plugin = refnet();
-  ServerOptions so;
-  so.bind_addrs = {"127.0.0.1"};
-  so.port = 0;
-  so.accept_timeout_s = 10;
-  so.local = over(plugin, DmabufMode::on);
-  Server srv(so);
-  std::string serr;
-  std::thread t([&] {
-    try {
-      srv.serve_one();
-    } catch (const std::exception& e) {
-      serr = e.what();
-    }
-  });
-  ClientOptions co;
-  co.port = srv.port();
-  co.local = over(plugin, DmabufMode::auto_);
-  std::string cerr;
-  try {
-    run_client(co, small());
-  } catch (const Error& e) {
-    cerr = e.what();
-  }
-  t.join();
+  const pt::Both b = pt::run_both(small(), pt::loopback_server(over(plugin, DmabufMode::on)),
+                                  over(plugin, DmabufMode::auto_));
+  const std::string &cerr = b.client_error, &serr = b.server_error;
   EXPECT_TRUE(has(cerr, "refused") && has(cerr, "--dmabuf on registers CUDA memory")) << cerr;
   EXPECT_TRUE(has(serr, "--dmabuf on")) << serr;
 }

@@ -14,6 +14,7 @@
 #include "transport/tcp/listener.hpp"
 #include "transport/tcp/protocol.hpp"
 #include "support/tcp_report.hpp"
+#include "support/tcp_session.hpp"
 #include "support/timing.hpp"
 
 using namespace p2pscope;
@@ -21,18 +22,12 @@ using namespace p2pscope::tcp;
 
 namespace {
 
+using p2pscope::test::loopback_server;
 using p2pscope::test::seconds_since;
 
 // A long transfer: many short rounds, so the fault lands after several of them.
 Params long_run() {
-  Params p;
-  p.size_bytes = 4u << 20;
-  p.chunk_bytes = 1u << 20;
-  p.channels = 2;
-  p.window = 4;
-  p.iters = 100000;
-  p.timeout_s = 3;
-  return p;
+  return {.channels = 2, .window = 4, .size_bytes = 4u << 20, .chunk_bytes = 1u << 20, .iters = 100000, .timeout_s = 3};
 }
 
 using p2pscope::test::sum_bytes;
@@ -51,14 +46,6 @@ void expect_rounds_kept(const Results& r, const SideReport& side, bool sent) {
   const auto& rates = sent ? side.round_tx_bytes_per_s : side.round_rx_bytes_per_s;
   EXPECT_GE(rates.size(), r.rounds_completed);
   EXPECT_GT(sent ? side.tx_bytes_per_s : side.rx_bytes_per_s, 0);
-}
-
-ServerOptions loopback_server() {
-  ServerOptions so;
-  so.bind_addrs = {"127.0.0.1"};
-  so.port = 0;
-  so.accept_timeout_s = 10;
-  return so;
 }
 
 // A server process that serves one session: listening before fork (the child inherits

@@ -34,14 +34,7 @@ namespace {
 using p2pscope::test::seconds_since;
 
 Params small() {
-  Params p;
-  p.size_bytes = 1u << 20;
-  p.chunk_bytes = 256u << 10;
-  p.iters = 2;
-  p.warmup = 0;
-  p.verify = true;
-  p.timeout_s = 4;
-  return p;
+  return {.size_bytes = 1u << 20, .chunk_bytes = 256u << 10, .iters = 2, .warmup = 0, .verify = true, .timeout_s = 4};
 }
 
 // A legitimate client's session; its time and error ("" when it completed whole).

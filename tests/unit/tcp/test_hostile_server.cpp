@@ -17,21 +17,12 @@
 
 using namespace p2pscope;
 using namespace p2pscope::tcp;
-using p2pscope::test::RawPeer;
-using p2pscope::test::Reply;
-using p2pscope::test::ServerThread;
 namespace pt = p2pscope::test;
 
 namespace {
 
 Params one_round() {
-  Params p;
-  p.size_bytes = 1u << 20;
-  p.chunk_bytes = 1u << 20;
-  p.iters = 1;
-  p.warmup = 0;
-  p.timeout_s = 3;
-  return p;
+  return {.size_bytes = 1u << 20, .chunk_bytes = 1u << 20, .iters = 1, .warmup = 0, .timeout_s = 3};
 }
 
 // run_client's error text, or "" when it returned.
@@ -93,7 +84,7 @@ std::string let_in(Socket& ctrl) {
 }  // namespace
 
 TEST(TcpToken, TheRightSecretIsServedAndLearnsTheHostname) {
-  ServerThread srv(with_token("s3cret"));
+  pt::ServerThread srv(with_token("s3cret"));
   Results r;
   EXPECT_EQ(client_error(srv.port(), "s3cret", &r), "");
   EXPECT_EQ(r.server.hostname, hostname());  // an authenticated client may know whom it measured
@@ -101,7 +92,7 @@ TEST(TcpToken, TheRightSecretIsServedAndLearnsTheHostname) {
 }
 
 TEST(TcpToken, AWrongOrMissingSecretIsRefusedAndLogged) {
-  ServerThread srv(with_token("s3cret"));
+  pt::ServerThread srv(with_token("s3cret"));
   const std::string wrong = client_error(srv.port(), "guess");
   EXPECT_NE(wrong.find("authentication failed"), std::string::npos) << wrong;
   const std::string missing = client_error(srv.port(), std::nullopt);  // the client knows it lacks one
@@ -115,12 +106,12 @@ TEST(TcpToken, AWrongOrMissingSecretIsRefusedAndLogged) {
 // Parameters that would be refused if read (a string for a count) show whether the
 // server read them: it must refuse for the secret first and say nothing about them.
 TEST(TcpToken, TheSecretIsCheckedBeforeAnyParameterIsRead) {
-  ServerThread srv(with_token("s3cret"));
+  pt::ServerThread srv(with_token("s3cret"));
   nlohmann::json bad = to_json(one_round());
   bad["channels"] = "all of them";
   for (const nlohmann::json& proof : {nlohmann::json(""), nlohmann::json("00ff"), nlohmann::json(42)}) {
-    RawPeer peer(srv.port());
-    const Reply r = peer.propose(bad, proof);
+    pt::RawPeer peer(srv.port());
+    const pt::Reply r = peer.propose(bad, proof);
     EXPECT_EQ(r.type, pt::kReject) << proof.dump() << ": " << r.body;
     EXPECT_EQ(r.reason().find("malformed"), std::string::npos) << proof.dump() << ": " << r.body;
     EXPECT_TRUE(r.reason().find("requires the shared secret") != std::string::npos ||

@@ -12,17 +12,8 @@ using namespace p2pscope::tcp;
 namespace {
 
 Params small(Mode m) {
-  Params p;
-  p.mode = m;
-  p.size_bytes = 3u << 20;
-  p.chunk_bytes = 256u << 10;
-  p.channels = 2;
-  p.window = 3;
-  p.iters = 2;
-  p.warmup = 1;
-  p.verify = true;
-  p.timeout_s = 10;
-  return p;
+  return {.mode = m, .channels = 2, .window = 3, .size_bytes = 3u << 20, .chunk_bytes = 256u << 10, .iters = 2,
+          .warmup = 1, .verify = true, .timeout_s = 10};
 }
 
 using p2pscope::test::sum_bytes;

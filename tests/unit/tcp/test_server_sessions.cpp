@@ -23,14 +23,7 @@ using p2pscope::test::wait_exit;
 namespace {
 
 Params small() {
-  Params p;
-  p.size_bytes = 1u << 20;
-  p.chunk_bytes = 256u << 10;
-  p.iters = 1;
-  p.warmup = 0;
-  p.verify = true;
-  p.timeout_s = 10;
-  return p;
+  return {.size_bytes = 1u << 20, .chunk_bytes = 256u << 10, .iters = 1, .warmup = 0, .verify = true, .timeout_s = 10};
 }
 
 ClientOptions to(std::uint16_t port) {
