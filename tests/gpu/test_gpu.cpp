@@ -103,7 +103,10 @@ TEST(GpuCuda, ClockPokesAreTightAndBatchStampsLieInsideTheHostBracket) {
     tightest = std::min(tightest, r.host_after_ns - r.host_before_ns);
   }
   EXPECT_LT(tightest, 5'000) << "a poke round trip over PCIe should take a few us at most";
-  b->prepare({0, 1}, 1 << 20);
+  // The host endpoint is the last device (1 on a one-GPU machine, 2 with two GPUs: device 1
+  // is then GPU 1, whose clock GPU 0's pokes do not describe).
+  const int host = b->device_count() - 1;
+  b->prepare({0, host}, 1 << 20);
   // A batch's GPU stamps, mapped with the tightest poke's offset, fall inside its host
   // bracket give or take that poke's half-bracket.
   const auto& t = *std::min_element(burst.readings.begin(), burst.readings.end(), [](const auto& x, const auto& y) {
@@ -111,8 +114,8 @@ TEST(GpuCuda, ClockPokesAreTightAndBatchStampsLieInsideTheHostBracket) {
   });
   const double offset = static_cast<double>(t.device_ns) - 0.5 * static_cast<double>(t.host_before_ns + t.host_after_ns);
   const double slack = 0.5 * static_cast<double>(t.host_after_ns - t.host_before_ns) + 2'000;  // + drift over the test
-  const auto op = b->run_blocking_batch(1, 0, 4096, 16);
-  EXPECT_EQ(b->verify(1, 0, 4096), -1);
+  const auto op = b->run_blocking_batch(host, 0, 4096, 16);
+  EXPECT_EQ(b->verify(host, 0, 4096), -1);
   ASSERT_GE(op.device_start_ns, 0);
   EXPECT_GE(static_cast<double>(op.device_start_ns) - offset, static_cast<double>(op.host_start_ns) - slack);
   EXPECT_LE(static_cast<double>(op.device_end_ns) - offset, static_cast<double>(op.host_end_ns) + slack);
