@@ -181,7 +181,9 @@ Result run_campaign(const Params& params);
 // (kill). Restores the previous handlers on destruction. One at a time per process.
 class InterruptFlag {
  public:
-  explicit InterruptFlag(const std::string& command = "p2pscope");
+  // announce = false: the flag without the messages (a --processes child, whose parent
+  // already said it on the same terminal).
+  explicit InterruptFlag(const std::string& command = "p2pscope", bool announce = true);
   ~InterruptFlag();
   InterruptFlag(const InterruptFlag&) = delete;
   InterruptFlag& operator=(const InterruptFlag&) = delete;

@@ -46,12 +46,13 @@ void copy_message(char* to, const std::string& text) {
 }
 }  // namespace
 
-InterruptFlag::InterruptFlag(const std::string& command) {
+InterruptFlag::InterruptFlag(const std::string& command, bool announce) {
   const std::string what = command.empty() ? "p2pscope" : command;
   const std::string tail = ": stopping within a second; everything measured will be written (a third signal kills at once)\n";
   copy_message(g_first_int, "\n" + what + ": SIGINT received" + tail);
   copy_message(g_first_term, "\n" + what + ": SIGTERM received" + tail);
   copy_message(g_second, what + ": second signal: still writing what was measured (a third kills at once)\n");
+  if (!announce) g_first_int[0] = g_first_term[0] = g_second[0] = '\0';
   g_stop.store(false);
   g_signal.store(0);
   g_count.store(0);

@@ -81,6 +81,33 @@ TEST_F(ProfileCli, SigintFinishesTheOpSavesAndExits130) {
   expect_complete_once(out);
 }
 
+// --processes 2 and Ctrl-C: the parent says "SIGINT received" once and forwards the signal;
+// the child stops quietly (both used to print it), and the campaign exits 130.
+TEST_F(ProfileCli, SigintToASplitCampaignIsAnnouncedOnce) {
+  const auto out = dir_ / "camp";
+  fs::create_directories(dir_);
+  const auto err = dir_ / "err.txt";
+  auto args = campaign_args(out);
+  args.insert(args.end(), {"--processes", "2"});
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> argv{const_cast<char*>(P2PSCOPE_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    if (!freopen("/dev/null", "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(126);
+    execv(P2PSCOPE_BINARY, argv.data());
+    _exit(127);
+  }
+  ASSERT_TRUE(wait_rows(pid, out / "execution_log.csv", 10));
+  kill(pid, SIGINT);
+  EXPECT_EQ(wait_exit(pid), 130);
+  const std::string text = p2pscope::test::slurp(err);
+  std::size_t n = 0;
+  for (std::size_t at = text.find("SIGINT received"); at != std::string::npos; at = text.find("SIGINT received", at + 1))
+    ++n;
+  EXPECT_EQ(n, 1u) << text;
+}
+
 TEST_F(ProfileCli, BadInputExits2BeforeMeasuring) {
   const auto out = dir_ / "bad";
   EXPECT_EQ(wait_exit(spawn({"profile", "--backend", "host", "--gpus", "0,64", "--out", out.string()})), 2);
