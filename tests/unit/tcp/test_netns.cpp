@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <map>
 #include <thread>
 
 #include "p2pscope/error.hpp"
@@ -71,7 +72,7 @@ TEST_F(TcpNetns, ChannelsSpreadOverTwoVethNics) {
   ASSERT_EQ(serr, "");
   Params p;
   p.channels = 4;
-  p.size_bytes = 8u << 20;
+  p.size_bytes = 32u << 20;  // 64 chunks a round: every NIC gets some, however the threads start
   p.chunk_bytes = 512u << 10;
   p.window = 4;
   p.iters = 2;
@@ -85,12 +86,17 @@ TEST_F(TcpNetns, ChannelsSpreadOverTwoVethNics) {
   t.join();
   ASSERT_EQ(serr, "");
   ASSERT_EQ(r.client.channels.size(), 4u);
+  std::map<std::string, double> per_nic;
   for (const auto& c : r.client.channels) {
     // channel c on NIC c % 2, talking to the server's address on that link
     EXPECT_EQ(c.nic, c.channel % 2 == 0 ? c0 : c1);
     EXPECT_EQ(c.peer_addr.substr(0, c.peer_addr.find(':')), c.channel % 2 == 0 ? b0 : b1);
-    EXPECT_GT(c.bytes_per_s, 0);
+    per_nic[c.nic] += c.bytes_per_s;
   }
+  // Chunks are dealt to whichever channel has room, so one channel may carry none on a
+  // loaded machine (it flaked so with 16 chunks a round); both NICs carry data.
+  EXPECT_GT(per_nic[c0], 0);
+  EXPECT_GT(per_nic[c1], 0);
   for (const auto& c : r.server.channels) EXPECT_EQ(c.nic, c.channel % 2 == 0 ? s0 : s1);
   EXPECT_EQ(r.server.verified_bytes, 3 * p.size_bytes);
 }
