@@ -29,7 +29,15 @@ namespace {
 
 struct NcclOptions : BenchCommon {
   std::string op = "allreduce", dtype = "float", gpus;
+  std::string check = "on", in_place = "on";
 };
+
+// An on/off flag: on, off, 1 or 0 (nccl-tests writes -c 0).
+bool on_off(const std::string& flag, const std::string& v) {
+  if (v == "on" || v == "1") return true;
+  if (v == "off" || v == "0") return false;
+  throw UsageError(fmt::format("{} takes on or off (or 1 / 0), not '{}'", flag, v));
+}
 
 // One process: the GPUs of --gpus (default all), checked against those there are.
 std::vector<int> choose_gpus(const std::string& list) {
@@ -56,7 +64,9 @@ std::string describe(const NcclOptions& o, const bench::NcclSweepResult& r, cons
           ? fmt::format("GPUs {}, {} ranks, one process", format_cpulist(r.gpus), n)
           : fmt::format("{} ranks, one process per GPU ({}); a sample is the mean of the ranks' times (nccl-tests' default)",
                         n, launch.launcher);
-  std::string what = fmt::format("{} of {} over {}, {} iterations after {} warmup, median first; {}", bench::to_string(r.op),
+  std::string what = fmt::format("{} of {} over {}; time = nccl-tests' method (one host-timed span of {} back-to-back "
+                                 "iterations after {} warmup, divided by the iterations; in place beside); p5/p50/p95 "
+                                 "from a second pass of per-iteration events; {}", bench::to_string(r.op),
                                  bench::to_string(r.type), where, o.iters, o.warmup, bench::busbw_formula_text(r.op));
   if (!r.all_held()) what += "; no blocking start (too many queued ops: lower --iters)";
   return what;
@@ -94,6 +104,8 @@ void run_nccl(const NcclOptions& o, Context& ctx) {
   spec.collective.type = bench::parse_nccl_type(o.dtype);
   spec.collective.warmup = o.warmup;
   spec.collective.iters = o.iters;
+  spec.collective.check = on_off("--check", o.check);
+  spec.collective.in_place = on_off("--in-place", o.in_place);
   spec.sizes = sizes_or(o.sizes, "8:1G");
   if (!bench::nccl_collectives_built()) bench::run_collective(spec.collective);  // "not built in", before any rank meets
 
@@ -119,7 +131,7 @@ void run_nccl(const NcclOptions& o, Context& ctx) {
     spec.on_row = [&](std::size_t done, std::size_t planned, const bench::NcclSweepRow& row) {
       // One rank: busbw is 0 by nccl-tests' formula (nothing crosses a link), algbw is the figure.
       progress(done, planned, fmt::format("{}: {} us, algbw {} GB/s, busbw {} GB/s", format_size(row.bytes),
-                                          fixed(row.time_ns.median / 1e3, 2), fixed(row.algbw_GBps, 2),
+                                          fixed(row.span_ns / 1e3, 2), fixed(row.algbw_GBps, 2),
                                           fixed(row.busbw_GBps, 2)));
     };
   const bench::NcclSweepResult r = bench::run_nccl_sweep(spec, ranks.get());
@@ -142,10 +154,14 @@ void run_nccl(const NcclOptions& o, Context& ctx) {
 void add_bench_nccl_command(CLI::App& bench, Context& ctx) {
   auto n = std::make_shared<NcclOptions>();
   auto* cn = bench.add_subcommand("nccl", "NCCL collectives over the GPUs, nccl-tests' algbw and busbw, output checked");
-  cn->add_option("--op", n->op, "allreduce, allgather, reducescatter, alltoall or sendrecv")->capture_default_str();
+  cn->add_option("--op", n->op, "allreduce, allgather, reducescatter, alltoall, broadcast or sendrecv")->capture_default_str();
   cn->add_option("--dtype", n->dtype, "element type: float, half, bfloat16, double, int8 or int32 (nccl-tests' -d)")
       ->capture_default_str();
   cn->add_option("--gpus", n->gpus, "GPU list, e.g. 0-3 (default: all; not under a launcher)");
+  cn->add_option("--check", n->check, "read every output back and check it (nccl-tests' -c): on or off")
+      ->capture_default_str();
+  cn->add_option("--in-place", n->in_place, "also time the in-place variant, as nccl-tests does: on or off")
+      ->capture_default_str();
   add_bench_common(*cn, *n, "sizes S in bytes as nccl-tests counts them, e.g. 8:1G; default 8:1G");
   cn->footer(
       "Examples:\n"

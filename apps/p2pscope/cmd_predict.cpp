@@ -111,9 +111,7 @@ std::vector<bench::NcclSweepRow> measure_op(const PredictOptions& o, const simul
 // whole elements per rank) and, where it ran, measured with the error.
 void add_op(const PredictOptions& o, const simulate::Predictor& pr, simulate::Collective op, simulate::Algorithm algo,
             const std::vector<std::uint64_t>& sizes, bool measuring, PredictTable& out) {
-  const bool nccl_has = op != simulate::Collective::broadcast;  // bench nccl has no broadcast
-  if (measuring && !nccl_has) out.unmeasured.push_back(simulate::to_string(op) + " (bench nccl has no broadcast)");
-  const auto measured = measuring && nccl_has ? measure_op(o, pr, op, sizes) : std::vector<bench::NcclSweepRow>{};
+  const auto measured = measuring ? measure_op(o, pr, op, sizes) : std::vector<bench::NcclSweepRow>{};
   Curve& curve = out.curves.emplace_back(simulate::to_string(op), Curve{}).second;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const bench::NcclSweepRow* m = i < measured.size() ? &measured[i] : nullptr;
@@ -121,14 +119,14 @@ void add_op(const PredictOptions& o, const simulate::Predictor& pr, simulate::Co
     const auto r = pr.predict(op, algo, at);
     curve.bytes.push_back(static_cast<double>(at));
     curve.predicted_ns.push_back(r.time_ns);
-    curve.measured_ns.push_back(m ? m->time_ns.median : NAN);
+    curve.measured_ns.push_back(m ? m->span_ns : NAN);
     std::vector<std::string> row = {simulate::to_string(op), simulate::to_string(algo), format_size_compact(at),
                                     std::to_string(at), std::to_string(r.steps), fixed(r.time_ns / 1e3, 3),
                                     fixed(r.algbw_bytes_per_s / 1e9, 3), fixed(r.busbw_bytes_per_s / 1e9, 3),
                                     r.bottleneck, r.extrapolated ? "yes" : "no"};
     out.extrapolated += r.extrapolated;
     if (m) {
-      const double t = m->time_ns.median;
+      const double t = m->span_ns;  // nccl-tests' time
       row.insert(row.end(), {fixed(t / 1e3, 3), fixed((r.time_ns - t) / t * 100, 2),
                              m->first_bad < 0 ? "ok" : fmt::format("BAD rank {}", m->bad_rank)});
     } else if (measuring) {

@@ -18,6 +18,7 @@
 #include "monitor_options.hpp"
 #include "profile_pattern.hpp"
 #include "profile_processes.hpp"
+#include "nccl_calibration.hpp"
 #include "progress.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
@@ -46,6 +47,7 @@ struct ProfileOptions {
   std::string process_share;  // "I/K": this is child I of a --processes K campaign
   MonitorCliOptions monitor;
   PatternOptions pattern;  // --pattern: contention instead of the isolated campaign
+  std::string nccl_calibration = "auto";  // auto | full | quick | off (nccl_calibration.hpp)
 };
 
 // --monitor: the campaign directory is named inside run_campaign, so without --out the
@@ -168,6 +170,11 @@ ProfileFlags add_profile_options(CLI::App& cmd, ProfileOptions& o) {
       ->capture_default_str();
   cmd.add_option("--min-sample-time", o.min_sample_time, "batch timing: the least time one record spans (default 200us; e.g. 50us, 1ms)")
       ->capture_default_str();
+  cmd.add_option("--nccl-calibration", o.nccl_calibration,
+                 "After the campaign, the short NCCL runs predict's model is calibrated on (kept in DIR/nccl-calibration): "
+                 "auto (full where NCCL and 2 GPUs are), full, quick (NCCL's own protocol choices only), off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "full", "quick", "off"}));
   cmd.add_option("--processes", o.processes,
                  "Split the repetitions over K processes run one after the other (each its own context, buffers, "
                  "batch sizes, thread placement): analyze widens each median's interval by the spread of the K "
@@ -265,6 +272,29 @@ profile::Result run_campaign_or_processes(profile::Params& p, const ProfileOptio
   return profile::run_campaign(p);
 }
 
+// --nccl-calibration: after the campaign, the runs `predict` calibrates its NCCL model
+// on, kept in the campaign directory. auto = full where NCCL is built in and two GPUs
+// are visible (one process only: under a launcher the ranks hold the GPUs).
+void calibrate_nccl(const ProfileOptions& o, const std::string& dir, const std::atomic<bool>* stop) {
+  if (o.nccl_calibration == "off") return;
+  const auto rt = gpu::runtime_info();
+  std::string why_not;
+  if (!rt.nccl_built) why_not = "NCCL is not built in";
+  else if (rt.device_count < 2) why_not = fmt::format("{} GPU visible, it needs two", rt.device_count);
+  else if (detect_launch().multi_process()) why_not = "under a launcher the ranks hold the GPUs";
+  if (!why_not.empty()) {
+    if (o.nccl_calibration != "auto") throw Error("--nccl-calibration " + o.nccl_calibration + ": " + why_not);
+    std::fprintf(stderr, "profile: no NCCL calibration (%s): predict will use NCCL's defaults and say so\n", why_not.c_str());
+    return;
+  }
+  CalibrationOptions c;
+  c.gpus = o.gpus.empty() ? std::vector<int>{0, 1} : parse_cpulist(o.gpus);
+  c.all_protocols = o.nccl_calibration != "quick";
+  c.stop = stop;
+  std::fprintf(stderr, "profile: NCCL calibration for predict (--nccl-calibration off skips it)\n");
+  run_nccl_calibration(dir, c);
+}
+
 void run_isolated_campaign(profile::Params p, const ProfileOptions& o, Context& ctx) {
   // The default backend (the one `run` picks): chosen here so it is said before the
   // campaign starts, and so a one-GPU host gets staged, not a refusal.
@@ -302,6 +332,7 @@ void run_isolated_campaign(profile::Params p, const ProfileOptions& o, Context& 
   }
   progress.finish();
   print_result(r);
+  if (!r.interrupted && o.process_share.empty()) calibrate_nccl(o, r.out_dir, p.stop);
   if (processes > 1)
     std::printf("repetitions split over %d processes: analyze widens each median's interval by the spread of the "
                 "process medians\n", processes);

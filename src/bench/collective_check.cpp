@@ -22,6 +22,10 @@ CollectiveShape collective_shape(NcclOp op, NcclType type, int ranks, std::uint6
   return s;
 }
 
+bool has_in_place(NcclOp op) {
+  return op == NcclOp::allreduce || op == NcclOp::allgather || op == NcclOp::reducescatter || op == NcclOp::broadcast;
+}
+
 std::vector<unsigned char> collective_input(const CollectiveShape& s, int rank) {
   std::vector<unsigned char> h(s.in_elems * s.esize);
   for (std::uint64_t i = 0; i < s.in_elems; ++i) encode_value(s.type, collective_input_value(s.op, rank, i), &h[i * s.esize]);
@@ -54,6 +58,7 @@ std::int64_t first_wrong_output(const CollectiveShape& s, int r, const std::vect
       case NcclOp::reducescatter: want = sum_by_phase[(ur * chunk + j) % 3]; break;
       case NcclOp::allgather: want = collective_input_value(s.op, static_cast<int>(j / chunk), j % chunk); break;
       case NcclOp::alltoall: want = collective_input_value(s.op, static_cast<int>(j / chunk), ur * chunk + j % chunk); break;
+      case NcclOp::broadcast: want = collective_input_value(s.op, 0, j); break;
       case NcclOp::sendrecv: want = collective_input_value(s.op, (r + n - 1) % n, j); break;
     }
     const unsigned char* got = &h[j * s.esize];

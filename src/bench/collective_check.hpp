@@ -23,6 +23,10 @@ struct CollectiveShape {
 // `bytes` rounded down to a multiple of esize x ranks (at least one element per rank).
 CollectiveShape collective_shape(NcclOp op, NcclType type, int ranks, std::uint64_t bytes);
 
+// Whether nccl-tests' in-place variant of op means something here (allreduce, allgather,
+// reducescatter, broadcast; not alltoall or sendrecv).
+bool has_in_place(NcclOp op);
+
 // Rank `rank`'s input buffer, in_elems elements of the shape's type.
 std::vector<unsigned char> collective_input(const CollectiveShape& s, int rank);
 // Index of the first element of rank `rank`'s output that is wrong, -1 when all are

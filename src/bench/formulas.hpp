@@ -2,7 +2,7 @@
 // nccl-tests' bandwidth formulas (doc/PERFORMANCE.md in NVIDIA/nccl-tests):
 //   algbw = S / t, S = the op's "size" as nccl-tests counts it;
 //   busbw = algbw * factor(op, n), n = number of ranks:
-//     allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n; sendrecv 1.
+//     allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n; broadcast, sendrecv 1.
 // For allgather / reducescatter / alltoall S is the total (n x per-rank chunk).
 #include <array>
 #include <string>
@@ -11,12 +11,13 @@
 
 namespace p2pscope::bench {
 
-enum class NcclOp { allreduce, allgather, reducescatter, alltoall, sendrecv };
-inline constexpr std::array<EnumName<NcclOp>, 5> kNcclOpNames{{
+enum class NcclOp { allreduce, allgather, reducescatter, alltoall, broadcast, sendrecv };
+inline constexpr std::array<EnumName<NcclOp>, 6> kNcclOpNames{{
     {NcclOp::allreduce, "allreduce"},
     {NcclOp::allgather, "allgather"},
     {NcclOp::reducescatter, "reducescatter"},
     {NcclOp::alltoall, "alltoall"},
+    {NcclOp::broadcast, "broadcast"},
     {NcclOp::sendrecv, "sendrecv"},
 }};
 NcclOp parse_nccl_op(const std::string& text);  // throws UsageError

@@ -12,5 +12,6 @@ namespace {
 bool nccl_collectives_built() { return false; }
 CollectiveResult run_collective(const CollectiveSpec&) { not_built_in(); }
 std::unique_ptr<CollectiveRanks> make_collective_ranks(std::shared_ptr<Bootstrap>, int) { not_built_in(); }
+std::unique_ptr<CollectiveRanks> make_local_collectives(const std::vector<int>&) { not_built_in(); }
 #endif
 }  // namespace p2pscope::bench

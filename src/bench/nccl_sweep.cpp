@@ -15,9 +15,15 @@ NcclSweepRow to_row(const NcclSweepResult& res, CollectiveResult&& c) {
   row.bytes = c.bytes;
   row.count = c.bytes / type_size(res.type);
   row.time_ns = compute_stats(c.elapsed_ns);
-  const double sec = row.time_ns.median * 1e-9, S = static_cast<double>(c.bytes);
-  row.algbw_GBps = algbw_gbps(S, sec);
-  row.busbw_GBps = busbw_gbps(res.op, res.ranks, S, sec);
+  row.span_ns = c.span_ns;
+  row.span_in_place_ns = c.span_in_place_ns;
+  const double S = static_cast<double>(c.bytes);
+  row.algbw_GBps = algbw_gbps(S, row.span_ns * 1e-9);
+  row.busbw_GBps = busbw_gbps(res.op, res.ranks, S, row.span_ns * 1e-9);
+  if (row.span_in_place_ns > 0) {
+    row.algbw_in_place_GBps = algbw_gbps(S, row.span_in_place_ns * 1e-9);
+    row.busbw_in_place_GBps = busbw_gbps(res.op, res.ranks, S, row.span_in_place_ns * 1e-9);
+  }
   row.samples_ns = std::move(c.elapsed_ns);
   row.by_rank_ns = std::move(c.by_rank_ns);
   row.first_bad = c.first_bad;
@@ -38,7 +44,9 @@ NcclSweepResult start_result(const NcclSweepSpec& spec, CollectiveRanks* ranks) 
   res.type = spec.collective.type;
   res.warmup = spec.collective.warmup;
   res.iters = spec.collective.iters;
-  if (ranks) {
+  if (ranks && !ranks->local_gpus().empty()) {
+    res.gpus = ranks->local_gpus();
+  } else if (ranks) {
     for (int r = 0; r < ranks->ranks(); ++r) {
       res.gpus.push_back(r);
       res.rank_names.push_back(ranks->rank_name(r));
@@ -80,6 +88,8 @@ NcclSweepResult run_nccl_sweep(const NcclSweepSpec& spec, CollectiveRanks* ranks
   NcclSweepResult res = start_result(spec, ranks);
   CollectiveSpec one = spec.collective;
   one.gpus = res.gpus;
+  std::unique_ptr<CollectiveRanks> local;  // one process: communicators made once for every size
+  if (!ranks) ranks = (local = make_local_collectives(res.gpus)).get();
   for (std::uint64_t bytes : spec.sizes) {
     if (spec.stop && spec.stop->load()) {
       res.interrupted = true;
@@ -90,7 +100,7 @@ NcclSweepResult run_nccl_sweep(const NcclSweepSpec& spec, CollectiveRanks* ranks
     one.bytes = bytes;
     CollectiveResult c;
     try {
-      c = ranks ? ranks->run(one) : run_collective(one);
+      c = ranks->run(one);
     } catch (const std::exception& e) {
       if (res.rows.empty()) throw;  // nothing measured yet: the plain error says it all
       res.stopped = fmt::format("stopped at {}: {}", format_size(bytes), e.what());
@@ -103,14 +113,17 @@ NcclSweepResult run_nccl_sweep(const NcclSweepSpec& spec, CollectiveRanks* ranks
 }
 
 Table nccl_rows_table(const NcclSweepResult& r) {
-  Table t({"size", "size_bytes", "count", "type", "time_us", "algbw_GBps", "busbw_GBps", "p5_us", "p50_us", "p95_us",
-           "cv_pct", "check"});
+  Table t({"size", "size_bytes", "count", "type", "time_us", "algbw_GBps", "busbw_GBps", "ip_time_us", "ip_algbw_GBps",
+           "ip_busbw_GBps", "p5_us", "p50_us", "p95_us", "cv_pct", "check"});
   const std::string type = to_string(r.type);
   for (const auto& row : r.rows) {
     const Stats& s = row.time_ns;
+    const bool ip = row.span_in_place_ns > 0;
     t.add_row({format_size_compact(row.bytes), std::to_string(row.bytes), std::to_string(row.count), type,
-               fixed(s.median / 1e3, 2), fixed(row.algbw_GBps, 2), fixed(row.busbw_GBps, 2), fixed(s.p5 / 1e3, 2),
-               fixed(s.median / 1e3, 2), fixed(s.p95 / 1e3, 2), fixed(s.cv * 100, 1), row.check()});
+               fixed(row.span_ns / 1e3, 2), fixed(row.algbw_GBps, 2), fixed(row.busbw_GBps, 2),
+               ip ? fixed(row.span_in_place_ns / 1e3, 2) : "-", ip ? fixed(row.algbw_in_place_GBps, 2) : "-",
+               ip ? fixed(row.busbw_in_place_GBps, 2) : "-", fixed(s.p5 / 1e3, 2), fixed(s.median / 1e3, 2),
+               fixed(s.p95 / 1e3, 2), fixed(s.cv * 100, 1), row.check()});
   }
   return t;
 }
@@ -119,13 +132,20 @@ nlohmann::json nccl_rows_json(const NcclSweepResult& r) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : r.rows) {
     const Stats& s = row.time_ns;
+    nlohmann::json ip = nullptr;
+    if (row.span_in_place_ns > 0)
+      ip = {{"time_us", row.span_in_place_ns / 1e3},
+            {"algbw_GBps", row.algbw_in_place_GBps},
+            {"busbw_GBps", row.busbw_in_place_GBps}};
     rows.push_back({{"size_bytes", row.bytes},
                     {"count", row.count},
                     {"type", to_string(r.type)},
-                    {"time_ns", {{"median", s.median}, {"p5", s.p5}, {"p95", s.p95}, {"cv", s.cv}, {"n", s.n}}},
-                    {"samples_ns", row.samples_ns},
+                    {"time_us", row.span_ns / 1e3},
                     {"algbw_GBps", row.algbw_GBps},
                     {"busbw_GBps", row.busbw_GBps},
+                    {"in_place", ip},
+                    {"per_iteration_ns", {{"median", s.median}, {"p5", s.p5}, {"p95", s.p95}, {"cv", s.cv}, {"n", s.n}}},
+                    {"samples_ns", row.samples_ns},
                     {"check", row.check()}});
     if (!row.by_rank_ns.empty()) rows.back()["samples_ns_by_rank"] = row.by_rank_ns;
   }

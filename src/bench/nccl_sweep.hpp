@@ -32,10 +32,14 @@ struct NcclSweepSpec {
 
 struct NcclSweepRow {
   std::uint64_t bytes = 0, count = 0;  // S as run (rounded to whole elements per rank), elements
-  Stats time_ns;                       // per iteration; with ranks, the mean of the ranks' times
+  // The figure: nccl-tests' time per iteration (span of iters back-to-back ops / iters,
+  // mean of the ranks), out-of-place; in place when measured (< 0: not).
+  double span_ns = 0, span_in_place_ns = -1;
+  Stats time_ns;  // the distribution: per iteration (event pass); with ranks, the mean of the ranks' times
   std::vector<double> samples_ns;
-  std::vector<std::vector<double>> by_rank_ns;  // one process per GPU: each rank's own samples
-  double algbw_GBps = 0, busbw_GBps = 0;        // 1e9 B/s, of the median time (formulas.hpp)
+  std::vector<std::vector<double>> by_rank_ns;  // each rank's own samples
+  double algbw_GBps = 0, busbw_GBps = 0;        // 1e9 B/s, of span_ns (formulas.hpp)
+  double algbw_in_place_GBps = -1, busbw_in_place_GBps = -1;
   std::int64_t first_bad = -1;                  // element index of the first wrong output, -1 when right
   int bad_rank = -1;
   bool held_start = true;     // false: too many ops queued to hold behind the spin kernel
@@ -63,11 +67,14 @@ struct NcclSweepResult {
 // size's error as it is; a later failure ends the sweep with `stopped`.
 NcclSweepResult run_nccl_sweep(const NcclSweepSpec& spec, CollectiveRanks* ranks = nullptr);
 
-// nccl-tests-like rows: size, size_bytes, count, type, time_us, algbw_GBps, busbw_GBps,
-// p5/p50/p95_us, cv_pct, check.
+// nccl-tests-like rows: size, size_bytes, count, type, time_us, algbw_GBps, busbw_GBps
+// (out-of-place), ip_time_us, ip_algbw_GBps, ip_busbw_GBps ("-" when not measured), then
+// the event pass's p5/p50/p95_us and cv_pct, check.
 Table nccl_rows_table(const NcclSweepResult& r);
-// The JSON rows: size_bytes, count, type, time_ns {median, p5, p95, cv, n}, samples_ns,
-// algbw_GBps, busbw_GBps, check (+ samples_ns_by_rank with ranks).
+// The JSON rows: size_bytes, count, type, time_us (nccl-tests' out-of-place time),
+// algbw_GBps, busbw_GBps, in_place {time_us, algbw_GBps, busbw_GBps} (null when not
+// measured), per_iteration_ns {median, p5, p95, cv, n} and samples_ns (the event pass),
+// check (+ samples_ns_by_rank).
 nlohmann::json nccl_rows_json(const NcclSweepResult& r);
 
 }  // namespace p2pscope::bench

@@ -197,6 +197,7 @@ double busbw_factor(NcclOp op, int n) {
     case NcclOp::allgather:
     case NcclOp::reducescatter:
     case NcclOp::alltoall: return static_cast<double>(n - 1) / n;
+    case NcclOp::broadcast:
     case NcclOp::sendrecv: return 1.0;
   }
   return 0;
@@ -208,6 +209,7 @@ std::string busbw_formula_text(NcclOp op) {
     case NcclOp::allgather:
     case NcclOp::reducescatter: return "nccl-tests: algbw = S/t (S = n x chunk), busbw = algbw * (n-1)/n";
     case NcclOp::alltoall: return "nccl-tests: algbw = S/t (S = n x chunk), busbw = algbw * (n-1)/n";
+    case NcclOp::broadcast: return "nccl-tests: algbw = S/t (S from root 0 to every rank), busbw = algbw";
     case NcclOp::sendrecv: return "nccl-tests: algbw = S/t, busbw = algbw";
   }
   return "";

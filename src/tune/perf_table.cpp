@@ -172,7 +172,8 @@ PerfRun perf_from_bench_json(const nlohmann::json& j, const std::string& source)
   std::string op = j.value("op", std::string());
   // bench nccl says "allreduce"; nccl-tests says "all_reduce": compare in one language.
   for (const auto& [a, b] : {std::pair{"allreduce", "all_reduce"}, {"allgather", "all_gather"},
-                             {"reducescatter", "reduce_scatter"}, {"alltoall", "alltoall"}, {"sendrecv", "sendrecv"}})
+                             {"reducescatter", "reduce_scatter"}, {"alltoall", "alltoall"}, {"broadcast", "broadcast"},
+                             {"sendrecv", "sendrecv"}})
     if (op == a) op = b;
   r.op = op;
   try {
@@ -181,7 +182,15 @@ PerfRun perf_from_bench_json(const nlohmann::json& j, const std::string& source)
       p.size_bytes = row.at("size_bytes").get<std::uint64_t>();
       p.count = row.value("count", std::uint64_t{0});
       p.type = row.value("type", std::string());
-      if (row.contains("time_ns") && row["time_ns"].is_object()) p.oop_time_us = row["time_ns"].value("median", -1e3) / 1e3;
+      // time_us: nccl-tests' span (since bench nccl timed as nccl-tests does); older files
+      // carried the per-iteration median as time_ns.
+      if (row.contains("time_us") && row["time_us"].is_number()) p.oop_time_us = row["time_us"].get<double>();
+      else if (row.contains("time_ns") && row["time_ns"].is_object()) p.oop_time_us = row["time_ns"].value("median", -1e3) / 1e3;
+      if (row.contains("in_place") && row["in_place"].is_object()) {
+        p.ip_time_us = row["in_place"].value("time_us", -1.0);
+        p.ip_algbw = row["in_place"].value("algbw_GBps", -1.0) * 1e9;
+        p.ip_busbw = row["in_place"].value("busbw_GBps", -1.0) * 1e9;
+      }
       p.oop_algbw = row.value("algbw_GBps", -1.0) * 1e9;
       p.oop_busbw = row.value("busbw_GBps", -1.0) * 1e9;
       p.oop_wrong = row.value("check", std::string("ok")) == "ok" ? 0 : 1;

@@ -1,7 +1,9 @@
 // NCCL collectives for `bench nccl`: each rank's calls (collective_ops.hpp),
 // and the one-process run, one communicator per GPU (ncclCommInitAll).
 #include <algorithm>
+#include <chrono>
 #include <memory>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -45,6 +47,7 @@ void issue_collective(const CollectiveShape& s, int r, const void* i, void* o, n
       }
       P2P_NCCL(ncclGroupEnd(), d);
       break;
+    case NcclOp::broadcast: P2P_NCCL(ncclBroadcast(i, o, s.elems, t, 0, c, st), d); break;
     case NcclOp::sendrecv:
       P2P_NCCL(ncclGroupStart(), d);
       P2P_NCCL(ncclSend(i, s.elems, t, (r + 1) % n, c, st), d);
@@ -54,15 +57,60 @@ void issue_collective(const CollectiveShape& s, int r, const void* i, void* o, n
   }
 }
 
+std::pair<const void*, void*> in_place_buffers(const CollectiveShape& s, int r, void* in, void* out) {
+  const std::uint64_t off = static_cast<std::uint64_t>(r) * s.chunk * s.esize;
+  auto* o = static_cast<unsigned char*>(out);
+  auto* i = static_cast<unsigned char*>(in);
+  switch (s.op) {
+    case NcclOp::allgather: return {o + off, o};      // my chunk sits where it belongs in the output
+    case NcclOp::reducescatter: return {i, i + off};  // my result lands on my chunk of the input
+    default: return {o, o};                           // allreduce, broadcast: one buffer
+  }
+}
+
 }  // namespace nccl
 
 using namespace cuda;
 
 bool nccl_collectives_built() { return true; }
 
-CollectiveResult run_collective(const CollectiveSpec& spec) {
+namespace {
+
+// One process driving every GPU of `gpus`, one rank each: the communicators and
+// streams live for the whole sweep (ncclCommInitAll costs about a second per call, and
+// used to be paid at every size). Buffers are made per size.
+class LocalCollectives final : public CollectiveRanks {
+ public:
+  explicit LocalCollectives(std::vector<int> gpus) : gpus_(std::move(gpus)) {
+    if (gpus_.empty()) throw UsageError("bench nccl: no GPUs chosen");
+    for (int d : gpus_) { DeviceGuard g(d); preload_kernels(d); }
+    comms_ = std::make_unique<nccl::Comms>(gpus_);
+    for (int d : gpus_) st_.push_back(make_stream(d));
+  }
+  int ranks() const override { return static_cast<int>(gpus_.size()); }
+  int rank() const override { return 0; }
+  std::string rank_name(int r) const override { return fmt::format("GPU {}", gpus_.at(static_cast<std::size_t>(r))); }
+  std::vector<int> local_gpus() const override { return gpus_; }
+  CollectiveResult run(const CollectiveSpec& spec) override;
+
+ private:
+  std::vector<int> gpus_;
+  std::unique_ptr<nccl::Comms> comms_;
+  std::vector<Stream> st_;
+};
+
+}  // namespace
+
+std::unique_ptr<CollectiveRanks> make_local_collectives(const std::vector<int>& gpus) {
+  return std::make_unique<LocalCollectives>(gpus);
+}
+
+CollectiveResult run_collective(const CollectiveSpec& spec) { return LocalCollectives(spec.gpus).run(spec); }
+
+CollectiveResult LocalCollectives::run(const CollectiveSpec& spec_in) {
+  CollectiveSpec spec = spec_in;
+  spec.gpus = gpus_;
   const std::size_t n = spec.gpus.size();
-  if (n < 1) throw UsageError("bench nccl: no GPUs chosen");
   const auto shape = collective_shape(spec.op, spec.type, static_cast<int>(n), spec.bytes);
   CollectiveResult res;
   res.bytes = shape.bytes;
@@ -75,69 +123,98 @@ CollectiveResult run_collective(const CollectiveSpec& spec) {
       throw UsageError(fmt::format("bench nccl: {} needs {} on GPU {} but {} is free", format_size(S),
                                    format_size((in_elems + out_elems) * shape.esize + (512ull << 20)), d, format_size(free_b)));
   }
-  for (int d : spec.gpus) { DeviceGuard g(d); preload_kernels(d); }
-  nccl::Comms comms(spec.gpus);
+  const nccl::Comms& comms = *comms_;
+  std::vector<Stream>& st = st_;
   std::vector<DeviceBuffer> in, out;
-  std::vector<Stream> st;
-  std::vector<Event> done;
   for (std::size_t r = 0; r < n; ++r) {
     const int d = spec.gpus[r];
     in.push_back(device_alloc(d, in_elems * shape.esize));
     out.push_back(device_alloc(d, out_elems * shape.esize));
-    st.push_back(make_stream(d));
-    done.push_back(make_event(d));
-    const std::vector<unsigned char> h = collective_input(shape, static_cast<int>(r));
     DeviceGuard g(d);
-    P2P_CUDA(cudaMemcpy(in.back().get(), h.data(), h.size(), cudaMemcpyHostToDevice), d);
-    P2P_CUDA(cudaMemsetAsync(out.back().get(), 0xFF, out_elems * shape.esize, st.back().get()), d);  // NaN poison
-    P2P_CUDA(cudaStreamSynchronize(st.back().get()), d);
+    if (spec.check) {  // the inputs the check expects; unchecked, any bytes time the same
+      const std::vector<unsigned char> h = collective_input(shape, static_cast<int>(r));
+      P2P_CUDA(cudaMemcpy(in.back().get(), h.data(), h.size(), cudaMemcpyHostToDevice), d);
+    } else {
+      P2P_CUDA(cudaMemsetAsync(in.back().get(), 0, in_elems * shape.esize, st[r].get()), d);
+    }
+    P2P_CUDA(cudaMemsetAsync(out.back().get(), 0xFF, out_elems * shape.esize, st[r].get()), d);  // NaN poison
+    P2P_CUDA(cudaStreamSynchronize(st[r].get()), d);
   }
   const int r0 = spec.gpus[0];
-  auto issue = [&] {
+  // One op on every rank, in one group (nccl-tests' startColl with -g n).
+  auto issue = [&](bool in_place) {
     P2P_NCCL(ncclGroupStart(), r0);
     for (std::size_t r = 0; r < n; ++r) {
       const int d = spec.gpus[r];
-      nccl::issue_collective(shape, static_cast<int>(r), in[r].get(), out[r].get(), comms.at(r), st[r].get(), d);
+      const auto ip = nccl::in_place_buffers(shape, static_cast<int>(r), in[r].get(), out[r].get());
+      nccl::issue_collective(shape, static_cast<int>(r), in_place ? ip.first : in[r].get(), in_place ? ip.second : out[r].get(),
+                             comms.at(r), st[r].get(), d);
     }
     P2P_NCCL(ncclGroupEnd(), r0);
-    for (std::size_t r = 1; r < n; ++r) {  // rank 0's stream waits for all: its end event = all done
-      DeviceGuard g(spec.gpus[r]);
-      P2P_CUDA(cudaEventRecord(done[r].get(), st[r].get()), spec.gpus[r]);
-      DeviceGuard g0(r0);
-      P2P_CUDA(cudaStreamWaitEvent(st[0].get(), done[r].get(), 0), r0);
-    }
   };
   auto sync_all = [&] {
     for (std::size_t r = 0; r < n; ++r) { DeviceGuard g(spec.gpus[r]); P2P_CUDA(cudaStreamSynchronize(st[r].get()), spec.gpus[r]); }
   };
-  for (int i = 0; i < std::max(1, spec.warmup); ++i) issue();  // NCCL kernels load before the spin
+  for (int i = 0; i < std::max(1, spec.warmup); ++i) issue(false);  // NCCL kernels load before timing
   sync_all();
-  PinnedBuffer flag = pinned_alloc(64);
-  auto* release = static_cast<volatile int*>(flag.get());
-  *release = 0;
-  const bool hold = spec.iters * static_cast<int>(n) * 4 < 600;
-  res.held_start = hold;
-  if (hold)
-    for (std::size_t r = 0; r < n; ++r) { DeviceGuard g(spec.gpus[r]); launch_spin_until(release, 1, st[r].get(), spec.gpus[r]); }
-  std::vector<Event> a, b;
-  for (int i = 0; i < spec.iters; ++i) {
-    a.push_back(make_event(r0));
-    b.push_back(make_event(r0));
-    { DeviceGuard g(r0); P2P_CUDA(cudaEventRecord(a.back().get(), st[0].get()), r0); }
-    issue();
-    { DeviceGuard g(r0); P2P_CUDA(cudaEventRecord(b.back().get(), st[0].get()), r0); }
+  // nccl-tests' span: one op and a wait, then iters ops back to back and one wait.
+  auto span = [&](bool in_place) {
+    issue(in_place);
+    sync_all();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < spec.iters; ++i) issue(in_place);
+    sync_all();
+    return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / spec.iters;
+  };
+  res.span_ns = span(false);
+  if (spec.per_iteration) {
+    // The distribution: events around each iteration on every rank's own stream (no
+    // cross-GPU waits, which would add their own latency), all work held behind a spin
+    // kernel until it is queued. A sample is the mean of the ranks' durations.
+    PinnedBuffer flag = pinned_alloc(64);
+    auto* release = static_cast<volatile int*>(flag.get());
+    *release = 0;
+    const bool hold = spec.iters * static_cast<int>(n) * 4 < 600;
+    res.held_start = hold;
+    if (hold)
+      for (std::size_t r = 0; r < n; ++r) { DeviceGuard g(spec.gpus[r]); launch_spin_until(release, 1, st[r].get(), spec.gpus[r]); }
+    std::vector<std::vector<Event>> a(n), b(n);
+    for (int i = 0; i < spec.iters; ++i) {
+      for (std::size_t r = 0; r < n; ++r) {
+        const int d = spec.gpus[r];
+        a[r].push_back(make_event(d));
+        b[r].push_back(make_event(d));
+        DeviceGuard g(d);
+        P2P_CUDA(cudaEventRecord(a[r].back().get(), st[r].get()), d);
+      }
+      issue(false);
+      for (std::size_t r = 0; r < n; ++r) {
+        DeviceGuard g(spec.gpus[r]);
+        P2P_CUDA(cudaEventRecord(b[r].back().get(), st[r].get()), spec.gpus[r]);
+      }
+    }
+    *release = 1;
+    sync_all();
+    res.elapsed_ns.assign(static_cast<std::size_t>(spec.iters), 0.0);
+    res.by_rank_ns.assign(n, {});
+    for (std::size_t r = 0; r < n; ++r)
+      for (std::size_t i = 0; i < static_cast<std::size_t>(spec.iters); ++i) {
+        const double v = elapsed_ms(a[r][i], b[r][i]) * 1e6;
+        res.by_rank_ns[r].push_back(v);
+        res.elapsed_ns[i] += v / static_cast<double>(n);
+      }
+  } else {
+    res.elapsed_ns.assign(static_cast<std::size_t>(spec.iters), res.span_ns);
   }
-  *release = 1;
-  sync_all();
-  for (int i = 0; i < spec.iters; ++i) res.elapsed_ns.push_back(elapsed_ms(a[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)]) * 1e6);
   // Check every rank's output against what the op must produce.
-  for (std::size_t r = 0; r < n && res.first_bad < 0; ++r) {
+  for (std::size_t r = 0; spec.check && r < n && res.first_bad < 0; ++r) {
     std::vector<unsigned char> h(out_elems * shape.esize);
     DeviceGuard g(spec.gpus[r]);
     P2P_CUDA(cudaMemcpy(h.data(), out[r].get(), h.size(), cudaMemcpyDeviceToHost), spec.gpus[r]);
     res.first_bad = first_wrong_output(shape, static_cast<int>(r), h);
     if (res.first_bad >= 0) res.bad_rank = static_cast<int>(r);
   }
+  if (spec.in_place && has_in_place(spec.op)) res.span_in_place_ns = span(true);  // last: it overwrites outputs
   return res;
 }
 

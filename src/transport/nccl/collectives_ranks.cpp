@@ -1,6 +1,8 @@
 // `bench nccl` with one process per GPU (mpirun, srun, torchrun): this process is
-// one rank and drives one GPU through RankComm. The timing is the one-process run's,
-// rank by rank: each rank records events around every iteration on its own stream,
+// one rank and drives one GPU through RankComm. The figure is nccl-tests' span (one op
+// and a wait, a barrier, iters ops back to back, a wait; the mean of the ranks' spans,
+// nccl-tests' -a 1). The distribution is the one-process run's event pass, rank by
+// rank: each rank records events around every iteration on its own stream,
 // its work held behind a spin kernel until every rank has queued all of it and passed
 // a barrier (the blocking start). An iteration's sample is the mean of the ranks'
 // durations, as nccl-tests reports by default (-a 1). Not the longest: ranks that run
@@ -11,6 +13,7 @@
 // rank's own samples are kept (by_rank_ns). Every rank checks its own output, and
 // every rank returns the same result.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <memory>
 
@@ -60,62 +63,104 @@ class NcclCollectiveRanks final : public CollectiveRanks {
     in_ = device_alloc(gpu, shape.in_elems * shape.esize);
     out_ = device_alloc(gpu, shape.out_elems * shape.esize);
     held_bytes_ = (shape.in_elems + shape.out_elems) * shape.esize;
-    const std::vector<unsigned char> h = collective_input(shape, me);
-    P2P_CUDA(cudaMemcpyAsync(in_.get(), h.data(), h.size(), cudaMemcpyHostToDevice, st), gpu);
+    if (spec.check) {  // the inputs the check expects; unchecked, any bytes time the same
+      const std::vector<unsigned char> h = collective_input(shape, me);
+      P2P_CUDA(cudaMemcpyAsync(in_.get(), h.data(), h.size(), cudaMemcpyHostToDevice, st), gpu);
+      rc_.wait("copying the input");
+    } else {
+      P2P_CUDA(cudaMemsetAsync(in_.get(), 0, shape.in_elems * shape.esize, st), gpu);
+    }
     P2P_CUDA(cudaMemsetAsync(out_.get(), 0xFF, shape.out_elems * shape.esize, st), gpu);  // poison: NaN, or -1
-    auto issue = [&] { nccl::issue_collective(shape, me, in_.get(), out_.get(), rc_.comm(), st, gpu); };
+    auto issue = [&](bool in_place) {
+      const auto ip = nccl::in_place_buffers(shape, me, in_.get(), out_.get());
+      nccl::issue_collective(shape, me, in_place ? ip.first : in_.get(), in_place ? ip.second : out_.get(), rc_.comm(), st, gpu);
+    };
     const std::string what = fmt::format("{} of {}", to_string(spec.op), format_size(shape.bytes));
     rc_.queue("the warm-up of " + what, [&] {
-      for (int i = 0; i < std::max(1, spec.warmup); ++i) issue();  // NCCL kernels load before the spin
+      for (int i = 0; i < std::max(1, spec.warmup); ++i) issue(false);  // NCCL kernels load before timing
     });
     rc_.wait(fmt::format("{} warm-up", to_string(spec.op)));
+    // nccl-tests' span: one op and a wait, a barrier, iters ops back to back, one wait.
+    auto span = [&](bool in_place) {
+      rc_.queue(what, [&] { issue(in_place); });
+      rc_.wait(what);
+      rc_.boot().barrier();
+      const auto t0 = std::chrono::steady_clock::now();
+      rc_.queue(what, [&] {
+        for (int i = 0; i < spec.iters; ++i) issue(in_place);
+      });
+      rc_.wait(what);
+      return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / spec.iters;
+    };
+    const double my_span = span(false);
 
-    std::vector<Event> a, b;
-    for (int i = 0; i < spec.iters; ++i) a.push_back(make_event(gpu)), b.push_back(make_event(gpu));
-    const bool hold = spec.iters * 4 < 600;
-    const int gen = ++generation_;
-    if (hold) launch_spin_until(release_, gen, st, gpu);
-    rc_.queue(what, [&] {
-      for (int i = 0; i < spec.iters; ++i) {
-        P2P_CUDA(cudaEventRecord(a[static_cast<std::size_t>(i)].get(), st), gpu);
-        issue();
-        P2P_CUDA(cudaEventRecord(b[static_cast<std::size_t>(i)].get(), st), gpu);
-      }
-    });
-    rc_.boot().barrier();  // every rank's work is queued: start them together
-    *release_ = gen;
-    rc_.wait(what);
     std::vector<double> mine;
-    for (int i = 0; i < spec.iters; ++i) mine.push_back(elapsed_ms(a[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)]) * 1e6);
+    const bool hold = spec.iters * 4 < 600;
+    if (spec.per_iteration) {
+      std::vector<Event> a, b;
+      for (int i = 0; i < spec.iters; ++i) a.push_back(make_event(gpu)), b.push_back(make_event(gpu));
+      const int gen = ++generation_;
+      if (hold) launch_spin_until(release_, gen, st, gpu);
+      rc_.queue(what, [&] {
+        for (int i = 0; i < spec.iters; ++i) {
+          P2P_CUDA(cudaEventRecord(a[static_cast<std::size_t>(i)].get(), st), gpu);
+          issue(false);
+          P2P_CUDA(cudaEventRecord(b[static_cast<std::size_t>(i)].get(), st), gpu);
+        }
+      });
+      rc_.boot().barrier();  // every rank's work is queued: start them together
+      *release_ = gen;
+      rc_.wait(what);
+      for (int i = 0; i < spec.iters; ++i)
+        mine.push_back(elapsed_ms(a[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)]) * 1e6);
+    } else {
+      mine.assign(static_cast<std::size_t>(spec.iters), my_span);
+    }
 
-    std::vector<unsigned char> got(shape.out_elems * shape.esize);
-    P2P_CUDA(cudaMemcpyAsync(got.data(), out_.get(), got.size(), cudaMemcpyDeviceToHost, st), gpu);
-    rc_.wait("reading the output back");
-    const std::int64_t bad = first_wrong_output(shape, me, got);
+    std::int64_t bad = -1;
+    if (spec.check) {
+      std::vector<unsigned char> got(shape.out_elems * shape.esize);
+      P2P_CUDA(cudaMemcpyAsync(got.data(), out_.get(), got.size(), cudaMemcpyDeviceToHost, st), gpu);
+      rc_.wait("reading the output back");
+      bad = first_wrong_output(shape, me, got);
+    }
+    const double my_span_ip = spec.in_place && has_in_place(spec.op) ? span(true) : -1.0;  // last: overwrites outputs
     std::string packed(reinterpret_cast<const char*>(&bad), sizeof bad);
+    packed.append(reinterpret_cast<const char*>(&my_span), sizeof my_span);
+    packed.append(reinterpret_cast<const char*>(&my_span_ip), sizeof my_span_ip);
     packed.append(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(double));
     const auto all = rc_.boot().allgather(packed);
+    const std::size_t head = sizeof bad + 2 * sizeof(double);
 
     CollectiveResult res;
     res.bytes = shape.bytes;
     res.elapsed_ns.assign(static_cast<std::size_t>(spec.iters), 0.0);
     res.by_rank_ns.assign(static_cast<std::size_t>(rc_.size()), {});
+    double ip_sum = 0;
+    bool ip_all = true;
     for (int r = 0; r < rc_.size(); ++r) {
       const std::string& p = all[static_cast<std::size_t>(r)];
-      if (p.size() != sizeof bad + mine.size() * sizeof(double))
+      if (p.size() != head + mine.size() * sizeof(double))
         throw Error(fmt::format("bench nccl: rank {} sent {} bytes of results, expected {}: the ranks run different "
                                 "p2pscope builds; run the same binary on every rank",
-                                r, p.size(), sizeof bad + mine.size() * sizeof(double)));
+                                r, p.size(), head + mine.size() * sizeof(double)));
       std::int64_t rb = -1;
       std::memcpy(&rb, p.data(), sizeof rb);
+      double sp = 0, sp_ip = 0;
+      std::memcpy(&sp, p.data() + sizeof rb, sizeof sp);
+      std::memcpy(&sp_ip, p.data() + sizeof rb + sizeof sp, sizeof sp_ip);
+      res.span_ns += sp / rc_.size();  // nccl-tests averages the ranks' times (-a 1)
+      ip_sum += sp_ip / rc_.size();
+      ip_all = ip_all && sp_ip >= 0;
       if (rb >= 0 && res.first_bad < 0) res.first_bad = rb, res.bad_rank = r;
       for (std::size_t i = 0; i < mine.size(); ++i) {
         double v = 0;
-        std::memcpy(&v, p.data() + sizeof rb + i * sizeof v, sizeof v);
+        std::memcpy(&v, p.data() + head + i * sizeof v, sizeof v);
         res.by_rank_ns[static_cast<std::size_t>(r)].push_back(v);
         res.elapsed_ns[i] += v / rc_.size();
       }
     }
+    res.span_in_place_ns = ip_all ? ip_sum : -1.0;
     res.held_start = hold;
     return res;
   }

@@ -30,6 +30,8 @@ class FakeRanks : public CollectiveRanks {
     r.bytes = spec.bytes / 8 * 8;                           // whole float elements per rank, as NCCL rounds
     const double ns = static_cast<double>(r.bytes) / 10.0;  // 10 bytes per ns
     for (int i = 0; i < spec.iters; ++i) r.elapsed_ns.push_back(ns * 2);  // mean of 1x and 3x
+    r.span_ns = ns * 2.5;  // nccl-tests' span: the gaps between back-to-back ops count
+    if (spec.in_place) r.span_in_place_ns = ns * 5;
     r.by_rank_ns = {std::vector<double>(spec.iters, ns), std::vector<double>(spec.iters, 3 * ns)};
     if (spec.bytes == (2u << 20)) r.first_bad = 5, r.bad_rank = 1;
     return r;
@@ -67,9 +69,12 @@ TEST(NcclSweep, RowsCarryNcclTestsFiguresAndTheCheck) {
   EXPECT_EQ(r.rows[0].count, 250u);
   EXPECT_EQ(r.rows[0].samples_ns.size(), 4u);
   EXPECT_EQ(r.rows[0].by_rank_ns.size(), 2u);
-  // 1 MiB in 2 * 1 MiB / 10 ns: algbw 5 GB/s; all-reduce busbw = algbw * 2(n-1)/n = algbw at n = 2.
-  EXPECT_NEAR(r.rows[1].algbw_GBps, 5.0, 1e-9);
-  EXPECT_NEAR(r.rows[1].busbw_GBps, 5.0, 1e-9);
+  // The figure is nccl-tests' span, not the event pass: 1 MiB in 2.5 * 1 MiB / 10 ns is
+  // algbw 4 GB/s; all-reduce busbw = algbw * 2(n-1)/n = algbw at n = 2. In place: 2 GB/s.
+  EXPECT_NEAR(r.rows[1].algbw_GBps, 4.0, 1e-9);
+  EXPECT_NEAR(r.rows[1].busbw_GBps, 4.0, 1e-9);
+  EXPECT_NEAR(r.rows[1].busbw_in_place_GBps, 2.0, 1e-9);
+  EXPECT_NEAR(r.rows[1].time_ns.median, 2.0 * (1u << 20) / 10.0, 1e-6);  // the distribution stays apart
   EXPECT_EQ(r.rows[1].check(), "ok");
   EXPECT_EQ(r.rows[2].check(), "BAD rank 1 @5");
   EXPECT_EQ(r.first_failure(), "allreduce at 2 MiB: rank 1 (rank 1 GPU 0 (fake)) holds a wrong value at element 5");
@@ -79,11 +84,14 @@ TEST(NcclSweep, RowsCarryNcclTestsFiguresAndTheCheck) {
   EXPECT_EQ(ranks.calls[2].bytes, 2u << 20);
   EXPECT_EQ(ranks.calls[2].iters, 4);
   const auto t = nccl_rows_table(r);
-  EXPECT_EQ(t.rows()[1][6], "5.00");  // busbw_GBps
-  EXPECT_EQ(t.rows()[2][11], "BAD rank 1 @5");
+  EXPECT_EQ(t.rows()[1][6], "4.00");  // busbw_GBps
+  EXPECT_EQ(t.rows()[1][9], "2.00");  // ip_busbw_GBps
+  EXPECT_EQ(t.rows()[2][14], "BAD rank 1 @5");
   const auto j = nccl_rows_json(r);
   EXPECT_EQ(j[1]["check"], "ok");
   EXPECT_DOUBLE_EQ(j[1]["busbw_GBps"].get<double>(), r.rows[1].busbw_GBps);
+  EXPECT_NEAR(j[1]["time_us"].get<double>(), 2.5 * (1u << 20) / 10.0 / 1e3, 1e-9);
+  EXPECT_NEAR(j[1]["in_place"]["busbw_GBps"].get<double>(), 2.0, 1e-9);
   EXPECT_EQ(j[1]["samples_ns_by_rank"].size(), 2u);
 }
 

@@ -1,0 +1,37 @@
+#pragma once
+// The short NCCL calibration that `profile` takes after its campaign and keeps beside
+// it (DIR/nccl-calibration/), so that `predict DIR` prices NCCL's collectives offline on
+// a copied campaign (docs/predict.md). Each run is this binary's `bench nccl` in a child
+// process (NCCL reads NCCL_PROTO and its debug settings once per process or
+// communicator, so a child per setting keeps them apart), with NCCL's TUNING log beside
+// its JSON: what NCCL chose (algorithm, protocol, channels) at every size.
+#include <atomic>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace p2pscope::app {
+
+struct CalibrationRun {
+  std::string op;     // bench nccl's op: allreduce, sendrecv
+  std::string proto;  // "default" (NCCL's choice), or the NCCL_PROTO forced: LL, LL128, Simple
+  std::vector<int> gpus;
+};
+
+struct CalibrationOptions {
+  std::vector<int> gpus;  // the campaign's GPUs; the calibration uses its first two
+  std::string sizes = "1,4,16,64,256,1K,4K,16K,64K,256K,1M,4M,16M,64M,256M,1G";
+  bool all_protocols = true;  // false: NCCL's own choices only (a quicker calibration)
+  double timeout_s = 120;     // per run
+  const std::atomic<bool>* stop = nullptr;
+};
+
+// The runs a calibration makes, in order.
+std::vector<CalibrationRun> calibration_runs(const CalibrationOptions& o);
+// Runs them into campaign_dir/nccl-calibration/ and writes its manifest.json (each run's
+// command, environment, exit code, files and seconds). A failed run is recorded and the
+// others still run; throws UsageError for fewer than two GPUs, Error when the folder
+// cannot be made. Progress lines go to stderr.
+void run_nccl_calibration(const std::filesystem::path& campaign_dir, const CalibrationOptions& o);
+
+}  // namespace p2pscope::app
