@@ -3,6 +3,7 @@
 // torchrun, one process per GPU (every rank measures, rank 0 reports). A size that
 // fails (a dead rank, an NCCL error) stops the sweep, but the sizes measured before
 // it are still written, with the reason.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "p2pscope/profile.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/table.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::app {
@@ -72,35 +74,70 @@ std::string describe(const NcclOptions& o, const bench::NcclSweepResult& r, cons
   return what;
 }
 
-// The result as --format asks: text (nccl-tests-like), csv, or json with run metadata.
-std::string render(const NcclOptions& o, const bench::NcclSweepResult& r, const Launched& launched, Context& ctx,
-                   BenchMonitor& mon) {
-  const std::string what = describe(o, r, launched.launch);
-  if (o.format == "csv") return bench::nccl_rows_table(r).to_csv();
-  if (o.format != "json") {
-    std::string text = "# p2pscope bench nccl: " + what + "\n";
-    for (const auto& name : r.rank_names) text += "# " + name + "\n";
-    text += bench::nccl_rows_table(r).to_text();
-    if (!r.stopped.empty()) text += "# " + r.stopped + "\n";
-    return text;
-  }
-  nlohmann::json j = {{"schema_version", kSchemaVersion}, {"op", bench::to_string(r.op)},
-                      {"dtype", bench::to_string(r.type)}, {"gpus", r.gpus}, {"ranks", r.ranks},
-                      {"formula", bench::busbw_formula_text(r.op)}, {"description", what},
-                      {"data_ok", r.first_failure().empty()}, {"rows", bench::nccl_rows_json(r)}};
-  j["launch"] = launch_json(launched.launch, launched.rank_cpus);
+// One op's figures as JSON (the document adds metadata and the monitor once).
+nlohmann::json op_json(const NcclOptions& o, const bench::NcclSweepResult& r, const Launched& launched) {
+  nlohmann::json j = {{"op", bench::to_string(r.op)}, {"dtype", bench::to_string(r.type)}, {"gpus", r.gpus},
+                      {"ranks", r.ranks}, {"formula", bench::busbw_formula_text(r.op)},
+                      {"description", describe(o, r, launched.launch)}, {"data_ok", r.first_failure().empty()},
+                      {"rows", bench::nccl_rows_json(r)}};
   if (!r.rank_names.empty()) j["rank_gpus"] = r.rank_names;
   if (!r.stopped.empty()) j["stopped"] = r.stopped;
   if (r.interrupted) j["interrupted"] = true;
+  return j;
+}
+
+// The results as --format asks: text (nccl-tests-like, a table per op), csv (one op), or
+// json with run metadata: one op's document as it always was, several under "ops".
+std::string render(const NcclOptions& o, const std::vector<bench::NcclSweepResult>& rs, const Launched& launched,
+                   Context& ctx, BenchMonitor& mon) {
+  if (o.format == "csv") return bench::nccl_rows_table(rs.front()).to_csv();
+  if (o.format != "json") {
+    std::string text;
+    for (const auto& r : rs) {
+      text += "# p2pscope bench nccl: " + describe(o, r, launched.launch) + "\n";
+      for (const auto& name : r.rank_names) text += "# " + name + "\n";
+      text += bench::nccl_rows_table(r).to_text();
+      if (!r.stopped.empty()) text += "# " + r.stopped + "\n";
+    }
+    return text;
+  }
+  nlohmann::json j;
+  if (rs.size() == 1) {
+    j = op_json(o, rs.front(), launched);
+  } else {
+    j["ops"] = nlohmann::json::array();
+    for (const auto& r : rs) j["ops"].push_back(op_json(o, r, launched));
+  }
+  j["schema_version"] = kSchemaVersion;
+  j["launch"] = launch_json(launched.launch, launched.rank_cpus);
   add_metadata(j, ctx);
   mon.finish(&j);
   return j.dump(2) + "\n";
 }
 
+// --op: one op, a comma-separated list, or "all" (each once, in the order given).
+std::vector<bench::NcclOp> parse_ops(const std::string& text) {
+  std::vector<bench::NcclOp> ops;
+  if (text == "all") {
+    for (const auto& e : bench::kNcclOpNames) ops.push_back(e.value);
+    return ops;
+  }
+  for (const std::string& item : split_list(text, "--op")) {
+    const bench::NcclOp op = bench::parse_nccl_op(item);
+    if (std::find(ops.begin(), ops.end(), op) != ops.end())
+      throw UsageError("--op names " + item + " twice; give each op once");
+    ops.push_back(op);
+  }
+  if (ops.empty()) throw UsageError("--op gave no op; e.g. --op allreduce or --op allreduce,allgather or --op all");
+  return ops;
+}
+
 void run_nccl(const NcclOptions& o, Context& ctx) {
   check_bench_common(o);
   bench::NcclSweepSpec spec;
-  spec.collective.op = bench::parse_nccl_op(o.op);
+  const std::vector<bench::NcclOp> ops = parse_ops(o.op);
+  if (ops.size() > 1 && o.format == "csv") throw UsageError("--format csv takes one --op; use json or text for several");
+  spec.collective.op = ops.front();
   spec.collective.type = bench::parse_nccl_type(o.dtype);
   spec.collective.warmup = o.warmup;
   spec.collective.iters = o.iters;
@@ -119,6 +156,8 @@ void run_nccl(const NcclOptions& o, Context& ctx) {
   std::unique_ptr<bench::CollectiveRanks> ranks;
   if (launched.boot) ranks = bench::make_collective_ranks(launched.boot, launched.launch.local_rank);
   else spec.collective.gpus = choose_gpus(o.gpus);
+  // One process: one set of communicators for every op (NCCL's init is paid once).
+  if (!ranks && ops.size() > 1) ranks = bench::make_local_collectives(spec.collective.gpus);
   BenchCommon mon_opts = o;
   mon_opts.monitor = o.monitor && launched.reporter();  // one monitor.csv per run, not one per rank
   mon_opts.host_waits_on_gpu = true;
@@ -134,11 +173,17 @@ void run_nccl(const NcclOptions& o, Context& ctx) {
                                           fixed(row.span_ns / 1e3, 2), fixed(row.algbw_GBps, 2),
                                           fixed(row.busbw_GBps, 2)));
     };
-  const bench::NcclSweepResult r = bench::run_nccl_sweep(spec, ranks.get());
+  std::vector<bench::NcclSweepResult> results;
+  for (const bench::NcclOp op : ops) {
+    spec.collective.op = op;
+    results.push_back(bench::run_nccl_sweep(spec, ranks.get()));
+    if (!results.back().stopped.empty()) break;  // a failure or Ctrl-C: report what was measured
+  }
+  const bench::NcclSweepResult& r = results.back();
   if (launched.reporter()) {  // rank 0 prints; the others only say what went wrong
-    const std::string text = render(o, r, launched, ctx, mon);
+    const std::string text = render(o, results, launched, ctx, mon);
     mon.finish(nullptr);
-    emit(text, o, "bench_nccl_" + bench::to_string(r.op));
+    emit(text, o, "bench_nccl_" + (ops.size() == 1 ? bench::to_string(r.op) : std::string("ops")));
   }
   if (r.interrupted && interrupt) {
     std::cerr << "bench nccl: " << r.stopped << "; what was measured is reported\n";
@@ -146,7 +191,8 @@ void run_nccl(const NcclOptions& o, Context& ctx) {
     return;
   }
   if (!r.stopped.empty()) throw Error(r.stopped);
-  if (!r.first_failure().empty()) throw Error("data check failed: " + r.first_failure());
+  for (const auto& x : results)
+    if (!x.first_failure().empty()) throw Error("data check failed: " + x.first_failure());
 }
 
 }  // namespace
@@ -154,7 +200,8 @@ void run_nccl(const NcclOptions& o, Context& ctx) {
 void add_bench_nccl_command(CLI::App& bench, Context& ctx) {
   auto n = std::make_shared<NcclOptions>();
   auto* cn = bench.add_subcommand("nccl", "NCCL collectives over the GPUs, nccl-tests' algbw and busbw, output checked");
-  cn->add_option("--op", n->op, "allreduce, allgather, reducescatter, alltoall, broadcast or sendrecv")->capture_default_str();
+  cn->add_option("--op", n->op, "allreduce, allgather, reducescatter, alltoall, broadcast or sendrecv; a comma list, or all")
+      ->capture_default_str();
   cn->add_option("--dtype", n->dtype, "element type: float, half, bfloat16, double, int8 or int32 (nccl-tests' -d)")
       ->capture_default_str();
   cn->add_option("--gpus", n->gpus, "GPU list, e.g. 0-3 (default: all; not under a launcher)");

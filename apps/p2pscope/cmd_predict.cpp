@@ -25,12 +25,15 @@
 #include "p2pscope/stats.hpp"
 #include "p2pscope/table.hpp"
 #include "p2pscope/units.hpp"
+#include "predict_nccl.hpp"
+#include "simulate/nccl_model.hpp"
 
 namespace p2pscope::app {
 namespace {
 
 struct PredictOptions {
-  std::string dir, ops = "allreduce,allgather,reducescatter,alltoall,broadcast", algo = "ring", sizes = "1K:1G";
+  std::string dir, ops, algo = "auto", sizes = "1K:1G", ranks;
+  std::vector<std::string> measured;
   std::string backend, format = "text", out, dtype = "float", html, astra_backend = "unaware";
   std::int64_t endpoint_delay_ns = 1;
   bool measure = false, force = false;
@@ -76,7 +79,9 @@ std::string predict_page(const std::string& what, const std::vector<std::string>
     charts::LineChart err{op + ": (predicted - measured) / measured", {"size S", true, Format::size_bytes},
                           {"error", false, Format::percent}, {}, 520, 320, false};
     std::vector<double> e;
-    for (std::size_t i = 0; i < c.bytes.size(); ++i) e.push_back((c.predicted_ns[i] - c.measured_ns[i]) / c.measured_ns[i]);
+    // Percent, as the table's error_pct (the percent axis prints values as they are).
+    for (std::size_t i = 0; i < c.bytes.size(); ++i)
+      e.push_back((c.predicted_ns[i] - c.measured_ns[i]) / c.measured_ns[i] * 100);
     err.series.push_back({"error", charts::palette(3), c.bytes, e, true, true, false});
     body += charts::render_line_chart(err);
   }
@@ -182,10 +187,55 @@ std::vector<std::uint64_t> checked_sizes(const PredictOptions& o) {
   return sizes;
 }
 
+// The campaign's GPUs, in order: its links' devices where analyze ran, else 0..n-1 of
+// metadata.json's GPU count (the NCCL model needs no links).
+std::vector<int> campaign_gpus(const std::string& dir, const std::string& backend) {
+  try {
+    return simulate::Predictor(dir, backend).devices();
+  } catch (const UsageError&) {
+  }
+  std::vector<int> d;
+  const auto cal = simulate::read_nccl_calibration(dir);
+  int most = 0;
+  for (const auto& c : cal.curves) most = std::max(most, c.ranks);
+  for (int i = 0; i < most; ++i) d.push_back(i);
+  if (d.empty()) throw UsageError(dir + ": neither links.json (run `p2pscope analyze DIR`) nor an NCCL calibration");
+  return d;
+}
+
 void run_predict(const PredictOptions& o, Context& ctx) {
   const auto sizes = checked_sizes(o);
-  const auto ops = simulate::parse_collective_list(o.ops);
-  const auto algo = simulate::parse_algorithm(o.algo);
+  std::string algo_name = o.algo;
+  if (algo_name == "auto") {  // NCCL's model where the campaign holds its calibration; the textbook ring otherwise
+    algo_name = simulate::read_nccl_calibration(o.dir).present ? "nccl" : "ring";
+    if (algo_name == "ring")
+      std::fprintf(stderr, "note: %s has no NCCL calibration (profile makes one since --nccl-calibration): the textbook "
+                           "ring schedule of the link models; --algo nccl prices NCCL's collectives with its defaults\n",
+                   o.dir.c_str());
+  }
+  if (algo_name == "nccl") {
+    NcclPredictArgs a;
+    a.dir = o.dir;
+    a.ops = o.ops;
+    a.ranks = o.ranks;
+    a.format = o.format;
+    a.out = o.out;
+    a.html = o.html;
+    a.dtype = o.dtype;
+    a.sizes = sizes;
+    a.devices = campaign_gpus(o.dir, o.backend);
+    a.measured = o.measured;
+    a.measure = o.measure;
+    a.force = o.force;
+    a.warmup = o.warmup;
+    a.iters = o.iters;
+    run_predict_nccl(a, ctx);
+    return;
+  }
+  if (!o.measured.empty()) throw UsageError("--measured compares with NCCL's model: use it with --algo nccl");
+  if (!o.ranks.empty()) throw UsageError("--ranks belongs to --algo nccl; ring and tree run over the campaign's devices");
+  const auto ops = simulate::parse_collective_list(o.ops.empty() ? "allreduce,allgather,reducescatter,alltoall,broadcast" : o.ops);
+  const auto algo = simulate::parse_algorithm(algo_name);
   const simulate::Predictor pr(o.dir, o.backend, simulate::parse_astra_backend(o.astra_backend), o.endpoint_delay_ns);
   for (const auto& n : pr.notes()) std::fprintf(stderr, "note: %s\n", n.c_str());
 
@@ -238,9 +288,14 @@ void add_predict_command(CLI::App& app, Context& ctx) {
                                  "Predict collective times (ring or tree) from a campaign's link models (links.json); "
                                  "--measure runs the same ops and sizes with NCCL and reports the error per size");
   cmd->add_option("dir", o->dir, "campaign directory holding links.json (run `p2pscope analyze DIR` first)")->required();
-  cmd->add_option("--ops", o->ops, "comma-separated: allreduce, allgather, reducescatter, alltoall, broadcast")
-      ->capture_default_str();
-  cmd->add_option("--algo", o->algo, "ring or tree")->capture_default_str();
+  cmd->add_option("--ops", o->ops, "comma-separated: allreduce, allgather, reducescatter, alltoall, broadcast (and "
+                                   "sendrecv with --algo nccl); default all of them");
+  cmd->add_option("--algo", o->algo, "nccl (NCCL's collectives, the calibrated model), ring or tree (textbook schedules "
+                                     "of the link models, as ASTRA-sim runs them); auto: nccl where the campaign holds "
+                                     "an NCCL calibration")->capture_default_str();
+  cmd->add_option("--ranks", o->ranks, "--algo nccl: rank counts to price, e.g. 2,4 (default 2 and all the campaign's GPUs)");
+  cmd->add_option("--measured", o->measured, "--algo nccl: compare with these runs instead of running NCCL: bench nccl "
+                                             "--format json files or nccl-tests' text output");
   cmd->add_option("--sizes", o->sizes, "sizes S as nccl-tests counts them, e.g. 1K:1G")->capture_default_str();
   cmd->add_option("--backend", o->backend, "the links of this backend (default: the only one, else nccl, ce, sm, ...)");
   cmd->add_option("--format", o->format, "text, json or csv")->capture_default_str();

@@ -172,7 +172,7 @@ ProfileFlags add_profile_options(CLI::App& cmd, ProfileOptions& o) {
       ->capture_default_str();
   cmd.add_option("--nccl-calibration", o.nccl_calibration,
                  "After the campaign, the short NCCL runs predict's model is calibrated on (kept in DIR/nccl-calibration): "
-                 "auto (full where NCCL and 2 GPUs are), full, quick (NCCL's own protocol choices only), off")
+                 "auto (full where NCCL and 2 GPUs are), full, quick (allreduce and sendrecv only), off")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "full", "quick", "off"}));
   cmd.add_option("--processes", o.processes,
@@ -288,8 +288,11 @@ void calibrate_nccl(const ProfileOptions& o, const std::string& dir, const std::
     return;
   }
   CalibrationOptions c;
-  c.gpus = o.gpus.empty() ? std::vector<int>{0, 1} : parse_cpulist(o.gpus);
-  c.all_protocols = o.nccl_calibration != "quick";
+  if (o.gpus.empty())
+    for (int d = 0; d < rt.device_count; ++d) c.gpus.push_back(d);
+  else
+    c.gpus = parse_cpulist(o.gpus);
+  c.quick = o.nccl_calibration == "quick";
   c.stop = stop;
   std::fprintf(stderr, "profile: NCCL calibration for predict (--nccl-calibration off skips it)\n");
   run_nccl_calibration(dir, c);

@@ -15,19 +15,17 @@ namespace fs = std::filesystem;
 
 std::vector<CalibrationRun> calibration_runs(const CalibrationOptions& o) {
   if (o.gpus.size() < 2) throw UsageError("the NCCL calibration needs two GPUs");
-  const std::vector<int> two = {o.gpus[0], o.gpus[1]};
   std::vector<CalibrationRun> runs;
-  // allreduce: the ring's steps and reduction; sendrecv: NCCL's point-to-point path
-  // (alltoall's too). Each protocol forced in turn gives its curve at every size, not only
-  // where NCCL picks it here.
-  for (const std::string op : {"allreduce", "sendrecv"}) {
-    runs.push_back({op, "default", two});
-    if (!o.all_protocols) continue;
-    for (const std::string proto : {"LL", "LL128", "Simple"}) {
-      if (op == "sendrecv" && proto == "LL128") continue;  // NCCL's p2p runs LL or Simple only
-      runs.push_back({op, proto, two});
-    }
-  }
+  const std::vector<int> two(o.gpus.begin(), o.gpus.begin() + 2);
+  // Timed, NCCL quiet: every op on two GPUs (each op's own efficiency: NCCL's ring ops
+  // differ by 10-20 % at equal bytes on the wire), allreduce and sendrecv on all of
+  // them (how the ring and the point-to-point path scale with the rank count).
+  runs.push_back({o.quick ? "allreduce,sendrecv" : "all", two, false});
+  if (o.gpus.size() > 2) runs.push_back({"allreduce,sendrecv", o.gpus, false});
+  // What NCCL chose at each size (algorithm, protocol, channels) and its own tuning
+  // table, for every collective it tunes, at both rank counts.
+  runs.push_back({"allreduce,allgather,reducescatter,broadcast", two, true});
+  if (o.gpus.size() > 2) runs.push_back({"allreduce,allgather,reducescatter,broadcast", o.gpus, true});
   return runs;
 }
 
@@ -46,21 +44,24 @@ void run_nccl_calibration(const fs::path& campaign_dir, const CalibrationOptions
   for (const auto& r : runs) {
     ++i;
     if (o.stop && o.stop->load()) break;
-    const std::string stem = fmt::format("{}-n{}-{}", r.op, r.gpus.size(), r.proto);
+    const std::string stem = fmt::format("{}-n{}", r.log ? "choices" : "timed", r.gpus.size());
     std::string gpus;
     for (int g : r.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
     ChildSpec spec;
-    spec.argv = {self.string(), "bench",       "nccl",   "--op",       r.op,  "--gpus",   gpus,   "--sizes",
-                 o.sizes,       "--check",     "off",    "--in-place", "off", "--warmup", "5",    "--iters",
-                 "20",          "--format",    "json",   "--out",      (dir / (stem + ".json")).string(), "--force"};
-    spec.env_set = {{"NCCL_DEBUG", "INFO"},
-                    {"NCCL_DEBUG_SUBSYS", "INIT,TUNING"},
-                    {"NCCL_DEBUG_FILE", (dir / (stem + ".nccl.log")).string()}};
-    if (r.proto != "default") spec.env_set["NCCL_PROTO"] = r.proto;
+    spec.argv = {self.string(), "bench", "nccl", "--op", r.ops, "--gpus", gpus, "--sizes", o.sizes, "--check", "off",
+                 "--in-place", "off", "--warmup", r.log ? "1" : "5", "--iters", r.log ? "1" : "20", "--format", "json",
+                 "--out", (dir / (stem + ".json")).string(), "--force"};
+    if (r.log)
+      spec.env_set = {{"NCCL_DEBUG", "INFO"},
+                      {"NCCL_DEBUG_SUBSYS", "INIT,TUNING"},
+                      {"NCCL_DEBUG_FILE", (dir / (stem + ".nccl.log")).string()}};
+    else
+      spec.env_unset = {"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"};
     spec.out = ChildSpec::Output::discard;
     spec.err = ChildSpec::Output::file;
     spec.err_path = (dir / (stem + ".err")).string();
-    std::cerr << fmt::format("nccl calibration [{}/{}]: {} on GPUs {}, protocol {}\n", i, runs.size(), r.op, gpus, r.proto);
+    std::cerr << fmt::format("nccl calibration [{}/{}]: {} on GPUs {}{}\n", i, runs.size(), r.ops, gpus,
+                             r.log ? " (NCCL's choices, logged)" : " (timed)");
     ChildWait how;
     how.timeout_s = o.timeout_s;
     how.stop = o.stop;
@@ -72,12 +73,12 @@ void run_nccl_calibration(const fs::path& campaign_dir, const CalibrationOptions
       c.err = e.what();
     }
     nlohmann::json env = spec.env_set;
-    list.push_back({{"op", r.op},
-                    {"protocol", r.proto},
+    list.push_back({{"ops", r.ops},
                     {"gpus", r.gpus},
                     {"ranks", r.gpus.size()},
+                    {"role", r.log ? "choices" : "timed"},
                     {"json", stem + ".json"},
-                    {"nccl_log", stem + ".nccl.log"},
+                    {"nccl_log", r.log ? stem + ".nccl.log" : ""},
                     {"env", env},
                     {"exit_code", c.exit_code},
                     {"timed_out", c.timed_out},

@@ -13,16 +13,17 @@
 namespace p2pscope::app {
 
 struct CalibrationRun {
-  std::string op;     // bench nccl's op: allreduce, sendrecv
-  std::string proto;  // "default" (NCCL's choice), or the NCCL_PROTO forced: LL, LL128, Simple
-  std::vector<int> gpus;
+  std::string ops;        // bench nccl's --op list
+  std::vector<int> gpus;  // the first n of the campaign's GPUs
+  bool log = false;       // NCCL's TUNING log on, one iteration per size: what NCCL chose, not timed
+                          // (its log line per call slows the host's launches several-fold)
 };
 
 struct CalibrationOptions {
-  std::vector<int> gpus;  // the campaign's GPUs; the calibration uses its first two
-  std::string sizes = "1,4,16,64,256,1K,4K,16K,64K,256K,1M,4M,16M,64M,256M,1G";
-  bool all_protocols = true;  // false: NCCL's own choices only (a quicker calibration)
-  double timeout_s = 120;     // per run
+  std::vector<int> gpus;  // the campaign's GPUs: every op on the first two, allreduce and sendrecv on all
+  std::string sizes = "1:1G";
+  bool quick = false;      // allreduce and sendrecv only, at both rank counts
+  double timeout_s = 180;  // per run
   const std::atomic<bool>* stop = nullptr;
 };
 

@@ -1,0 +1,25 @@
+#pragma once
+// `predict DIR --algo nccl`: NCCL's collectives priced by the calibrated model
+// (simulate/nccl_model.hpp), against NCCL itself with --measure (run here, timed as
+// nccl-tests times) or --measured FILE (bench nccl JSON or nccl-tests output), with the
+// error table: per op x ranks x size, calibration cells apart from predicted ones.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+
+namespace p2pscope::app {
+
+struct NcclPredictArgs {
+  std::string dir, ops, ranks, format = "text", out, html, dtype = "float";
+  std::vector<std::uint64_t> sizes;
+  std::vector<int> devices;            // the campaign's GPUs, in order
+  std::vector<std::string> measured;   // --measured files
+  bool measure = false, force = false;
+  int warmup = 5, iters = 20;
+};
+
+void run_predict_nccl(const NcclPredictArgs& a, Context& ctx);
+
+}  // namespace p2pscope::app

@@ -1,0 +1,296 @@
+// predict's NCCL model (nccl_model.hpp): the calibration read back, and calls priced.
+#include "simulate/nccl_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "p2pscope/error.hpp"
+#include "p2pscope/units.hpp"
+#include "simulate/link_set.hpp"
+
+namespace p2pscope::simulate {
+namespace fs = std::filesystem;
+namespace {
+
+// NCCL's own default model where nothing was measured (NCCL 2.28's tuning table on NVLink,
+// ring: base latency + per-step latency by protocol; the bus bandwidth it assumes).
+constexpr double kDefaultLaunchNs = 8000, kDefaultStepNs = 600, kDefaultBusBytesPerS = 360e9;
+// Per-step latency used to price the steps an op differs from its class mate by: NCCL's
+// NVLink ring hwLat for LL, LL128, Simple (us), its defaults, not measured.
+double default_step_ns(const std::string& proto) {
+  if (proto == "LL") return 600;
+  if (proto == "LL128") return 1100;
+  return 2500;
+}
+
+bool ring_op(const std::string& op) {
+  return op == "allreduce" || op == "allgather" || op == "reducescatter" || op == "broadcast";
+}
+
+NcclCurve curve_from_json(const nlohmann::json& j, const std::string& where) {
+  NcclCurve c;
+  c.op = j.at("op").get<std::string>();
+  c.ranks = j.at("ranks").get<int>();
+  for (const auto& r : j.at("rows")) {
+    const double S = r.at("size_bytes").get<double>();
+    const double span = r.at("time_us").get<double>() * 1e3;
+    double gpu = span;
+    if (r.contains("per_iteration_ns") && r["per_iteration_ns"].is_object())
+      gpu = r["per_iteration_ns"].value("median", span);
+    if (!(S > 0) || !(span > 0) || !(gpu > 0))
+      throw UsageError(fmt::format("{}: a row of {} has a size or time that is not positive", where, c.op));
+    if (!c.bytes.empty() && S == c.bytes.back()) {  // sizes below n x element size round to one: keep the first
+      continue;
+    }
+    if (!c.bytes.empty() && S < c.bytes.back())
+      throw UsageError(fmt::format("{}: the rows of {} are not in ascending size", where, c.op));
+    c.bytes.push_back(S);
+    c.span_ns.push_back(span);
+    c.gpu_ns.push_back(gpu);
+  }
+  if (c.bytes.size() < 2) throw UsageError(fmt::format("{}: {} has fewer than two sizes", where, c.op));
+  return c;
+}
+
+// Log-log interpolation of y against x; beyond the ends the nearest segment's line (in
+// linear terms above, where time grows with bytes; held flat below).
+double interp(const std::vector<double>& x, const std::vector<double>& y, double at, bool* outside) {
+  const std::size_t n = x.size();
+  if (at <= x.front()) {
+    *outside = at < x.front() * (1 - 1e-9);
+    return y.front();
+  }
+  if (at >= x.back()) {
+    *outside = at > x.back() * (1 + 1e-9);
+    const double slope = (y[n - 1] - y[n - 2]) / (x[n - 1] - x[n - 2]);
+    return y[n - 1] + std::max(0.0, slope) * (at - x[n - 1]);
+  }
+  *outside = false;
+  const auto it = std::upper_bound(x.begin(), x.end(), at);
+  const std::size_t i = static_cast<std::size_t>(it - x.begin());
+  const double t = (std::log(at) - std::log(x[i - 1])) / (std::log(x[i]) - std::log(x[i - 1]));
+  return std::exp(std::log(y[i - 1]) + t * (std::log(y[i]) - std::log(y[i - 1])));
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+double nccl_wire_bytes(const std::string& op, int n, double S) {
+  const double f = n > 0 ? static_cast<double>(n - 1) / n : 0;
+  if (op == "allreduce") return 2 * f * S;
+  if (op == "allgather" || op == "reducescatter" || op == "alltoall") return f * S;
+  return S;  // broadcast, sendrecv
+}
+
+int nccl_steps(const std::string& op, int n) {
+  if (op == "allreduce") return 2 * (n - 1);
+  if (op == "allgather" || op == "reducescatter" || op == "broadcast") return n - 1;
+  return 1;
+}
+
+int nccl_calls(const std::string& op, int n) {
+  if (op == "sendrecv") return 2 * n;
+  if (op == "alltoall") return 2 * n * n;
+  return n;
+}
+
+const NcclCurve* NcclCalibration::find(const std::string& op, int ranks) const {
+  for (const auto& c : curves)
+    if (c.op == op && c.ranks == ranks) return &c;
+  return nullptr;
+}
+
+NcclCalibration read_nccl_calibration(const std::string& campaign_dir) {
+  NcclCalibration cal;
+  const fs::path dir = fs::path(campaign_dir) / "nccl-calibration";
+  cal.dir = dir.string();
+  const fs::path manifest = dir / "manifest.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(manifest, ec)) return cal;
+  cal.present = true;
+  nlohmann::json m;
+  try {
+    m = nlohmann::json::parse(read_text_file(manifest.string()));
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(fmt::format("{}: not the calibration's manifest ({}); run `p2pscope profile --resume` or delete the "
+                                 "folder and profile again", manifest.string(), e.what()));
+  }
+  if (!m.contains("runs") || !m["runs"].is_array())
+    throw UsageError(manifest.string() + ": no \"runs\" list; it is not p2pscope's NCCL calibration manifest");
+  for (const auto& r : m["runs"]) {
+    const std::string role = r.value("role", std::string());
+    const std::string json_name = r.value("json", std::string());
+    if (r.value("exit_code", 1) != 0) {
+      cal.notes.push_back(fmt::format("calibration run {} failed (exit {}): its figures are missing", json_name,
+                                      r.value("exit_code", 1)));
+      continue;
+    }
+    const fs::path jf = dir / json_name;
+    if (role == "timed") {
+      if (!fs::is_regular_file(jf, ec)) {
+        cal.notes.push_back(jf.string() + " is missing");
+        continue;
+      }
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(read_text_file(jf.string()));
+        if (j.contains("ops"))
+          for (const auto& one : j["ops"]) cal.curves.push_back(curve_from_json(one, jf.string()));
+        else
+          cal.curves.push_back(curve_from_json(j, jf.string()));
+      } catch (const nlohmann::json::exception& e) {
+        throw UsageError(fmt::format("{}: not bench nccl's JSON ({}); a cut or damaged calibration file: run the "
+                                     "campaign's profile again", jf.string(), e.what()));
+      }
+    } else if (role == "choices") {
+      const fs::path lf = dir / r.value("nccl_log", std::string());
+      if (!fs::is_regular_file(lf, ec)) {
+        cal.notes.push_back(lf.string() + " is missing: NCCL's choices at this rank count are unknown");
+        continue;
+      }
+      NcclTuning t = parse_nccl_tuning(read_text_file(lf.string()));
+      if (cal.nccl_version.empty()) cal.nccl_version = t.version;
+      const int n = r.value("ranks", 0);
+      merge(cal.choices[n], t);
+    }
+  }
+  return cal;
+}
+
+NcclModel::NcclModel(NcclCalibration cal) : cal_(std::move(cal)) {
+  // Host cost per iteration: at each rank count, the median span at the smallest sizes
+  // (where the GPU finishes long before the next launch) against the calls per op.
+  std::map<int, std::vector<std::pair<double, double>>> pts;  // ranks -> (calls, ns)
+  for (const auto& c : cal_.curves) {
+    std::vector<double> small;
+    for (std::size_t i = 0; i < c.bytes.size() && c.bytes[i] <= 4096; ++i) small.push_back(c.span_ns[i]);
+    if (small.empty()) continue;
+    pts[c.ranks].push_back({static_cast<double>(nccl_calls(c.op, c.ranks)), median_of(small)});
+  }
+  for (const auto& [n, v] : pts) {
+    if (v.size() == 1) {
+      host_fit_[n] = {0.0, v[0].second / v[0].first};
+      continue;
+    }
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (const auto& [x, y] : v) sx += x, sy += y, sxx += x * x, sxy += x * y;
+    const double k = static_cast<double>(v.size()), den = k * sxx - sx * sx;
+    const double b = den > 0 ? std::max(0.0, (k * sxy - sx * sy) / den) : 0.0;
+    host_fit_[n] = {std::max(0.0, (sy - b * sx) / k), b};
+  }
+}
+
+double NcclModel::host_ns(int ranks, int calls, bool* measured) const {
+  const auto it = host_fit_.find(ranks);
+  if (measured) *measured = it != host_fit_.end();
+  if (it != host_fit_.end()) return it->second.first + it->second.second * calls;
+  if (host_fit_.empty()) return 0;
+  // Another rank count: the nearest one's cost per call.
+  auto best = host_fit_.begin();
+  for (auto i = host_fit_.begin(); i != host_fit_.end(); ++i)
+    if (std::abs(i->first - ranks) < std::abs(best->first - ranks)) best = i;
+  return best->second.first + best->second.second * calls;
+}
+
+double NcclModel::gpu_from_curve(const NcclCurve& c, double wire, bool* extrapolated) const {
+  std::vector<double> w;
+  for (double S : c.bytes) w.push_back(nccl_wire_bytes(c.op, c.ranks, S));
+  return interp(w, c.gpu_ns, wire, extrapolated);
+}
+
+NcclPrediction NcclModel::predict(const std::string& op, int n, std::uint64_t S_bytes) const {
+  NcclPrediction p;
+  const double S = static_cast<double>(S_bytes), wire = nccl_wire_bytes(op, n, S);
+  if (const auto it = cal_.choices.find(n); it != cal_.choices.end())
+    if (const NcclChoice* c = find_choice(it->second, op, S_bytes, n)) {
+      p.algo = c->algo;
+      p.proto = c->proto;
+      p.channels = c->channels;
+    }
+  if (!ring_op(op)) p.algo = "p2p";
+
+  if (const NcclCurve* own = cal_.find(op, n)) {
+    p.role = "calibration";
+    bool ext = false;
+    std::vector<double> w;
+    for (double x : own->bytes) w.push_back(nccl_wire_bytes(op, n, x));
+    p.gpu_ns = interp(w, own->gpu_ns, wire, &ext);
+    p.time_ns = interp(w, own->span_ns, wire, &ext);  // nccl-tests' time as timed
+    p.extrapolated = ext;
+    p.basis = fmt::format("{} timed at {} ranks", op, n);
+    bool measured = false;
+    p.host_ns = host_ns(n, nccl_calls(op, n), &measured);
+    return p;
+  }
+  p.role = "predicted";
+  // The same op at the nearest other rank count.
+  const NcclCurve* same = nullptr;
+  for (const auto& c : cal_.curves)
+    if (c.op == op && (!same || std::abs(c.ranks - n) < std::abs(same->ranks - n))) same = &c;
+  const std::string mate = ring_op(op) ? "allreduce" : "sendrecv";
+  if (same) {
+    bool ext = false;
+    p.gpu_ns = gpu_from_curve(*same, wire, &ext);
+    p.extrapolated = ext;
+    p.basis = fmt::format("{} timed at {} ranks, at the same bytes per rank on the wire", op, same->ranks);
+    const NcclCurve* ar_n = cal_.find("allreduce", n);
+    const NcclCurve* ar_0 = cal_.find("allreduce", same->ranks);
+    if ((op == "allgather" || op == "reducescatter") && ar_n && ar_0) {
+      bool e1 = false, e2 = false;
+      const double rho = gpu_from_curve(*ar_n, wire, &e1) / gpu_from_curve(*ar_0, wire, &e2);
+      p.gpu_ns *= rho;
+      p.extrapolated = p.extrapolated || e1 || e2;
+      p.basis += fmt::format(", x {:.3f} (allreduce's {}-rank / {}-rank time there)", rho, n, same->ranks);
+    }
+  } else if (const NcclCurve* m = cal_.find(mate, n)) {
+    bool ext = false;
+    p.gpu_ns = gpu_from_curve(*m, wire, &ext);
+    const double step = default_step_ns(p.proto.empty() ? "SIMPLE" : p.proto);
+    p.gpu_ns = std::max(p.gpu_ns * 0.5, p.gpu_ns + (nccl_steps(op, n) - nccl_steps(mate, n)) * step);
+    p.extrapolated = ext;
+    p.defaults = true;  // the per-step latency is NCCL's default
+    p.basis = fmt::format("{} at {} ranks at the same bytes per rank, {} steps apart at NCCL's default per-step latency",
+                          mate, n, nccl_steps(op, n) - nccl_steps(mate, n));
+  } else {
+    p.defaults = true;
+    p.gpu_ns = kDefaultLaunchNs + nccl_steps(op, n) * kDefaultStepNs + wire / kDefaultBusBytesPerS * 1e9;
+    p.basis = "NCCL's default model (no calibration at this rank count): 8 us + 0.6 us per step + bytes at 360 GB/s";
+  }
+  bool measured = false;
+  p.host_ns = host_ns(n, nccl_calls(op, n), &measured);
+  p.time_ns = std::max(p.gpu_ns, p.host_ns);
+  return p;
+}
+
+std::vector<std::string> NcclModel::calibrated_by() const {
+  std::vector<std::string> out;
+  for (const auto& c : cal_.curves)
+    out.push_back(fmt::format("{} at {} ranks: {} sizes, {} - {}", c.op, c.ranks, c.bytes.size(),
+                              format_size(static_cast<std::uint64_t>(c.bytes.front())),
+                              format_size(static_cast<std::uint64_t>(c.bytes.back()))));
+  for (const auto& [n, t] : cal_.choices)
+    out.push_back(fmt::format("NCCL's choices at {} ranks: {} sizes x ops from its TUNING log", n, t.choices.size()));
+  return out;
+}
+
+std::vector<std::string> NcclModel::defaults_used() const {
+  std::vector<std::string> out;
+  if (!cal_.present)
+    out.push_back("no NCCL calibration in the campaign (made before it existed, or --nccl-calibration off): every "
+                  "figure is NCCL's default model (8 us launch, 0.6 us per step, 360 GB/s per rank), not a measurement; "
+                  "profile again to calibrate");
+  out.push_back("per-step latency for the steps an op differs from its class mate: NCCL's NVLink ring defaults "
+                "(LL 0.6 us, LL128 1.1 us, Simple 2.5 us), used only where the op itself was not timed");
+  return out;
+}
+
+}  // namespace p2pscope::simulate

@@ -1,0 +1,84 @@
+#pragma once
+// predict's model of NCCL's collectives (docs/predict.md), calibrated from the short
+// NCCL runs `profile` keeps in DIR/nccl-calibration/ (apps/p2pscope/nccl_calibration.hpp).
+//
+// A call's time as nccl-tests reports it (one host-timed span of back-to-back
+// iterations) is the larger of two costs that overlap:
+//   host: the launch of every NCCL call of one iteration from one thread,
+//         h0(n) + h1(n) x calls (allreduce n calls, sendrecv 2n, alltoall 2n^2);
+//   GPU:  the collective itself, priced from the calibration by what it moves: at n
+//         ranks an op moves W bytes per rank (allreduce 2(n-1)/n S, allgather and
+//         reducescatter (n-1)/n S, broadcast and sendrecv S, alltoall (n-1)/n S).
+// GPU time of an (op, n) that was timed: its own curve against W (log-log between the
+// sizes measured). Of an op timed at another rank count n0: that curve at the same W,
+// and for the ring ops that revisit the rank pairs (allgather, reducescatter) times the
+// ratio allreduce shows between n and n0 at that W. Of an op not timed at all: its class
+// mate at n (allreduce for ring ops, sendrecv for point-to-point) plus NCCL's per-step
+// latency for the steps it differs by. Without a calibration: NCCL's own default model
+// (latency per step, 360 GB/s per rank), every such figure marked.
+// NCCL's algorithm, protocol and channel count per size come from its TUNING log.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "simulate/nccl_tuning.hpp"
+
+namespace p2pscope::simulate {
+
+struct NcclCurve {
+  std::string op;  // bench nccl's name: allreduce, allgather, reducescatter, alltoall, broadcast, sendrecv
+  int ranks = 0;
+  std::vector<double> bytes, span_ns, gpu_ns;  // by S ascending: nccl-tests' time, the per-iteration median
+};
+
+struct NcclCalibration {
+  std::string dir;                     // DIR/nccl-calibration
+  bool present = false;                // its manifest was found
+  std::string nccl_version;            // from the logs ("" when they do not say)
+  std::vector<NcclCurve> curves;
+  std::map<int, NcclTuning> choices;   // by rank count
+  std::vector<std::string> notes;      // runs that failed, files missing
+  const NcclCurve* find(const std::string& op, int ranks) const;
+};
+
+// Reads campaign_dir/nccl-calibration (absent: present = false, no error). Throws
+// UsageError naming the file when one is there but malformed.
+NcclCalibration read_nccl_calibration(const std::string& campaign_dir);
+
+// The op's bytes per rank on the wire and ring steps (see above).
+double nccl_wire_bytes(const std::string& op, int ranks, double S);
+int nccl_steps(const std::string& op, int ranks);
+// NCCL calls of one iteration when one process drives every rank (nccl-tests -g n).
+int nccl_calls(const std::string& op, int ranks);
+
+struct NcclPrediction {
+  double time_ns = 0, gpu_ns = 0, host_ns = 0;
+  std::string role;         // "calibration": this op at this rank count was timed; "predicted"
+  std::string basis;        // how the GPU time was priced, in words
+  std::string algo, proto;  // NCCL's choice where its log says ("" otherwise); "p2p" for send/recv ops
+  int channels = 0;
+  bool defaults = false;      // a figure fell back on NCCL's default model, not a measurement
+  bool extrapolated = false;  // beyond the sizes the calibration timed
+};
+
+class NcclModel {
+ public:
+  explicit NcclModel(NcclCalibration cal);
+  NcclPrediction predict(const std::string& op, int ranks, std::uint64_t S) const;
+  // What calibrated the model, one line each ("allreduce at 2 ranks: 31 sizes, 1 B - 1 GiB"),
+  // and the figures taken from NCCL's defaults instead.
+  std::vector<std::string> calibrated_by() const;
+  std::vector<std::string> defaults_used() const;
+  const NcclCalibration& calibration() const { return cal_; }
+  // The host cost of one iteration at n ranks for `calls` NCCL calls (ns), and whether it
+  // was measured at that rank count.
+  double host_ns(int ranks, int calls, bool* measured = nullptr) const;
+
+ private:
+  NcclCalibration cal_;
+  std::map<int, std::pair<double, double>> host_fit_;  // ranks -> (h0, h1) in ns
+  double gpu_from_curve(const NcclCurve& c, double wire, bool* extrapolated) const;
+};
+
+}  // namespace p2pscope::simulate
