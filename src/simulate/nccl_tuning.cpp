@@ -53,8 +53,8 @@ NcclTuning parse_nccl_tuning(const std::string& text) {
       if (std::regex_search(line, m, version)) log.version = m[1];
     }
     if (line.find("Bytes -> Algo") == std::string::npos) continue;
-    if (line.size() > 4096) { ++log.unparsed; continue; }  // not a line NCCL writes
     ++log.lines;
+    if (line.size() > 4096) { ++log.unparsed; continue; }  // not a line NCCL writes
     std::smatch m;
     std::string op, algo, proto;
     std::uint64_t bytes = 0;

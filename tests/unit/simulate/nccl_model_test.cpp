@@ -1,0 +1,171 @@
+// predict's NCCL model on a real calibration (4 x H100, tests/fixtures/nccl-calibration)
+// and on synthetic ones with known answers: a timed cell returns its measurement, another
+// rank count scales by allreduce's ratio, the host launch cost bounds small sizes, a
+// missing calibration falls back on NCCL's defaults and says so, and a damaged one is
+// named. Also the CLI: --measured, the error table's summary and the HTML's percent axis.
+#include <cmath>
+#include <fstream>
+#include <regex>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "p2pscope/error.hpp"
+#include "simulate/nccl_model.hpp"
+#include "support/run_binary.hpp"
+#include "simulate_support.hpp"
+
+namespace p2pscope::simulate {
+namespace {
+
+using test::fs::path;
+
+path h100x4() { return path(P2PSCOPE_FIXTURES_DIR) / "nccl-calibration" / "h100x4"; }
+
+nlohmann::json timed(int n) {
+  std::ifstream in(h100x4() / "nccl-calibration" / ("timed-n" + std::to_string(n) + ".json"));
+  return nlohmann::json::parse(in);
+}
+
+const nlohmann::json& op_of(const nlohmann::json& doc, const std::string& op) {
+  for (const auto& o : doc["ops"])
+    if (o["op"] == op) return o;
+  throw std::runtime_error("no " + op);
+}
+
+TEST(NcclModel, ReadsARealCalibration) {
+  const auto cal = read_nccl_calibration(h100x4().string());
+  ASSERT_TRUE(cal.present);
+  EXPECT_EQ(cal.nccl_version, "2.28.3");
+  EXPECT_EQ(cal.curves.size(), 8u);  // six ops at 2 ranks, allreduce and sendrecv at 4
+  ASSERT_NE(cal.find("broadcast", 2), nullptr);
+  EXPECT_EQ(cal.find("broadcast", 4), nullptr);
+  ASSERT_EQ(cal.choices.count(4), 1u);
+  // NCCL's own choice on 4 H100s: ring, Simple on 24 channels at 1 GiB; LL on one channel at 1 KiB.
+  const NcclChoice* big = find_choice(cal.choices.at(4), "allreduce", 1ull << 30, 4);
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(big->algo, "RING");
+  EXPECT_EQ(big->proto, "SIMPLE");
+  EXPECT_EQ(big->channels, 24);
+  const NcclChoice* small = find_choice(cal.choices.at(4), "allreduce", 1024, 4);
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(small->proto, "LL");
+  EXPECT_EQ(small->channels, 1);
+}
+
+TEST(NcclModel, ATimedCellIsItsMeasurement) {
+  const NcclModel m(read_nccl_calibration(h100x4().string()));
+  const auto doc = timed(2);
+  const auto& rows = op_of(doc, "allgather")["rows"];
+  for (const auto& r : rows) {
+    const auto S = r["size_bytes"].get<std::uint64_t>();
+    if (S < 1024) continue;  // the smallest sizes round to one per rank: the first row of each is kept
+    const auto p = m.predict("allgather", 2, S);
+    EXPECT_EQ(p.role, "calibration");
+    EXPECT_NEAR(p.time_ns, r["time_us"].get<double>() * 1e3, 1e-6 * p.time_ns) << S;
+    EXPECT_NEAR(p.gpu_ns, r["per_iteration_ns"]["median"].get<double>(), 1e-6 * p.gpu_ns) << S;
+  }
+}
+
+TEST(NcclModel, AnotherRankCountScalesByAllreducesRatioAtTheSameWireBytes) {
+  const NcclModel m(read_nccl_calibration(h100x4().string()));
+  const auto p = m.predict("allgather", 4, 1ull << 30);  // 768 MiB on the wire
+  EXPECT_EQ(p.role, "predicted");
+  EXPECT_NE(p.basis.find("allreduce's 4-rank / 2-rank"), std::string::npos) << p.basis;
+  // The scale factor is printed in the basis; the product must reproduce it.
+  const auto ag2 = m.predict("allgather", 2, 3ull << 29);                // 1.5 GiB: 768 MiB on the wire
+  const auto ar2 = m.predict("allreduce", 2, 768ull << 20);             // 768 MiB on the wire
+  const auto ar4 = m.predict("allreduce", 4, 512ull << 20);             // 768 MiB on the wire
+  EXPECT_NEAR(p.gpu_ns, ag2.gpu_ns * ar4.gpu_ns / ar2.gpu_ns, 1e-6 * p.gpu_ns);
+  EXPECT_GT(p.gpu_ns, 0.5 * ag2.gpu_ns);
+}
+
+TEST(NcclModel, TheHostLaunchCostBoundsSmallSizes) {
+  const NcclModel m(read_nccl_calibration(h100x4().string()));
+  const auto p = m.predict("broadcast", 4, 1024);
+  EXPECT_EQ(p.role, "predicted");
+  EXPECT_GT(p.host_ns, p.gpu_ns);  // one thread launching 4 GPUs' calls takes longer than the op
+  EXPECT_DOUBLE_EQ(p.time_ns, std::max(p.host_ns, p.gpu_ns));
+  bool measured = false;
+  EXPECT_GT(m.host_ns(4, 4, &measured), 10e3);
+  EXPECT_TRUE(measured);
+  // More calls cost more, never less.
+  EXPECT_GE(m.host_ns(4, 32), m.host_ns(4, 4));
+}
+
+TEST(NcclModel, WithoutACalibrationEveryFigureIsNcclsDefaultAndSaysSo) {
+  const auto dir = test::temp_dir("nccl-model-none");
+  const NcclModel m(read_nccl_calibration(dir.string()));
+  const auto p = m.predict("allreduce", 4, 1ull << 30);
+  EXPECT_TRUE(p.defaults);
+  // 8 us + 6 steps x 0.6 us + 1.5 GiB at 360 GB/s
+  EXPECT_NEAR(p.time_ns, 8000 + 6 * 600 + 1.5 * (1ull << 30) / 360e9 * 1e9, 1);
+  const auto d = m.defaults_used();
+  ASSERT_FALSE(d.empty());
+  EXPECT_NE(d.front().find("no NCCL calibration"), std::string::npos);
+}
+
+TEST(NcclModel, ADamagedCalibrationIsNamed) {
+  const auto dir = test::temp_dir("nccl-model-bad");
+  test::fs::create_directories(dir / "nccl-calibration");
+  {
+    std::ofstream(dir / "nccl-calibration" / "manifest.json") << "{\"runs\": [{\"role\": \"timed\", \"json\": \"t.json\", \"exit_code\": 0}]}";
+    std::ofstream(dir / "nccl-calibration" / "t.json") << "{\"op\": \"allreduce\", \"ranks\": 2, \"rows\": [{\"size_bytes\": 8";
+  }
+  try {
+    read_nccl_calibration(dir.string());
+    FAIL() << "a cut file was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("t.json"), std::string::npos) << e.what();
+  }
+  std::ofstream(dir / "nccl-calibration" / "manifest.json") << "not json";
+  EXPECT_THROW(read_nccl_calibration(dir.string()), UsageError);
+}
+
+TEST(NcclModelCli, MeasuredFilesGiveTheErrorTableAndTheHtmlAxisReadsPercent) {
+  const auto out = test::temp_dir("nccl-model-cli");
+  const auto r = test::run_binary("predict " + h100x4().string() + " --algo nccl --sizes 1M,64M,1G --measured " +
+                                  (h100x4() / "measured-h100x4.json").string() + " --format json --out " +
+                                  (out / "p.json").string() + " --html " + (out / "p.html").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream in(out / "p.json");
+  const auto j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["rows"].size(), 6u * 2 * 3);
+  std::size_t predicted = 0;
+  for (const auto& row : j["rows"]) {
+    ASSERT_FALSE(row["measured_us"].is_null()) << row.dump();
+    const double e = (row["predicted_us"].get<double>() - row["measured_us"].get<double>()) / row["measured_us"].get<double>() * 100;
+    EXPECT_NEAR(row["error_pct"].get<double>(), e, 1e-9);
+    predicted += row["role"] == "predicted";
+    // 4 ranks of allgather, reducescatter, alltoall, broadcast were not timed by the calibration.
+    const bool timed_cell = row["ranks"] == 2 || row["op"] == "allreduce" || row["op"] == "sendrecv";
+    EXPECT_EQ(row["role"], timed_cell ? "calibration" : "predicted") << row.dump();
+  }
+  EXPECT_EQ(predicted, 4u * 3);
+  EXPECT_EQ(j["summary"]["predicted_64K_1G"]["cells"], 12);  // 4 ops x 3 sizes, all of 64 KiB or more
+  // The page's error axis reads the table's percentages: a -20 % error is drawn at -20.0%, not -0.2%.
+  std::ifstream hin(out / "p.html");
+  const std::string html((std::istreambuf_iterator<char>(hin)), std::istreambuf_iterator<char>());
+  double worst = 0;
+  for (const auto& row : j["rows"]) worst = std::max(worst, std::abs(row["error_pct"].get<double>()));
+  ASSERT_GT(worst, 1.0);
+  EXPECT_NE(html.find("Off by"), std::string::npos);  // the one line on top
+  // Some tick of the error axis reads a whole percent or more, as the table does.
+  const std::regex tick(R"(>-?[1-9][0-9]*\.[0-9]%<)");
+  EXPECT_TRUE(std::regex_search(html, tick)) << "no error-axis label of 1 % or more; worst error " << worst;
+}
+
+TEST(NcclModelCli, MeasuredNcclTestsTextOfAnotherRankCountMatchesNothing) {
+  // plain.txt is all_reduce_perf over 2 ranks: asked for 4 ranks only, no cell matches.
+  const auto r = test::run_binary("predict " + h100x4().string() + " --algo nccl --ops allreduce --ranks 4 --sizes 1M "
+                                  "--measured " + (path(P2PSCOPE_FIXTURES_DIR) / "nccl-tests" / "plain.txt").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("none of the files"), std::string::npos) << r.out;
+  const auto ok = test::run_binary("predict " + h100x4().string() + " --algo nccl --ops allreduce --ranks 2 --sizes 1M,1G "
+                                   "--measured " + (path(P2PSCOPE_FIXTURES_DIR) / "nccl-tests" / "plain.txt").string());
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("16.20"), std::string::npos) << ok.out;  // nccl-tests' 1 MiB out-of-place time, as read
+}
+
+}  // namespace
+}  // namespace p2pscope::simulate
