@@ -20,12 +20,17 @@ std::vector<CalibrationRun> calibration_runs(const CalibrationOptions& o) {
   // Timed, NCCL quiet: every op on two GPUs (each op's own efficiency: NCCL's ring ops
   // differ by 10-20 % at equal bytes on the wire), allreduce and sendrecv on all of
   // them (how the ring and the point-to-point path scale with the rank count).
-  runs.push_back({o.quick ? "allreduce,sendrecv" : "all", two, false});
-  if (o.gpus.size() > 2) runs.push_back({"allreduce,sendrecv", o.gpus, false});
+  runs.push_back({o.quick ? "allreduce,sendrecv" : "all", two, false, "", "timed"});
+  if (o.gpus.size() > 2) {
+    runs.push_back({"allreduce,sendrecv", o.gpus, false, "", "timed"});
+    // The host's launch cost of the widest group (alltoall: 2n^2 send/recv calls from one
+    // thread) at small sizes only: it grows faster with the ranks than the call count says.
+    if (!o.quick) runs.push_back({"alltoall", o.gpus, false, "1:4K", "host"});
+  }
   // What NCCL chose at each size (algorithm, protocol, channels) and its own tuning
   // table, for every collective it tunes, at both rank counts.
-  runs.push_back({"allreduce,allgather,reducescatter,broadcast", two, true});
-  if (o.gpus.size() > 2) runs.push_back({"allreduce,allgather,reducescatter,broadcast", o.gpus, true});
+  runs.push_back({"allreduce,allgather,reducescatter,broadcast", two, true, "", "choices"});
+  if (o.gpus.size() > 2) runs.push_back({"allreduce,allgather,reducescatter,broadcast", o.gpus, true, "", "choices"});
   return runs;
 }
 
@@ -44,11 +49,11 @@ void run_nccl_calibration(const fs::path& campaign_dir, const CalibrationOptions
   for (const auto& r : runs) {
     ++i;
     if (o.stop && o.stop->load()) break;
-    const std::string stem = fmt::format("{}-n{}", r.log ? "choices" : "timed", r.gpus.size());
+    const std::string stem = fmt::format("{}-n{}", r.role, r.gpus.size());
     std::string gpus;
     for (int g : r.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
     ChildSpec spec;
-    spec.argv = {self.string(), "bench", "nccl", "--op", r.ops, "--gpus", gpus, "--sizes", o.sizes, "--check", "off",
+    spec.argv = {self.string(), "bench", "nccl", "--op", r.ops, "--gpus", gpus, "--sizes", r.sizes.empty() ? o.sizes : r.sizes, "--check", "off",
                  "--in-place", "off", "--warmup", r.log ? "1" : "5", "--iters", r.log ? "1" : "20", "--format", "json",
                  "--out", (dir / (stem + ".json")).string(), "--force"};
     if (r.log)
@@ -76,7 +81,7 @@ void run_nccl_calibration(const fs::path& campaign_dir, const CalibrationOptions
     list.push_back({{"ops", r.ops},
                     {"gpus", r.gpus},
                     {"ranks", r.gpus.size()},
-                    {"role", r.log ? "choices" : "timed"},
+                    {"role", r.role},
                     {"json", stem + ".json"},
                     {"nccl_log", r.log ? stem + ".nccl.log" : ""},
                     {"env", env},

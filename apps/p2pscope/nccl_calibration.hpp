@@ -17,6 +17,8 @@ struct CalibrationRun {
   std::vector<int> gpus;  // the first n of the campaign's GPUs
   bool log = false;       // NCCL's TUNING log on, one iteration per size: what NCCL chose, not timed
                           // (its log line per call slows the host's launches several-fold)
+  std::string sizes;      // "" = the options' sizes
+  std::string role;       // "timed", "choices" or "host" (small sizes: the launch cost of a wide group only)
 };
 
 struct CalibrationOptions {

@@ -3,7 +3,8 @@
 // NCCL runs `profile` keeps in DIR/nccl-calibration/ (apps/p2pscope/nccl_calibration.hpp).
 //
 // A call's time as nccl-tests reports it (one host-timed span of back-to-back
-// iterations) is the larger of two costs that overlap:
+// iterations) combines two costs that overlap, as (host^3 + gpu^3)^(1/3) (the larger one,
+// plus what imperfect overlap adds where they are close):
 //   host: the launch of every NCCL call of one iteration from one thread,
 //         h0(n) + h1(n) x calls (allreduce n calls, sendrecv 2n, alltoall 2n^2);
 //   GPU:  the collective itself, priced from the calibration by what it moves: at n
@@ -37,6 +38,7 @@ struct NcclCalibration {
   bool present = false;                // its manifest was found
   std::string nccl_version;            // from the logs ("" when they do not say)
   std::vector<NcclCurve> curves;
+  std::vector<NcclCurve> host_curves;  // small sizes only: for the host's launch cost, never priced as GPU time
   std::map<int, NcclTuning> choices;   // by rank count
   std::vector<std::string> notes;      // runs that failed, files missing
   const NcclCurve* find(const std::string& op, int ranks) const;

@@ -62,8 +62,8 @@ TEST(NcclModel, ATimedCellIsItsMeasurement) {
     if (S < 1024) continue;  // the smallest sizes round to one per rank: the first row of each is kept
     const auto p = m.predict("allgather", 2, S);
     EXPECT_EQ(p.role, "calibration");
-    EXPECT_NEAR(p.time_ns, r["time_us"].get<double>() * 1e3, 1e-6 * p.time_ns) << S;
     EXPECT_NEAR(p.gpu_ns, r["per_iteration_ns"]["median"].get<double>(), 1e-6 * p.gpu_ns) << S;
+    EXPECT_NEAR(p.time_ns, r["time_us"].get<double>() * 1e3, 1e-6 * p.time_ns) << S;  // nccl-tests' time as timed
   }
 }
 
@@ -85,7 +85,8 @@ TEST(NcclModel, TheHostLaunchCostBoundsSmallSizes) {
   const auto p = m.predict("broadcast", 4, 1024);
   EXPECT_EQ(p.role, "predicted");
   EXPECT_GT(p.host_ns, p.gpu_ns);  // one thread launching 4 GPUs' calls takes longer than the op
-  EXPECT_DOUBLE_EQ(p.time_ns, std::max(p.host_ns, p.gpu_ns));
+  EXPECT_NEAR(p.time_ns, std::cbrt(std::pow(p.host_ns, 3) + std::pow(p.gpu_ns, 3)), 1e-6 * p.time_ns);
+  EXPECT_GE(p.time_ns, std::max(p.host_ns, p.gpu_ns));
   bool measured = false;
   EXPECT_GT(m.host_ns(4, 4, &measured), 10e3);
   EXPECT_TRUE(measured);
