@@ -69,7 +69,9 @@ void add_export_command(CLI::App& app, Context& /*ctx*/) {
                   "astra-sim: write the file for one collective, ring:SIZE (ring all-reduce of SIZE, e.g. ring:1M): "
                   "each dimension's line is the regime that holds at the messages it sends there (S/n on n NPUs); "
                   "the header says which sizes the file is right for. Needed where the default file's table is off "
-                  "beyond 2 % (the default export names those sizes)");
+                  "beyond 2 % (the default export names those sizes); or nccl:SIZE: a line that makes ASTRA-sim's ring "
+                  "all-reduce of SIZE last what predict's NCCL model says NCCL takes (needs the campaign's NCCL "
+                  "calibration)");
   cmd->add_option("--system", o->system,
                   "astra-sim: also write ASTRA-sim's system file (JSON) here: one ring per dimension, the endpoint delay");
   cmd->footer(
@@ -94,18 +96,19 @@ void add_export_command(CLI::App& app, Context& /*ctx*/) {
     if (!o->for_collective.empty()) {
       const auto colon = o->for_collective.find(':');
       const std::string algo = o->for_collective.substr(0, colon);
-      if (colon == std::string::npos || algo != "ring")
-        throw UsageError("--for '" + o->for_collective + "': give ring:SIZE, the ring all-reduce the file is for (e.g. "
-                         "ring:1M); ASTRA-sim's system file runs ring collectives");
+      if (colon == std::string::npos || (algo != "ring" && algo != "nccl"))
+        throw UsageError("--for '" + o->for_collective + "': give ring:SIZE (the links' ring all-reduce the file is for, "
+                         "e.g. ring:1M) or nccl:SIZE (NCCL's all-reduce of SIZE as predict's NCCL model prices it)");
       std::vector<std::uint64_t> at;
       try {
         at = parse_size_list(o->for_collective.substr(colon + 1));
       } catch (const UsageError& e) {
         throw UsageError("--for '" + o->for_collective + "': " + e.what());
       }
-      if (at.size() != 1 || at[0] == 0) throw UsageError("--for ring:SIZE: give one all-reduce size of 1 byte or more, e.g. ring:1M");
+      if (at.size() != 1 || at[0] == 0)
+        throw UsageError("--for " + algo + ":SIZE: give one all-reduce size of 1 byte or more, e.g. " + algo + ":1M");
       if (!o->line_at.empty()) throw UsageError("--for and --astra-line-at both choose the line: give one");
-      eo.for_ring_allreduce_bytes = at[0];
+      (algo == "ring" ? eo.for_ring_allreduce_bytes : eo.for_nccl_allreduce_bytes) = at[0];
     }
     if ((!o->system.empty() || !o->line_at.empty() || !o->for_collective.empty()) && format != simulate::ExportFormat::astra_sim)
       throw UsageError("--system, --for and --astra-line-at apply to --to astra-sim only");

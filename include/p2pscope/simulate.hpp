@@ -41,6 +41,10 @@ struct ExportOptions {
   // astra-sim (--for ring:S): each dimension's line is the regime that holds at the messages
   // a ring all-reduce of this size sends in it (S/n on one dimension of n); 0 = not asked
   std::uint64_t for_ring_allreduce_bytes = 0;
+  // astra-sim (--for nccl:S): one dimension's line set so that ASTRA-sim's ring all-reduce
+  // of S over the campaign's GPUs lasts what predict's NCCL model says NCCL takes (a per-size
+  // effective link: the latency and bandwidth that reproduce NCCL there, not the link's own)
+  std::uint64_t for_nccl_allreduce_bytes = 0;
 };
 
 struct Exported {

@@ -214,6 +214,28 @@ void set_lines_for_ring_allreduce(AstraPlan* p, double size_bytes) {
     fill_line(&p->dims[k], p->backend, std::max(1.0, std::floor(size_bytes / ring_message_divisor(*p, k))));
 }
 
+void set_line_for_target_allreduce(AstraPlan* p, double size_bytes, double target_ns, std::int64_t endpoint_delay_ns) {
+  if (p->dims.size() != 1)
+    throw UsageError("--for nccl:SIZE writes one dimension: these links form two (use --astra-backend aware, which "
+                     "flattens them)");
+  AstraDim& d = p->dims[0];
+  p->effective_for_nccl_bytes = size_bytes;
+  const int n = d.npus;
+  const double message = (target_ns - (2.0 * n - 1) * static_cast<double>(endpoint_delay_ns)) / (2.0 * (n - 1));
+  if (!(message > 0)) throw UsageError("--for nccl:SIZE: the endpoint delays alone exceed the predicted time; lower --endpoint-delay");
+  const double bytes = std::floor(size_bytes / n);  // ASTRA-sim's chunk, as predict and its chunking count it
+  d.alpha_ns = std::min(d.alpha_ns, 0.5 * message);
+  d.beta_bytes_per_s = std::max(1.0, bytes) / ((message - d.alpha_ns) * 1e-9);
+  d.exact_from_bytes = size_bytes;
+  d.exact_to_bytes = size_bytes;
+  const bool split = p->backend == AstraBackend::aware && d.hops == 2;
+  // More digits than fill_line: the file must reproduce one time, not a fitted line.
+  d.latency_text = fmt::format("{:.3f}", d.alpha_ns / d.hops);
+  d.bandwidth_text = fmt::format("{:.9g}", d.beta_bytes_per_s * (split ? 2 : 1) / kGiB);
+  d.latency_ns = std::stod(d.latency_text);
+  d.bandwidth_gib_per_s = std::stod(d.bandwidth_text);
+}
+
 double astra_message_ns(const AstraDim& d, AstraBackend ab, std::uint64_t bytes) {
   const double b = static_cast<double>(bytes);
   const double bpns = d.bandwidth_gib_per_s * kGiB / 1e9;  // bytes per ns

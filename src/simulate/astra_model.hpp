@@ -56,6 +56,7 @@ struct AstraPlan {
   std::vector<AstraDim> dims;   // dimension 0 first
   std::string flattened;        // why one dimension holds pairs of several classes; "" if not
   double for_ring_allreduce_bytes = 0;  // > 0: lines chosen for this all-reduce size (export --for ring:S)
+  double effective_for_nccl_bytes = 0;  // > 0: a per-size effective line for NCCL's all-reduce (--for nccl:S)
 };
 
 // One or two dimensions from the link classes of `backend`'s links (two when the classes
@@ -70,6 +71,12 @@ double ring_message_divisor(const AstraPlan& p, std::size_t k);
 // Each dimension's line rewritten as the regime that holds at the messages of a ring
 // all-reduce of size_bytes (export --for ring:S): exact for that collective, not others.
 void set_lines_for_ring_allreduce(AstraPlan* p, double size_bytes);
+
+// One dimension's line rewritten so that its ring all-reduce of size_bytes lasts target_ns
+// as ASTRA-sim runs it (2(n-1) messages of S/n and 2n-1 endpoint delays): the dimension's
+// own latency (at most half of a message's share) and the bandwidth that fills the rest.
+// Throws UsageError for a plan of two dimensions or a target the endpoint delays exceed.
+void set_line_for_target_allreduce(AstraPlan* p, double size_bytes, double target_ns, std::int64_t endpoint_delay_ns);
 
 // ASTRA-sim's time for one message of `bytes` in dimension d, from the values as written.
 double astra_message_ns(const AstraDim& d, AstraBackend ab, std::uint64_t bytes);

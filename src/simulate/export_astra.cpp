@@ -17,6 +17,7 @@
 #include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 #include "simulate/astra_model.hpp"
+#include "simulate/nccl_model.hpp"
 #include "simulate/exporters.hpp"
 
 namespace p2pscope::simulate {
@@ -130,7 +131,7 @@ std::string collective_lines(const AstraPlan& plan, std::size_t k, const std::ve
   o += fmt::format("#   off beyond 2 % for {}:\n#     {}\n", chosen ? "other collective sizes" : "ring all-reduce of", advice);
   o += "#   for those, export once per collective size: `p2pscope export CAMPAIGN --to astra-sim --for ring:S` writes the\n"
        "#   line of the regime that holds at S's messages (the sizes listed are measured messages x the divisor)\n";
-  if (!chosen)
+  if (!chosen && plan.effective_for_nccl_bytes == 0)
     notes->push_back(fmt::format("dimension {} ({}): this file is off by more than 2 % for ring all-reduce of {}; export "
                                  "once per size there with `--for ring:S` (the header lists the sizes)",
                                  k, comment_safe(plan.dims[k].cls), advice));
@@ -199,7 +200,7 @@ std::string dimension_block(const AstraPlan& plan, std::size_t k, std::vector<st
   o += fmt::format("#   {:>12} {:>14} {:>18} {:>9} {}\n", "size_bytes", "file_ns", "slowest_median_ns", "error",
                    "error range over the links");
   o += table;
-  if (std::fabs(worst) > analyze::kModelTolerance)
+  if (std::fabs(worst) > analyze::kModelTolerance && plan.effective_for_nccl_bytes == 0)
     notes->push_back(fmt::format("dimension {} ({}): one alpha-beta line is off by {:+.0f}% at {:.0f} B against the "
                                  "measured medians (the model itself {}); the table in the file's header has every size",
                                  k, comment_safe(d.cls), 100 * worst, worst_at, range));
@@ -257,6 +258,16 @@ std::string export_astra(const LinkSet& s, const std::string& backend, const Exp
     throw UsageError("--astra-line-at and --for both choose the line: give one");
   AstraPlan plan = plan_astra(s, backend, eo.astra_backend, static_cast<double>(eo.line_at_bytes));
   if (eo.for_ring_allreduce_bytes > 0) set_lines_for_ring_allreduce(&plan, static_cast<double>(eo.for_ring_allreduce_bytes));
+  if (eo.for_nccl_allreduce_bytes > 0) {
+    // NCCL's all-reduce of S as predict's NCCL model prices it, over the plan's NPUs.
+    const NcclModel model(read_nccl_calibration(s.dir));
+    const auto pr = model.predict("allreduce", static_cast<int>(plan.devices.size()), eo.for_nccl_allreduce_bytes);
+    set_line_for_target_allreduce(&plan, static_cast<double>(eo.for_nccl_allreduce_bytes), pr.time_ns, eo.endpoint_delay_ns);
+    notes->push_back(fmt::format("--for nccl:{}: a per-size effective link reproducing NCCL's all-reduce of {} on {} GPUs "
+                                 "({:.2f} us by predict's NCCL model{}); right for that collective and size only",
+                                 eo.for_nccl_allreduce_bytes, eo.for_nccl_allreduce_bytes, plan.devices.size(),
+                                 pr.time_ns / 1e3, pr.defaults ? ", from NCCL's defaults: no calibration" : ""));
+  }
   const bool aware = plan.backend == AstraBackend::aware;
   const auto& dev = plan.devices;
   const int p = static_cast<int>(dev.size());

@@ -21,6 +21,7 @@
 #include "p2pscope/simulate.hpp"
 #include "support/run_binary.hpp"
 #include "simulate_support.hpp"
+#include "simulate/nccl_model.hpp"
 
 namespace p2pscope::simulate {
 namespace {
@@ -259,6 +260,30 @@ TEST(AstraLoop, FixtureCampaignsWithinTwoPercent) {
     analyze::analyze(dir.string(), ao);
     expect_loop_agrees(dir, 0.02);
   }
+}
+
+// --for nccl:S: ASTRA-sim's ring all-reduce on the file lasts what predict's NCCL model says
+// NCCL takes (a real 4 x H100 calibration), at 1 MiB, 64 MiB and 1 GiB; both backends.
+TEST(AstraLoop, ForNcclReproducesTheNcclModel) {
+  const path dir = path(P2PSCOPE_FIXTURES_DIR) / "nccl-calibration" / "h100x4";
+  for (const auto ab : {AstraBackend::unaware, AstraBackend::aware})
+    for (const std::uint64_t S : {std::uint64_t{1} << 20, std::uint64_t{64} << 20, std::uint64_t{1} << 30}) {
+      ExportOptions eo;
+      eo.astra_backend = ab;
+      eo.for_nccl_allreduce_bytes = S;
+      const auto e = export_campaign(dir.string(), ExportFormat::astra_sim, eo);
+      const Net n = parse_network(e.text);
+      const auto sys = nlohmann::json::parse(e.system_text);
+      const double astra = astra_allreduce_ns(n, sys, S, ab == AstraBackend::aware);
+      const NcclModel m(read_nccl_calibration(dir.string()));
+      const double pred = m.predict("allreduce", 4, S).time_ns;
+      EXPECT_NEAR(astra, pred, 0.002 * pred + 16) << to_string(ab) << " S=" << S << "\n" << e.text;
+      bool said = false;
+      for (const auto& note : e.notes) said = said || has(note, "per-size effective link");
+      EXPECT_TRUE(said);
+    }
+  const auto bad = test::run_binary("export " + dir.string() + " --to astra-sim --for nccl:0");
+  EXPECT_EQ(bad.code, 2) << bad.out;
 }
 
 TEST(AstraLoop, EndpointDelayHasOneMeaning) {
