@@ -81,7 +81,7 @@ std::string from_nccl_tests(const std::string& op) {
 
 // --measured FILE: bench nccl JSON (one op, or several under "ops"), or nccl-tests'
 // text output (its "#  Rank N" lines give the rank count, its header the op).
-void read_measured(const std::string& file, Measured& m) {
+void read_measured(const std::string& file, Measured& m, const std::string& campaign_gpu) {
   const std::string text = simulate::read_text_file(file);
   const auto first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '{') {
@@ -112,10 +112,21 @@ void read_measured(const std::string& file, Measured& m) {
   int ranks = 0;
   std::istringstream in(text);
   std::string line;
+  std::string gpu;  // the GPU model nccl-tests names at the end of each rank line
   while (std::getline(in, line)) {
-    if (line.rfind("#  Rank", 0) == 0 || line.rfind("#   Rank", 0) == 0) ++ranks;
+    if (line.rfind("#  Rank", 0) == 0 || line.rfind("#   Rank", 0) == 0) {
+      ++ranks;
+      const auto bracket = line.rfind(']');
+      if (bracket != std::string::npos && gpu.empty()) gpu = line.substr(bracket + 1);
+    }
     parser.line(line);
   }
+  gpu.erase(0, gpu.find_first_not_of(' '));
+  gpu.erase(gpu.find_last_not_of(" \r") + 1);
+  // The campaign names a GPU "GPU 0 (NVIDIA H100 80GB HBM3)", nccl-tests "NVIDIA H100 80GB HBM3".
+  if (!gpu.empty() && !campaign_gpu.empty() && campaign_gpu.find(gpu) == std::string::npos)
+    throw UsageError(fmt::format("--measured {}: nccl-tests ran on {}, the campaign on {}: compare runs of the same "
+                                 "machine", file, gpu, campaign_gpu));
   const auto runs = parser.finish();
   if (runs.empty() || runs.front().rows.empty())
     throw UsageError(fmt::format("--measured {}: no nccl-tests table and not bench nccl JSON; give nccl-tests' output "
@@ -223,6 +234,8 @@ Table cell_table(const std::vector<Cell>& cells, bool measured) {
       row.push_back(m ? fixed((c.p.time_ns - c.measured_ns) / c.measured_ns * 100, 1) : "-");
     }
     std::string flags;
+    if (c.p.role == "predicted" && c.p.basis.find(c.op + " timed") == std::string::npos)
+      flags += "op-not-calibrated ";  // priced from a class mate or NCCL's defaults: a warning
     if (c.p.defaults) flags += "nccl-defaults ";
     if (c.p.extrapolated) flags += "extrapolated ";
     row.push_back(flags.empty() ? "-" : flags.substr(0, flags.size() - 1));
@@ -285,7 +298,17 @@ void run_predict_nccl(const NcclPredictArgs& a, Context& ctx) {
   for (const auto& n : cal.notes) std::fprintf(stderr, "note: %s\n", n.c_str());
 
   Measured measured;
-  for (const auto& f : a.measured) read_measured(f, measured);
+  std::string campaign_gpu;  // the campaign's GPU model (metadata.json), to refuse another machine's runs
+  try {
+    const auto meta = nlohmann::json::parse(simulate::read_text_file(a.dir + "/metadata.json"));
+    for (const auto& d : meta.value("devices", nlohmann::json::array()))
+      if (d.is_object() && d.contains("name") && d["name"].is_string()) {
+        campaign_gpu = d["name"].get<std::string>();
+        break;
+      }
+  } catch (const std::exception&) {  // no metadata: nothing to compare
+  }
+  for (const auto& f : a.measured) read_measured(f, measured, campaign_gpu);
   if (a.measure) {
     bring_up_ranks(ctx, one_process_only("predict --measure"));
     measure_here(a, ops, ranks, measured);

@@ -156,13 +156,27 @@ TEST(NcclModelCli, MeasuredFilesGiveTheErrorTableAndTheHtmlAxisReadsPercent) {
   EXPECT_TRUE(std::regex_search(html, tick)) << "no error-axis label of 1 % or more; worst error " << worst;
 }
 
+TEST(NcclModelCli, NcclTestsOutputOfAnotherMachineIsRefused) {
+  // plain.txt ran on H200s; the fixture campaign is 4 x H100.
+  const auto dir = test::temp_dir("nccl-model-h200");
+  test::fs::copy(h100x4(), dir, test::fs::copy_options::recursive);
+  const auto r = test::run_binary("predict " + dir.string() + " --algo nccl --ops allreduce --ranks 2 --sizes 1M "
+                                  "--measured " + (path(P2PSCOPE_FIXTURES_DIR) / "nccl-tests" / "plain.txt").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("ran on NVIDIA H200, the campaign on GPU 0 (NVIDIA H100"), std::string::npos) << r.out;
+}
+
 TEST(NcclModelCli, MeasuredNcclTestsTextOfAnotherRankCountMatchesNothing) {
-  // plain.txt is all_reduce_perf over 2 ranks: asked for 4 ranks only, no cell matches.
-  const auto r = test::run_binary("predict " + h100x4().string() + " --algo nccl --ops allreduce --ranks 4 --sizes 1M "
+  // plain.txt is all_reduce_perf over 2 ranks: asked for 4 ranks only, no cell matches. (It
+  // ran on H200s: the copy has no metadata.json, so the machine is not compared.)
+  const auto dir = test::temp_dir("nccl-model-nometa");
+  test::fs::copy(h100x4(), dir, test::fs::copy_options::recursive);
+  test::fs::remove(dir / "metadata.json");
+  const auto r = test::run_binary("predict " + dir.string() + " --algo nccl --ops allreduce --ranks 4 --sizes 1M "
                                   "--measured " + (path(P2PSCOPE_FIXTURES_DIR) / "nccl-tests" / "plain.txt").string());
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("none of the files"), std::string::npos) << r.out;
-  const auto ok = test::run_binary("predict " + h100x4().string() + " --algo nccl --ops allreduce --ranks 2 --sizes 1M,1G "
+  const auto ok = test::run_binary("predict " + dir.string() + " --algo nccl --ops allreduce --ranks 2 --sizes 1M,1G "
                                    "--measured " + (path(P2PSCOPE_FIXTURES_DIR) / "nccl-tests" / "plain.txt").string());
   EXPECT_EQ(ok.code, 0) << ok.out;
   EXPECT_NE(ok.out.find("16.20"), std::string::npos) << ok.out;  // nccl-tests' 1 MiB out-of-place time, as read
