@@ -32,6 +32,7 @@ namespace {
 struct NcclOptions : BenchCommon {
   std::string op = "allreduce", dtype = "float", gpus;
   std::string check = "on", in_place = "on";
+  int spans = 1;
 };
 
 // An on/off flag: on, off, 1 or 0 (nccl-tests writes -c 0).
@@ -143,6 +144,8 @@ void run_nccl(const NcclOptions& o, Context& ctx) {
   spec.collective.iters = o.iters;
   spec.collective.check = on_off("--check", o.check);
   spec.collective.in_place = on_off("--in-place", o.in_place);
+  if (o.spans < 1 || o.spans > 100) throw UsageError("--spans takes 1 to 100");
+  spec.collective.spans = o.spans;
   spec.sizes = sizes_or(o.sizes, "8:1G");
   if (!bench::nccl_collectives_built()) bench::run_collective(spec.collective);  // "not built in", before any rank meets
 
@@ -208,6 +211,9 @@ void add_bench_nccl_command(CLI::App& bench, Context& ctx) {
   cn->add_option("--check", n->check, "read every output back and check it (nccl-tests' -c): on or off")
       ->capture_default_str();
   cn->add_option("--in-place", n->in_place, "also time the in-place variant, as nccl-tests does: on or off")
+      ->capture_default_str();
+  cn->add_option("--spans", n->spans, "take nccl-tests' span this many times and keep the median (1 = nccl-tests "
+                                      "exactly; 3 resists an OS hiccup at host-bound sizes)")
       ->capture_default_str();
   add_bench_common(*cn, *n, "sizes S in bytes as nccl-tests counts them, e.g. 8:1G; default 8:1G");
   cn->footer(

@@ -169,6 +169,7 @@ void measure_here(const NcclPredictArgs& a, const std::vector<std::string>& ops,
       spec.collective.in_place = false;
       spec.collective.per_iteration = false;
       spec.collective.check = false;
+      spec.collective.spans = 3;  // the median of three spans: one OS hiccup does not make the figure
       spec.sizes = a.sizes;
       std::fprintf(stderr, "predict --measure: %s on %d GPUs\n", op.c_str(), n);
       const auto r = bench::run_nccl_sweep(spec, local.get());

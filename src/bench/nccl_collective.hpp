@@ -33,12 +33,16 @@ struct CollectiveSpec {
   bool in_place = true;       // also time the in-place variant (ops that have one)
   bool per_iteration = true;  // the event pass for the distribution (off: span only)
   bool check = true;          // read every output back and check it (nccl-tests' -c)
+  // nccl-tests' span taken this many times, the median kept: one OS hiccup in a span of
+  // 20 host-bound iterations (small sizes) moved it by 2-8x on a shared 64-core host.
+  int spans = 1;
 };
 
 
 struct CollectiveResult {
   std::uint64_t bytes = 0;  // S actually used
-  double span_ns = 0;            // nccl-tests' time: out-of-place span / iters (mean of ranks)
+  double span_ns = 0;            // nccl-tests' time: out-of-place span / iters (mean of ranks; median of spans)
+  std::vector<double> spans_ns;  // each span taken (mean of ranks), when spans > 1
   double span_in_place_ns = -1;  // the same in place; < 0 when not measured
   std::vector<double> elapsed_ns;               // one sample per iteration (the event pass)
   std::vector<std::vector<double>> by_rank_ns;  // one process per GPU: each rank's own samples
@@ -49,6 +53,7 @@ struct CollectiveResult {
 
 class CollectiveRanks;
 bool nccl_collectives_built();
+double median_of(std::vector<double> v);  // the upper median; 0 for none
 // Throws UsageError when NCCL is not built in, Error on NCCL/CUDA failures.
 CollectiveResult run_collective(const CollectiveSpec& spec);
 

@@ -16,6 +16,7 @@ NcclSweepRow to_row(const NcclSweepResult& res, CollectiveResult&& c) {
   row.count = c.bytes / type_size(res.type);
   row.time_ns = compute_stats(c.elapsed_ns);
   row.span_ns = c.span_ns;
+  row.spans_ns = c.spans_ns;
   row.span_in_place_ns = c.span_in_place_ns;
   const double S = static_cast<double>(c.bytes);
   row.algbw_GBps = algbw_gbps(S, row.span_ns * 1e-9);
@@ -144,6 +145,11 @@ nlohmann::json nccl_rows_json(const NcclSweepResult& r) {
                     {"algbw_GBps", row.algbw_GBps},
                     {"busbw_GBps", row.busbw_GBps},
                     {"in_place", ip},
+                    {"spans_us", [&] {
+                       std::vector<double> v;
+                       for (double x : row.spans_ns) v.push_back(x / 1e3);
+                       return v;
+                     }()},
                     {"per_iteration_ns", {{"median", s.median}, {"p5", s.p5}, {"p95", s.p95}, {"cv", s.cv}, {"n", s.n}}},
                     {"samples_ns", row.samples_ns},
                     {"check", row.check()}});

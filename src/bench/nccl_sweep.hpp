@@ -35,6 +35,7 @@ struct NcclSweepRow {
   // The figure: nccl-tests' time per iteration (span of iters back-to-back ops / iters,
   // mean of the ranks), out-of-place; in place when measured (< 0: not).
   double span_ns = 0, span_in_place_ns = -1;
+  std::vector<double> spans_ns;  // every span taken (--spans K > 1), in order
   Stats time_ns;  // the distribution: per iteration (event pass); with ranks, the mean of the ranks' times
   std::vector<double> samples_ns;
   std::vector<std::vector<double>> by_rank_ns;  // each rank's own samples

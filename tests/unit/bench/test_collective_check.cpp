@@ -32,6 +32,7 @@ std::vector<unsigned char> host_output(const CollectiveShape& s, int r) {
         break;
       case NcclOp::allgather: v = value_at(s, in[j / chunk], j % chunk); break;
       case NcclOp::alltoall: v = value_at(s, in[j / chunk], ur * chunk + j % chunk); break;
+      case NcclOp::broadcast: v = value_at(s, in[0], j); break;  // root 0's input everywhere
       case NcclOp::sendrecv: v = value_at(s, in[static_cast<std::size_t>((r + s.ranks - 1) % s.ranks)], j); break;
     }
     encode_value(s.type, v, &out[j * s.esize]);
@@ -39,7 +40,8 @@ std::vector<unsigned char> host_output(const CollectiveShape& s, int r) {
   return out;
 }
 
-const NcclOp kOps[] = {NcclOp::allreduce, NcclOp::allgather, NcclOp::reducescatter, NcclOp::alltoall, NcclOp::sendrecv};
+const NcclOp kOps[] = {NcclOp::allreduce, NcclOp::allgather, NcclOp::reducescatter, NcclOp::alltoall, NcclOp::broadcast,
+                       NcclOp::sendrecv};
 const NcclType kTypes[] = {NcclType::int8, NcclType::int32, NcclType::float16, NcclType::bfloat16, NcclType::float32, NcclType::float64};
 
 }  // namespace
