@@ -2,6 +2,7 @@
 // and the one-process run, one communicator per GPU (ncclCommInitAll).
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <utility>
@@ -113,6 +114,50 @@ std::unique_ptr<CollectiveRanks> make_local_collectives(const std::vector<int>& 
 
 CollectiveResult run_collective(const CollectiveSpec& spec) { return LocalCollectives(spec.gpus).run(spec); }
 
+namespace {
+
+// The distribution: events around each iteration on every rank's own stream (no cross-GPU
+// waits, which would add their own latency), all work held behind a spin kernel until it
+// is queued. A sample is the mean of the ranks' durations.
+void event_pass(const CollectiveSpec& spec, std::vector<Stream>& st, const std::function<void(bool)>& issue,
+                const std::function<void()>& sync_all, CollectiveResult& res) {
+  const std::size_t n = spec.gpus.size();
+  PinnedBuffer flag = pinned_alloc(64);
+  auto* release = static_cast<volatile int*>(flag.get());
+  *release = 0;
+  const bool hold = spec.iters * static_cast<int>(n) * 4 < 600;
+  res.held_start = hold;
+  if (hold)
+    for (std::size_t r = 0; r < n; ++r) { DeviceGuard g(spec.gpus[r]); launch_spin_until(release, 1, st[r].get(), spec.gpus[r]); }
+  std::vector<std::vector<Event>> a(n), b(n);
+  for (int i = 0; i < spec.iters; ++i) {
+    for (std::size_t r = 0; r < n; ++r) {
+      const int d = spec.gpus[r];
+      a[r].push_back(make_event(d));
+      b[r].push_back(make_event(d));
+      DeviceGuard g(d);
+      P2P_CUDA(cudaEventRecord(a[r].back().get(), st[r].get()), d);
+    }
+    issue(false);
+    for (std::size_t r = 0; r < n; ++r) {
+      DeviceGuard g(spec.gpus[r]);
+      P2P_CUDA(cudaEventRecord(b[r].back().get(), st[r].get()), spec.gpus[r]);
+    }
+  }
+  *release = 1;
+  sync_all();
+  res.elapsed_ns.assign(static_cast<std::size_t>(spec.iters), 0.0);
+  res.by_rank_ns.assign(n, {});
+  for (std::size_t r = 0; r < n; ++r)
+    for (std::size_t i = 0; i < static_cast<std::size_t>(spec.iters); ++i) {
+      const double v = elapsed_ms(a[r][i], b[r][i]) * 1e6;
+      res.by_rank_ns[r].push_back(v);
+      res.elapsed_ns[i] += v / static_cast<double>(n);
+    }
+}
+
+}  // namespace
+
 CollectiveResult LocalCollectives::run(const CollectiveSpec& spec_in) {
   CollectiveSpec spec = spec_in;
   spec.gpus = gpus_;
@@ -180,41 +225,7 @@ CollectiveResult LocalCollectives::run(const CollectiveSpec& spec_in) {
   for (int k = 0; k < std::max(1, spec.spans); ++k) res.spans_ns.push_back(span(false));
   res.span_ns = median_of(res.spans_ns);
   if (spec.per_iteration) {
-    // The distribution: events around each iteration on every rank's own stream (no
-    // cross-GPU waits, which would add their own latency), all work held behind a spin
-    // kernel until it is queued. A sample is the mean of the ranks' durations.
-    PinnedBuffer flag = pinned_alloc(64);
-    auto* release = static_cast<volatile int*>(flag.get());
-    *release = 0;
-    const bool hold = spec.iters * static_cast<int>(n) * 4 < 600;
-    res.held_start = hold;
-    if (hold)
-      for (std::size_t r = 0; r < n; ++r) { DeviceGuard g(spec.gpus[r]); launch_spin_until(release, 1, st[r].get(), spec.gpus[r]); }
-    std::vector<std::vector<Event>> a(n), b(n);
-    for (int i = 0; i < spec.iters; ++i) {
-      for (std::size_t r = 0; r < n; ++r) {
-        const int d = spec.gpus[r];
-        a[r].push_back(make_event(d));
-        b[r].push_back(make_event(d));
-        DeviceGuard g(d);
-        P2P_CUDA(cudaEventRecord(a[r].back().get(), st[r].get()), d);
-      }
-      issue(false);
-      for (std::size_t r = 0; r < n; ++r) {
-        DeviceGuard g(spec.gpus[r]);
-        P2P_CUDA(cudaEventRecord(b[r].back().get(), st[r].get()), spec.gpus[r]);
-      }
-    }
-    *release = 1;
-    sync_all();
-    res.elapsed_ns.assign(static_cast<std::size_t>(spec.iters), 0.0);
-    res.by_rank_ns.assign(n, {});
-    for (std::size_t r = 0; r < n; ++r)
-      for (std::size_t i = 0; i < static_cast<std::size_t>(spec.iters); ++i) {
-        const double v = elapsed_ms(a[r][i], b[r][i]) * 1e6;
-        res.by_rank_ns[r].push_back(v);
-        res.elapsed_ns[i] += v / static_cast<double>(n);
-      }
+    event_pass(spec, st, issue, sync_all, res);
   } else {
     res.elapsed_ns.assign(static_cast<std::size_t>(spec.iters), res.span_ns);
   }

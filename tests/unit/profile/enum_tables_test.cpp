@@ -43,7 +43,7 @@ void round_trip(const Table& table, Parse parse, Name name, const char* bad) {
 TEST(EnumTables, EveryNameAndAliasRoundTrips) {
   round_trip(kPatternNames, parse_pattern, [](Pattern p) { return to_string(p); }, "sideways");
   round_trip(kModeNames, parse_mode, [](Mode m) { return to_string(m); }, "sideways");
-  round_trip(kNcclOpNames, parse_nccl_op, [](NcclOp o) { return to_string(o); }, "broadcast");
+  round_trip(kNcclOpNames, parse_nccl_op, [](NcclOp o) { return to_string(o); }, "reduce");
   round_trip(kNcclTypeNames, parse_nccl_type, [](NcclType t) { return to_string(t); }, "int4");
   round_trip(profile::kFlowPatternNames, profile::parse_flow_pattern,
              [](profile::FlowPattern p) { return profile::to_string(p); }, "star");
