@@ -67,6 +67,13 @@ class Bootstrap {
   virtual int size() const = 0;
   // Every rank's `mine`, indexed by rank.
   virtual std::vector<std::string> allgather(const std::string& mine) = 0;
+  // Every rank's `mine` on rank 0, indexed by rank; the other ranks get an empty vector.
+  // Half an allgather's frames: for results only rank 0 reads (a served op's timing).
+  virtual std::vector<std::string> gather(const std::string& mine) {
+    auto all = allgather(mine);
+    if (rank() != 0) all.clear();
+    return all;
+  }
   // `data` of rank `root`, returned on every rank (others' `data` is ignored).
   virtual std::string broadcast(int root, const std::string& data) = 0;
   virtual void barrier() { allgather(std::string()); }

@@ -37,9 +37,19 @@ SideTiming unpack(const std::string& text, int rank) {
 
 OpTiming op_among_ranks(Bootstrap& boot, int src, int dst, int clock_rank, const std::function<SideTiming()>& my_side) {
   const int me = boot.rank();
+  SideTiming own;
   std::string mine;  // ranks that take no part send nothing
-  if (me == src || me == dst) mine = pack(my_side());
-  const auto all = boot.allgather(mine);
+  if (me == src || me == dst) mine = pack(own = my_side());
+  const auto all = boot.gather(mine);
+  if (all.empty()) {  // not rank 0: its own side only
+    OpTiming t;
+    t.host_start_ns = own.host_start_ns;
+    t.host_end_ns = own.host_end_ns;
+    t.device_duration_ns = own.device_ns;
+    t.device_start_ns = own.device_start_ns;
+    t.device_end_ns = own.device_end_ns;
+    return t;
+  }
   const SideTiming s = unpack(all.at(static_cast<std::size_t>(src)), src);
   const SideTiming d = unpack(all.at(static_cast<std::size_t>(dst)), dst);
   const SideTiming& c = clock_rank == dst ? d : s;

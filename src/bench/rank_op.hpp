@@ -5,10 +5,11 @@
 //
 // The ranks that take part run their side; each side starts with a small exchange
 // between the two GPUs, so the sides meet on the device and no bootstrap barrier is
-// needed. Then one allgather of a fixed-size record carries each side's times to every
-// rank. Driven by rank 0 (driven_backend.hpp), an op or batch costs each peer
-// kFramesPerRankOp frames: rank 0's command, the peer's record, the gathered records.
-// (It was 5 per op before, and a batch of k ops announced k times: 5k.)
+// needed. Then one gather of a fixed-size record carries each side's times to rank 0,
+// the only rank that reads them (the others serve rank 0's campaign). Driven by rank 0
+// (driven_backend.hpp), an op or a batch of ops costs each peer kFramesPerRankOp frames,
+// one round trip: rank 0's command, the peer's record. (It was 5 frames per op, and a
+// batch of k ops was announced op by op: 5k, each of them waiting out Nagle.)
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -24,12 +25,13 @@ struct SideTiming {
   std::int64_t device_start_ns = -1, device_end_ns = -1;  // this GPU's timer; -1: none
 };
 
-inline constexpr int kFramesPerRankOp = 3;  // per peer and op (or batch), rank 0 driving
+inline constexpr int kFramesPerRankOp = 2;  // per peer and op (or batch), rank 0 driving
 
-// Collective. src and dst run `my_side` (the others skip it); every rank returns the same
+// Collective. src and dst run `my_side` (the others skip it). Rank 0 returns the op's
 // OpTiming: host and device stamps of `clock_rank` (host times of the same host compare;
 // across hosts, the clock rank's own host clock is what its GPU's clock map uses), the
-// device duration the later of the two sides', the host duration the longer one.
+// device duration the later of the two sides', the host duration the longer one. The
+// other ranks return their own side's times (empty where they took no part).
 OpTiming op_among_ranks(Bootstrap& boot, int src, int dst, int clock_rank, const std::function<SideTiming()>& my_side);
 
 }  // namespace p2pscope::bench

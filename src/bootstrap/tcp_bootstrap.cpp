@@ -133,6 +133,18 @@ class TcpBootstrap final : public Bootstrap {
     return all;
   }
 
+  std::vector<std::string> gather(const std::string& mine) override {
+    const Timed t(*this);
+    if (rank_ != 0) {
+      send(root_, mine);
+      return {};
+    }
+    std::vector<std::string> all(static_cast<std::size_t>(size_));
+    all[0] = mine;
+    for (int r = 1; r < size_; ++r) all[static_cast<std::size_t>(r)] = recv(peer(r));
+    return all;
+  }
+
   std::string broadcast(int root, const std::string& data) override {
     if (root < 0 || root >= size_) throw UsageError(fmt::format("bootstrap: broadcast from rank {} of {}", root, size_));
     const Timed t(*this);

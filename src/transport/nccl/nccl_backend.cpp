@@ -148,7 +148,10 @@ class NcclBackend final : public Backend {
     auto* stamps = static_cast<unsigned long long*>(stamps_.get());
     stamps[0] = stamps[1] = 0;
     auto& x = dev_[static_cast<std::size_t>(src)];
-    if (!x.blk_a.get()) x.blk_a = make_event(src), x.blk_b = make_event(src);
+    if (!x.blk_a.get()) {
+      x.blk_a = make_event(src);
+      x.blk_b = make_event(src);
+    }
     const bool hold = nccl::sample_shape(Pattern::unidirectional).hold(count);
     const int gen = ++generation_;
     OpTiming t;
