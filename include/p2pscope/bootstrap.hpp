@@ -78,7 +78,9 @@ class Bootstrap {
   virtual std::string broadcast(int root, const std::string& data) = 0;
   virtual void barrier() { allgather(std::string()); }
   // False once a peer is known to be gone (for watchdogs around long device waits).
-  virtual bool peers_alive() { return true; }
+  virtual bool peers_alive() { return dead_peer() < 0; }
+  // A rank known to be gone (rank 0 sees each peer; a peer sees only rank 0), or -1.
+  virtual int dead_peer() { return -1; }
   virtual BootstrapCounters counters() const { return {}; }
 };
 

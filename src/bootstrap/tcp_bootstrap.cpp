@@ -159,15 +159,20 @@ class TcpBootstrap final : public Bootstrap {
 
   BootstrapCounters counters() const override { return counters_; }
 
-  bool peers_alive() override {
+  int dead_peer() override {
     std::vector<pollfd> fds;
-    if (rank_ != 0) fds.push_back({root_.fd(), POLLRDHUP, 0});
-    for (auto& s : peers_)
-      if (s.valid()) fds.push_back({s.fd(), POLLRDHUP, 0});
-    if (::poll(fds.data(), fds.size(), 0) <= 0) return true;
-    for (const auto& p : fds)
-      if (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) return false;
-    return true;
+    std::vector<int> ranks;
+    const auto watch = [&](Socket& s, int r) {
+      fds.push_back({s.fd(), POLLRDHUP, 0});
+      ranks.push_back(r);
+    };
+    if (rank_ != 0) watch(root_, 0);
+    for (int r = 1; r < static_cast<int>(peers_.size()); ++r)
+      if (peer(r).valid()) watch(peer(r), r);
+    if (fds.empty() || ::poll(fds.data(), fds.size(), 0) <= 0) return -1;
+    for (std::size_t i = 0; i < fds.size(); ++i)
+      if (fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) return ranks[i];
+    return -1;
   }
 
  private:

@@ -79,7 +79,7 @@ RankComm::~RankComm() {
   dog_cv_.notify_all();
   if (dog_.joinable()) dog_.join();
   // A dead peer may leave kernels waiting on it, which a destroy would wait for too.
-  if (comm_) boot_->peers_alive() ? ncclCommDestroy(comm_) : ncclCommAbort(comm_);
+  if (comm_) boot_->dead_peer() < 0 ? ncclCommDestroy(comm_) : ncclCommAbort(comm_);
 }
 
 std::string RankComm::describe(int r) const {
@@ -167,7 +167,9 @@ void RankComm::watchdog() {
     ncclCommGetAsyncError(comm_, &async);
     std::string why;
     if (async != ncclSuccess && async != ncclInProgress) why = std::string("NCCL reported: ") + ncclGetErrorString(async);
-    else if (!boot_->peers_alive()) why = "a peer rank is gone (its process ended or was killed)";
+    else if (const int dead = boot_->dead_peer(); dead >= 0)
+      why = fmt::format("rank {} on {} is gone (its process ended or was killed)", dead,
+                        peers_.at(static_cast<std::size_t>(dead)).value("host", "?"));
     else if (monotonic_ns() - armed_at_ns_ > static_cast<std::int64_t>(kWaitLimitS * 1e9))
       why = fmt::format("no progress in {:.0f} s", kWaitLimitS);
     if (why.empty()) continue;
