@@ -15,6 +15,8 @@
 #include <climits>
 #include <cstring>
 #include <memory>
+#include <set>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -162,6 +164,16 @@ class NcclRanksBackend final : public Backend {
       const int peer = rank_ == src ? dst : src;
       auto* stamps = static_cast<unsigned long long*>(stamps_.get());
       stamps[0] = stamps[1] = 0;
+      // The first transfer of a size with a peer runs alone, unheld: NCCL connects and
+      // loads its kernels then, which must not happen behind the spin kernel. Both sides
+      // see the first use at the same op.
+      if (warmed_.insert({peer, bytes}).second) {
+        rc_->queue(fmt::format("the first transfer {} -> {}", src, dst), [&] {
+          meet(peer);
+          side(s, peer);
+        });
+        wait("the first transfer");
+      }
       const bool hold = nccl::sample_shape(Pattern::unidirectional).hold(count);
       const int gen = ++generation_;
       SideTiming me;
@@ -322,6 +334,7 @@ class NcclRanksBackend final : public Backend {
   DeviceBuffer send_, recv_, scratch_, heat_, meet_;
   std::vector<int> prepared_;
   std::uint64_t max_bytes_ = 0;
+  std::set<std::pair<int, std::uint64_t>> warmed_;  // (peer, bytes) transferred once already
 };
 
 }  // namespace
