@@ -107,9 +107,10 @@ void CudaBase::run_latency(const BatchSpec& s, BatchResult& r) {
         "GPU LL ping-pong (NCCL's low-latency line): one thread on each GPU writes the {} B message and its flags "
         "with one 16-byte store into the peer's memory, no fence; the peer spins on that line and answers with the "
         "data it got; {} round trips per sample timed by %globaltimer; one-way = rtt/2. Beside it, the fenced "
-        "ping-pong (payload stores, a system fence, then a flag store: what a sender pays that must order data "
-        "before a separate flag): one-way p50 {:.0f} ns, p99 {:.0f} ns{}",
-        msg, rounds, median(fenced), percentile(fenced, 0.99), same ? " (one GPU: no link crossed)" : "");
+        "ping-pong ({} block(s) x {} threads: payload stores, a system fence, then a flag store: what a sender "
+        "pays that must order data before a separate flag): one-way p50 {:.0f} ns, p99 {:.0f} ns{}",
+        msg, rounds, ping.blocks, ping.threads, median(fenced), percentile(fenced, 0.99),
+        same ? " (one GPU: no link crossed)" : "");
     return;
   }
   r.note = fmt::format("GPU ping-pong: a kernel of {} block(s) x {} threads on each GPU writes {} B (16-byte stores) + a "
