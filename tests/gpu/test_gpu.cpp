@@ -288,9 +288,8 @@ TEST(GpuCuda, NvbandwidthShapedSmCopyMovesEveryByte) {
     o.variant = v;
     auto b = make_backend("sm", o);
     const int dst = gpus() >= 2 && b->support(0, 1).ok ? 1 : 0;
-    for (const std::uint64_t n : {5ull, (1ull << 20) + 3, (64ull << 20) + 17}) {
-      b->prepare({0, dst}, n);
+    b->prepare(dst == 0 ? std::vector<int>{0} : std::vector<int>{0, dst}, (64ull << 20) + 17);
+    for (const std::uint64_t n : {5ull, (1ull << 20) + 3, (64ull << 20) + 17})
       expect_batch_ok(*b, 0, dst, n, Pattern::unidirectional);
-    }
   }
 }
