@@ -21,6 +21,7 @@
 #include "nccl_calibration.hpp"
 #include "progress.hpp"
 #include "p2pscope/bootstrap.hpp"
+#include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/monitor.hpp"
@@ -219,7 +220,7 @@ profile::Params params_from_options(const ProfileOptions& o, const ProfileFlags&
 // Under mpirun/srun/torchrun: one process per GPU. Rank 0 runs the campaign and writes
 // everything; the other ranks serve its collective calls (driven_backend.hpp) and
 // return false once it ends. One process: nothing to do, true.
-bool join_ranks(profile::Params& p, ProfileOptions& o, Context& ctx) {
+bool join_ranks(profile::Params& p, ProfileOptions& o, Context& ctx, std::shared_ptr<Bootstrap>& boot_out) {
   if (detect_launch().multi_process()) {  // each rank is already a process
     if (o.processes > 1) throw UsageError("--processes: under a launcher each rank is already a process; drop --processes");
     o.processes = 1;
@@ -234,6 +235,7 @@ bool join_ranks(profile::Params& p, ProfileOptions& o, Context& ctx) {
   });
   if (!launched.boot) return true;
   const std::shared_ptr<Bootstrap> boot = launched.boot;
+  boot_out = boot;
   bench::BackendOptions bo;
   bo.bootstrap = boot;
   bo.rank_device = launched.launch.local_rank;
@@ -243,6 +245,7 @@ bool join_ranks(profile::Params& p, ProfileOptions& o, Context& ctx) {
     bench::serve_backend(*b, *boot);
     return false;
   }
+  p.own_pids = launched.own_pids_here();
   p.make_backend = [bo, boot](const std::string& name) {
     return bench::make_driven_backend(bench::make_backend(name, bo), boot);
   };
@@ -296,6 +299,20 @@ void calibrate_nccl(const ProfileOptions& o, const std::string& dir, const std::
   c.stop = stop;
   std::fprintf(stderr, "profile: NCCL calibration for predict (--nccl-calibration off skips it)\n");
   run_nccl_calibration(dir, c);
+}
+
+// Under a launcher: what the campaign cost on the bootstrap (rank 0 relays every frame),
+// the launcher path's overhead per op in figures.
+void print_launcher_cost(const BootstrapCounters& a, const BootstrapCounters& b, int size, std::int64_t wall_ns) {
+  const double calls = static_cast<double>(b.collectives - a.collectives);
+  const double frames = static_cast<double>(b.frames_sent - a.frames_sent + b.frames_received - a.frames_received);
+  const double in_s = static_cast<double>(b.collective_ns - a.collective_ns) / 1e9;
+  std::fprintf(stderr,
+               "launcher path (rank 0 of %d): %.0f bootstrap collectives, %.0f frames (%.1f per peer), %.0f KB; "
+               "%.2f s of the %.2f s inside them (waits on the other ranks included)\n",
+               size, calls, frames, frames / std::max(1, size - 1),
+               static_cast<double>(b.bytes_sent - a.bytes_sent + b.bytes_received - a.bytes_received) / 1e3, in_s,
+               static_cast<double>(wall_ns) / 1e9);
 }
 
 void run_isolated_campaign(profile::Params p, const ProfileOptions& o, Context& ctx) {
@@ -368,8 +385,12 @@ void add_profile_command(CLI::App& app, Context& ctx) {
     }
     profile::Params p = params_from_options(*o, flags, ctx);
     if (!o->process_share.empty()) die_with_parent();  // a child of --processes K
-    if (!join_ranks(p, *o, ctx)) return;  // a rank other than 0: it served rank 0's campaign
+    std::shared_ptr<Bootstrap> boot;
+    if (!join_ranks(p, *o, ctx, boot)) return;  // a rank other than 0: it served rank 0's campaign
+    const BootstrapCounters before = boot ? boot->counters() : BootstrapCounters{};
+    const std::int64_t t0 = monotonic_ns();
     run_isolated_campaign(std::move(p), *o, ctx);
+    if (boot) print_launcher_cost(before, boot->counters(), boot->size(), monotonic_ns() - t0);
   });
 }
 

@@ -48,6 +48,16 @@ struct LaunchInfo {
 LaunchInfo detect_launch(const EnvLookup& getenv_fn);
 LaunchInfo detect_launch();  // the real environment
 
+// What crossed this rank's bootstrap sockets so far: the launcher path's cost per op
+// (a torchrun campaign ran at 5.5 ops/s when each op took 5 frames per peer and the
+// sockets waited on Nagle + delayed ACK). Rank 0 relays, so it counts every peer's frames.
+struct BootstrapCounters {
+  std::uint64_t collectives = 0;       // allgather + broadcast calls (a barrier is one allgather)
+  std::uint64_t frames_sent = 0, frames_received = 0;
+  std::uint64_t bytes_sent = 0, bytes_received = 0;  // payload, without the 4-byte length
+  std::int64_t collective_ns = 0;      // wall time inside collective calls (waits included)
+};
+
 // The exchange primitives every multi-process component needs. All calls are
 // collective: every rank makes the same calls in the same order.
 class Bootstrap {
@@ -57,11 +67,21 @@ class Bootstrap {
   virtual int size() const = 0;
   // Every rank's `mine`, indexed by rank.
   virtual std::vector<std::string> allgather(const std::string& mine) = 0;
+  // Every rank's `mine` on rank 0, indexed by rank; the other ranks get an empty vector.
+  // Half an allgather's frames: for results only rank 0 reads (a served op's timing).
+  virtual std::vector<std::string> gather(const std::string& mine) {
+    auto all = allgather(mine);
+    if (rank() != 0) all.clear();
+    return all;
+  }
   // `data` of rank `root`, returned on every rank (others' `data` is ignored).
   virtual std::string broadcast(int root, const std::string& data) = 0;
   virtual void barrier() { allgather(std::string()); }
   // False once a peer is known to be gone (for watchdogs around long device waits).
-  virtual bool peers_alive() { return true; }
+  virtual bool peers_alive() { return dead_peer() < 0; }
+  // A rank known to be gone (rank 0 sees each peer; a peer sees only rank 0), or -1.
+  virtual int dead_peer() { return -1; }
+  virtual BootstrapCounters counters() const { return {}; }
 };
 
 // The one-process bootstrap: rank 0 of 1.

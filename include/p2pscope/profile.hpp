@@ -131,6 +131,9 @@ struct Params {
   // Builds each backend by name; empty: bench::make_backend(name). A run of one
   // process per GPU passes a factory of driven nccl backends here.
   std::function<std::unique_ptr<bench::Backend>(const std::string&)> make_backend;
+  // The run's own processes on this host besides this one (a launcher's peer ranks):
+  // NVML lists them among the GPUs' users, and the campaign does not warn about them.
+  std::vector<std::int64_t> own_pids;
 
   std::function<void(const Progress&)> on_progress;  // at most ~10 times a second
   std::function<void(const std::string&)> on_note;   // warnings and notable facts

@@ -48,6 +48,13 @@ class DrivenBackend final : public Backend {
     announce({{"call", "run_blocking"}, {"src", src}, {"dst", dst}, {"bytes", bytes}});
     return inner_->run_blocking(src, dst, bytes);
   }
+  // One announcement for the whole batch (Backend's default would announce each op).
+  OpTiming run_blocking_batch(int src, int dst, std::uint64_t bytes, int count) override {
+    std::lock_guard<std::mutex> lk(m_);
+    announce({{"call", "run_blocking_batch"}, {"src", src}, {"dst", dst}, {"bytes", bytes}, {"count", count}});
+    return inner_->run_blocking_batch(src, dst, bytes, count);
+  }
+  int clock_device(int src, int dst) const override { return inner_->clock_device(src, dst); }
   std::int64_t verify(int src, int dst, std::uint64_t bytes) override {
     std::lock_guard<std::mutex> lk(m_);
     announce({{"call", "verify"}, {"src", src}, {"dst", dst}, {"bytes", bytes}});
@@ -105,6 +112,8 @@ void serve_backend(Backend& b, Bootstrap& boot) {
       b.run_batch(s);
     } else if (call == "run_blocking") {
       b.run_blocking(c["src"], c["dst"], c["bytes"]);
+    } else if (call == "run_blocking_batch") {
+      b.run_blocking_batch(c["src"], c["dst"], c["bytes"], c["count"]);
     } else if (call == "verify") {
       b.verify(c["src"], c["dst"], c["bytes"]);
     } else if (call == "read_device_timer") {

@@ -1,6 +1,8 @@
 // bring_up: the steps every command takes under mpirun, srun or torchrun (bring_up.hpp).
 #include "bootstrap/bring_up.hpp"
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -9,6 +11,13 @@
 #include "p2pscope/units.hpp"
 
 namespace p2pscope {
+namespace {
+std::string this_host() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return host;
+}
+}  // namespace
 
 Launched bring_up(const BringUpOptions& o) {
   Launched l;
@@ -17,8 +26,17 @@ Launched bring_up(const BringUpOptions& o) {
   if (o.admit) o.admit(l.launch);
   l.boot = make_bootstrap(l.launch, o.timeout_s, o.log);
   check_same_arguments(*l.boot, o.argv);
-  l.rank_cpus = gather_rank_cpus(*l.boot, o.warn);
+  l.places = gather_rank_places(*l.boot, o.warn);
+  for (const auto& p : l.places) l.rank_cpus.push_back(p.cpus);
   return l;
+}
+
+std::vector<std::int64_t> Launched::own_pids_here() const {
+  std::vector<std::int64_t> out{static_cast<std::int64_t>(::getpid())};
+  const std::string here = this_host();
+  for (const auto& p : places)
+    if (p.host == here && p.pid != out.front()) out.push_back(p.pid);
+  return out;
 }
 
 std::function<void(const LaunchInfo&)> one_process_only(const std::string& command) {
@@ -49,8 +67,19 @@ void check_same_arguments(Bootstrap& boot, const std::vector<std::string>& argv)
                       shown(all[0]), r, shown(all[r])));
 }
 
-std::vector<std::string> gather_rank_cpus(Bootstrap& boot, const std::function<void(const std::string&)>& log) {
-  auto rank_cpus = boot.allgather(format_cpulist(allowed_cpus()));
+std::vector<RankPlace> gather_rank_places(Bootstrap& boot, const std::function<void(const std::string&)>& log) {
+  const nlohmann::json me = {{"cpus", format_cpulist(allowed_cpus())}, {"pid", static_cast<std::int64_t>(::getpid())},
+                             {"host", this_host()}};
+  std::vector<RankPlace> places;
+  std::vector<std::string> rank_cpus;
+  const auto all = boot.allgather(me.dump());
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    const auto j = nlohmann::json::parse(all[r], nullptr, false);
+    if (!j.is_object())
+      throw Error(fmt::format("rank {} sent a bring-up record that is not JSON: not the same p2pscope on every rank?", r));
+    places.push_back({j.value("cpus", ""), j.value("pid", std::int64_t{0}), j.value("host", "")});
+    rank_cpus.push_back(places.back().cpus);
+  }
   if (boot.rank() == 0 && log)
     for (std::size_t r = 0; r < rank_cpus.size(); ++r)
       if (parse_cpulist(rank_cpus[r]).size() < 2)
@@ -59,7 +88,7 @@ std::vector<std::string> gather_rank_cpus(Bootstrap& boot, const std::function<v
             "proxy and network threads then share it with the thread waiting on the GPU; over NCCL's socket "
             "transport that measured 12x slower. Use mpirun --bind-to none (or numa).",
             r, rank_cpus[r]));
-  return rank_cpus;
+  return places;
 }
 
 }  // namespace p2pscope

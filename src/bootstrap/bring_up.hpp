@@ -4,6 +4,7 @@
 // the command's own refusal, the rendezvous, the same-arguments check and the ranks'
 // CPUs. Three commands used to copy these steps, and one skipped the arguments check:
 // ranks started with different sizes then waited on each other until the watchdog.
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -13,10 +14,21 @@
 
 namespace p2pscope {
 
+// Where one rank runs, as it said at bring-up.
+struct RankPlace {
+  std::string cpus;      // its allowed CPUs (cpulist)
+  std::int64_t pid = 0;  // its process id (in its host's namespace)
+  std::string host;      // its host name
+};
+
 struct Launched {
   LaunchInfo launch;
   std::shared_ptr<Bootstrap> boot;     // null for one process
   std::vector<std::string> rank_cpus;  // under a launcher: each rank's allowed CPUs (cpulist), by rank
+  std::vector<RankPlace> places;       // under a launcher: by rank
+  // The run's own processes on this host (this one included): NVML lists them among a
+  // GPU's users, and they are no strangers (profile's "used by other process" warning).
+  std::vector<std::int64_t> own_pids_here() const;
   bool multi_process() const { return launch.multi_process(); }
   bool reporter() const { return launch.rank == 0; }  // the rank that prints and writes
 };
@@ -34,7 +46,7 @@ struct BringUpOptions {
 };
 
 // One process: {launch, nullptr, {}}. Under a launcher: admit(), then the rendezvous
-// (make_bootstrap), check_same_arguments and gather_rank_cpus, in that order on every
+// (make_bootstrap), check_same_arguments and gather_rank_places, in that order on every
 // rank. Throws UsageError for an inconsistent launcher environment, a refusal or
 // ranks given other arguments, Error when the ranks do not meet.
 Launched bring_up(const BringUpOptions& options);
@@ -47,8 +59,8 @@ std::function<void(const LaunchInfo&)> one_process_only(const std::string& comma
 // across ranks. Throws the same UsageError on every rank otherwise, naming the first
 // rank whose arguments differ from rank 0's.
 void check_same_arguments(Bootstrap& boot, const std::vector<std::string>& argv);
-// Collective: every rank's allowed CPUs, indexed by rank. Rank 0 passes `log` a warning
-// for each rank bound to a single CPU, where NCCL's proxy threads starve.
-std::vector<std::string> gather_rank_cpus(Bootstrap& boot, const std::function<void(const std::string&)>& log);
+// Collective: every rank's allowed CPUs, pid and host, indexed by rank. Rank 0 passes
+// `log` a warning for each rank bound to a single CPU, where NCCL's proxy threads starve.
+std::vector<RankPlace> gather_rank_places(Bootstrap& boot, const std::function<void(const std::string&)>& log);
 
 }  // namespace p2pscope

@@ -329,12 +329,10 @@ void CampaignRun::initialize() {
 void CampaignRun::warn_other_gpu_users() {
   if (nvml_)
     for (const auto& [dev, idx] : to_nvml_) {
-      std::vector<unsigned> others;
-      for (unsigned pid : nvml_->compute_processes(idx))
-        if (pid != static_cast<unsigned>(getpid())) others.push_back(pid);
-      if (!others.empty())
-        res_.warnings.push_back(fmt::format("GPU {} is used by {} other process(es) (pid {}): results may be disturbed",
-                                            dev, others.size(), others.front()));
+      std::vector<std::int64_t> own = p_.own_pids;
+      own.push_back(static_cast<std::int64_t>(getpid()));
+      if (std::string w = other_gpu_users_warning(dev, nvml_->compute_processes(idx), own); !w.empty())
+        res_.warnings.push_back(std::move(w));
     }
   for (const auto& w : res_.warnings) note("warning: " + w);
 }

@@ -271,4 +271,15 @@ nlohmann::json to_json(const SizeSummary& s) {
           {"median_ns", s.median_ns}, {"bytes_per_s", s.bytes_per_s}, {"worst_cv", s.worst_cv}, {"pairs", s.pairs}};
 }
 
+std::string other_gpu_users_warning(int device, const std::vector<unsigned>& users, const std::vector<std::int64_t>& own) {
+  std::vector<unsigned> others;
+  for (unsigned pid : users)
+    if (std::find(own.begin(), own.end(), static_cast<std::int64_t>(pid)) == own.end()) others.push_back(pid);
+  if (others.empty()) return "";
+  std::string pids;
+  for (std::size_t i = 0; i < others.size() && i < 4; ++i) pids += (i ? ", " : "") + std::to_string(others[i]);
+  if (others.size() > 4) pids += ", ...";
+  return fmt::format("GPU {} is used by {} other process(es) (pid {}): results may be disturbed", device, others.size(), pids);
+}
+
 }  // namespace p2pscope::profile

@@ -66,6 +66,11 @@ NvmlMapping map_devices_to_nvml(const nvml::Nvml& nvml, const std::vector<int>& 
 // Per-GPU facts for metadata.json: name, uuid, pci, clocks, temperature, power, throttle.
 nlohmann::json gpu_facts(const nvml::Nvml& nvml, const std::map<int, int>& to_nvml);
 
+// The warning for a GPU that NVML says `users` run on, leaving out the run's own
+// processes (`own`: this one and, under a launcher, its peer ranks on this host): ""
+// when no stranger is left.
+std::string other_gpu_users_warning(int device, const std::vector<unsigned>& users, const std::vector<std::int64_t>& own);
+
 std::vector<SizeSummary> summarize(const Plan& plan, const std::vector<LogRow>& rows);
 nlohmann::json to_json(const SizeSummary& s);
 

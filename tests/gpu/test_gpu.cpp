@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "bench/nccl_collective.hpp"
 #include "bench/sweep.hpp"
@@ -255,4 +256,40 @@ TEST(GpuCli, BenchGpuJsonOnTheGpu) {
                           " --sizes 1M --iters 3 --format json >/dev/null";
   const int st = std::system(cmd.c_str());
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << cmd;
+}
+
+// The LL ping-pong (issue 30): 8 B one-way over the link below the fenced ping-pong it
+// replaced as the result, which the note keeps beside it (docs/gpu-latency.md).
+TEST(GpuCuda, LlPingPongIsTheSmallMessageResultAndTheFencedOneStaysInTheNote) {
+  NEED_GPUS(2);
+  auto b = make_backend("ce");
+  if (!b->support(0, 1).ok) GTEST_SKIP() << "GPUs 0 and 1: " << b->support(0, 1).reason;
+  b->prepare({0, 1}, 4096);
+  const auto r = b->run_batch({0, 1, 8, Pattern::latency, 2, 10});
+  ASSERT_TRUE(r.support.ok) << r.support.reason;
+  ASSERT_EQ(r.elapsed_ns.size(), 10u);
+  EXPECT_NE(r.note.find("LL ping-pong"), std::string::npos) << r.note;
+  const auto at = r.note.find("one-way p50 ");
+  ASSERT_NE(at, std::string::npos) << r.note;
+  const double fenced = std::stod(r.note.substr(at + 12));
+  std::vector<double> ll = r.elapsed_ns;
+  std::sort(ll.begin(), ll.end());
+  EXPECT_GT(ll[ll.size() / 2], 100) << "a link crossing in under 100 ns";
+  EXPECT_LT(ll[ll.size() / 2], fenced) << r.note;
+  EXPECT_EQ(b->verify(0, 1, 8), -1);  // the fenced ping-pong's payload
+}
+
+// nvbandwidth's kernel shape (sm --variant pull@nvb / push@nvb): every byte arrives, odd
+// tails and sizes under one vector per thread included, on one GPU and across two.
+TEST(GpuCuda, NvbandwidthShapedSmCopyMovesEveryByte) {
+  NEED_GPUS(1);
+  for (const std::string v : {"pull@nvb", "push@nvb"}) {
+    BackendOptions o;
+    o.variant = v;
+    auto b = make_backend("sm", o);
+    const int dst = gpus() >= 2 && b->support(0, 1).ok ? 1 : 0;
+    b->prepare(dst == 0 ? std::vector<int>{0} : std::vector<int>{0, dst}, (64ull << 20) + 17);
+    for (const std::uint64_t n : {5ull, (1ull << 20) + 3, (64ull << 20) + 17})
+      expect_batch_ok(*b, 0, dst, n, Pattern::unidirectional);
+  }
 }

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -34,15 +35,16 @@ struct Rank {
   std::string log;
 };
 
-// Starts rank `r` of 2 with the launcher's variables; output into a file.
-Rank start_rank(int r, int port, const std::string& args, const std::string& tag) {
+// Starts rank `r` of `size` (2 unless said) with the launcher's variables, each on its own
+// GPU (all on GPU 0, as different "hosts", on a one-GPU machine); output into a file.
+Rank start_rank(int r, int port, const std::string& args, const std::string& tag, int size = 2) {
   Rank k;
   k.log = (std::filesystem::temp_directory_path() / ("p2pscope-ranks-" + tag + "-" + std::to_string(getpid()) + "-" + std::to_string(r) + ".log")).string();
   const bool one_gpu = gpu::runtime_info().device_count < 2;
   k.pid = fork();
   if (k.pid == 0) {
     setenv("RANK", std::to_string(r).c_str(), 1);
-    setenv("WORLD_SIZE", "2", 1);
+    setenv("WORLD_SIZE", std::to_string(size).c_str(), 1);
     setenv("LOCAL_RANK", "0", 1);
     setenv("CUDA_VISIBLE_DEVICES", one_gpu ? "0" : std::to_string(r).c_str(), 1);
     setenv("P2PSCOPE_RENDEZVOUS", ("127.0.0.1:" + std::to_string(port)).c_str(), 1);
@@ -139,6 +141,35 @@ TEST(NcclRanks, AKilledRankStopsTheOtherWithAnErrorWithinSeconds) {
   EXPECT_NE(out0.find("# stopped at "), std::string::npos) << "the sizes measured before are kept:\n" << out0;
   std::filesystem::remove(r0.log);
   std::filesystem::remove(r1.log);
+}
+
+// Every GPU of the machine a rank (4 on nvidia-h100-x4): the campaign's batches among
+// ranks (one allgather per batch, the sides meeting on the GPUs), every directed pair
+// logged, and no "used by other process" warning about the run's own ranks.
+TEST(NcclRanks, ProfileCampaignOnEveryGpuLogsEveryPairAndNamesNoOwnRank) {
+  NEED_A_GPU_AND_THE_BINARY();
+  const int n = std::min(gpu::runtime_info().device_count, 8);
+  if (n < 2) GTEST_SKIP() << "needs 2 GPUs, this machine has " << n;
+  const auto dir = std::filesystem::temp_directory_path() / ("p2pscope-ranks-all-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  const std::string args = "profile --sizes 8,64K,16M --reps 2 --warmup 2 --drift 0 --thermal-warmup off --out " + dir.string();
+  const int port = test_port();
+  std::vector<Rank> ranks;
+  for (int r = n - 1; r >= 0; --r) ranks.push_back(start_rank(r, port, args, "all", n));
+  const int c0 = wait_rank(ranks.back(), 240);
+  std::string out0 = slurp(ranks.back().log);
+  EXPECT_EQ(c0, 0) << out0;
+  for (std::size_t i = 0; i + 1 < ranks.size(); ++i) EXPECT_EQ(wait_rank(ranks[i], 30), 0) << slurp(ranks[i].log);
+  std::ifstream log(dir / "execution_log.csv");
+  ASSERT_TRUE(log) << out0;
+  std::size_t rows = 0;
+  for (std::string line; std::getline(log, line);)
+    if (!line.empty() && line[0] != '#' && line.rfind("config_id", 0) != 0) ++rows;
+  EXPECT_EQ(rows, static_cast<std::size_t>(n * (n - 1) * 3 * 2)) << "directed pairs x 3 sizes x 2 repetitions";
+  EXPECT_EQ(out0.find("other process"), std::string::npos) << "the run's own ranks are no strangers:\n" << out0;
+  EXPECT_NE(out0.find("launcher path (rank 0 of"), std::string::npos) << out0;
+  std::filesystem::remove_all(dir);
+  for (const auto& k : ranks) std::filesystem::remove(k.log);
 }
 
 TEST(NcclRanks, ProfileCampaignAsTwoRanksWritesOneLogOnRankZero) {

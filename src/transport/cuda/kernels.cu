@@ -57,6 +57,32 @@ __global__ void __launch_bounds__(512) copy_kernel(uint4* __restrict__ dst, cons
   if (blockIdx.x == 0 && threadIdx.x < tail) dst_tail[threadIdx.x] = src_tail[threadIdx.x];
 }
 
+// nvbandwidth's read_sm / write_sm shape (its stridingMemcpyKernel), for a same-run
+// reference: one block of 512 threads per SM; thread t owns vectors t, t + T, t + 2T...
+// (T threads in all) and keeps 12 16-byte loads in flight before their 12 stores.
+// The vectors past the last whole round of T, and the byte tail, go grid-strided.
+__global__ void __launch_bounds__(512) copy_kernel_deep(uint4* __restrict__ dst, const uint4* __restrict__ src,
+                                                        std::uint64_t vecs, unsigned char* dst_tail,
+                                                        const unsigned char* src_tail, int tail) {
+  constexpr int kDepth = 12;
+  const std::uint64_t T = (std::uint64_t)gridDim.x * blockDim.x;
+  const std::uint64_t t = blockIdx.x * (std::uint64_t)blockDim.x + threadIdx.x;
+  const std::uint64_t per_thread = vecs / T, deep = per_thread / kDepth * kDepth;
+  const uint4* s = src + t;
+  uint4* d = dst + t;
+  for (std::uint64_t j = 0; j < deep; j += kDepth) {
+    uint4 v[kDepth];
+#pragma unroll
+    for (int k = 0; k < kDepth; ++k) v[k] = s[k * T];
+#pragma unroll
+    for (int k = 0; k < kDepth; ++k) d[k * T] = v[k];
+    s += kDepth * T;
+    d += kDepth * T;
+  }
+  for (std::uint64_t i = deep * T + t; i < vecs; i += T) dst[i] = src[i];
+  if (blockIdx.x == 0 && threadIdx.x < tail) dst_tail[threadIdx.x] = src_tail[threadIdx.x];
+}
+
 __global__ void timer_kernel(unsigned long long* out) { *out = globaltimer(); }
 
 // Answers host pokes for the clock sync: for k = 1..count, waits until the host's
@@ -179,6 +205,54 @@ __global__ void pong_kernel(volatile unsigned long long* my_flag, volatile unsig
   }
 }
 
+// The LL ping-pong (NCCL's low-latency protocol's line): 16 bytes = data1, flag1,
+// data2, flag2, written into the peer's memory with one 16-byte store; the reader takes
+// the line once both flags hold the value it waits for. Each 8-byte half (data, flag)
+// arrives whole, so the flag vouches for its data and no fence is needed: one store
+// crosses the link per message, where the fenced ping-pong above waits for its payload's
+// acknowledgement before raising the flag. 8 bytes of payload per line.
+__device__ __forceinline__ void ll_store(uint4* line, unsigned d1, unsigned d2, unsigned flag) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(line), "r"(d1), "r"(flag), "r"(d2), "r"(flag)
+               : "memory");
+}
+// False when the line did not arrive before `deadline`.
+__device__ __forceinline__ bool ll_wait(const uint4* line, unsigned flag, unsigned long long deadline, unsigned& d1,
+                                        unsigned& d2) {
+  for (unsigned spins = 0;; ++spins) {
+    unsigned f1, f2;
+    asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(d1), "=r"(f1), "=r"(d2), "=r"(f2) : "l"(line) : "memory");
+    if (f1 == flag && f2 == flag) return true;
+    if ((spins & 1023) == 1023 && globaltimer() > deadline) return false;
+  }
+}
+
+__global__ void ll_ping_kernel(const uint4* my_line, uint4* peer_line, const unsigned* payload, int samples, int rounds,
+                               unsigned long long* out_ns, unsigned long long timeout_ns) {
+  const unsigned long long deadline = globaltimer() + timeout_ns;
+  unsigned d1 = payload[0], d2 = payload[1], k = 0;
+  for (int s = 0; s < samples; ++s) {
+    const unsigned long long t0 = globaltimer();
+    for (int r = 0; r < rounds; ++r) {
+      ll_store(peer_line, d1, d2, ++k);
+      if (!ll_wait(my_line, k, deadline, d1, d2)) {
+        out_ns[s] = ~0ull;
+        return;
+      }
+    }
+    out_ns[s] = globaltimer() - t0;
+  }
+}
+
+// Answers each line with the data it got (a real dependency: what goes back is what came).
+__global__ void ll_pong_kernel(const uint4* my_line, uint4* peer_line, long long total, unsigned long long timeout_ns) {
+  const unsigned long long deadline = globaltimer() + timeout_ns;
+  unsigned d1 = 0, d2 = 0;
+  for (long long k = 1; k <= total; ++k) {
+    if (!ll_wait(my_line, static_cast<unsigned>(k), deadline, d1, d2)) return;
+    ll_store(peer_line, d1, d2, static_cast<unsigned>(k));
+  }
+}
+
 constexpr unsigned long long kPingTimeoutNs = 30ull * 1000000000ull;
 
 int grid_for(std::uint64_t work, int threads) {
@@ -192,9 +266,11 @@ void after_launch(const char* what, int dev) { check(cudaGetLastError(), what, d
 void preload_kernels(int dev) {
   const void* kernels[] = {reinterpret_cast<const void*>(fill_kernel), reinterpret_cast<const void*>(verify_kernel),
                            reinterpret_cast<const void*>(spin_kernel), reinterpret_cast<const void*>(copy_kernel),
+                           reinterpret_cast<const void*>(copy_kernel_deep),
                            reinterpret_cast<const void*>(timer_kernel), reinterpret_cast<const void*>(fma_kernel),
                            reinterpret_cast<const void*>(ping_kernel), reinterpret_cast<const void*>(pong_kernel),
-                           reinterpret_cast<const void*>(timer_responder_kernel)};
+                           reinterpret_cast<const void*>(timer_responder_kernel),
+                           reinterpret_cast<const void*>(ll_ping_kernel), reinterpret_cast<const void*>(ll_pong_kernel)};
   for (const void* k : kernels) {
     cudaFuncAttributes a{};
     check(cudaFuncGetAttributes(&a, k), "cudaFuncGetAttributes (kernel preload)", dev);
@@ -234,6 +310,14 @@ void launch_copy(void* dst, const void* src, std::uint64_t bytes, int blocks, in
                                          static_cast<const unsigned char*>(src) + vecs * 16, tail);
   after_launch("copy kernel launch", dev);
 }
+void launch_copy_deep(void* dst, const void* src, std::uint64_t bytes, int sms, cudaStream_t s, int dev) {
+  const std::uint64_t vecs = bytes / 16;
+  const int tail = static_cast<int>(bytes % 16);
+  copy_kernel_deep<<<sms < 1 ? 1 : sms, 512, 0, s>>>(static_cast<uint4*>(dst), static_cast<const uint4*>(src), vecs,
+                                                     static_cast<unsigned char*>(dst) + vecs * 16,
+                                                     static_cast<const unsigned char*>(src) + vecs * 16, tail);
+  after_launch("copy kernel launch", dev);
+}
 void launch_globaltimer(unsigned long long* out, cudaStream_t s, int dev) {
   timer_kernel<<<1, 1, 0, s>>>(out);
   after_launch("globaltimer kernel launch", dev);
@@ -270,6 +354,18 @@ void launch_pong(volatile unsigned long long* mf, volatile unsigned long long* p
   pong_kernel<<<shape.blocks, shape.threads, 0, s>>>(mf, pf, pm, mm, msg, total, shape.arrivals, shape.system_scope,
                                                      kPingTimeoutNs);
   after_launch("pong kernel launch", dev);
+}
+
+void launch_ll_ping(const void* my_line, void* peer_line, const void* payload, int samples, int rounds,
+                    unsigned long long* out_ns, cudaStream_t s, int dev) {
+  ll_ping_kernel<<<1, 1, 0, s>>>(static_cast<const uint4*>(my_line), static_cast<uint4*>(peer_line),
+                                 static_cast<const unsigned*>(payload), samples, rounds, out_ns, kPingTimeoutNs);
+  after_launch("LL ping kernel launch", dev);
+}
+void launch_ll_pong(const void* my_line, void* peer_line, long long total_rounds, cudaStream_t s, int dev) {
+  ll_pong_kernel<<<1, 1, 0, s>>>(static_cast<const uint4*>(my_line), static_cast<uint4*>(peer_line), total_rounds,
+                                 kPingTimeoutNs);
+  after_launch("LL pong kernel launch", dev);
 }
 
 }  // namespace p2pscope::bench::cuda

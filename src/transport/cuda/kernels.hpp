@@ -24,6 +24,9 @@ long long first_bad_offset(const void* buf, std::uint64_t bytes, int pattern_dev
 void launch_spin_until(const volatile int* flag, int value, cudaStream_t s, int dev);
 // 16-byte vector copy over `blocks` x `threads`; used for push and pull.
 void launch_copy(void* dst, const void* src, std::uint64_t bytes, int blocks, int threads, cudaStream_t s, int dev);
+// nvbandwidth's SM copy shape (read_sm when issued by the destination): `sms` blocks of
+// 512 threads, each thread 12 strided 16-byte loads in flight before its stores.
+void launch_copy_deep(void* dst, const void* src, std::uint64_t bytes, int sms, cudaStream_t s, int dev);
 // Writes %globaltimer to *out (host-mapped or device memory).
 void launch_globaltimer(unsigned long long* out, cudaStream_t s, int dev);
 // Runs FMA loops for about `iters` x 4096 FMAs per thread on every SM.
@@ -54,5 +57,13 @@ void launch_ping(volatile unsigned long long* my_flag, volatile unsigned long lo
                  const PingShape& shape, cudaStream_t s, int dev);
 void launch_pong(volatile unsigned long long* my_flag, volatile unsigned long long* peer_flag, unsigned char* peer_msg,
                  const unsigned char* my_msg, int msg, long long total_rounds, const PingShape& shape, cudaStream_t s, int dev);
+
+// The LL ping-pong (kernels.cu): 8 bytes of payload and their flags in one 16-byte line
+// (16-byte aligned, zeroed before the launch), written into the peer's line with one
+// store, no fence. One thread each. The ping takes `payload` (8 bytes on its GPU) and
+// times `samples` x `rounds` round trips into out_ns; the pong echoes `total_rounds`.
+void launch_ll_ping(const void* my_line, void* peer_line, const void* payload, int samples, int rounds,
+                    unsigned long long* out_ns, cudaStream_t s, int dev);
+void launch_ll_pong(const void* my_line, void* peer_line, long long total_rounds, cudaStream_t s, int dev);
 
 }  // namespace p2pscope::bench::cuda

@@ -6,12 +6,16 @@
 #include <fmt/format.h>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/stats.hpp"
 #include "transport/cuda/cuda_base.hpp"
 #include "transport/cuda/kernels.hpp"
 
 namespace p2pscope::bench::cuda {
 namespace {
-constexpr int kMaxLatencySamples = static_cast<int>(kScratchBytes / 8) - 16;
+// Scratch: [0] verify's slot, words 8.. flags, 16.. samples; the last 32 bytes: the LL lines.
+constexpr int kMaxLatencySamples = static_cast<int>(kScratchBytes / 8) - 24;
+constexpr std::size_t kLlLinesOffset = kScratchBytes - 32;  // [0]: the ping's line, [1]: the pong's
+constexpr int kLlPayloadBytes = 8;                           // one line carries 8 bytes
 }
 
 void CudaBase::run_latency(const BatchSpec& s, BatchResult& r) {
@@ -77,6 +81,38 @@ void CudaBase::run_latency(const BatchSpec& s, BatchResult& r) {
   }
   for (std::size_t i = static_cast<std::size_t>(s.warmup); i < ns.size(); ++i)
     r.elapsed_ns.push_back(static_cast<double>(ns[i]) / rounds / 2.0);
+  if (msg <= kLlPayloadBytes && !stopped()) {
+    // The LL ping-pong is the result; the fenced one is kept beside it in the note.
+    const std::vector<double> fenced = std::move(r.elapsed_ns);
+    r.elapsed_ns.clear();
+    auto* la = static_cast<unsigned char*>(a.scratch.get()) + kLlLinesOffset;
+    auto* lb = same ? la : static_cast<unsigned char*>(b.scratch.get()) + kLlLinesOffset;
+    unsigned char* ping_line = la;       // the ping waits here, the pong writes here
+    unsigned char* pong_line = lb + 16;  // and the other way round
+    { DeviceGuard g(s.src); P2P_CUDA(cudaMemsetAsync(la, 0, 32, a.s0.get()), s.src); P2P_CUDA(cudaStreamSynchronize(a.s0.get()), s.src); }
+    { DeviceGuard g(s.dst); P2P_CUDA(cudaMemsetAsync(lb, 0, 32, pong_stream), s.dst); P2P_CUDA(cudaStreamSynchronize(pong_stream), s.dst); }
+    { DeviceGuard g(s.dst); launch_ll_pong(pong_line, ping_line, static_cast<long long>(samples) * rounds, pong_stream, s.dst); }
+    { DeviceGuard g(s.src); launch_ll_ping(ping_line, pong_line, a.send.get(), samples, rounds, out, a.s0.get(), s.src); }
+    std::vector<unsigned long long> ll(static_cast<std::size_t>(samples));
+    { DeviceGuard g(s.src);
+      P2P_CUDA(cudaStreamSynchronize(a.s0.get()), s.src);
+      P2P_CUDA(cudaMemcpy(ll.data(), out, ll.size() * sizeof(ll[0]), cudaMemcpyDeviceToHost), s.src); }
+    { DeviceGuard g(s.dst); P2P_CUDA(cudaStreamSynchronize(pong_stream), s.dst); }
+    for (auto v : ll)
+      if (v == ~0ull)
+        throw Error(fmt::format("GPU LL ping-pong {} <-> {} timed out: the peer's line never arrived", s.src, s.dst));
+    for (std::size_t i = static_cast<std::size_t>(s.warmup); i < ll.size(); ++i)
+      r.elapsed_ns.push_back(static_cast<double>(ll[i]) / rounds / 2.0);
+    r.note = fmt::format(
+        "GPU LL ping-pong (NCCL's low-latency line): one thread on each GPU writes the {} B message and its flags "
+        "with one 16-byte store into the peer's memory, no fence; the peer spins on that line and answers with the "
+        "data it got; {} round trips per sample timed by %globaltimer; one-way = rtt/2. Beside it, the fenced "
+        "ping-pong ({} block(s) x {} threads: payload stores, a system fence, then a flag store: what a sender "
+        "pays that must order data before a separate flag): one-way p50 {:.0f} ns, p99 {:.0f} ns{}",
+        msg, rounds, ping.blocks, ping.threads, median(fenced), percentile(fenced, 0.99),
+        same ? " (one GPU: no link crossed)" : "");
+    return;
+  }
   r.note = fmt::format("GPU ping-pong: a kernel of {} block(s) x {} threads on each GPU writes {} B (16-byte stores) + a "
                        "flag into the peer and spins on its own flag; {} round trips per sample timed by %globaltimer; "
                        "one-way = rtt/2{}", ping.blocks, ping.threads, msg, rounds,

@@ -5,6 +5,8 @@
 // holds both streams until every iteration is queued (the blocking start).
 #include <algorithm>
 #include <memory>
+#include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -50,6 +52,7 @@ class NcclBackend final : public Backend {
       if (const std::string why = nccl::memory_shortfall(d, max_bytes); !why.empty()) throw UsageError(why);
     }
     comms_ = std::make_unique<nccl::Comms>(devices);
+    warmed_.clear();  // new communicators: connect and load again
     dev_.clear();
     dev_.resize(static_cast<std::size_t>(gpus_));
     for (int d : devices) {
@@ -137,6 +140,60 @@ class NcclBackend final : public Backend {
     return t;
   }
 
+  // `count` transfers back to back behind a blocking start on both streams, as the
+  // ranks backend times a batch (nccl_ranks_backend.cpp), so that one process and one
+  // process per GPU measure the same thing for the same plan. Stamps: the source's timer.
+  OpTiming run_blocking_batch(int src, int dst, std::uint64_t bytes, int count) override {
+    check_prepared(src, dst, bytes);
+    if (src == dst) throw UsageError("nccl: source and destination are the same GPU");
+    if (count < 1) throw UsageError("a batch needs at least one transfer");
+    if (!stamps_.get()) stamps_ = pinned_alloc(64);
+    auto* stamps = static_cast<unsigned long long*>(stamps_.get());
+    stamps[0] = stamps[1] = 0;
+    auto& x = dev_[static_cast<std::size_t>(src)];
+    if (!x.blk_a.get()) {
+      x.blk_a = make_event(src);
+      x.blk_b = make_event(src);
+    }
+    // The first transfer of a size on a pair runs alone, unheld (NCCL connects and loads
+    // its kernels then, which must not happen behind the spin kernel).
+    if (warmed_.insert({src, dst, bytes}).second) {
+      exchange(src, dst, bytes, false);
+      join(src, dst);
+      sync(src);
+      sync(dst);
+    }
+    const bool hold = nccl::sample_shape(Pattern::unidirectional).hold(count);
+    const int gen = ++generation_;
+    OpTiming t;
+    t.host_start_ns = monotonic_ns();
+    if (hold)
+      for (int d : {src, dst}) {
+        DeviceGuard g(d);
+        launch_spin_until(release_, gen, stream(d), d);
+      }
+    {
+      DeviceGuard g(src);
+      launch_globaltimer(stamps, stream(src), src);
+      P2P_CUDA(cudaEventRecord(x.blk_a.get(), stream(src)), src);
+    }
+    for (int i = 0; i < count; ++i) exchange(src, dst, bytes, false);
+    join(src, dst);
+    {
+      DeviceGuard g(src);
+      P2P_CUDA(cudaEventRecord(x.blk_b.get(), stream(src)), src);
+      launch_globaltimer(stamps + 1, stream(src), src);
+    }
+    *release_ = gen;
+    sync(src);
+    sync(dst);
+    t.host_end_ns = monotonic_ns();
+    t.device_duration_ns = elapsed_ms(x.blk_a, x.blk_b) * 1e6;
+    t.device_start_ns = static_cast<std::int64_t>(stamps[0]);
+    t.device_end_ns = static_cast<std::int64_t>(stamps[1]);
+    return t;
+  }
+
   std::int64_t verify(int src, int dst, std::uint64_t bytes) override {
     check_prepared(src, dst, bytes);
     auto& x = dev_[static_cast<std::size_t>(dst)];
@@ -148,7 +205,7 @@ class NcclBackend final : public Backend {
   struct Dev {
     DeviceBuffer send, recv, scratch;
     Stream s;
-    Event done;
+    Event done, blk_a, blk_b;
   };
   cudaStream_t stream(int d) const { return dev_[static_cast<std::size_t>(d)].s.get(); }
   void sync(int d) const {
@@ -189,11 +246,12 @@ class NcclBackend final : public Backend {
   BackendOptions opts_;
   int gpus_ = 0;
   int generation_ = 0;
-  PinnedBuffer flag_;
+  PinnedBuffer flag_, stamps_;
   volatile int* release_ = nullptr;
   std::vector<Dev> dev_;  // declared before comms_: communicators go first
   std::unique_ptr<nccl::Comms> comms_;
   std::uint64_t max_bytes_ = 0;
+  std::set<std::tuple<int, int, std::uint64_t>> warmed_;  // (src, dst, bytes) transferred once already
 };
 
 }  // namespace

@@ -15,6 +15,8 @@
 #include <climits>
 #include <cstring>
 #include <memory>
+#include <set>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -28,6 +30,7 @@
 #include "transport/nccl/nccl_util.hpp"
 #include "transport/nccl/rank_comm.hpp"
 #include "bench/pair_support.hpp"
+#include "bench/rank_op.hpp"
 
 namespace p2pscope::bench {
 namespace {
@@ -47,6 +50,7 @@ class NcclRanksBackend final : public Backend {
         rank_(rc_->rank()), size_(rc_->size()), gpu_(rc_->gpu()) {
     flag_ = pinned_alloc(64, gpu_);
     clock_ = pinned_alloc(kClockWords * 8, gpu_);
+    stamps_ = pinned_alloc(64, gpu_);
     release_ = static_cast<volatile int*>(flag_.get());
     *release_ = 0;
   }
@@ -78,6 +82,9 @@ class NcclRanksBackend final : public Backend {
     send_ = device_alloc(gpu_, max_bytes);
     recv_ = device_alloc(gpu_, max_bytes);
     scratch_ = device_alloc(gpu_, 64);
+    meet_ = device_alloc(gpu_, 64);
+    blk_a_ = make_event(gpu_);
+    blk_b_ = make_event(gpu_);
     launch_fill(send_.get(), max_bytes, rank_, stream(), gpu_);  // the pattern of device number = rank
     P2P_CUDA(cudaMemsetAsync(recv_.get(), 0xA5, max_bytes, stream()), gpu_);
     wait("filling the buffers");
@@ -139,37 +146,55 @@ class NcclRanksBackend final : public Backend {
     return r;
   }
 
-  OpTiming run_blocking(int src, int dst, std::uint64_t bytes) override {
+  OpTiming run_blocking(int src, int dst, std::uint64_t bytes) override { return run_blocking_batch(src, dst, bytes, 1); }
+
+  // Collective. The two sides meet on the GPUs (meet()), not over the bootstrap: one
+  // allgather per batch is all the control traffic (rank_op.hpp). Each side queues
+  // behind a spin kernel: a timer read, `count` transfers between two events, a timer
+  // read; the device duration is the later side's, the stamps the source's timer.
+  OpTiming run_blocking_batch(int src, int dst, std::uint64_t bytes, int count) override {
     check_prepared(src, dst, bytes);
     if (src == dst) throw UsageError("nccl: source and destination are the same rank");
+    if (count < 1) throw UsageError("a batch needs at least one transfer");
     BatchSpec s;
     s.src = src;
     s.dst = dst;
     s.bytes = bytes;
-    rc_->boot().barrier();
-    OpTiming t;
-    nlohmann::json mine = {{"host_ns", 0}, {"dev_ns", 0.0}};
-    t.host_start_ns = monotonic_ns();
-    if (rank_ == src || rank_ == dst) {
-      Event a = make_event(gpu_), b = make_event(gpu_);
-      P2P_CUDA(cudaEventRecord(a.get(), stream()), gpu_);
-      side(s, rank_ == src ? dst : src);
-      P2P_CUDA(cudaEventRecord(b.get(), stream()), gpu_);
+    return op_among_ranks(rc_->boot(), src, dst, clock_device(src, dst), [&] {
+      const int peer = rank_ == src ? dst : src;
+      auto* stamps = static_cast<unsigned long long*>(stamps_.get());
+      stamps[0] = stamps[1] = 0;
+      // The first transfer of a size with a peer runs alone, unheld: NCCL connects and
+      // loads its kernels then, which must not happen behind the spin kernel. Both sides
+      // see the first use at the same op.
+      if (warmed_.insert({peer, bytes}).second) {
+        rc_->queue(fmt::format("the first transfer {} -> {}", src, dst), [&] {
+          meet(peer);
+          side(s, peer);
+        });
+        wait("the first transfer");
+      }
+      const bool hold = nccl::sample_shape(Pattern::unidirectional).hold(count);
+      const int gen = ++generation_;
+      SideTiming me;
+      me.host_start_ns = monotonic_ns();
+      rc_->queue(fmt::format("a batch of {} {} -> {}", count, src, dst), [&] {
+        if (hold) launch_spin_until(release_, gen, stream(), gpu_);
+        meet(peer);
+        launch_globaltimer(stamps, stream(), gpu_);
+        P2P_CUDA(cudaEventRecord(blk_a_.get(), stream()), gpu_);
+        for (int i = 0; i < count; ++i) side(s, peer);
+        P2P_CUDA(cudaEventRecord(blk_b_.get(), stream()), gpu_);
+        launch_globaltimer(stamps + 1, stream(), gpu_);
+      });
+      *release_ = gen;
       wait("a blocking transfer");
-      mine = {{"host_ns", monotonic_ns() - t.host_start_ns}, {"dev_ns", elapsed_ms(a, b) * 1e6}};
-    }
-    // Host clocks of different hosts do not compare: durations do.
-    const auto all = rc_->boot().allgather(mine.dump());
-    std::int64_t host_ns = 0;
-    double dev_ns = 0;
-    for (int r : {src, dst}) {
-      const auto j = nlohmann::json::parse(all[static_cast<std::size_t>(r)]);
-      host_ns = std::max(host_ns, j.value("host_ns", std::int64_t{0}));
-      dev_ns = std::max(dev_ns, j.value("dev_ns", 0.0));
-    }
-    t.host_end_ns = t.host_start_ns + host_ns;
-    t.device_duration_ns = dev_ns;
-    return t;
+      me.host_end_ns = monotonic_ns();
+      me.device_ns = elapsed_ms(blk_a_, blk_b_) * 1e6;
+      me.device_start_ns = static_cast<std::int64_t>(stamps[0]);
+      me.device_end_ns = static_cast<std::int64_t>(stamps[1]);
+      return me;
+    });
   }
 
   // Collective: the device's own rank reads its GPU timer and tells everyone. The
@@ -271,6 +296,16 @@ class NcclRanksBackend final : public Backend {
     }
   }
 
+  // 8 bytes each way in one group: it ends on each side only once the other side has
+  // started, so the timed part starts on both GPUs within a one-way latency.
+  void meet(int peer) {
+    auto* m = static_cast<char*>(meet_.get());
+    P2P_NCCL(ncclGroupStart(), gpu_);
+    P2P_NCCL(ncclSend(m, 8, ncclInt8, peer, comm(), stream()), gpu_);
+    P2P_NCCL(ncclRecv(m + 32, 8, ncclInt8, peer, comm(), stream()), gpu_);
+    P2P_NCCL(ncclGroupEnd(), gpu_);
+  }
+
   void wait(const std::string& what) { rc_->wait(what); }
   ncclComm_t comm() const { return rc_->comm(); }
   cudaStream_t stream() const { return rc_->stream(); }
@@ -293,11 +328,13 @@ class NcclRanksBackend final : public Backend {
   std::unique_ptr<nccl::RankComm> rc_;
   int rank_, size_, gpu_;
   int generation_ = 0;
-  PinnedBuffer flag_, clock_;
+  PinnedBuffer flag_, clock_, stamps_;
+  Event blk_a_, blk_b_;
   volatile int* release_ = nullptr;
-  DeviceBuffer send_, recv_, scratch_, heat_;
+  DeviceBuffer send_, recv_, scratch_, heat_, meet_;
   std::vector<int> prepared_;
   std::uint64_t max_bytes_ = 0;
+  std::set<std::pair<int, std::uint64_t>> warmed_;  // (peer, bytes) transferred once already
 };
 
 }  // namespace

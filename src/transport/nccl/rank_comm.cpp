@@ -33,9 +33,13 @@ RankComm::RankComm(std::shared_ptr<Bootstrap> boot, int rank_device, std::string
   me["host"] = host_id && *host_id ? fmt::format("{} (NCCL_HOSTID={})", host, host_id) : std::string(host);
   me["hostname"] = std::string(host);  // the machine, whatever NCCL is told
   int visible = 0;
+  const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
+  me["cvd"] = cvd ? std::string(cvd) : std::string("(unset)");
+  me["want"] = rank_device >= 0 ? rank_device : rank_;
   if (const cudaError_t e = cudaGetDeviceCount(&visible); e != cudaSuccess || visible == 0) {
     cudaGetLastError();
-    me["error"] = std::string("no usable GPU (") + (e == cudaSuccess ? "the driver sees none" : gpu::cuda_error_text(e)) + ")";
+    me["error"] = std::string("no usable GPU (") + (e == cudaSuccess ? "the driver sees none" : gpu::cuda_error_text(e)) +
+                  ") with CUDA_VISIBLE_DEVICES=" + me["cvd"].get<std::string>();
   } else {
     gpu_ = (rank_device >= 0 ? rank_device : rank_) % visible;
     cudaDeviceProp p{};
@@ -43,6 +47,7 @@ RankComm::RankComm(std::shared_ptr<Bootstrap> boot, int rank_device, std::string
     cudaGetDeviceProperties(&p, gpu_);
     cudaDeviceGetPCIBusId(bus, sizeof bus, gpu_);
     me["gpu"] = gpu_;
+    me["visible"] = visible;
     me["name"] = p.name;
     me["bus"] = bus;
   }
@@ -52,9 +57,14 @@ RankComm::RankComm(std::shared_ptr<Bootstrap> boot, int rank_device, std::string
     if (j.contains("error")) throw Error(fmt::format("{}: rank {} on {}: {}", who_, r, j.value("host", "?"), j.value("error", "")));
     for (int q = 0; q < r; ++q)
       if (peers_[static_cast<std::size_t>(q)]["host"] == j["host"] && peers_[static_cast<std::size_t>(q)]["bus"] == j["bus"])
-        throw UsageError(fmt::format("{}: ranks {} and {} both use GPU {} on {}: NCCL needs one rank per GPU "
-                                     "(start at most as many processes per host as it has GPUs)",
-                                     who_, q, r, j.value("bus", "?"), j.value("host", "?")));
+        throw UsageError(fmt::format(
+            "{}: ranks {} and {} both use GPU {} on {}: NCCL needs one rank per GPU (start at most as many "
+            "processes per host as it has GPUs). Rank {} wants GPU {} of the {} that CUDA_VISIBLE_DEVICES={} shows it; "
+            "rank {} wants GPU {} of the {} that CUDA_VISIBLE_DEVICES={} shows it: a rank's GPU is its local rank "
+            "modulo the GPUs it sees, so give each rank its own GPU, or all of them",
+            who_, q, r, j.value("bus", "?"), j.value("host", "?"), q, peers_[static_cast<std::size_t>(q)].value("want", -1),
+            peers_[static_cast<std::size_t>(q)].value("visible", 0), peers_[static_cast<std::size_t>(q)].value("cvd", "?"),
+            r, j.value("want", -1), j.value("visible", 0), j.value("cvd", "?")));
     peers_.push_back(j);
   }
   P2P_CUDA(cudaSetDevice(gpu_), gpu_);
@@ -69,7 +79,7 @@ RankComm::~RankComm() {
   dog_cv_.notify_all();
   if (dog_.joinable()) dog_.join();
   // A dead peer may leave kernels waiting on it, which a destroy would wait for too.
-  if (comm_) boot_->peers_alive() ? ncclCommDestroy(comm_) : ncclCommAbort(comm_);
+  if (comm_) boot_->dead_peer() < 0 ? ncclCommDestroy(comm_) : ncclCommAbort(comm_);
 }
 
 std::string RankComm::describe(int r) const {
@@ -157,7 +167,9 @@ void RankComm::watchdog() {
     ncclCommGetAsyncError(comm_, &async);
     std::string why;
     if (async != ncclSuccess && async != ncclInProgress) why = std::string("NCCL reported: ") + ncclGetErrorString(async);
-    else if (!boot_->peers_alive()) why = "a peer rank is gone (its process ended or was killed)";
+    else if (const int dead = boot_->dead_peer(); dead >= 0)
+      why = fmt::format("rank {} on {} is gone (its process ended or was killed)", dead,
+                        peers_.at(static_cast<std::size_t>(dead)).value("host", "?"));
     else if (monotonic_ns() - armed_at_ns_ > static_cast<std::int64_t>(kWaitLimitS * 1e9))
       why = fmt::format("no progress in {:.0f} s", kWaitLimitS);
     if (why.empty()) continue;

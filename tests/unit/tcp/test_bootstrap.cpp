@@ -161,6 +161,7 @@ TEST(TcpBootstrap, ARankThatDiesIsNamedByTheOthersAtOnce) {
   met.get_future().get();
   dying.get();
   EXPECT_FALSE(root->peers_alive());
+  EXPECT_EQ(root->dead_peer(), 1);  // the watchdog's message names it (rank_comm.cpp)
   const auto t0 = std::chrono::steady_clock::now();
   const std::string why = error_of([&] { root->allgather("x"); });
   EXPECT_NE(why.find("rank 1"), std::string::npos) << why;
