@@ -58,6 +58,7 @@ done
 # 4. The ce campaign on every GPU: clock bound and causality.
 timed ce-campaign 120 "$P" profile --backend ce --sizes 1:1G --reps 10 --warmup 5 --drift 10s --thermal-warmup off \
   --out "$OUT/ce"
+"$P" analyze "$OUT/ce" --no-report > "$OUT/ce.analyze.txt" 2>&1
 python3 "$HERE/truth_check.py" "$OUT/ce" ce > "$OUT/ce.check.txt" 2>&1
 
 # 5. The main job.
