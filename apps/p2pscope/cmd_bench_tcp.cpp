@@ -18,6 +18,7 @@
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/netplugin.hpp"
 #include "p2pscope/profile.hpp"
+#include "p2pscope/table.hpp"
 #include "p2pscope/tcp.hpp"
 #include "p2pscope/units.hpp"
 #include "tcp_options.hpp"
@@ -91,6 +92,22 @@ void report_failure(const tcp::Results& r, Context& ctx) {
   ctx.exit_code = 1;
 }
 
+// The totals again in iperf3's unit (1 GB/s = 8 Gbit/s), for those who compare with it.
+std::string gbit_line(const tcp::Results& r) {
+  if (r.params.mode == tcp::Mode::latency) return {};
+  std::string line;
+  for (const auto* s : {&r.client, &r.server}) {
+    auto add = [&](const char* what, bool any, double bps) {
+      if (!any || bps <= 0) return;
+      line += (line.empty() ? "" : ", ") + s->side + " " + what + " " + fixed(bps / 1e9, 2) + " GB/s = " +
+              fixed(bps * 8 / 1e9, 2) + " Gbit/s";
+    };
+    add("sent", !s->round_tx_bytes_per_s.empty(), s->tx_bytes_per_s);
+    add("received", !s->round_rx_bytes_per_s.empty(), s->rx_bytes_per_s);
+  }
+  return line.empty() ? std::string() : "in iperf3's unit: " + line + "\n";
+}
+
 // With --monitor, `mon` is the stopped monitor of the run: its summary goes into the
 // JSON ("monitor"), its verdicts under the text (stderr for json, to keep stdout JSON).
 void print(const tcp::Results& r, const std::string& format, const Context& ctx,
@@ -104,6 +121,7 @@ void print(const tcp::Results& r, const std::string& format, const Context& ctx,
   } else {
     if (plugin) std::cout << "data path: " << plugin->describe() << ", " << plugin->devices().size() << " device(s)\n";
     std::cout << tcp::format_text(r);
+    std::cout << gbit_line(r);
   }
   std::cout.flush();
   if (mon) print_monitor_lines(*mon, format == "json" ? stderr : stdout);

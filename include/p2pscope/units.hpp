@@ -14,8 +14,7 @@ std::uint64_t parse_size(std::string_view text);
 
 // A list of sizes: comma-separated items, each a size or a range "A:B" meaning every
 // power of two from A to B inclusive (A and B need not be powers of two: A, then the
-// next powers of two, up to B), or "A:B:F" meaning A, A*F, A*F^2, ... up to B (nccl-tests'
-// -b A -e B -f F). Result sorted ascending, duplicates removed.
+// next powers of two, up to B). Result sorted ascending, duplicates removed.
 std::vector<std::uint64_t> parse_size_list(std::string_view text);
 
 // 1048576 -> "1 MiB", 1536 -> "1.5 KiB", 7 -> "7 B".
