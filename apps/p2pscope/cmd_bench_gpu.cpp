@@ -144,6 +144,8 @@ void run_gpu(GpuOptions& o, Context& ctx) {
   // One process: the default `run` and `profile` take (staged with one GPU, which has no pair for ce).
   if (backend.empty()) backend = bench::default_backend(bench::this_machine(launch.multi_process())).name;
   const bench::BackendCaps can = bench::resolve_backend(backend).info->can;
+  if (!o.variant.empty() && bench::resolve_backend(backend).info->variants.empty())
+    throw UsageError("--variant '" + o.variant + "': backend " + backend + " has no variants (sm and ce have); drop --variant");
   bench::BackendOptions bo;
   bo.variant = o.variant;
   bo.verify = !o.no_verify;

@@ -221,6 +221,11 @@ void run(BenchTcpOptions& o, Context& ctx) {
   const int roles = (o.server ? 1 : 0) + (o.client.empty() ? 0 : 1) + (o.loopback ? 1 : 0);
   if (roles != 1) throw UsageError(std::string(o.net ? "bench net" : "bench tcp") + ": give exactly one of --server, --client HOST[,HOST...] or --loopback");
   if (o.port < 0 || o.port > 65535) throw UsageError("--port must be in 0-65535");
+  // Server-only settings are refused elsewhere rather than silently ignored.
+  for (const char* f : {"--bind", "--sessions", "--accept-timeout", "--max-memory", "--max-conns", "--max-timeout"})
+    if (!o.server && given(o, f))
+      throw UsageError(std::string(f) + " is a server setting (--server / -s); " +
+                       (o.loopback ? "--loopback runs one session in this process" : "a client does not take it"));
   if (o.format != "text" && o.format != "json") throw UsageError("--format must be text or json");
   tcp::LocalOptions local = o.engine.local();
   const double monitor_interval_s = o.monitor.enabled ? o.monitor.interval_s() : 0;  // bad value: exit 2 now

@@ -21,6 +21,7 @@
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/profile.hpp"
+#include "p2pscope/units.hpp"
 #include "profile/setup.hpp"
 #include "headline.hpp"
 #include "run_steps.hpp"
@@ -180,16 +181,25 @@ void add_run_command(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   cmd->add_option("--sizes", o->sizes,
                   "Campaign sizes (default 1:1G, powers of two, with GPUs; 1:64M on the host)");
-  cmd->add_option("--reps", o->reps, "Campaign repetitions")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--reps", o->reps, "Campaign repetitions")->capture_default_str();
   cmd->add_option("--backend", o->backend,
                   "Campaign backend (default ce with 2+ GPUs, staged with one GPU, else host)");
   cmd->add_option("--skip", o->skip, "Steps to skip, comma-separated")
       ->delimiter(',')
       ->check(CLI::IsMember(kStepNames));
   cmd->add_option("--step-timeout", o->step_timeout_s, "Seconds a step may run before it is stopped")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->capture_default_str();
   cmd->callback([o, &ctx] {
+    // Every option checked before the first step runs (exit 2, nothing measured yet).
+    if (o->reps < 1) throw UsageError("--reps must be 1 or more (repetitions of each campaign size)");
+    if (!(o->step_timeout_s > 0)) throw UsageError("--step-timeout must be more than 0 seconds");
+    if (!o->sizes.empty()) {
+      try {
+        parse_size_list(o->sizes);
+      } catch (const UsageError& e) {
+        throw UsageError(std::string("--sizes: ") + e.what());
+      }
+    }
     const fs::path out = o->out;
     std::error_code ec;
     fs::create_directories(out, ec);

@@ -400,6 +400,22 @@ NcclLog read_nccl_log_file(const std::string& path) {
   }
   NcclLogStream st(path);
   std::vector<char> buf(1 << 20);
+  // A compressed or binary file is said as what it is, not read as "plain program output".
+  {
+    unsigned char head[4096];
+    const std::size_t n = std::fread(head, 1, sizeof head, f);
+    std::string what;
+    if (n >= 2 && head[0] == 0x1f && head[1] == 0x8b) what = "gzip-compressed: read it with `zcat " + path + " > run.log`";
+    else if (n >= 4 && head[0] == 0x28 && head[1] == 0xb5 && head[2] == 0x2f && head[3] == 0xfd) what = "zstd-compressed: `zstdcat` it first";
+    else if (n >= 3 && head[0] == 'B' && head[1] == 'Z' && head[2] == 'h') what = "bzip2-compressed: `bzcat` it first";
+    else if (n >= 6 && head[0] == 0xfd && head[1] == '7' && head[2] == 'z' && head[3] == 'X') what = "xz-compressed: `xzcat` it first";
+    else if (std::memchr(head, 0, n) != nullptr) what = "a binary file (it holds NUL bytes), not a text log";
+    if (!what.empty()) {
+      std::fclose(f);
+      throw UsageError("NCCL log '" + path + "' is " + what);
+    }
+    std::rewind(f);
+  }
   std::string carry;  // a line split across reads
   char last = '\n';
   for (std::size_t n; (n = std::fread(buf.data(), 1, buf.size(), f)) > 0;) {
