@@ -100,7 +100,7 @@ void collective(Headline& h, const fs::path& dir) {
   h.numbers["allreduce_busbw_GBps"] = {{"value", busbw}, {"size_bytes", size}};
 }
 
-void tcp(Headline& h, const fs::path& dir) {
+void tcp_item(Headline& h, const fs::path& dir) {
   const auto j = read_json(dir / "tcp-loopback.json");
   if (!j.is_object() || !j.contains("client")) return;
   const double bps = j["client"].value("tx_bytes_per_s", 0.0);
@@ -159,7 +159,7 @@ Headline read_headline(const fs::path& dir) {
   bandwidth(h, dir);
   latency(h, dir);
   collective(h, dir);
-  tcp(h, dir);
+  tcp_item(h, dir);
   prediction(h, dir);
   finding(h, dir);
   return h;

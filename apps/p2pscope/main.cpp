@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
     return root.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return root.exit(e);
-  } catch (const CLI::ExtrasError& e) {
+  } catch (const CLI::ExtrasError&) {
     // CLI11 lists them reversed and knows no other tool's habits: say it in order, with hints.
     const CLI::App* at = &root;
     std::string command;

@@ -114,9 +114,10 @@ std::set<std::string> suggested_commands(const std::string& text) {
 TEST(DoctorTrust, EverySuggestedCommandParses) {
   std::string all;
   const std::string report = temp_path("report.md");
-  for (const std::string root : {"/", kFix + "/fsroot/two-socket", kFix + "/fsroot/h200x2", kFix + "/fsroot/cpu-vm",
-                                  kFix + "/fsroot/h100x1"}) {
-    for (const std::string log : {kPluginLog, kFix + "/nccl-tests/socket-lo.log", kFix + "/nccl-tests/plain.txt",
+  const std::vector<std::string> roots = {"/", kFix + "/fsroot/two-socket", kFix + "/fsroot/h200x2",
+                                         kFix + "/fsroot/cpu-vm", kFix + "/fsroot/h100x1"};
+  for (const std::string& root : roots) {
+    for (const std::string& log : std::vector<std::string>{kPluginLog, kFix + "/nccl-tests/socket-lo.log", kFix + "/nccl-tests/plain.txt",
                                   kFix + "/nccl-logs/shm-disabled-socket.log"}) {
       std::filesystem::remove(report);
       const auto r = run_binary_split("doctor --format json --root " + root + " --nccl-log " + log + " --report " + report);
