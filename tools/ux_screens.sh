@@ -7,6 +7,7 @@
 #
 # RUN_DIR is a `p2pscope run --out` directory; OUT_DIR defaults to RUN_DIR/screens.
 # A page that is not there is named and skipped. Exit 1 when no page was rendered.
+# UX_SCREENS_TIMEOUT: seconds a page may take (default 120; a loaded machine is slow).
 set -euo pipefail
 run_dir=${1:?usage: tools/ux_screens.sh RUN_DIR [OUT_DIR] [--full]}
 out_dir=${2:-$run_dir/screens}
@@ -29,7 +30,7 @@ for page in index.html campaign/report.html predict.html; do
   if [ "$full" = 1 ]; then height=12000; fi
   # A throwaway profile: no state from (or into) anyone's browser.
   profile=$(mktemp -d)
-  timeout 60 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir="$profile" \
+  timeout "${UX_SCREENS_TIMEOUT:-120}" "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir="$profile" \
     --window-size=1280,$height --screenshot="$png" "file://$src" >/dev/null 2>&1 || true
   rm -rf "$profile"
   if [ -s "$png" ]; then
