@@ -30,7 +30,8 @@ for page in index.html campaign/report.html predict.html; do
   if [ "$full" = 1 ]; then height=12000; fi
   # A throwaway profile: no state from (or into) anyone's browser.
   profile=$(mktemp -d)
-  timeout "${UX_SCREENS_TIMEOUT:-120}" "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir="$profile" \
+  timeout "${UX_SCREENS_TIMEOUT:-120}" "$browser" --headless --no-sandbox --no-zygote --disable-gpu --disable-quic --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync --hide-scrollbars --user-data-dir="$profile" \
     --window-size=1280,$height --screenshot="$png" "file://$src" >/dev/null 2>&1 || true
   rm -rf "$profile"
   if [ -s "$png" ]; then

@@ -64,8 +64,11 @@ int main(int argc, char** argv) {
     std::vector<std::string> known;
     for (const auto* o : at->get_options())
       for (const auto& l : o->get_lnames()) known.push_back("--" + l);
-    std::fprintf(stderr, "%s\nRun 'p2pscope %s --help' for its options.\n",
-                 app::unexpected_arguments_message(command, at->remaining(false), known).c_str(), command.c_str());
+    std::vector<std::string> extra = at->remaining(false);
+    if (extra.empty()) extra = root.remaining(true);
+    std::fprintf(stderr, "%s\nRun 'p2pscope %s--help' for its options.\n",
+                 app::unexpected_arguments_message(command, extra, known).c_str(),
+                 command.empty() ? "" : (command + " ").c_str());
     return 2;
   } catch (const CLI::ParseError& e) {
     // CLI11 says only "A subcommand is required" for a misspelt one: name it.
