@@ -7,23 +7,32 @@ OUT ?= p2pscope-out
 CMAKE_FLAGS ?=
 WERROR ?= $(if $(CI),ON,OFF)
 
-.PHONY: deps configure build build-p2pscope run test test-fast test-asan fuzz clean
+.PHONY: deps deps-run configure configure-run build build-p2pscope run test test-fast test-asan fuzz clean
 
+# make run installs what building and running need; make test adds the test tools
+# (GoogleTest, iperf3, chromium, ...).
 deps:
-	@bash scripts/install-deps.sh
+	@bash scripts/install-deps.sh test
+
+deps-run:
+	@bash scripts/install-deps.sh run
 
 $(BUILD)/CMakeCache.txt: | deps
 	cmake -S . -B $(BUILD) -G Ninja -DP2PSCOPE_WERROR=$(WERROR) $(CMAKE_FLAGS)
 
 configure: deps
-	cmake -S . -B $(BUILD) -G Ninja -DP2PSCOPE_WERROR=$(WERROR) $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -G Ninja -DP2PSCOPE_WERROR=$(WERROR) -DBUILD_TESTING=ON $(CMAKE_FLAGS)
+
+# Without the tests: GoogleTest need not be installed to run.
+configure-run: deps-run
+	cmake -S . -B $(BUILD) -G Ninja -DP2PSCOPE_WERROR=$(WERROR) -DBUILD_TESTING=OFF $(CMAKE_FLAGS)
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 # The binary alone: `make run` needs no test executable (on 2 cores they are most of
 # the build). `make test` builds everything.
-build-p2pscope: configure
+build-p2pscope: configure-run
 	cmake --build $(BUILD) -j $(JOBS) --target p2pscope
 
 run: build-p2pscope

@@ -4,14 +4,20 @@
 # CUDA and NCCL are optional and never installed here (they come with the machine).
 set -euo pipefail
 
+# `install-deps.sh run` (make run): what building and running the binary needs.
+# `install-deps.sh` or `install-deps.sh test` (make test): that and what the tests need.
+what=${1:-test}
+case "$what" in run|test) ;; *) echo "install-deps: usage: install-deps.sh [run|test]" >&2; exit 2 ;; esac
 packages=(build-essential cmake ninja-build pkg-config
-          libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev
-          iproute2 iperf3 clang
-          python3 python3-yaml  # python3-yaml: tests/scripts/check_export_yaml.py
-          ccache                # a second build (CI's clone, a worktree) reuses the objects
-          universal-ctags)      # tools/function-lengths.sh (ctest repo.LongestFunction)
-if [ "${P2PSCOPE_WITH_BROWSER:-1}" = 1 ]; then
-  packages+=(chromium)  # report rendering test (headless)
+          libcli11-dev nlohmann-json3-dev libfmt-dev
+          ccache)               # a second build (CI's clone, a worktree) reuses the objects
+if [ "$what" = test ]; then
+  packages+=(libgtest-dev iproute2 iperf3 clang
+             python3 python3-yaml  # python3-yaml: tests/scripts/check_export_yaml.py
+             universal-ctags)      # tools/function-lengths.sh (ctest repo.LongestFunction)
+  if [ "${P2PSCOPE_WITH_BROWSER:-1}" = 1 ]; then
+    packages+=(chromium)  # report rendering test (headless)
+  fi
 fi
 
 missing=()

@@ -93,10 +93,12 @@ std::vector<std::uint64_t> sizes_or(const std::string& text, const std::string& 
 }
 
 
-void add_bench_common(CLI::App& c, BenchCommon& o, const char* sizes_help) {
+void add_bench_common(CLI::App& c, BenchCommon& o, const char* sizes_help, bool nccl_tests_names) {
   c.add_option("--sizes", o.sizes, sizes_help);
-  c.add_option("--warmup", o.warmup, "untimed iterations first")->capture_default_str();
-  c.add_option("--iters", o.iters, "timed iterations, each one sample")->capture_default_str();
+  c.add_option(nccl_tests_names ? "-w,--warmup,--warmup_iters" : "--warmup", o.warmup, "untimed iterations first")
+      ->capture_default_str();
+  c.add_option(nccl_tests_names ? "-n,--iters" : "--iters", o.iters, "timed iterations, each one sample")
+      ->capture_default_str();
   c.add_option("--format", o.format, "text, csv or json (json embeds run metadata and topology)")->capture_default_str();
   c.add_option("--out", o.out, "write to FILE, or into DIR (existing, or ending in /) under a dated name");
   c.add_flag("--force", o.force, "Replace the --out FILE if it exists");

@@ -21,7 +21,9 @@ struct BenchCommon {
   bool monitor = false, force = false;
   bool host_waits_on_gpu = false;  // set once the backend is known: not for `host`
 };
-void add_bench_common(CLI::App& c, BenchCommon& o, const char* sizes_help);
+// `nccl_tests_names`: --iters and --warmup answer to nccl-tests' -n/--iters and
+// -w/--warmup_iters as well.
+void add_bench_common(CLI::App& c, BenchCommon& o, const char* sizes_help, bool nccl_tests_names = false);
 void check_bench_common(const BenchCommon& c);  // throws UsageError
 std::vector<std::uint64_t> sizes_or(const std::string& text, const std::string& fallback);
 

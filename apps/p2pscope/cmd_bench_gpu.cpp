@@ -29,9 +29,103 @@ namespace {
 struct GpuOptions : BenchCommon {
   std::string backend, variant, pattern = "uni", pairs;
   bool no_verify = false;
+  std::string testcase;  // nvbandwidth's -t NAME
+  bool list = false;     // nvbandwidth's --list
+  int buffer_mib = 0;    // nvbandwidth's -b (MiB)
+  const CLI::App* cmd = nullptr;  // to tell a flag given from one left at its default
 };
 
-void run_gpu(const GpuOptions& o, Context& ctx) {
+// nvbandwidth's testcases that bench gpu measures the same way, and how.
+struct Testcase {
+  const char* name;
+  const char* backend;
+  const char* variant;
+  const char* pattern;
+  const char* pairs;  // "" every GPU pair; "h2d" host to each GPU; "d2h" each GPU to host
+  const char* note;
+};
+constexpr Testcase kTestcases[] = {
+    {"device_to_device_memcpy_read_ce", "ce", "pull", "uni", "", "the destination's copy engine reads"},
+    {"device_to_device_memcpy_write_ce", "ce", "push", "uni", "", "the source's copy engine writes"},
+    {"device_to_device_bidirectional_memcpy_read_ce", "ce", "pull", "bidir", "", "both ways at once, total"},
+    {"device_to_device_bidirectional_memcpy_write_ce", "ce", "push", "bidir", "", "both ways at once, total"},
+    {"device_to_device_memcpy_read_sm", "sm", "pull", "uni", "", "copy kernel on the destination"},
+    {"device_to_device_memcpy_write_sm", "sm", "push", "uni", "", "copy kernel on the source"},
+    {"device_to_device_bidirectional_memcpy_read_sm", "sm", "pull", "bidir", "", "both ways at once, total"},
+    {"device_to_device_bidirectional_memcpy_write_sm", "sm", "push", "bidir", "", "both ways at once, total"},
+    {"host_to_device_memcpy_ce", "staged", "", "uni", "h2d", "pinned host memory to each GPU"},
+    {"device_to_host_memcpy_ce", "staged", "", "uni", "d2h", "each GPU to pinned host memory"},
+    {"host_to_device_bidirectional_memcpy_ce", "staged", "", "bidir", "h2d", "both ways at once, total"},
+    {"device_to_host_bidirectional_memcpy_ce", "staged", "", "bidir", "d2h", "both ways at once, total"},
+    {"device_to_device_latency_sm", "sm", "", "latency", "",
+     "NOT the same figure: nvbandwidth chases pointers (a load, ~0.8 us on NVLink); p2pscope times a message ping-pong"},
+};
+
+std::string testcase_list() {
+  std::string out = "nvbandwidth testcase -> p2pscope bench gpu (default size 512M, as nvbandwidth's -b 512)\n";
+  for (const auto& t : kTestcases)
+    out += fmt::format("  {:<48} --backend {}{}{} --pattern {}{}   # {}\n", t.name, t.backend, *t.variant ? " --variant " : "",
+                       t.variant, t.pattern, std::string(t.pairs) == "h2d"   ? " --pairs host:0,..."
+                                             : std::string(t.pairs) == "d2h" ? " --pairs 0:host,..."
+                                                                             : "",
+                       t.note);
+  out += "Not measured by p2pscope: the all_to_one / one_to_all / all_to_host / host_to_all testcases and the "
+         "*_memcpy_sm host cases.\n";
+  return out;
+}
+
+// -t NAME: the options that measure it; a given --backend/--variant/--pattern/--pairs
+// that disagrees is refused rather than silently replaced.
+void apply_testcase(GpuOptions& o) {
+  if (o.buffer_mib < 0) throw UsageError("-b/--bufferSize is in MiB and must be 1 or more");
+  if (o.buffer_mib > 0) {
+    if (!o.sizes.empty()) throw UsageError("-b/--bufferSize (nvbandwidth's MiB) and --sizes both give the size: use one");
+    o.sizes = std::to_string(o.buffer_mib) + "M";
+  }
+  if (o.testcase.empty()) return;
+  const Testcase* tc = nullptr;
+  for (const auto& t : kTestcases)
+    if (o.testcase == t.name) tc = &t;
+  if (!tc) {
+    std::string near;
+    for (const auto& t : kTestcases)
+      if (std::string(t.name).find(o.testcase) != std::string::npos) near += std::string(near.empty() ? "" : ", ") + t.name;
+    throw UsageError("-t/--testcase '" + o.testcase + "' is not an nvbandwidth testcase bench gpu measures" +
+                     (near.empty() ? std::string() : "; did you mean " + near + "?") +
+                     " (`p2pscope bench gpu --list` names them all)");
+  }
+  auto given = [&](const char* flag) { return o.cmd && o.cmd->count(flag) > 0; };
+  for (const char* f : {"--backend", "--variant", "--pattern", "--pairs"})
+    if (given(f))
+      throw UsageError(std::string("-t ") + tc->name + " sets " + f + " itself (see `p2pscope bench gpu --list`): drop " + f +
+                       " or drop -t");
+  o.backend = tc->backend;
+  o.variant = tc->variant;
+  o.pattern = tc->pattern;
+  const std::string pairs = tc->pairs;
+  if (!pairs.empty()) {
+    const int n = gpu::runtime_info().device_count;
+    if (n < 1) throw Error(std::string("-t ") + tc->name + " needs a GPU: " + gpu::runtime_info().why_no_gpu);
+    for (int d = 0; d < n; ++d) o.pairs += (o.pairs.empty() ? "" : ",") + (pairs == "h2d" ? "host:" + std::to_string(d) : std::to_string(d) + ":host");
+  }
+  if (o.sizes.empty() && std::string(tc->pattern) != "latency") o.sizes = "512M";  // nvbandwidth's default buffer
+}
+
+// nvbandwidth's "SUM <testcase> <GB/s>" under its matrix: the sum over the pairs at `size`.
+std::string sum_line(const std::string& testcase, const bench::SweepResult& r, std::uint64_t size) {
+  double sum = 0;
+  for (const auto& row : r.rows)
+    if (row.bytes == size && row.support.ok && row.time_ns.median > 0)
+      sum += bench::gbps(static_cast<double>(row.bytes), row.time_ns.median);
+  return fmt::format("SUM {} {:.2f}\n", testcase, sum);
+}
+
+void run_gpu(GpuOptions& o, Context& ctx) {
+  if (o.list) {
+    std::cout << testcase_list();
+    return;
+  }
+  apply_testcase(o);
   check_bench_common(o);
   const auto mode = bench::parse_mode(o.pattern);
   const auto rt = gpu::runtime_info();
@@ -50,6 +144,8 @@ void run_gpu(const GpuOptions& o, Context& ctx) {
   // One process: the default `run` and `profile` take (staged with one GPU, which has no pair for ce).
   if (backend.empty()) backend = bench::default_backend(bench::this_machine(launch.multi_process())).name;
   const bench::BackendCaps can = bench::resolve_backend(backend).info->can;
+  if (!o.variant.empty() && bench::resolve_backend(backend).info->variants.empty())
+    throw UsageError("--variant '" + o.variant + "': backend " + backend + " has no variants (sm and ce have); drop --variant");
   bench::BackendOptions bo;
   bo.variant = o.variant;
   bo.verify = !o.no_verify;
@@ -64,7 +160,7 @@ void run_gpu(const GpuOptions& o, Context& ctx) {
   const bool small = mode == bench::Mode::latency || mode == bench::Mode::blocking;
   spec.sizes = sizes_or(o.sizes, small ? "8" : std::string(bench::resolve_backend(backend).info->bandwidth_size));
   const int host_index = can.host_endpoint ? b->device_count() - 1 : -1;
-  if (!o.pairs.empty()) spec.pairs = bench::parse_pairs(o.pairs, host_index);
+  if (!o.pairs.empty() || (o.cmd && o.cmd->count("--pairs") > 0)) spec.pairs = bench::parse_pairs(o.pairs, host_index);
   spec.warmup = o.warmup;
   spec.iters = o.iters;
   spec.verify = !o.no_verify;
@@ -110,7 +206,9 @@ void run_gpu(const GpuOptions& o, Context& ctx) {
       const bool t = mode == bench::Mode::latency || mode == bench::Mode::blocking;
       s << "\n" << bench::to_string(mode) << (t ? " (us, median)" : mode == bench::Mode::bidirectional ? " total (GB/s, median)" : " (GB/s, median)")
         << " at " << format_size(spec.sizes[0]) << "; row = source, column = destination\n"
-        << bench::matrix_table(r, spec.sizes[0]).to_text() << "\n";
+        << bench::matrix_table(r, spec.sizes[0]).to_text();
+      if (!o.testcase.empty() && !t) s << sum_line(o.testcase, r, spec.sizes[0]);
+      s << "\n";
     }
     s << bench::rows_table(r).to_text();
     std::string last_note;
@@ -147,6 +245,11 @@ void add_bench_commands(CLI::App& bench, Context& ctx) {
   c->add_option("--pairs", g->pairs, "directed pairs SRC:DST,... (default: every pair); staged: 'host' or N = host memory");
   add_bench_common(*c, *g, "sizes, e.g. 1G, 4K,1M or 1:1G (powers of two); default 1G (host 64M), latency/blocking 8");
   c->add_flag("--no-verify", g->no_verify, "skip the on-GPU check of the received data");
+  c->add_option("-t,--testcase", g->testcase, "an nvbandwidth testcase name, e.g. device_to_device_memcpy_read_ce: "
+                                              "sets --backend, --variant, --pattern and --pairs as it measures");
+  c->add_flag("-l,--list", g->list, "list the nvbandwidth testcases -t takes and what each runs");
+  c->add_option("-b,--bufferSize", g->buffer_mib, "nvbandwidth's -b: buffer size in MiB (as --sizes NM)");
+  g->cmd = c;
   c->footer(
       "Examples:\n"
       "  p2pscope bench gpu --backend ce --sizes 1G                  # matrix of every GPU pair\n"
@@ -157,6 +260,7 @@ void add_bench_commands(CLI::App& bench, Context& ctx) {
       "  p2pscope bench gpu --backend staged --pairs host:0,0:host --sizes 1G\n"
       "  p2pscope bench gpu --backend host --pattern bidir --sizes 4M --format json --out results/\n"
       "  mpirun -np 2 p2pscope bench gpu --backend nccl --sizes 8:1G   # one process per GPU, like torchrun\n"
+      "  p2pscope bench gpu -t device_to_device_memcpy_read_ce            # nvbandwidth's testcase names (--list)\n"
       "Under mpirun, srun or torchrun the ranks meet over TCP at P2PSCOPE_RENDEZVOUS=HOST:PORT (default: MASTER_ADDR,\n"
       "else 127.0.0.1 on one host, with a port derived from the job id); rank 0 reports.");
   c->callback([g, &ctx] { run_gpu(*g, ctx); });

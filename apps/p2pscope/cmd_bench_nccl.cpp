@@ -33,6 +33,10 @@ struct NcclOptions : BenchCommon {
   std::string op = "allreduce", dtype = "float", gpus;
   std::string check = "on", in_place = "on";
   int spans = 1;
+  // nccl-tests' words: -b/-e/-f make --sizes B:E:F, -g N is --gpus 0-(N-1), -o the
+  // reduction (sum only); -c is --check.
+  std::string minbytes, maxbytes, stepfactor, redop;
+  int ngpus = 0;
 };
 
 // An on/off flag: on, off, 1 or 0 (nccl-tests writes -c 0).
@@ -40,6 +44,44 @@ bool on_off(const std::string& flag, const std::string& v) {
   if (v == "on" || v == "1") return true;
   if (v == "off" || v == "0") return false;
   throw UsageError(fmt::format("{} takes on or off (or 1 / 0), not '{}'", flag, v));
+}
+
+// nccl-tests' flags turned into ours, refusing what cannot be honoured (before any work).
+void apply_nccl_tests_flags(NcclOptions& o) {
+  const bool range = !o.minbytes.empty() || !o.maxbytes.empty() || !o.stepfactor.empty();
+  if (range && !o.sizes.empty())
+    throw UsageError("--sizes and nccl-tests' -b/-e/-f both give the sizes: use one (-b 8 -e 1G -f 2 is --sizes 8:1G:2)");
+  if (range) {
+    // nccl-tests' defaults: -b 32M -e 32M -f 2.
+    const std::string b = o.minbytes.empty() ? "32M" : o.minbytes, e = o.maxbytes.empty() ? "32M" : o.maxbytes;
+    const std::string f = o.stepfactor.empty() ? "2" : o.stepfactor;
+    try {
+      parse_size(b);
+    } catch (const UsageError& x) {
+      throw UsageError(std::string("-b/--minbytes: ") + x.what());
+    }
+    try {
+      parse_size(e);
+    } catch (const UsageError& x) {
+      throw UsageError(std::string("-e/--maxbytes: ") + x.what());
+    }
+    if (parse_size(b) > parse_size(e))
+      throw UsageError("-b/--minbytes " + b + " is larger than -e/--maxbytes " + e + " (nccl-tests' -e defaults to 32M)");
+    o.sizes = b + ":" + e + ":" + f;
+    try {
+      parse_size_list(o.sizes);
+    } catch (const UsageError& x) {
+      throw UsageError(std::string("-f/--stepfactor: ") + x.what());
+    }
+  }
+  if (o.ngpus != 0) {
+    if (o.ngpus < 1) throw UsageError("-g/--ngpus must be 1 or more");
+    if (!o.gpus.empty()) throw UsageError("-g/--ngpus and --gpus both choose the GPUs: use one (-g 4 is --gpus 0-3)");
+    o.gpus = o.ngpus == 1 ? "0" : "0-" + std::to_string(o.ngpus - 1);
+  }
+  if (!o.redop.empty() && o.redop != "sum")
+    throw UsageError("-o/--redop '" + o.redop + "': bench nccl reduces with sum only (nccl-tests' default); the "
+                     "collective is --op (allreduce, allgather, reducescatter, alltoall, sendrecv)");
 }
 
 // One process: the GPUs of --gpus (default all), checked against those there are.
@@ -133,7 +175,8 @@ std::vector<bench::NcclOp> parse_ops(const std::string& text) {
   return ops;
 }
 
-void run_nccl(const NcclOptions& o, Context& ctx) {
+void run_nccl(NcclOptions& o, Context& ctx) {
+  apply_nccl_tests_flags(o);
   check_bench_common(o);
   bench::NcclSweepSpec spec;
   const std::vector<bench::NcclOp> ops = parse_ops(o.op);
@@ -205,22 +248,29 @@ void add_bench_nccl_command(CLI::App& bench, Context& ctx) {
   auto* cn = bench.add_subcommand("nccl", "NCCL collectives over the GPUs, nccl-tests' algbw and busbw, output checked");
   cn->add_option("--op", n->op, "allreduce, allgather, reducescatter, alltoall, broadcast or sendrecv; a comma list, or all")
       ->capture_default_str();
-  cn->add_option("--dtype", n->dtype, "element type: float, half, bfloat16, double, int8 or int32 (nccl-tests' -d)")
+  cn->add_option("-d,--dtype,--datatype", n->dtype, "element type: float, half, bfloat16, double, int8 or int32 (nccl-tests' -d)")
       ->capture_default_str();
   cn->add_option("--gpus", n->gpus, "GPU list, e.g. 0-3 (default: all; not under a launcher)");
-  cn->add_option("--check", n->check, "read every output back and check it (nccl-tests' -c): on or off")
+  cn->add_option("-c,--check", n->check, "read every output back and check it (nccl-tests' -c): on or off, 1 or 0")
       ->capture_default_str();
   cn->add_option("--in-place", n->in_place, "also time the in-place variant, as nccl-tests does: on or off")
       ->capture_default_str();
   cn->add_option("--spans", n->spans, "take nccl-tests' span this many times and keep the median (1 = nccl-tests "
                                       "exactly; 3 resists an OS hiccup at host-bound sizes)")
       ->capture_default_str();
-  add_bench_common(*cn, *n, "sizes S in bytes as nccl-tests counts them, e.g. 8:1G; default 8:1G");
+  add_bench_common(*cn, *n, "sizes S in bytes as nccl-tests counts them: 8:1G (powers of two), 8:1G:4 (x4 steps), "
+                            "a list 1M,64M; default 8:1G", true);
+  cn->add_option("-b,--minbytes", n->minbytes, "nccl-tests' -b: smallest size (with -e and -f instead of --sizes)");
+  cn->add_option("-e,--maxbytes", n->maxbytes, "nccl-tests' -e: largest size");
+  cn->add_option("-f,--stepfactor", n->stepfactor, "nccl-tests' -f: size factor between steps (default 2)");
+  cn->add_option("-g,--ngpus", n->ngpus, "nccl-tests' -g: use GPUs 0..N-1 from this process (as --gpus 0-(N-1))");
+  cn->add_option("-o,--redop", n->redop, "nccl-tests' -o: reduction operation; sum only");
   cn->footer(
       "Examples:\n"
       "  p2pscope bench nccl --op allreduce --sizes 1M:1G --format json --out results/\n"
       "  p2pscope bench nccl --op allreduce --dtype bfloat16 --sizes 64M          # a training job's gradients\n"
       "  mpirun --bind-to none -np 8 p2pscope bench nccl --op allgather   # one process per GPU, like nccl-tests -g 1\n"
+      "  p2pscope bench nccl -b 8 -e 1G -f 2 -g 4 -n 20 -w 5         # nccl-tests' all_reduce_perf flags work too\n"
       "Under mpirun, srun or torchrun each rank drives the GPU of its local rank; the ranks meet as for `bench gpu`.");
   cn->callback([n, &ctx] { run_nccl(*n, ctx); });
 }

@@ -1,5 +1,9 @@
 // `p2pscope bench tcp`: the multi-channel, multi-NIC TCP engine, as server, client,
 // or both in this process over 127.0.0.1 (--loopback).
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +18,7 @@
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/netplugin.hpp"
 #include "p2pscope/profile.hpp"
+#include "p2pscope/table.hpp"
 #include "p2pscope/tcp.hpp"
 #include "p2pscope/units.hpp"
 #include "tcp_options.hpp"
@@ -37,13 +42,70 @@ struct BenchTcpOptions {
   std::uint32_t max_conns = 1024;
   double max_timeout_s = 120;
   MonitorCliOptions monitor;
+  // iperf3's words: -P N streams (as --channels N), -J (as --format json), -R (as
+  // --reverse), -t SECONDS (no equivalent: refused with what to use).
+  std::uint32_t parallel = 0;
+  bool json = false, iperf_reverse = false;
+  std::string iperf_time;
+  const CLI::App* cmd = nullptr;
 };
+
+bool given(const BenchTcpOptions& o, const char* flag) { return o.cmd && o.cmd->count(flag) > 0; }
+
+// iperf3's flags turned into ours; hostnames in --client resolved to IPv4 here, so the
+// engine keeps taking addresses.
+void apply_iperf3_flags(BenchTcpOptions& o) {
+  if (!o.iperf_time.empty())
+    throw UsageError("-t/--time " + o.iperf_time + ": p2pscope times rounds of --size bytes, not seconds; "
+                     "use --iters N (timed rounds, default 5) and --size S (default 64M) instead");
+  if (o.parallel > 0) {
+    if (given(o, "--channels")) throw UsageError("-P/--parallel and --channels both set the streams: use one");
+    o.engine.channels = o.parallel;
+  }
+  if (o.json) {
+    if (given(o, "--format") && o.format != "json") throw UsageError("-J/--json and --format " + o.format + " disagree");
+    o.format = "json";
+  }
+  if (o.iperf_reverse) o.engine.reverse = true;
+  for (auto& host : o.client) {
+    in_addr a{};
+    if (host.empty() || ::inet_pton(AF_INET, host.c_str(), &a) == 1) continue;
+    addrinfo hints{};
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
+    if (rc != 0 || !res)
+      throw UsageError("--client '" + host + "': not an IPv4 address and no IPv4 address for that name (" +
+                       ::gai_strerror(rc) + ")");
+    char buf[INET_ADDRSTRLEN] = {};
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr, buf, sizeof buf);
+    ::freeaddrinfo(res);
+    host = buf;
+  }
+}
 
 // A session that failed after measuring: its rounds are printed, then why it ended.
 void report_failure(const tcp::Results& r, Context& ctx) {
   std::fprintf(stderr, "p2pscope: session failed after %u timed round%s (%s): %s\n", r.rounds_completed,
                r.rounds_completed == 1 ? "" : "s", r.failure_cause.c_str(), r.failure.c_str());
   ctx.exit_code = 1;
+}
+
+// The totals again in iperf3's unit (1 GB/s = 8 Gbit/s), for those who compare with it.
+std::string gbit_line(const tcp::Results& r) {
+  if (r.params.mode == tcp::Mode::latency) return {};
+  std::string line;
+  for (const auto* s : {&r.client, &r.server}) {
+    auto add = [&](const char* what, bool any, double bps) {
+      if (!any || bps <= 0) return;
+      line += (line.empty() ? "" : ", ") + s->side + " " + what + " " + fixed(bps / 1e9, 2) + " GB/s = " +
+              fixed(bps * 8 / 1e9, 2) + " Gbit/s";
+    };
+    add("sent", !s->round_tx_bytes_per_s.empty(), s->tx_bytes_per_s);
+    add("received", !s->round_rx_bytes_per_s.empty(), s->rx_bytes_per_s);
+  }
+  return line.empty() ? std::string() : "in iperf3's unit: " + line + "\n";
 }
 
 // With --monitor, `mon` is the stopped monitor of the run: its summary goes into the
@@ -59,6 +121,7 @@ void print(const tcp::Results& r, const std::string& format, const Context& ctx,
   } else {
     if (plugin) std::cout << "data path: " << plugin->describe() << ", " << plugin->devices().size() << " device(s)\n";
     std::cout << tcp::format_text(r);
+    std::cout << gbit_line(r);
   }
   std::cout.flush();
   if (mon) print_monitor_lines(*mon, format == "json" ? stderr : stdout);
@@ -153,10 +216,16 @@ void serve(const BenchTcpOptions& o, const tcp::LocalOptions& local, double moni
   }
 }
 
-void run(const BenchTcpOptions& o, Context& ctx) {
+void run(BenchTcpOptions& o, Context& ctx) {
+  apply_iperf3_flags(o);
   const int roles = (o.server ? 1 : 0) + (o.client.empty() ? 0 : 1) + (o.loopback ? 1 : 0);
   if (roles != 1) throw UsageError(std::string(o.net ? "bench net" : "bench tcp") + ": give exactly one of --server, --client HOST[,HOST...] or --loopback");
   if (o.port < 0 || o.port > 65535) throw UsageError("--port must be in 0-65535");
+  // Server-only settings are refused elsewhere rather than silently ignored.
+  for (const char* f : {"--bind", "--sessions", "--accept-timeout", "--max-memory", "--max-conns", "--max-timeout"})
+    if (!o.server && given(o, f))
+      throw UsageError(std::string(f) + " is a server setting (--server / -s); " +
+                       (o.loopback ? "--loopback runs one session in this process" : "a client does not take it"));
   if (o.format != "text" && o.format != "json") throw UsageError("--format must be text or json");
   tcp::LocalOptions local = o.engine.local();
   const double monitor_interval_s = o.monitor.enabled ? o.monitor.interval_s() : 0;  // bad value: exit 2 now
@@ -204,11 +273,17 @@ CLI::App* add_engine_command(CLI::App& bench, Context& ctx, bool net) {
                                          "off (regMr)")
         ->capture_default_str();
   }
-  c->add_flag("--server", o->server, "serve clients (each proposes its parameters) until killed, or --sessions N");
+  c->add_flag("-s,--server", o->server, "serve clients (each proposes its parameters) until killed, or --sessions N");
   c->add_option("--bind", o->bind, "server: local addresses to listen on (one per NIC)")->delimiter(',')->capture_default_str();
-  c->add_option("--client", o->client, "client: server addresses; channel c goes to HOST[c % n]")->delimiter(',');
+  c->add_option("-c,--client", o->client, "client: server addresses or host names; channel c goes to HOST[c % n]")
+      ->delimiter(',');
   c->add_flag("--loopback", o->loopback, "server and client in this process over 127.0.0.1");
-  c->add_option("--port", o->port, "TCP port (server: 0 = any free one)")->capture_default_str();
+  c->add_option("-p,--port", o->port, "TCP port (server: 0 = any free one)")->capture_default_str();
+  c->add_option("-P,--parallel", o->parallel, "iperf3's -P: parallel streams, as --channels N");
+  c->add_flag("-J,--json", o->json, "iperf3's -J: as --format json");
+  c->add_flag("-R", o->iperf_reverse, "iperf3's -R: as --reverse (the server sends)");
+  c->add_option("-t,--time", o->iperf_time, "iperf3's -t: refused with what to use (p2pscope counts rounds)");
+  o->cmd = c;
   c->add_option("--sessions", o->sessions, "server: sessions to serve, then exit (0 = until killed)")->capture_default_str();
   c->add_option("--accept-timeout", o->accept_timeout_s, "server: seconds to wait for a client (0 = forever)");
   c->add_option("--format", o->format, "text or json")->capture_default_str();

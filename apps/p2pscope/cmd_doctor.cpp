@@ -3,6 +3,7 @@
 // and a transport comparison that re-runs `bench nccl` under forced fallbacks.
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -133,9 +134,19 @@ void print_text(const tune::DoctorReport& r, const std::vector<tune::TransportRu
     else
       std::cout << l.file << ": NCCL " << (l.nccl_version.empty() ? "?" : l.nccl_version) << ", transport "
                 << l.primary_transport() << (l.loopback() ? " over lo (loopback: not a network)" : "") << ", network "
-                << (l.network.empty() ? "?" : l.network) << "\n";
+                << (l.network.empty() ? "?" : l.network)
+                << (!l.net_plugin.empty() ? ", net plugin " + l.net_plugin
+                                          : l.net_plugin_none ? std::string(", no external net plugin") : std::string())
+                << "\n";
+    for (const auto& w : l.warnings) std::cout << "  note: " << w << "\n";
+    // Every table is listed, or its absence said, so that none is lost without a word.
+    if (l.perf.empty())
+      std::cout << "  no nccl-tests table and no 'busbw=' result line in this log: its set-up is read, no figure\n";
+    else
+      std::cout << "  " << l.perf.size() << " result table" << (l.perf.size() == 1 ? "" : "s") << ":\n";
     for (const auto& p : l.perf)
-      std::cout << "  " << p.tool << " " << (p.op.empty() ? "?" : p.op) << ": " << p.rows.size()
+      std::cout << "  " << p.tool << " " << (p.op.empty() ? "?" : p.op)
+                << (p.transport.empty() ? "" : " over " + p.transport) << ": " << p.rows.size()
                 << " size(s), peak busbw " << gb(p.peak_busbw()) << ", avg busbw " << gb(p.avg_busbw) << "\n";
   }
   for (const auto& p : r.results)
@@ -204,8 +215,11 @@ void add_doctor_command(CLI::App& app, Context& ctx) {
       }
     }
     // The net plugin NCCL would load here (a live machine only: a capture holds no libraries).
+    // Left out when a log is given: the log says what its run loaded (log.net_plugin),
+    // and this shell's NCCL_NET_PLUGIN is no fact about that run.
     std::optional<net::NcclPluginReport> plugin;
-    if (opt->root.empty() || opt->root == "/") {
+    const bool log_given = std::any_of(rep.logs.begin(), rep.logs.end(), [](const tune::NcclLog& l) { return l.nccl_lines > 0; });
+    if ((opt->root.empty() || opt->root == "/") && !log_given) {
       const char* v = std::getenv("NCCL_NET_PLUGIN");
       plugin = net::report_nccl_plugin(v ? v : "");
       rep.findings.push_back(plugin_finding(*plugin, have_topo && !topo.gpus.empty()));

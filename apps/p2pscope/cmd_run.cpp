@@ -21,7 +21,9 @@
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/profile.hpp"
+#include "p2pscope/units.hpp"
 #include "profile/setup.hpp"
+#include "headline.hpp"
 #include "run_steps.hpp"
 
 namespace p2pscope::app {
@@ -80,18 +82,20 @@ std::vector<Step> plan_steps(const RunOptions& o, const gpu::RuntimeInfo& rt, co
                "profile.txt", backend == gpu_backend ? bench_note : ""});
   s.push_back({"bench-gpu",
                {"bench", "gpu", "--backend", gpu_backend, "--pattern", "uni", "--sizes",
-                std::string(bench::resolve_backend(gpu_backend).info->bandwidth_size)},
-               "bench-gpu.txt", bench_note});
+                std::string(bench::resolve_backend(gpu_backend).info->bandwidth_size), "--format", "json"},
+               "bench-gpu.json", bench_note});
   s.push_back({"bench-latency",
-               {"bench", "gpu", "--backend", latency_backend, "--pattern", latency_pattern, "--sizes", "8"},
-               "bench-latency.txt", bench_note});
+               {"bench", "gpu", "--backend", latency_backend, "--pattern", latency_pattern, "--sizes", "8", "--format",
+                "json"},
+               "bench-latency.json", bench_note});
   if (rt.nccl_built && gpus)
-    s.push_back({"nccl-allreduce", {"bench", "nccl", "--op", "allreduce", "--sizes", "1M,64M,1G"},
-                 "nccl-allreduce.txt", ""});
+    s.push_back({"nccl-allreduce", {"bench", "nccl", "--op", "allreduce", "--sizes", "1M,64M,1G", "--format", "json"},
+                 "nccl-allreduce.json", ""});
   else
     s.push_back({"nccl-allreduce", {}, "", "", rt.nccl_built ? "no GPU" : "NCCL not built in"});
-  s.push_back({"tcp-loopback", {"bench", "tcp", "--loopback", "--channels", "2", "--size", "64M", "--iters", "10"},
-               "tcp-loopback.txt", ""});
+  s.push_back({"tcp-loopback",
+               {"bench", "tcp", "--loopback", "--channels", "2", "--size", "64M", "--iters", "10", "--format", "json"},
+               "tcp-loopback.json", ""});
   s.push_back({"analyze", {"analyze", campaign}, "analyze.txt", "", "", {"profile"}});
   // The simulator loop: the campaign's links as an ASTRA-sim network, and collectives
   // predicted from them; checked against NCCL where GPU pairs and NCCL are here.
@@ -99,10 +103,10 @@ std::vector<Step> plan_steps(const RunOptions& o, const gpu::RuntimeInfo& rt, co
                           (out / "system.json").string(), "--force"},
                "export.txt", "", "", {"profile"}});
   std::vector<std::string> predict = {"predict", campaign, "--ops", "allreduce,allgather", "--sizes", "1M,64M,1G",
-                                      "--html", (out / "predict.html").string(), "--force"};
+                                      "--format", "json", "--html", (out / "predict.html").string(), "--force"};
   // Measured collectives compare with links measured GPU to GPU, not through host memory.
   if (pairs && rt.nccl_built && can.gpu_links) predict.push_back("--measure");
-  s.push_back({"predict", predict, "predict.txt", "", "", {"profile"}});
+  s.push_back({"predict", predict, "predict.json", "", "", {"profile"}});
   return s;
 }
 
@@ -118,11 +122,13 @@ const std::vector<std::pair<std::string, std::string>> kRunFiles = {
     {"campaign/trace.json", "Chrome trace of the campaign (chrome://tracing, Perfetto)"},
     {"campaign/execution_log.csv", "every measured op"},
     {"campaign/monitor.csv", "CPU, IRQ, NIC and GPU samples during the campaign"},
+    {"headline.json", "the figures of the Results box above, unrounded"},
     {"run.json", "every step: command, status, time, exit code"}};
 
 // index.html: one page linking every result of the run (relative links, so the folder
 // can be moved or copied whole). Returns its absolute path.
-fs::path write_index(const fs::path& out, const std::vector<StepResult>& results, std::size_t planned) {
+fs::path write_index(const fs::path& out, const std::vector<StepResult>& results, std::size_t planned,
+                     const Headline& headline) {
   const auto rel = [&](const std::string& p) { return p.empty() ? std::string() : fs::relative(p, out).string(); };
   const auto link = [](const std::string& href, const std::string& text) {
     return "<a href=\"" + charts::xml_escape(href) + "\">" + charts::xml_escape(text) + "</a>";
@@ -140,14 +146,27 @@ fs::path write_index(const fs::path& out, const std::vector<StepResult>& results
   std::string files;
   for (const auto& [name, what] : kRunFiles)
     if (fs::exists(out / name)) files += "<li>" + link(name, name) + ": " + charts::xml_escape(what) + "</li>\n";
-  std::string body = "<h1>p2pscope run</h1>\n<p>" + charts::xml_escape(fs::absolute(out).lexically_normal().string()) +
-                     fmt::format(": {} of {} steps run.</p>\n", results.size(), planned) + "<h2>Results</h2>\n<ul>\n" +
+  std::string body = "<h1>p2pscope run</h1>\n" + headline_html(headline) + "<p>" +
+                     charts::xml_escape(fs::absolute(out).lexically_normal().string()) +
+                     fmt::format(": {} of {} steps run.</p>\n", results.size(), planned) + "<h2>Files</h2>\n<ul>\n" +
                      (files.empty() ? "<li>none written</li>\n" : files) + "</ul>\n<h2>Steps</h2>\n" +
                      "<table><tr><th>step</th><th>status</th><th>time</th><th>output</th><th>log</th><th>command</th></tr>\n" +
                      rows + "</table>\n";
   const fs::path index = fs::absolute(out / "index.html").lexically_normal();
   write_file_atomic(index, charts::html::page("p2pscope run", body), Replace::allow);
   return index;
+}
+
+// headline.json: the Results box's figures, for scripts and for the test that the page
+// shows what the JSON says.
+Headline write_headline(const fs::path& out) {
+  Headline h = read_headline(out);
+  nlohmann::json j = {{"schema_version", kSchemaVersion}, {"kind", "p2pscope_run_headline"}, {"numbers", h.numbers},
+                      {"items", nlohmann::json::array()}};
+  for (const auto& i : h.items)
+    j["items"].push_back({{"label", i.label}, {"value", i.value}, {"detail", i.detail}, {"source", i.href}});
+  write_file_atomic(out / "headline.json", j.dump(2) + "\n", Replace::allow);
+  return h;
 }
 
 }  // namespace
@@ -162,16 +181,25 @@ void add_run_command(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   cmd->add_option("--sizes", o->sizes,
                   "Campaign sizes (default 1:1G, powers of two, with GPUs; 1:64M on the host)");
-  cmd->add_option("--reps", o->reps, "Campaign repetitions")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--reps", o->reps, "Campaign repetitions")->capture_default_str();
   cmd->add_option("--backend", o->backend,
                   "Campaign backend (default ce with 2+ GPUs, staged with one GPU, else host)");
   cmd->add_option("--skip", o->skip, "Steps to skip, comma-separated")
       ->delimiter(',')
       ->check(CLI::IsMember(kStepNames));
   cmd->add_option("--step-timeout", o->step_timeout_s, "Seconds a step may run before it is stopped")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->capture_default_str();
   cmd->callback([o, &ctx] {
+    // Every option checked before the first step runs (exit 2, nothing measured yet).
+    if (o->reps < 1) throw UsageError("--reps must be 1 or more (repetitions of each campaign size)");
+    if (!(o->step_timeout_s > 0)) throw UsageError("--step-timeout must be more than 0 seconds");
+    if (!o->sizes.empty()) {
+      try {
+        parse_size_list(o->sizes);
+      } catch (const UsageError& e) {
+        throw UsageError(std::string("--sizes: ") + e.what());
+      }
+    }
     const fs::path out = o->out;
     std::error_code ec;
     fs::create_directories(out, ec);
@@ -210,14 +238,17 @@ void add_run_command(CLI::App& app, Context& ctx) {
       results.push_back(r);
       write_record();  // after every step: a kill loses nothing already done
       if (r.status == "interrupted") {
-        const fs::path index = write_index(out, results, steps.size());
+        const Headline h = write_headline(out);
+        const fs::path index = write_index(out, results, steps.size(), h);
+        std::cout << "\n" << headline_text(h);
         ctx.exit_code = 128 + (interrupt.signal_number() ? interrupt.signal_number() : SIGINT);
         std::cerr << "run: interrupted; what was measured is in " << out.string() << " (index: " << index.string() << ")\n";
         return;
       }
     }
     const fs::path report = out / "campaign" / "report.html";
-    const fs::path index = write_index(out, results, steps.size());
+    const Headline headline = write_headline(out);
+    const fs::path index = write_index(out, results, steps.size(), headline);
     std::cout << fmt::format("\n{} step(s) ok, {} failed, {} skipped; details in {}\n", ok, failed, skipped,
                              (out / "run.json").string());
     std::cout << "index: " << index.string() << "   (every result of this run)\n";
@@ -228,6 +259,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       ctx.exit_code = 1;
     }
     if (failed > 0) ctx.exit_code = 1;
+    std::cout << "\n" << headline_text(headline);  // the answer last, where the eye lands
   });
 }
 

@@ -1,10 +1,21 @@
 // p2pscope: measure, diagnose and tune communication between GPUs.
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 
 #include "commands.hpp"
+#include "habits.hpp"
 #include "p2pscope/error.hpp"
+
+namespace {
+// Every callback of `app` and its subcommands made a no-op (P2PSCOPE_PARSE_ONLY).
+void disarm(CLI::App& app) {
+  app.callback([] {});
+  app.parse_complete_callback([] {});
+  for (auto* sub : app.get_subcommands([](CLI::App*) { return true; })) disarm(*sub);
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace p2pscope;
@@ -29,14 +40,36 @@ int main(int argc, char** argv) {
   app::add_export_command(root, ctx);
   app::add_predict_command(root, ctx);
 
+  // P2PSCOPE_PARSE_ONLY=1: parse the command line and stop, exit 0, before any command
+  // runs (the test that every command the doctor suggests parses uses it).
+  const bool parse_only = std::getenv("P2PSCOPE_PARSE_ONLY") != nullptr;
+  if (parse_only) disarm(root);
   try {
     root.parse(argc, argv);
+    if (parse_only) return 0;
   } catch (const CLI::CallForHelp& e) {
     return root.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return root.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return root.exit(e);
+  } catch (const CLI::ExtrasError&) {
+    // CLI11 lists them reversed and knows no other tool's habits: say it in order, with hints.
+    const CLI::App* at = &root;
+    std::string command;
+    for (auto subs = root.get_subcommands(); !subs.empty(); subs = at->get_subcommands()) {
+      at = subs.back();
+      command += (command.empty() ? "" : " ") + at->get_name();
+    }
+    std::vector<std::string> known;
+    for (const auto* o : at->get_options())
+      for (const auto& l : o->get_lnames()) known.push_back("--" + l);
+    std::vector<std::string> extra = at->remaining(false);
+    if (extra.empty()) extra = root.remaining(true);
+    std::fprintf(stderr, "%s\nRun 'p2pscope %s--help' for its options.\n",
+                 app::unexpected_arguments_message(command, extra, known).c_str(),
+                 command.empty() ? "" : (command + " ").c_str());
+    return 2;
   } catch (const CLI::ParseError& e) {
     // CLI11 says only "A subcommand is required" for a misspelt one: name it.
     if (argc > 1 && argv[1][0] != '-') {

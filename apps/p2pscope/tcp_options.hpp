@@ -65,6 +65,10 @@ struct TcpCliOptions {
     if (p.mode == tcp::Mode::latency && iters == 5) p.iters = 1000;  // a ping-pong needs many samples
     if (p.mode == tcp::Mode::latency && warmup == 1) p.warmup = 100;
     p.verify = verify;
+    if (reverse && p.mode == tcp::Mode::latency)
+      throw UsageError("--reverse (or -R) applies to --mode bw and fullmesh: a latency ping-pong goes both ways already");
+    if (reverse && p.mode == tcp::Mode::bidir)
+      throw UsageError("--reverse (or -R) applies to --mode bw and fullmesh: bidir sends both ways already");
     p.reverse = reverse;
     p.nodelay = !no_nodelay;
     const auto sb = parse_size(sockbuf);

@@ -305,6 +305,14 @@ struct NcclLog {
   int nccl_lines = 0;             // 0: plain program output (e.g. nccl-tests without NCCL_DEBUG)
   std::vector<PerfRun> perf;      // result tables found in the log, transport filled in
   std::string socket_ifname;      // NCCL_SOCKET_IFNAME as the log says it was set, "" if not
+  // The external net plugin as the log tells it: what its run loaded, not what this
+  // machine would load. net_plugin "p2pscope-refnet (v11)" from "Loaded net plugin";
+  // net_plugin_request from "NCCL_NET_PLUGIN set by environment to" or "Plugin name set
+  // by env to"; net_plugin_none when NCCL said it found none ("Could not find",
+  // "No plugin found"); net_plugin_lines the proof.
+  std::string net_plugin, net_plugin_request;
+  bool net_plugin_none = false;
+  std::vector<std::string> net_plugin_lines;
   // NET/Socket ran over the loopback device only: not a network measurement.
   bool loopback() const;
   // The transports that really carried data (counts > 0), most used first.

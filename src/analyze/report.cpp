@@ -1,6 +1,7 @@
 // report.html: one self-contained page (inline SVG, inline CSS, no scripts) with the
 // curves, matrices, timelines, fitted models and the findings and link-model tables.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <tuple>
 #include <limits>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "analyze/campaign.hpp"
+#include "analyze/conclusions.hpp"
 #include "p2pscope/charts.hpp"
 #include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
@@ -38,8 +40,12 @@ std::map<std::tuple<std::string, int, int>, std::string> link_colors(const std::
   return out;
 }
 
+// Each section's id is its first word in lower case (#matrices, #findings): the
+// conclusions link to them.
 std::string section(const std::string& title, const std::string& body) {
-  return "<h2>" + xml_escape(title) + "</h2>\n" + body;
+  std::string id;
+  for (char c : title.substr(0, title.find(' '))) id += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return "<h2 id=\"" + xml_escape(id) + "\">" + xml_escape(title) + "</h2>\n" + body;
 }
 
 std::string curves(const std::vector<LinkModel>& links, bool multi_backend) {
@@ -456,7 +462,9 @@ std::string render_report(const Campaign& c, const std::vector<ConfigSummary>& s
       {"campaign status", c.completeness.empty() ? c.metadata.value("status", std::string("-"))
                                                  : c.completeness + " (metadata.json: " +
                                                        c.metadata.value("status", std::string("-")) + ")"}};
-  body += charts::html::table({"", ""}, facts);
+  // Conclusions first; how it was measured after.
+  if (!links.empty()) body += conclusions_html(links, findings, cmp);
+  body += "<h2>This campaign</h2>\n" + charts::html::table({"", ""}, facts);
   for (const auto& n : c.notes) body += "<p class=\"note\">" + xml_escape(n) + "</p>\n";
   if (links.empty()) {
     body += "<p>No valid measurements: nothing to chart.</p>\n";

@@ -32,6 +32,8 @@ std::string SweepResult::first_failure() const {
 
 std::vector<std::pair<int, int>> parse_pairs(const std::string& text, int host_index) {
   std::vector<std::pair<int, int>> out;
+  if (text.find_first_not_of(" \t") == std::string::npos)
+    throw UsageError("--pairs is empty; name pairs as SRC:DST,... (e.g. 0:1,1:0), or leave --pairs out for every pair");
   std::size_t pos = 0;
   const auto device = [&](const std::string& item, const std::string& part) {
     if ((part == "host" || part == "h") && host_index >= 0) return host_index;
@@ -44,7 +46,10 @@ std::vector<std::pair<int, int>> parse_pairs(const std::string& text, int host_i
     const std::size_t colon = item.find(':');
     if (colon == std::string::npos || item.find(':', colon + 1) != std::string::npos)
       throw UsageError("--pairs: '" + item + "' is not SRC:DST (e.g. 0:1,1:0)");
-    out.emplace_back(device(item, item.substr(0, colon)), device(item, item.substr(colon + 1)));
+    const std::pair<int, int> pair{device(item, item.substr(0, colon)), device(item, item.substr(colon + 1))};
+    if (std::find(out.begin(), out.end(), pair) != out.end())
+      throw UsageError("--pairs: '" + item + "' is given twice; name each pair once (--iters sets the samples)");
+    out.push_back(pair);
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }

@@ -75,8 +75,33 @@ std::vector<std::uint64_t> parse_size_list(std::string_view text) {
     const std::string_view item = trim(rest.substr(0, comma));
     if (item.empty()) throw UsageError("empty item in size list '" + std::string(text) + "'");
     const auto colon = item.find(':');
+    const auto colon2 = colon == std::string_view::npos ? colon : item.find(':', colon + 1);
     if (colon == std::string_view::npos) {
-      out.insert(parse_size(item));
+      const std::uint64_t v = parse_size(item);
+      if (v == 0) throw UsageError("size '" + std::string(item) + "' is 0 bytes: it measures nothing; give 1 or more");
+      out.insert(v);
+    } else if (colon2 != std::string_view::npos) {
+      // LO:HI:F, nccl-tests' -b LO -e HI -f F: LO, LO*F, LO*F^2, ... up to HI.
+      const std::uint64_t lo = parse_size(item.substr(0, colon));
+      const std::uint64_t hi = parse_size(item.substr(colon + 1, colon2 - colon - 1));
+      const std::string_view fs = trim(item.substr(colon2 + 1));
+      std::uint64_t f = 0;
+      for (char c : fs) {
+        if (c < '0' || c > '9' || f > 1000000) {
+          f = 0;
+          break;
+        }
+        f = f * 10 + static_cast<std::uint64_t>(c - '0');
+      }
+      if (fs.empty() || f < 2)
+        throw UsageError("size range '" + std::string(item) + "': the step after the second ':' must be a whole factor of 2 "
+                         "or more (as nccl-tests' -f), e.g. 8:1G:4");
+      if (lo == 0) throw UsageError("size range '" + std::string(item) + "' starts at 0; start at 1 or more");
+      if (lo > hi) throw UsageError("size range '" + std::string(item) + "' goes down; write it as SMALL:LARGE:FACTOR");
+      for (std::uint64_t p = lo; p <= hi; p *= f) {
+        out.insert(p);
+        if (p > hi / f) break;
+      }
     } else {
       const std::uint64_t lo = parse_size(item.substr(0, colon));
       const std::uint64_t hi = parse_size(item.substr(colon + 1));

@@ -1,5 +1,6 @@
 // doctor's composition: logs, results, topology, env (from the logs first), IRQ
 // placement; one place so that tests drive exactly what the command prints.
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -68,10 +69,18 @@ DoctorReport diagnose(const DoctorInputs& in, topo::Topology* topo_out, bool* ha
     t = topo::discover(fs, d);
     ok = true;
     rep.topology = topo::to_json(t);
-    for (auto& f : topology_findings(t, rep.env, rep.env_source)) rep.findings.push_back(std::move(f));
-    for (auto& f : irq_placement_findings(t)) rep.findings.push_back(std::move(f));
+    std::vector<Finding> here = topology_findings(t, rep.env, rep.env_source);
+    for (auto& f : irq_placement_findings(t)) here.push_back(std::move(f));
     for (auto& f : irq_findings(snapshot_from_topology(t, now_ns())))
-      if (f.id != "irq.numa_mismatch") rep.findings.push_back(std::move(f));  // irq.off_node names them all
+      if (f.id != "irq.numa_mismatch") here.push_back(std::move(f));  // irq.off_node names them all
+    // With a log, these are about the machine the doctor reads, which need not be the
+    // log's: say so on each, so that no line reads as a fact about the logged run.
+    const bool log_given = std::any_of(rep.logs.begin(), rep.logs.end(), [](const NcclLog& l) { return l.nccl_lines > 0; });
+    const std::string label = fs.is_live() ? "this machine" : "the capture " + in.root;
+    for (auto& f : here) {
+      if (log_given) f.title = label + (t.hostname.empty() ? "" : " (" + t.hostname + ")") + ", not the log's run: " + f.title;
+      rep.findings.push_back(std::move(f));
+    }
   } catch (const Error& e) {
     rep.findings.push_back({"topology.unavailable", "warning", std::string("topology not read: ") + e.what(), {}, ""});
   }

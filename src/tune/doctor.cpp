@@ -56,6 +56,18 @@ std::vector<Finding> log_findings(const NcclLog& l) {
   const auto env_set = [&](const std::string& kv) {
     return std::find(l.env_lines.begin(), l.env_lines.end(), kv) != l.env_lines.end();
   };
+  // The net plugin as the log says its run loaded it: the log wins over this machine.
+  if (!l.net_plugin.empty())
+    out.push_back(make("log.net_plugin", "info",
+                       l.file + ": NCCL loaded net plugin " + l.net_plugin +
+                           (l.net_plugin_request.empty() ? "" : " (NCCL_NET_PLUGIN=" + l.net_plugin_request + " in that run)"),
+                       l.net_plugin_lines, ""));
+  else if (l.net_plugin_none)
+    out.push_back(make("log.net_plugin", "info",
+                       l.file + ": NCCL found no external net plugin" +
+                           (l.net_plugin_request.empty() ? "" : " for NCCL_NET_PLUGIN=" + l.net_plugin_request) +
+                           ": it used its built-in IB and socket transports",
+                       l.net_plugin_lines, ""));
   if (l.nccl_lines == 0 && !l.perf.empty())
     out.push_back(make("log.plain_output", "info",
                        l.file + ": program output without NCCL_DEBUG=INFO lines: its results are read, the transport is unknown",
@@ -353,7 +365,7 @@ std::vector<Finding> irq_findings(const IrqSnapshot& s) {
     out.push_back(make("irq.imbalance", "info",
                        "interrupt load is uneven: the busiest CPU took " + std::to_string(d.imbalance).substr(0, 4) +
                            "x the mean since boot",
-                       {"busiest CPU " + std::to_string(d.cpus.front().cpu)}, "p2pscope irq diff --interval 10s   # measure under load"));
+                       {"busiest CPU " + std::to_string(d.cpus.front().cpu)}, "p2pscope irq diff --duration 10s   # measure under load"));
   return out;
 }
 

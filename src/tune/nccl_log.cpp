@@ -181,6 +181,7 @@ struct NcclLogStream {
   void channel_line(std::string_view mv, const std::string& line);
   void info_line(const std::string& msg, const std::string& line);
   void using_line(const std::string& who, const std::string& rest, const std::string& line);
+  void plugin_line(std::string_view mv, const std::string& line);
 };
 
 bool has_control_characters(std::string_view raw) {
@@ -270,6 +271,29 @@ void NcclLogStream::using_line(const std::string& who, const std::string& rest, 
   keep(line);
 }
 
+// "NET/Plugin: Loaded net plugin NAME (vN)", "NET/Plugin: Plugin name set by env to X",
+// "NET/Plugin: Could not find: libnccl-net.so", "NET/Plugin : No plugin found (...)":
+// what the run loaded, first statement wins (every rank repeats it).
+void NcclLogStream::plugin_line(std::string_view mv, const std::string& line) {
+  auto after = [&](std::string_view key) -> std::string {
+    const auto p = mv.find(key);
+    if (p == std::string_view::npos) return {};
+    std::string_view v = mv.substr(p + key.size());
+    while (!v.empty() && (std::isspace(static_cast<unsigned char>(v.back())) || v.back() == '.')) v.remove_suffix(1);
+    return std::string(v.substr(0, 256));
+  };
+  bool kept = false;
+  if (std::string v = after("Loaded net plugin "); !v.empty()) {
+    if (log.net_plugin.empty()) log.net_plugin = v, kept = true;
+  } else if (std::string r = after("Plugin name set by env to "); !r.empty()) {
+    if (log.net_plugin_request.empty()) log.net_plugin_request = r, kept = true;
+  } else if (contains(mv, "Could not find") || contains(mv, "No plugin found") || contains(mv, "Plugin load returned")) {
+    if (!log.net_plugin_none) log.net_plugin_none = kept = true;
+  }
+  if (kept && log.net_plugin_lines.size() < 8) log.net_plugin_lines.push_back(line);
+  if (kept) keep(line);
+}
+
 // The other INFO lines worth a fact: ranks, init, network, channels, GDR, environment.
 void NcclLogStream::info_line(const std::string& msg, const std::string& line) {
   static const std::regex re_rank(R"(\brank (\d+) n[Rr]anks (\d+))");
@@ -306,9 +330,15 @@ void NcclLogStream::info_line(const std::string& msg, const std::string& line) {
     g.line = line;
     if (log.gdr.size() < 256) log.gdr.push_back(std::move(g));
     keep(line);
+  } else if (mv.rfind("NET/Plugin", 0) == 0 || contains(mv, "Plugin name set by env to ")) {
+    plugin_line(mv, line);
   } else if (contains(mv, " set by environment to ") && std::regex_search(msg, m, re_env)) {
     const std::string kv = m[1].str() + "=" + m[2].str();
     if (m[1].str() == "NCCL_SOCKET_IFNAME") log.socket_ifname = m[2].str();
+    if (m[1].str() == "NCCL_NET_PLUGIN" && log.net_plugin_request.empty()) {
+      log.net_plugin_request = m[2].str();
+      if (log.net_plugin_lines.size() < 8) log.net_plugin_lines.push_back(line);
+    }
     if (std::find(log.env_lines.begin(), log.env_lines.end(), kv) == log.env_lines.end() && log.env_lines.size() < 256) {
       log.env_lines.push_back(kv);
       keep(line);
@@ -370,6 +400,22 @@ NcclLog read_nccl_log_file(const std::string& path) {
   }
   NcclLogStream st(path);
   std::vector<char> buf(1 << 20);
+  // A compressed or binary file is said as what it is, not read as "plain program output".
+  {
+    unsigned char head[4096];
+    const std::size_t n = std::fread(head, 1, sizeof head, f);
+    std::string what;
+    if (n >= 2 && head[0] == 0x1f && head[1] == 0x8b) what = "gzip-compressed: read it with `zcat " + path + " > run.log`";
+    else if (n >= 4 && head[0] == 0x28 && head[1] == 0xb5 && head[2] == 0x2f && head[3] == 0xfd) what = "zstd-compressed: `zstdcat` it first";
+    else if (n >= 3 && head[0] == 'B' && head[1] == 'Z' && head[2] == 'h') what = "bzip2-compressed: `bzcat` it first";
+    else if (n >= 6 && head[0] == 0xfd && head[1] == '7' && head[2] == 'z' && head[3] == 'X') what = "xz-compressed: `xzcat` it first";
+    else if (std::memchr(head, 0, n) != nullptr) what = "a binary file (it holds NUL bytes), not a text log";
+    if (!what.empty()) {
+      std::fclose(f);
+      throw UsageError("NCCL log '" + path + "' is " + what);
+    }
+    std::rewind(f);
+  }
   std::string carry;  // a line split across reads
   char last = '\n';
   for (std::size_t n; (n = std::fread(buf.data(), 1, buf.size(), f)) > 0;) {
@@ -437,6 +483,8 @@ nlohmann::json to_json(const NcclLog& l) {
           {"env", l.env_lines},
           {"nccl_warnings", l.warn_lines},
           {"socket_ifname", l.socket_ifname},
+          {"net_plugin", {{"loaded", l.net_plugin}, {"requested", l.net_plugin_request},
+                          {"none_found", l.net_plugin_none && l.net_plugin.empty()}, {"lines", l.net_plugin_lines}}},
           {"loopback", l.loopback()},
           {"nccl_lines", l.nccl_lines},
           {"perf", perf},

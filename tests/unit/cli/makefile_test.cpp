@@ -55,3 +55,25 @@ TEST(Makefile, TestStillBuildsEveryTarget) {
   for (const auto& line : d.builds) whole = whole || line.find("--target") == std::string::npos;
   EXPECT_TRUE(whole) << "make test must build every target (the tests)\n" << d.out;
 }
+
+namespace {
+// make run installs only what running needs: the test tools (chromium, GoogleTest) come
+// with make test.
+TEST(Makefile, RunInstallsOnlyWhatRunningNeeds) {
+  if (!have_make()) GTEST_SKIP() << "no make here";
+  const Dry run = dry_run("run");
+  EXPECT_NE(run.out.find("install-deps.sh run"), std::string::npos) << run.out;
+  EXPECT_EQ(run.out.find("install-deps.sh test"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("-DBUILD_TESTING=OFF"), std::string::npos) << run.out;
+  const Dry test = dry_run("test");
+  EXPECT_NE(test.out.find("install-deps.sh test"), std::string::npos) << test.out;
+  // The script itself: chromium and GoogleTest only in the test list.
+  const auto sh = p2pscope::test::run_shell("sed -n '/^packages=(/,/^fi$/p' " + std::string(P2PSCOPE_SOURCE_DIR) +
+                                            "/scripts/install-deps.sh");
+  const auto test_part = sh.out.find("if [ \"$what\" = test ]");
+  ASSERT_NE(test_part, std::string::npos) << sh.out;
+  for (const char* p : {"chromium", "libgtest-dev"}) {
+    EXPECT_GT(sh.out.find(p), test_part) << p << " must be a test dependency only";
+  }
+}
+}  // namespace

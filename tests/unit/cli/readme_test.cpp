@@ -128,3 +128,21 @@ TEST(Readme, AnalyzeTakesOneCampaignAndLatestPicksTheNewest) {
   EXPECT_FALSE(fs::exists(dir / "p2pscope-out" / campaigns.front() / "report.html"));
   fs::remove_all(dir);
 }
+
+namespace {
+// The first screen is the quick start: what it does, what it needs, `make run` and how
+// long, three commands, what you get; and no word of the project's own history.
+TEST(Readme, FirstScreenIsTheQuickStart) {
+  std::ifstream in(fs::path(P2PSCOPE_SOURCE_DIR) / "README.md");
+  std::string first, all;
+  int n = 0;
+  for (std::string line; std::getline(in, line); ++n) {
+    if (n < 25) first += line + "\n";
+    all += line + "\n";
+  }
+  for (const char* must : {"make run", "Debian", "root", "CUDA", "min", "index.html", "```sh"})
+    EXPECT_NE(first.find(must), std::string::npos) << must << "\n" << first;
+  for (const char* history : {"seed 0", "issue", "the last round"})
+    EXPECT_EQ(all.find(history), std::string::npos) << history;
+}
+}  // namespace

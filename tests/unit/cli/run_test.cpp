@@ -3,6 +3,8 @@
 // not stopping the others.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -73,9 +75,48 @@ TEST(Run, ShortJobWritesReportAndRecordsEveryStep) {
   EXPECT_EQ(fs::path(index_path), fs::absolute(dir / "index.html").lexically_normal());
   std::ifstream idx(dir / "index.html");
   const std::string index((std::istreambuf_iterator<char>(idx)), {});
-  for (const char* href : {"campaign/report.html", "predict.html", "network.yml", "topology.json", "bench-gpu.txt",
-                           "bench-latency.txt", "run.json", "profile.log"})
+  for (const char* href : {"campaign/report.html", "predict.html", "network.yml", "topology.json", "bench-gpu.json",
+                           "bench-latency.json", "run.json", "profile.log", "headline.json"})
     EXPECT_NE(index.find(std::string("href=\"") + href + "\""), std::string::npos) << href;
+
+  // The headline: first on the page, last in the text, and its numbers are the JSON's.
+  const auto h = read_json(dir / "headline.json");
+  const auto bench = read_json(dir / "bench-gpu.json");
+  std::uint64_t largest = 0;
+  for (const auto& row : bench.at("rows")) largest = std::max(largest, row.at("size_bytes").get<std::uint64_t>());
+  std::vector<double> bw;
+  for (const auto& row : bench.at("rows"))
+    if (row.at("size_bytes") == largest) bw.push_back(row.at("algbw_GBps").get<double>());
+  ASSERT_FALSE(bw.empty());
+  std::sort(bw.begin(), bw.end());
+  const auto& hb = h.at("numbers").at("bandwidth_GBps");
+  EXPECT_DOUBLE_EQ(hb.at("min").get<double>(), bw.front());
+  EXPECT_DOUBLE_EQ(hb.at("max").get<double>(), bw.back());
+  EXPECT_EQ(hb.at("pairs").get<std::size_t>(), bw.size());
+  const auto lat = read_json(dir / "bench-latency.json");
+  std::vector<double> us;
+  for (const auto& row : lat.at("rows"))
+    if (row.value("supported", false)) us.push_back(row.at("one_way_us").get<double>());
+  std::sort(us.begin(), us.end());
+  ASSERT_FALSE(us.empty());
+  EXPECT_DOUBLE_EQ(h.at("numbers").at("one_way_latency_us").at("min").get<double>(), us.front());
+  EXPECT_DOUBLE_EQ(h.at("numbers").at("one_way_latency_us").at("max").get<double>(), us.back());
+  ASSERT_TRUE(h.at("numbers").contains("top_finding")) << h.dump(1);
+  const auto box = index.find("id=\"headline\"");
+  ASSERT_NE(box, std::string::npos);
+  EXPECT_LT(box, index.find("<table><tr><th>step")) << "the results come before the step table";
+  for (const auto& item : h.at("items")) {
+    const std::string value = item.at("value");
+    std::string escaped;  // as the page writes it
+    for (char c : value) escaped += c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '"' ? "&quot;" : c == '\'' ? "&#39;" : std::string(1, c);
+    EXPECT_NE(index.find(escaped), std::string::npos) << value;
+    EXPECT_NE(r.out.rfind(value), std::string::npos) << value;
+  }
+  const auto results_at = r.out.rfind("Results\n");
+  ASSERT_NE(results_at, std::string::npos) << r.out;
+  EXPECT_GT(results_at, r.out.find("index: ")) << "the text output ends with the headline";
+  // The displayed median is the JSON's, rounded as shown.
+  EXPECT_NE(r.out.find(fmt::format("median {:.1f} ", hb.at("median").get<double>())), std::string::npos) << r.out;
 
   // A second run keeps the first campaign instead of overwriting it.
   const auto r2 = run("run --out " + dir.string() + " --reps 1 --sizes 1K --backend host --skip "

@@ -37,6 +37,21 @@ TEST(ParseSizeList, RangeIsPowersOfTwoInclusive) {
   for (std::size_t i = 1; i < v.size(); ++i) EXPECT_EQ(v[i], v[i - 1] * 2);
 }
 
+// nccl-tests' -b 8 -e 64K -f 4 as one --sizes item: the factor after a second ':'.
+TEST(ParseSizeList, StepFactorAsNcclTests) {
+  EXPECT_EQ(parse_size_list("8:64K:4"), (std::vector<std::uint64_t>{8, 32, 128, 512, 2048, 8192, 32768}));
+  EXPECT_EQ(parse_size_list("8:1G:2").size(), 28u);  // 8 B .. 1 GiB, every power of two
+  EXPECT_EQ(parse_size_list("1M:1M:2"), (std::vector<std::uint64_t>{1 << 20}));
+  for (const char* bad : {"8:1G:1", "8:1G:0", "8:1G:x", "8:1G:", "0:1G:2", "1G:8:2"}) {
+    try {
+      parse_size_list(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()).find("unknown unit"), std::string::npos) << bad << ": " << e.what();
+    }
+  }
+}
+
 TEST(ParseSizeList, ListsMixRangesAndSortUnique) {
   EXPECT_EQ(parse_size_list("1M,4K,4K,1:4"), (std::vector<std::uint64_t>{1, 2, 4, 4096, 1 << 20}));
   EXPECT_EQ(parse_size_list("3:16"), (std::vector<std::uint64_t>{3, 4, 8, 16}));

@@ -1,7 +1,9 @@
 // analyze end to end on fixture campaigns (tests/fixtures/campaigns, made by
 // tools/make-synthetic-campaign): every output file, the findings the fixture was
 // built to trigger, the report's charts, bad input, and the CLI.
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -353,6 +355,40 @@ TEST(AnalyzeReport, ShowsContentionRunsSavedBesideTheCampaign) {
   EXPECT_NE(html.find("1-&gt;0 together"), std::string::npos) << "the contended series is drawn";
   EXPECT_NE(html.find("<td>0.50</td>"), std::string::npos) << "together / alone per flow and size";
   EXPECT_NE(html.find("not readable JSON, left out"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace p2pscope::analyze
+
+namespace p2pscope::analyze {
+namespace {
+
+// report.html opens with its conclusions: the links' bandwidth spread as links.json has
+// it, before the campaign's metadata table and every chart.
+TEST(AnalyzeReport, OpensWithConclusionsThatMatchLinksJson) {
+  const fs::path dir = fs::temp_directory_path() / ("p2pscope-analyze-conclusions-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::copy(fs::path(P2PSCOPE_FIXTURES_DIR) / "campaigns" / "mixed4", dir, fs::copy_options::recursive);
+  analyze(dir.string());
+  const std::string html = p2pscope::test::slurp(dir / "report.html");
+  const auto box = html.find("id=\"conclusions\"");
+  ASSERT_NE(box, std::string::npos);
+  EXPECT_LT(box, html.find("<h2>This campaign</h2>"));
+  EXPECT_LT(box, html.find("<svg"));
+  const auto links = nlohmann::json::parse(p2pscope::test::slurp(dir / "links.json"));
+  std::map<std::string, std::vector<double>> bw;
+  for (const auto& l : links["links"]) bw[l["backend"].get<std::string>()].push_back(l["asymptotic_bytes_per_s"].get<double>() / 1e9);
+  ASSERT_FALSE(bw.empty());
+  for (auto& [backend, v] : bw) {
+    std::sort(v.begin(), v.end());
+    const std::string shown = v.size() == 1 ? fmt::format("{:.1f} GB/s", v[0])
+                                            : fmt::format("min {:.1f} / ", v.front());
+    EXPECT_NE(html.find(shown, box), std::string::npos) << backend << ": " << shown;
+    if (v.size() > 1) EXPECT_NE(html.find(fmt::format("max {:.1f} GB/s", v.back()), box), std::string::npos) << backend;
+  }
+  EXPECT_NE(html.find("id=\"matrices\""), std::string::npos);
+  EXPECT_NE(html.find("id=\"findings\""), std::string::npos);
   fs::remove_all(dir);
 }
 

@@ -151,3 +151,20 @@ TEST(NcclLog, GarbledAndEmptyInputNeverCrash) {
   EXPECT_FALSE(parse_nccl_log(bad, "b.log").warnings.empty());
   EXPECT_NO_THROW(parse_nccl_log(std::string(100000, 'A'), "long.log"));
 }
+
+namespace {
+// The net plugin as the log says its run loaded it (tests/fixtures/nccl-logs/net-plugin-refnet.log).
+TEST(NcclLogPlugin, LoadedPluginAndRequestAreRead) {
+  const auto l = p2pscope::tune::read_nccl_log_file(std::string(P2PSCOPE_FIXTURES_DIR) + "/nccl-logs/net-plugin-refnet.log");
+  EXPECT_EQ(l.net_plugin, "p2pscope-refnet (v11)");
+  EXPECT_EQ(l.net_plugin_request, "/root/p2pscope/build/lib/libnccl-net-p2pscope.so");
+  EXPECT_FALSE(l.net_plugin_lines.empty());
+  EXPECT_EQ(l.network, "p2pscope-refnet");
+}
+
+TEST(NcclLogPlugin, NoPluginFoundIsReadAsNone) {
+  const auto l = p2pscope::tune::read_nccl_log_file(std::string(P2PSCOPE_FIXTURES_DIR) + "/nccl-logs/default-p2p.log");
+  EXPECT_TRUE(l.net_plugin.empty());
+  EXPECT_TRUE(l.net_plugin_none) << "the log says 'NET/Plugin: Could not find: libnccl-net.so'";
+}
+}  // namespace

@@ -1,0 +1,190 @@
+// read_headline (headline.hpp): the figures a reader wants first, from the JSON files
+// the steps of `run` wrote. Every number shown is in headline.json unrounded.
+#include "headline.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "p2pscope/charts.hpp"
+#include "p2pscope/units.hpp"
+
+namespace p2pscope::app {
+namespace {
+namespace fs = std::filesystem;
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) return nullptr;
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  return j.is_discarded() ? nlohmann::json(nullptr) : j;
+}
+
+struct Spread {
+  double min = NAN, median = NAN, max = NAN;
+  std::size_t n = 0;
+};
+Spread spread(std::vector<double> v) {
+  Spread s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.n = v.size();
+  s.min = v.front();
+  s.max = v.back();
+  s.median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  return s;
+}
+nlohmann::json to_json(const Spread& s) { return {{"min", s.min}, {"median", s.median}, {"max", s.max}, {"pairs", s.n}}; }
+std::string show(const Spread& s, int digits, const char* unit) {
+  if (s.n == 1) return fmt::format("{:.{}f} {}", s.median, digits, unit);
+  return fmt::format("min {:.{}f} / median {:.{}f} / max {:.{}f} {}", s.min, digits, s.median, digits, s.max, digits, unit);
+}
+
+// The rows of a bench gpu JSON at its largest size, one value per supported pair.
+std::vector<double> per_pair(const nlohmann::json& j, const char* field, std::uint64_t* size) {
+  std::uint64_t largest = 0;
+  for (const auto& r : j.value("rows", nlohmann::json::array()))
+    if (r.value("supported", false) && r.contains(field)) largest = std::max(largest, r.value("size_bytes", std::uint64_t{0}));
+  std::vector<double> v;
+  for (const auto& r : j.value("rows", nlohmann::json::array()))
+    if (r.value("supported", false) && r.contains(field) && r.value("size_bytes", std::uint64_t{0}) == largest &&
+        r[field].is_number())
+      v.push_back(r[field].get<double>());
+  *size = largest;
+  return v;
+}
+
+void bandwidth(Headline& h, const fs::path& dir) {
+  const auto j = read_json(dir / "bench-gpu.json");
+  if (!j.is_object()) return;
+  std::uint64_t size = 0;
+  const Spread s = spread(per_pair(j, "algbw_GBps", &size));
+  if (!s.n) return;
+  h.items.push_back({"per-pair bandwidth", show(s, 1, "GB/s"),
+                     fmt::format("{} backend, {}, {} pair{}, one direction at a time", j.value("backend", "?"),
+                                 format_size(size), s.n, s.n == 1 ? "" : "s"),
+                     "bench-gpu.json"});
+  h.numbers["bandwidth_GBps"] = to_json(s);
+  h.numbers["bandwidth_GBps"]["size_bytes"] = size;
+}
+
+void latency(Headline& h, const fs::path& dir) {
+  const auto j = read_json(dir / "bench-latency.json");
+  if (!j.is_object()) return;
+  std::uint64_t size = 0;
+  const bool blocking = j.value("pattern", "") == "blocking";
+  const Spread s = spread(per_pair(j, blocking ? "host_us" : "one_way_us", &size));
+  if (!s.n) return;
+  h.items.push_back({blocking ? "copy time seen by the host" : "one-way latency", show(s, 2, "us"),
+                     fmt::format("{} backend, {} message, {} pair{}{}", j.value("backend", "?"), format_size(size), s.n,
+                                 s.n == 1 ? "" : "s", blocking ? " (no ping-pong here: a blocking copy)" : ", ping-pong / 2"),
+                     "bench-latency.json"});
+  h.numbers[blocking ? "host_copy_us" : "one_way_latency_us"] = to_json(s);
+}
+
+void collective(Headline& h, const fs::path& dir) {
+  const auto j = read_json(dir / "nccl-allreduce.json");
+  if (!j.is_object()) return;
+  double busbw = NAN;
+  std::uint64_t size = 0;
+  for (const auto& r : j.value("rows", nlohmann::json::array()))
+    if (r.value("size_bytes", std::uint64_t{0}) >= size && r.contains("busbw_GBps") && r["busbw_GBps"].is_number()) {
+      size = r["size_bytes"].get<std::uint64_t>();
+      busbw = r["busbw_GBps"].get<double>();
+    }
+  if (std::isnan(busbw)) return;
+  h.items.push_back({"all-reduce busbw", fmt::format("{:.1f} GB/s", busbw),
+                     fmt::format("NCCL, {} ranks, {}", j.value("ranks", 0), format_size(size)), "nccl-allreduce.json"});
+  h.numbers["allreduce_busbw_GBps"] = {{"value", busbw}, {"size_bytes", size}};
+}
+
+void tcp_item(Headline& h, const fs::path& dir) {
+  const auto j = read_json(dir / "tcp-loopback.json");
+  if (!j.is_object() || !j.contains("client")) return;
+  const double bps = j["client"].value("tx_bytes_per_s", 0.0);
+  if (bps <= 0) return;
+  h.items.push_back({"TCP (loopback)", fmt::format("{:.2f} GB/s = {:.1f} Gbit/s", bps / 1e9, bps * 8 / 1e9),
+                     fmt::format("{} channel(s) over 127.0.0.1: the engine's ceiling on this CPU, not a network",
+                                 j.value("params", nlohmann::json::object()).value("channels", 0)),
+                     "tcp-loopback.json"});
+  h.numbers["tcp_loopback_GBps"] = bps / 1e9;
+}
+
+void prediction(Headline& h, const fs::path& dir) {
+  const auto j = read_json(dir / "predict.json");
+  if (!j.is_object()) return;
+  std::vector<double> err;
+  for (const auto& r : j.value("rows", nlohmann::json::array()))
+    if (r.contains("error_pct") && r["error_pct"].is_number()) err.push_back(std::fabs(r["error_pct"].get<double>()));
+  if (err.empty()) {
+    const std::string why = j.value("measure", nlohmann::json::object()).value("why_not", "");
+    h.items.push_back({"prediction", "not compared with NCCL", why.empty() ? "predict ran without --measure" : why,
+                       "predict.html"});
+    return;
+  }
+  const Spread s = spread(err);
+  h.items.push_back({"prediction error", fmt::format("{:.0f}-{:.0f} % (median {:.0f} %)", s.min, s.max, s.median),
+                     fmt::format("|predicted - measured| / measured over {} size(s) and op(s)", s.n), "predict.html"});
+  h.numbers["prediction_error_pct"] = to_json(s);
+}
+
+// The finding that matters most: a warning about the hardware before one about noise.
+void finding(Headline& h, const fs::path& dir) {
+  const auto j = read_json(dir / "campaign" / "findings.json");
+  if (!j.is_object()) return;
+  const nlohmann::json* best = nullptr;
+  int best_rank = 99;
+  for (const auto& f : j.value("findings", nlohmann::json::array())) {
+    const bool warning = f.value("severity", "") == "warning";
+    const bool noise = f.value("kind", "") == "high_cv";
+    const int rank = (warning ? 0 : 2) + (noise ? 1 : 0);
+    if (rank < best_rank) best_rank = rank, best = &f;
+  }
+  if (!best) {
+    h.items.push_back({"top finding", "none", "the campaign's analysis found nothing to flag", "campaign/report.html"});
+    return;
+  }
+  h.items.push_back({"top finding", best->value("subject", "") + ": " + best->value("message", ""),
+                     best->value("severity", "") + ", " + best->value("kind", ""), "campaign/report.html"});
+  h.numbers["top_finding"] = *best;
+}
+
+}  // namespace
+
+Headline read_headline(const fs::path& dir) {
+  Headline h;
+  h.numbers = nlohmann::json::object();
+  bandwidth(h, dir);
+  latency(h, dir);
+  collective(h, dir);
+  tcp_item(h, dir);
+  prediction(h, dir);
+  finding(h, dir);
+  return h;
+}
+
+std::string headline_text(const Headline& h) {
+  if (h.items.empty()) return "results: none measured (see the steps above)\n";
+  std::size_t w = 0;
+  for (const auto& i : h.items) w = std::max(w, i.label.size());
+  std::string out = "Results\n";
+  for (const auto& i : h.items) out += fmt::format("  {:<{}}  {}   ({})\n", i.label, w, i.value, i.detail);
+  return out;
+}
+
+std::string headline_html(const Headline& h) {
+  using charts::xml_escape;
+  std::string rows;
+  for (const auto& i : h.items)
+    rows += "<tr><th>" + xml_escape(i.label) + "</th><td class=\"figure\">" + xml_escape(i.value) + "</td><td>" +
+            xml_escape(i.detail) + (i.href.empty() ? "" : " (<a href=\"" + xml_escape(i.href) + "\">" + xml_escape(i.href) + "</a>)") +
+            "</td></tr>\n";
+  if (rows.empty()) rows = "<tr><td>No result was measured: see the steps below.</td></tr>\n";
+  return "<div class=\"headline\" id=\"headline\" style=\"border:2px solid #0072B2;padding:0.6em 1em;margin:0.5em 0 1.2em;"
+         "background:#f3f8fc\">\n<h2 style=\"margin-top:0\">Results</h2>\n<table class=\"headline\">\n" + rows +
+         "</table>\n</div>\n";
+}
+
+}  // namespace p2pscope::app

@@ -1,0 +1,66 @@
+// Bad input is refused before any work: exit 2 and a message that names the flag (or
+// the file) and says what to do. Each case is one a user met.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "support/run_binary.hpp"
+#include "support/shell.hpp"
+
+namespace {
+using p2pscope::test::run_binary;
+namespace fs = std::filesystem;
+
+struct Case {
+  const char* args;
+  const char* names;  // the message must hold this
+};
+
+TEST(BadInput, RefusedWithExit2NamingTheFlag) {
+  const Case cases[] = {
+      {"bench gpu --backend host --pairs ''", "--pairs"},
+      {"bench gpu --backend host --pairs 0:1,0:1", "--pairs"},
+      {"bench gpu --backend host --sizes 0", "size '0'"},
+      {"bench gpu --backend host --variant pull", "--variant"},
+      {"bench tcp --loopback --mode latency --reverse", "--reverse"},
+      {"bench tcp --loopback --sessions 2", "--sessions"},
+      {"bench tcp --loopback --bind 127.0.0.1", "--bind"},
+      {"run --reps 0 --out /nonexistent-p2pscope-dir", "--reps"},
+      {"run --sizes 0 --out /nonexistent-p2pscope-dir", "--sizes"},
+      {"run --step-timeout 0 --out /nonexistent-p2pscope-dir", "--step-timeout"},
+      {"bench gpu --sizes 8:64K:x", "factor"},
+      {"bench nccl -b 8 -e 1G --sizes 1M", "--sizes"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_binary(c.args);
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.names), std::string::npos) << c.args << "\n" << r.out;
+    EXPECT_EQ(r.out.find("e+308"), std::string::npos) << c.args << "\n" << r.out;  // no DBL_MAX from the library
+    EXPECT_EQ(r.out.find("1.79769"), std::string::npos) << c.args << "\n" << r.out;
+  }
+  EXPECT_FALSE(fs::exists("/nonexistent-p2pscope-dir")) << "run created its directory before refusing";
+}
+
+TEST(BadInput, CompressedAndBinaryLogsAreSaidAsWhatTheyAre) {
+  const fs::path dir = fs::temp_directory_path() / ("p2pscope-bad-log-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path plain = fs::path(P2PSCOPE_FIXTURES_DIR) / "nccl-tests" / "p2p.log";
+  ASSERT_EQ(p2pscope::test::run_shell("gzip -c " + plain.string() + " > " + (dir / "p2p.log.gz").string()).code, 0);
+  {
+    std::ofstream bin(dir / "core.bin", std::ios::binary);
+    const char data[] = {'\x7f', 'E', 'L', 'F', 0, 0, 1, 2};
+    bin.write(data, sizeof data);
+  }
+  const auto gz = run_binary("doctor --nccl-log " + (dir / "p2p.log.gz").string());
+  EXPECT_EQ(gz.code, 2) << gz.out;
+  EXPECT_NE(gz.out.find("gzip"), std::string::npos) << gz.out;
+  EXPECT_EQ(gz.out.find("plain program output"), std::string::npos) << gz.out;
+  const auto bin = run_binary("doctor --nccl-log " + (dir / "core.bin").string());
+  EXPECT_EQ(bin.code, 2) << bin.out;
+  EXPECT_NE(bin.out.find("binary"), std::string::npos) << bin.out;
+  fs::remove_all(dir);
+}
+
+}  // namespace
