@@ -49,8 +49,7 @@ std::optional<Frame> parse(const std::string& buf, std::uint32_t max_bytes) {
   if (buf.size() < sizeof h + h.length) return std::nullopt;
   Frame f;
   f.type = static_cast<FrameType>(h.type);
-  f.body = nlohmann::json::parse(buf.begin() + sizeof h, buf.end(), nullptr, false);
-  if (f.body.is_discarded() || !f.body.is_object()) throw Error("a control message that is not a JSON object");
+  f.body = frame_body(f.type, std::string_view(buf).substr(sizeof h), "a new connection");
   return f;
 }
 

@@ -5,6 +5,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "p2pscope/bounded_json.hpp"
 #include "p2pscope/enum_names.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/units.hpp"
@@ -148,6 +149,26 @@ Params params_from_json(const nlohmann::json& j) {
   return p;
 }
 
+JsonLimits frame_limits(FrameType type) {
+  JsonLimits l;
+  l.max_bytes = kMaxControlBytes;
+  l.max_depth = 8;  // the deepest frame of ours (results: report, list, record) is 3
+  // Results carry a rate per round (100,000 at most each way) and a record per worker
+  // (4096 at most); every other frame is a few fields, or a handle per link.
+  l.max_elements = type == FrameType::result ? (1u << 20) : (1u << 15);
+  l.max_string_bytes = 16u << 10;
+  return l;
+}
+
+nlohmann::json frame_body(FrameType type, std::string_view text, const std::string& from) {
+  BoundedJson j = parse_json_bounded(text, frame_limits(type));
+  if (!j.ok())
+    throw Error(from + ": control message (type " + std::to_string(static_cast<unsigned>(type)) +
+                ") refused: " + j.error.substr(0, 300));
+  if (!j.value.is_object()) throw Error(from + ": control message is not a JSON object");
+  return std::move(j.value);
+}
+
 void send_frame(Socket& s, FrameType type, const nlohmann::json& body) {
   const std::string text = body.dump();
   if (text.size() > kMaxControlBytes) throw Error("control message too large (" + std::to_string(text.size()) + " B)");
@@ -186,8 +207,7 @@ Frame recv_frame(Socket& s, bool refuse) {
   s.recv_all(text.data(), text.size());
   Frame f;
   f.type = static_cast<FrameType>(h.type);
-  f.body = nlohmann::json::parse(text, nullptr, false);
-  if (f.body.is_discarded() || !f.body.is_object()) throw Error(s.label() + ": control message is not a JSON object");
+  f.body = frame_body(f.type, text, s.label());
   return f;
 }
 
@@ -201,7 +221,7 @@ nlohmann::json expect_frame(Socket& s, FrameType type, const std::string& contex
   }
   if (f.type != type)
     throw Error(context + ": unexpected control message type " + std::to_string(static_cast<unsigned>(f.type)));
-  return f.body;
+  return std::move(f.body);
 }
 
 }  // namespace p2pscope::tcp

@@ -5,9 +5,11 @@
 // ChunkHeader + payload one way and Ack the other way.
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
+#include "p2pscope/bounded_json.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/tcp.hpp"
 #include "transport/tcp/socket.hpp"
@@ -63,6 +65,12 @@ struct Frame {
   FrameType type{};
   nlohmann::json body;
 };
+// The limits a frame's JSON body is parsed under (depth, values, string length), by type.
+JsonLimits frame_limits(FrameType type);
+// A frame's body from the peer, parsed under frame_limits(type): an object, or Error
+// naming what was wrong (`from` names the peer). Nothing deeper than the limit is built.
+nlohmann::json frame_body(FrameType type, std::string_view text, const std::string& from);
+
 // Reads one frame. A header with another magic or version throws ProtocolMismatch
 // (after telling the peer why, when `refuse` is set); other faults throw Error.
 Frame recv_frame(Socket& s, bool refuse);
