@@ -19,7 +19,7 @@ std::vector<int> irq_affinity(const FsRoot& fs, int irq) {
   if (auto list = read_cpulist(fs, dir + "smp_affinity_list")) return *list;
   if (auto mask = fs.read_line(dir + "smp_affinity")) {
     try {
-      return parse_cpumask(*mask);
+      return parse_cpumask(*mask, fs.cpu_limit());  // a crafted tree's huge mask is refused, not expanded
     } catch (const Error&) {
     }
   }
