@@ -1,13 +1,20 @@
 #include "transport/tcp/protocol.hpp"
 
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdio>
 #include <limits>
 #include <type_traits>
 
 #include "p2pscope/bounded_json.hpp"
+#include "p2pscope/clock.hpp"
 #include "p2pscope/enum_names.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/table.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::tcp {
@@ -178,9 +185,43 @@ void send_frame(Socket& s, FrameType type, const nlohmann::json& body) {
   s.send_two(&h, sizeof h, text.data(), text.size());
 }
 
+namespace {
+
+// The socket's receive timeout (SO_RCVTIMEO, as set_timeout set it); 0 when none.
+double recv_timeout_s(const Socket& s) {
+  timeval tv{};
+  socklen_t len = sizeof tv;
+  if (::getsockopt(s.fd(), SOL_SOCKET, SO_RCVTIMEO, &tv, &len) != 0) return 0;
+  return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6;
+}
+
+// A frame arrives whole by its deadline: SO_RCVTIMEO alone bounds each recv, and a
+// peer trickling a byte a second would renew it for ever (deadline 0: no deadline).
+void recv_by(Socket& s, void* data, std::size_t n, std::int64_t deadline_ns, double budget_s) {
+  if (deadline_ns == 0) return s.recv_all(data, n);
+  auto* p = static_cast<char*>(data);
+  for (std::size_t got = 0; got < n;) {
+    const std::size_t k = s.recv_now(p + got, n - got);
+    got += k;
+    if (k || got == n) continue;
+    const std::int64_t left_ns = deadline_ns - monotonic_ns();
+    if (left_ns <= 0)
+      throw IoError(s.label() + ": a control message did not arrive whole within " + fixed(budget_s, 1) +
+                        " s (the peer sends too slowly, or stopped)",
+                    IoCause::timeout);
+    pollfd pf{s.fd(), POLLIN, 0};
+    const int ms = static_cast<int>(std::clamp<std::int64_t>(left_ns / 1'000'000 + 1, 1, 1000));
+    if (::poll(&pf, 1, ms) < 0 && errno != EINTR) throw IoError(s.label() + ": poll failed", IoCause::reset);
+  }
+}
+
+}  // namespace
+
 Frame recv_frame(Socket& s, bool refuse) {
+  const double budget_s = recv_timeout_s(s);
+  const std::int64_t deadline_ns = budget_s > 0 ? monotonic_ns() + static_cast<std::int64_t>(budget_s * 1e9) : 0;
   FrameHeader h;
-  s.recv_all(&h, sizeof h);
+  recv_by(s, &h, sizeof h, deadline_ns, budget_s);
   std::string why;
   char buf[160];
   if (h.magic != kProtocolMagic) {
@@ -204,7 +245,7 @@ Frame recv_frame(Socket& s, bool refuse) {
     throw Error(s.label() + ": control message of " + std::to_string(h.length) + " bytes is over the " +
                 std::to_string(kMaxControlBytes) + "-byte limit");
   std::string text(h.length, '\0');
-  s.recv_all(text.data(), text.size());
+  recv_by(s, text.data(), text.size(), deadline_ns, budget_s);
   Frame f;
   f.type = static_cast<FrameType>(h.type);
   f.body = frame_body(f.type, text, s.label());
