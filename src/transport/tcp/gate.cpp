@@ -24,6 +24,7 @@ struct Gate::Pending {
   std::string buf;  // the frame being read: header, then body
   bool said_hello = false;  // a hello came and the challenge went out: the next frame is `params`
   std::string client_nonce, server_nonce;
+  std::string binding;  // client_binding() of this connection, with a token
   bool done = false;  // handed on or refused: drop from the list
 };
 
@@ -189,17 +190,21 @@ void Gate::step(Pending& p) {
       }
       if (p.said_hello && f->type == FrameType::params) {
         bool authenticated = false;
+        const auto params = f->body.find("params");
         if (token_) {
+          // Bound to this connection (the address the client dialed) and the exact
+          // parameters: a relay of another client's proof fails (docs/security.md).
+          p.binding = client_binding(p.sock.local_addr(), params == f->body.end() ? nlohmann::json() : *params);
           const auto it = f->body.find("proof");
           const std::string proof = it != f->body.end() && it->is_string() ? it->get<std::string>() : "";
           if (proof.empty())
             return refuse(p, "this server requires the shared secret: set P2PSCOPE_TOKEN (or P2PSCOPE_TOKEN_FILE) "
                              "to the server's value on the client", true);
-          if (!auth::equal_constant_time(proof, auth::proof(*token_, "client", p.client_nonce, p.server_nonce)))
-            return refuse(p, "authentication failed: the client's P2PSCOPE_TOKEN differs from the server's", true);
+          if (!auth::equal_constant_time(proof, auth::proof(*token_, "client", p.client_nonce, p.server_nonce + p.binding)))
+            return refuse(p, "authentication failed: the client's P2PSCOPE_TOKEN differs from the server's, or its "
+                             "proof was made for another server address or other parameters (a relay?)", true);
           authenticated = true;
         }
-        const auto params = f->body.find("params");
         if (params == f->body.end() || !params->is_object()) return refuse(p, "no parameters in the request", true);
         std::string busy;
         {
@@ -215,6 +220,7 @@ void Gate::step(Pending& p) {
         c.client_nonce = p.client_nonce;
         c.server_nonce = p.server_nonce;
         c.authenticated = authenticated;
+        c.binding = p.binding;
         c.ctrl = std::move(p.sock);
         {
           std::lock_guard lk(mu_);

@@ -10,6 +10,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "p2pscope/auth.hpp"
 #include "p2pscope/bounded_json.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/enum_names.hpp"
@@ -154,6 +155,16 @@ Params params_from_json(const nlohmann::json& j) {
   if (p.warmup > 1000) throw UsageError("warmup over 1000 rounds");
   validate(p);
   return p;
+}
+
+std::string client_binding(const std::string& server_addr, const nlohmann::json& params) {
+  const auth::Digest d = auth::sha256(params.dump());
+  return "|v2|server=" + server_addr + "|params=" + auth::to_hex(d.data(), d.size());
+}
+
+std::string server_binding(const std::string& client_binding, const std::string& session_id,
+                           const nlohmann::json& timeout_s) {
+  return client_binding + "|session=" + session_id + "|timeout_s=" + timeout_s.dump();
 }
 
 JsonLimits frame_limits(FrameType type) {
