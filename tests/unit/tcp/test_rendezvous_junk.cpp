@@ -41,7 +41,7 @@ std::string refusal(const std::string& junk) {
 }  // namespace
 
 TEST(RendezvousJunk, AStrangersJunkIsRefusedAsDifferentArgumentsNamingWhatCame) {
-  for (const std::string junk : {std::string("{"), std::string("\x01\x02garbage"), std::string("[1,2]"),
+  for (const std::string& junk : {std::string("{"), std::string("\x01\x02garbage"), std::string("[1,2]"),
                                  std::string("{\"a\":1}"), std::string("42"),
                                  std::string(100000, '[') + std::string(100000, ']')}) {
     const std::string why = refusal(junk);
