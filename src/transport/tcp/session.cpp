@@ -3,7 +3,6 @@
 // exchange of results, and what a failed session keeps. Data links are the DataPath's.
 #include <unistd.h>
 
-#include <ctime>
 #include <exception>
 #include <optional>
 #include <thread>
@@ -218,15 +217,6 @@ std::string json_string(const nlohmann::json& j, const char* key, const std::str
 
 std::shared_ptr<DataPath> path_of(const LocalOptions& l) { return l.path ? l.path : make_socket_path(); }
 
-std::string now_hms() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
-  return buf;
-}
-
 }  // namespace
 
 Results run_client(const ClientOptions& o, const Params& params) {
@@ -421,7 +411,8 @@ Results Server::Impl::session(Gate& gate, ClientHello& c) {
   }
   configure(ctrl, p);
   const std::string session_id = auth::random_nonce_hex();
-  gate.open_session(session_id, "busy: serving a session for " + c.peer + " since " + now_hms());
+  // The busy refusal tells a stranger nothing about this client (its address, its start).
+  gate.open_session(session_id, "busy: serving another client's session");
   struct Close {
     Gate& g;
     ~Close() { g.close_session(); }
