@@ -81,6 +81,8 @@ Reply send_handles(std::uint16_t port, const std::string& transport, const std::
   RawPeer peer(port);
   nlohmann::json p = to_json(small());
   p["transport"] = transport;
+  p["channels"] = 1;  // one link: one handle
+  p["sockets_per_channel"] = 1;
   const Reply r = peer.propose(p);
   EXPECT_EQ(r.type, pt::kAccept) << r.body;
   const Reply theirs = peer.read_frame();
