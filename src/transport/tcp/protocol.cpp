@@ -174,7 +174,7 @@ JsonLimits frame_limits(FrameType type) {
   // Results carry a rate per round (100,000 at most each way) and a record per worker
   // (4096 at most); every other frame is a few fields, or a handle per link.
   l.max_elements = type == FrameType::result ? (1u << 20) : (1u << 15);
-  l.max_string_bytes = 16u << 10;
+  l.max_string_bytes = 64u << 10;  // a reason, a warning, a hex handle: far below
   return l;
 }
 

@@ -124,10 +124,10 @@ TEST(TcpHostileFrames, WideFramesAndLongStringsAreRefusedByTheirLimits) {
   }
   {
     InSession s(srv.port());
-    const std::string f = RawPeer::frame(pt::kGo, "{\"round\":\"" + std::string(20000, 'a') + "\"}");
+    const std::string f = RawPeer::frame(pt::kGo, "{\"round\":\"" + std::string(70000, 'a') + "\"}");
     ASSERT_TRUE(s.ctrl.send_bytes(f.data(), f.size()));
     const Reply r = s.ctrl.read_frame();
-    EXPECT_NE(r.reason().find("a string of 20000 bytes"), std::string::npos) << reply_text(r);
+    EXPECT_NE(r.reason().find("a string of 70000 bytes"), std::string::npos) << reply_text(r);
     ASSERT_TRUE(ServerThread::wait_for([&] { return srv.results().size() == 2; })) << srv.errors_text();
   }
   EXPECT_EQ(legit_error(srv.port()), "");
