@@ -32,11 +32,6 @@ namespace {
 
 constexpr std::int64_t kNsPerS = 1'000'000'000;
 
-// Not inlined: inlined into str_field, GCC 12 at -O2 reports a false stringop-overread.
-[[gnu::noinline]] std::string short_text(const std::string& s) {
-  return s.size() > 200 ? s.substr(0, 200) + "..." : s;
-}
-
 // A complete frame in buf, or nullopt while more bytes are needed. Throws Error with
 // the reason to give the peer when the bytes cannot be a frame of ours.
 std::optional<Frame> parse(const std::string& buf, std::uint32_t max_bytes) {
@@ -68,7 +63,13 @@ std::size_t missing(const std::string& buf) {
 std::string str_field(const nlohmann::json& j, const char* key) {
   const auto it = j.find(key);
   if (it == j.end() || !it->is_string()) throw Error(std::string("field '") + key + "' missing or not a string");
-  return short_text(it->get<std::string>());
+  // Cut in place: GCC 12 -O2 reports a false stringop-overread on substr() + "..." here.
+  std::string v = it->get<std::string>();
+  if (v.size() > 200) {
+    v.resize(200);
+    v.append("...");
+  }
+  return v;
 }
 
 }  // namespace
