@@ -217,8 +217,8 @@ void recv_by(Socket& s, void* data, std::size_t n, std::int64_t deadline_ns, dou
     if (k || got == n) continue;
     const std::int64_t left_ns = deadline_ns - monotonic_ns();
     if (left_ns <= 0)
-      throw IoError(s.label() + ": a control message did not arrive whole within " + fixed(budget_s, 1) +
-                        " s (the peer sends too slowly, or stopped)",
+      throw IoError(s.label() + ": recv timed out: a control message did not arrive whole within " +
+                        fixed(budget_s, 1) + " s (peer silent or trickling past --timeout; link down or peer stalled?)",
                     IoCause::timeout);
     pollfd pf{s.fd(), POLLIN, 0};
     const int ms = static_cast<int>(std::clamp<std::int64_t>(left_ns / 1'000'000 + 1, 1, 1000));
