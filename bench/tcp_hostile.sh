@@ -12,7 +12,8 @@
 # and a stream of proposals: channels = sockets = 2^31, 2^32+1 channels, 64 GiB in
 # 1-byte chunks, 16 GiB with --verify --reverse, wrong JSON types, bad magic and
 # version, connect-and-close probes, valid parameters without the secret and with a
-# wrong one. AUTH=token (default): the server runs with P2PSCOPE_TOKEN set (the
+# wrong one, and (issue 32) hellos and parameters nested 30,000 deep, 30,000 values wide,
+# or with a 60 KB string. AUTH=token (default): the server runs with P2PSCOPE_TOKEN set (the
 # legitimate client has it, the attacker does not), as the README advises for a shared
 # network. AUTH=open: no secret, and the attacker sends no valid parameters (a client
 # the server accepts owns the session until its --timeout, by design).
@@ -73,7 +74,7 @@ phase() {  # name: runs the legitimate client RUNS times, prints a table row
 cat > "$tmp/attack.py" <<'PY'
 import json, random, select, signal, socket, struct, sys, time
 port, duration, stats_path, auth = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4]
-MAGIC, VER = 0x50325453, 2
+MAGIC, VER = 0x50325453, 3  # include/p2pscope/tcp.hpp: kProtocolMagic, kProtocolVersion
 def frame(t, body, magic=MAGIC, ver=VER):
     b = body if isinstance(body, bytes) else json.dumps(body).encode()
     return struct.pack("<IIII", magic, ver, t, len(b)) + b
@@ -85,6 +86,14 @@ def params(**kw):
     p.update(kw)
     return p
 HELLO = frame(1, {"nonce": "00" * 16})
+# Frames that crashed the old parser's callers (issue 32): nested 30,000 deep (60 KB, under
+# the 64 KiB a frame may have before a session), as a hello and as parameters; a frame of
+# 40,000 values; a string of 60 KB.
+DEEP = b"[" * 30000 + b"]" * 30000
+DEEP_HELLO = frame(1, b'{"nonce":"' + b"0" * 32 + b'","x":' + DEEP + b"}")
+DEEP_PARAMS = frame(10, b'{"proof":"","params":' + DEEP + b"}")
+WIDE = frame(1, b'{"nonce":"00","x":[' + b"0," * 30000 + b"0]}")
+LONG = frame(1, b'{"nonce":"' + b"a" * 60000 + b'"}')
 # Proposals: a hello, then (after the challenge) params; the server must refuse each.
 proposals = [params(channels=2**31, sockets_per_channel=2**31), params(channels=2**32 + 1),
              params(size_bytes=64 << 30, chunk_bytes=1), params(size_bytes=16 << 30, verify=True, reverse=True),
@@ -126,7 +135,8 @@ while time.time() < t_end:
         elif r < 0.6: connect("raw", frame(1, {"nonce": 42}))
         elif r < 0.7: connect("raw", frame(1, {"nonce": "00"}, magic=0x48545450))
         elif r < 0.8: connect("raw", frame(1, {"nonce": "00"}, ver=99))
-        elif r < 0.9: connect("raw", frame(10, {"proof": "00" * 32, "params": params()}))
+        elif r < 0.85: connect("raw", frame(10, {"proof": "00" * 32, "params": params()}))
+        elif r < 0.95: connect("raw", random.choice([DEEP_HELLO, DEEP_PARAMS, WIDE, LONG]))
         else: connect("probe")
     for fd, (s, kind, state, t, payload) in list(socks.items()):
         try:
@@ -177,4 +187,4 @@ echo
 echo "attacker: $(cat "$tmp/attack.json" 2>/dev/null || echo 'stopped before writing its counts (killed at the end of the phase)')"
 echo "server log: $(grep -c 'refused' "$tmp/server.log" || true) refusals; by reason:"
 sed -n 's/.*refused [0-9.:]*: //p' "$tmp/server.log" | cut -c1-60 | sort | uniq -c | sort -rn | head -12 | sed 's/^/    /'
-kill -0 "$server_pid" 2>/dev/null && echo "server: still running after the attack" || echo "server: DIED"
+kill -0 "$server_pid" 2>/dev/null && echo "server: still running after the attack, peak memory $(awk '/VmHWM/ {print $2, $3}' /proc/$server_pid/status)" || echo "server: DIED"

@@ -8,7 +8,9 @@ SECONDS_EACH="${FUZZ_SECONDS:-20}"
 BUILD=build-fuzz
 CXX="${FUZZ_CXX:-clang++}" CC="${FUZZ_CC:-clang}" cmake -S . -B "$BUILD" -G Ninja \
   -DP2PSCOPE_FUZZ=ON -DP2PSCOPE_WITH_CUDA=OFF -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-targets=(fuzz_cpulist fuzz_bindings fuzz_interrupts fuzz_nccl_log)
+targets=(fuzz_cpulist fuzz_bindings fuzz_interrupts fuzz_nccl_log
+  fuzz_frame_hello fuzz_frame_params fuzz_frame_go fuzz_frame_net_handles fuzz_frame_result fuzz_frame_challenge
+  fuzz_frame_rendezvous)
 cmake --build "$BUILD" --target "${targets[@]}" -j"${FUZZ_JOBS:-2}"
 
 mkdir -p "$BUILD/fuzz/artifacts"
@@ -20,6 +22,13 @@ seeds() {  # corpus seeds per fuzzer, copied so the fixtures are never written t
     fuzz_interrupts) find tests/fixtures/fsroot -path '*/proc/interrupts' -exec sh -c 'cp "$1" "$2/$(echo "$1" | tr / _)"' _ {} "$dir" \; ;;
     fuzz_cpulist) printf '0-3,8,10-11' >"$dir/list"; printf 'ff,ffffffff' >"$dir/mask" ;;
     fuzz_bindings) printf 'eth1:8-21,112-125;eth2:8-21,112-125;eth3:60-73,164-177' >"$dir/seed" ;;
+    fuzz_frame_hello) printf '{"nonce":"0123456789abcdef0123456789abcdef"}' >"$dir/seed" ;;
+    fuzz_frame_params) printf '%s' '{"proof":"","params":{"mode":"bw","mem":"host","channels":2,"sockets_per_channel":1,"window":4,"size_bytes":1048576,"chunk_bytes":262144,"iters":2,"warmup":1,"gpus":[0],"verify":true,"reverse":false,"nodelay":true,"sockbuf_bytes":0,"timeout_s":5.0,"transport":"tcp"}}' >"$dir/seed" ;;
+    fuzz_frame_go) printf '{"round":3}' >"$dir/seed"; printf '{"round":[[[[1]]]]}' >"$dir/deep" ;;
+    fuzz_frame_net_handles) printf '{"handles":[null,"%0256d"]}' 0 >"$dir/seed" ;;
+    fuzz_frame_result) printf '%s' '{"side":"server","hostname":"h","tx_bytes_per_s":1.5,"rx_bytes_per_s":0,"round_tx_bytes_per_s":[1,2],"round_rx_bytes_per_s":[],"verified_bytes":0,"warnings":["w"],"buffers":["0"],"channels":[],"workers":[]}' >"$dir/seed" ;;
+    fuzz_frame_challenge) printf '{"nonce":"00","auth":"none","session":"s1"}' >"$dir/seed" ;;
+    fuzz_frame_rendezvous) printf '["bench","nccl"]' >"$dir/seed"; printf '{"a":[' >"$dir/junk" ;;
   esac
   echo "$dir"
 }

@@ -26,7 +26,7 @@ class FsRoot {
   std::filesystem::path host_path(std::string_view abs) const;
 
   std::optional<std::string> read(std::string_view abs) const;
-  // First line, surrounding whitespace trimmed.
+  // First line, surrounding whitespace trimmed; a file over 1 MiB is unreadable (nullopt).
   std::optional<std::string> read_line(std::string_view abs) const;
   // Decimal or 0x-prefixed hex integer from the first line.
   std::optional<std::int64_t> read_int(std::string_view abs) const;
@@ -41,7 +41,13 @@ class FsRoot {
   // pci0000:00/0000:00:03.0/net/eth0"); absolute link targets are re-rooted.
   std::optional<std::string> resolve(std::string_view abs) const;
 
-  // Writes go through the root too (irq apply). Throws Error on failure.
+  // The CPUs the tree has: the highest id in /sys/devices/system/cpu/possible (else
+  // online) plus one, or kMaxCpus when neither says. A cap for the tree's CPU masks.
+  int cpu_limit() const;
+
+  // Writes go through the root too (irq apply). Under a root other than "/", the path is
+  // opened one component at a time with no symlink followed: a write never leaves the
+  // tree. Throws Error on failure (naming a refused symlink as such).
   void write(std::string_view abs, std::string_view content) const;
 
  private:

@@ -41,8 +41,10 @@ std::vector<int> parse_cpulist(std::string_view text, int max_cpus = kMaxCpus);
 std::string format_cpulist(const std::vector<int>& cpus);
 
 // Kernel affinity mask "ff,ffffffff" (hex, 32-bit words separated by commas, most
-// significant first) <-> CPU ids.
-std::vector<int> parse_cpumask(std::string_view text);
+// significant first) <-> CPU ids. A mask longer than max_cpus needs (more than
+// ceil(max_cpus / 32) words) or with a bit at or past max_cpus throws UsageError before
+// anything is built: a 100 MB mask file is refused, not expanded.
+std::vector<int> parse_cpumask(std::string_view text, int max_cpus = kMaxCpus);
 std::string format_cpumask(const std::vector<int>& cpus);
 
 // Plain non-negative integer with a clear error naming `what` ("--port").

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "p2pscope/affinity.hpp"
+#include "p2pscope/bounded_json.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/units.hpp"
 
@@ -53,10 +54,21 @@ void check_same_arguments(Bootstrap& boot, const std::vector<std::string>& argv)
   const nlohmann::json mine(argv.size() > 1 ? std::vector<std::string>(argv.begin() + 1, argv.end())
                                             : std::vector<std::string>{});
   const auto all = boot.allgather(mine.dump());
+  // Another rank's bytes may be a stranger's (a rendezvous without a secret): shown as
+  // what they are when they are no list of arguments, never an internal error.
   const auto shown = [](const std::string& packed) {
+    JsonLimits l;
+    l.max_bytes = 1u << 20;
+    l.max_depth = 1;
+    l.max_elements = 4096;
+    const BoundedJson j = parse_json_bounded(packed, l);
+    if (!j.ok() || !j.value.is_array())
+      return fmt::format("(not a list of arguments: {} bytes{})", packed.size(), j.ok() ? "" : ", " + j.error.substr(0, 100));
     std::string line;
-    for (const auto& a : nlohmann::json::parse(packed, nullptr, false))
-      line += (line.empty() ? "" : " ") + a.get<std::string>();
+    for (const auto& a : j.value) {
+      if (!a.is_string()) return fmt::format("(not a list of arguments: {} bytes)", packed.size());
+      line += (line.empty() ? "" : " ") + a.get<std::string>().substr(0, 200);
+    }
     return line;
   };
   for (std::size_t r = 1; r < all.size(); ++r)

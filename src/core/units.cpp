@@ -235,8 +235,15 @@ std::string format_cpulist(const std::vector<int>& cpus_in) {
   return out;
 }
 
-std::vector<int> parse_cpumask(std::string_view text) {
-  const std::string t(trim(text));
+std::vector<int> parse_cpumask(std::string_view text, int max_cpus) {
+  max_cpus = std::clamp(max_cpus, 1, kMaxCpus);
+  const std::string_view tv = trim(text);
+  // The kernel prints nr_cpu_ids bits: at most one word of 8 digits and a comma per 32 CPUs.
+  const std::size_t max_words = static_cast<std::size_t>((max_cpus + 31) / 32);
+  if (tv.size() > 9 * max_words + 9)
+    throw UsageError("CPU mask of " + std::to_string(tv.size()) + " characters is longer than " +
+                     std::to_string(max_cpus) + " CPUs need");
+  const std::string t(tv);
   if (t.empty()) throw UsageError("empty CPU mask");
   std::vector<std::string> words;
   std::size_t start = 0;
@@ -254,7 +261,13 @@ std::vector<int> parse_cpumask(std::string_view text) {
       throw UsageError("bad word '" + w + "' in CPU mask '" + t + "' (expected hex words of at most 8 digits separated by commas)");
     const unsigned long v = std::stoul(w, nullptr, 16);
     for (int b = 0; b < 32; ++b)
-      if (v & (1UL << b)) cpus.push_back(base + b);
+      if (v & (1UL << b)) {
+        if (base + b >= max_cpus)
+          throw UsageError("CPU " + std::to_string(base + b) + " in CPU mask '" + t.substr(0, 100) +
+                           (t.size() > 100 ? "...'" : "'") + " is beyond the " + std::to_string(max_cpus) +
+                           (max_cpus == kMaxCpus ? " CPUs Linux supports" : " CPUs of this machine"));
+        cpus.push_back(base + b);
+      }
   }
   std::sort(cpus.begin(), cpus.end());
   return cpus;

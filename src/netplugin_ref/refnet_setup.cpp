@@ -16,7 +16,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <new>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -174,7 +177,7 @@ Result listen(int dev, void* handle, void** listen_comm) {
     if (fd >= 0) ::close(fd);
     return abi::kSystemError;
   }
-  Handle h{kMagic, a, 0, -1};
+  Handle h{kMagic, a, 0, 0, 0};
   std::memset(handle, 0, abi::kHandleMaxBytes);
   std::memcpy(handle, &h, sizeof h);
   auto* l = new Listen;
@@ -184,6 +187,31 @@ Result listen(int dev, void* handle, void** listen_comm) {
   return abi::kSuccess;
 }
 
+namespace {
+
+// Connects in progress, by ticket: the socket and the address it was opened to.
+struct Pending {
+  int fd;
+  sockaddr_in addr;
+};
+std::mutex g_pending_mu;
+std::map<std::uint64_t, Pending> g_pending;
+
+std::uint64_t new_ticket() {
+  static std::mt19937_64 gen{std::random_device{}()};
+  std::uint64_t t = 0;
+  while (t == 0 || g_pending.count(t)) t = gen();
+  return t;
+}
+
+// Addresses a connect may name: IPv4, a port, and not the wildcard or broadcast.
+bool plausible(const sockaddr_in& a) {
+  return a.sin_family == AF_INET && a.sin_port != 0 && a.sin_addr.s_addr != htonl(INADDR_ANY) &&
+         a.sin_addr.s_addr != htonl(INADDR_BROADCAST);
+}
+
+}  // namespace
+
 Result connect(int dev, void* handle, void** send_comm) {
   *send_comm = nullptr;
   Handle h;
@@ -192,40 +220,70 @@ Result connect(int dev, void* handle, void** send_comm) {
     WARN("refnet: connect: the handle is not one of this plugin's (magic %llx)", (unsigned long long)h.magic);
     return abi::kInvalidArgument;
   }
+  if (!plausible(h.addr)) {
+    WARN("refnet: connect: the handle names no address a listener of this plugin has (family %d)", int{h.addr.sin_family});
+    return abi::kInvalidArgument;
+  }
   char ip[INET_ADDRSTRLEN];
   inet_ntop(AF_INET, &h.addr.sin_addr, ip, sizeof ip);
+  int fd = -1;
   if (h.stage == 0) {
-    h.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int one = 1;
-    ::setsockopt(h.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (::connect(h.fd, reinterpret_cast<sockaddr*>(&h.addr), sizeof h.addr) != 0 && errno != EINPROGRESS) {
-      WARN("refnet: connect to %s:%d: %s", ip, ntohs(h.addr.sin_port), std::strerror(errno));
-      ::close(h.fd);
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      WARN("refnet: connect: socket: %s", std::strerror(errno));
       return abi::kSystemError;
     }
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&h.addr), sizeof h.addr) != 0 && errno != EINPROGRESS) {
+      WARN("refnet: connect to %s:%d: %s", ip, ntohs(h.addr.sin_port), std::strerror(errno));
+      ::close(fd);
+      return abi::kSystemError;
+    }
+    std::lock_guard lk(g_pending_mu);
     h.stage = 1;
+    h.pending = new_ticket();
+    g_pending[h.pending] = {fd, h.addr};
     std::memcpy(handle, &h, sizeof h);
+  } else {
+    // A handle in progress must be one this process started, to the same address: a
+    // forged one (a peer's bytes naming stage 1) would otherwise name any descriptor.
+    std::lock_guard lk(g_pending_mu);
+    const auto it = g_pending.find(h.pending);
+    if (h.stage != 1 || it == g_pending.end() || it->second.addr.sin_addr.s_addr != h.addr.sin_addr.s_addr ||
+        it->second.addr.sin_port != h.addr.sin_port) {
+      WARN("refnet: connect: a handle in progress (stage %d) that this process did not start: refused", h.stage);
+      return abi::kInvalidArgument;
+    }
+    fd = it->second.fd;
   }
-  pollfd pfd{h.fd, POLLOUT, 0};
+  auto forget = [&](bool close_fd) {
+    std::lock_guard lk(g_pending_mu);
+    g_pending.erase(h.pending);
+    if (close_fd) ::close(fd);
+    h.stage = 0;
+    h.pending = 0;
+    std::memcpy(handle, &h, sizeof h);
+  };
+  pollfd pfd{fd, POLLOUT, 0};
   if (::poll(&pfd, 1, 0) == 0) return abi::kSuccess;  // not yet: call again
   int err = 0;
   socklen_t el = sizeof err;
-  ::getsockopt(h.fd, SOL_SOCKET, SO_ERROR, &err, &el);
+  ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
   if (err != 0) {
     WARN("refnet: connect to %s:%d: %s", ip, ntohs(h.addr.sin_port), std::strerror(err));
-    ::close(h.fd);
-    h.stage = 0;
-    std::memcpy(handle, &h, sizeof h);
+    forget(true);
     return abi::kSystemError;
   }
   std::uint64_t hello = kMagic;
-  if (::send(h.fd, &hello, sizeof hello, MSG_NOSIGNAL) != sizeof hello) {
+  if (::send(fd, &hello, sizeof hello, MSG_NOSIGNAL) != sizeof hello) {
     WARN("refnet: hello to %s:%d: %s", ip, ntohs(h.addr.sin_port), std::strerror(errno));
-    ::close(h.fd);
+    forget(true);
     return abi::kSystemError;
   }
+  forget(false);
   auto* c = new Comm;
-  c->fd = h.fd;
+  c->fd = fd;
   c->send = true;
   c->dev = dev;
   *send_comm = c;

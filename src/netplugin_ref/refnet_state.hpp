@@ -47,12 +47,16 @@ extern std::atomic<long long> g_null_left;  // NULL answers left; <0: forever
 #define INFO(...) REF_LOG(abi::kLogInfo, __VA_ARGS__)
 
 
-// The handle NCCL carries between ranks; `pending` is connect()'s progress.
+// The handle NCCL carries between ranks; `stage` and `pending` are connect()'s progress.
+// The handle's bytes come from the peer, so they carry no descriptor: `pending` is a
+// random ticket that only this process's table (refnet_setup.cpp) turns into the
+// socket it is connecting, and a ticket this process did not issue is refused.
 struct Handle {
   std::uint64_t magic;
   sockaddr_in addr;
   int stage;  // 0: not started, 1: connecting
-  int fd;
+  int reserved;
+  std::uint64_t pending;  // stage 1: the ticket of the connect in progress
 };
 static_assert(sizeof(Handle) <= abi::kHandleMaxBytes);
 

@@ -11,6 +11,7 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
 #include "p2pscope/text.hpp"
+#include "p2pscope/units.hpp"
 
 namespace fs = std::filesystem;
 
@@ -38,7 +39,9 @@ std::optional<std::string> FsRoot::read(std::string_view abs) const {
 }
 
 std::optional<std::string> FsRoot::read_line(std::string_view abs) const {
-  auto text = read(abs);
+  // One-line attributes (masks, lists, ids) are far below 1 MiB on any machine; a
+  // crafted tree's 100 MB one is unreadable, not read whole.
+  auto text = try_read_regular_file(host_path(abs), 1u << 20);
   if (!text) return std::nullopt;
   const auto nl = text->find('\n');
   return std::string(trim(std::string_view(*text).substr(0, nl)));
@@ -55,6 +58,19 @@ std::optional<std::int64_t> FsRoot::read_int(std::string_view abs) const {
   } catch (const std::exception&) {
     return std::nullopt;
   }
+}
+
+int FsRoot::cpu_limit() const {
+  for (const char* f : {"/sys/devices/system/cpu/possible", "/sys/devices/system/cpu/online"}) {
+    const auto line = read_line(f);
+    if (!line) continue;
+    try {
+      const auto cpus = parse_cpulist(*line);
+      if (!cpus.empty()) return cpus.back() + 1;
+    } catch (const Error&) {
+    }
+  }
+  return kMaxCpus;
 }
 
 bool FsRoot::exists(std::string_view abs) const {
@@ -119,15 +135,65 @@ std::optional<std::string> FsRoot::resolve(std::string_view abs) const {
   return done.string();
 }
 
+namespace {
+
+// Opens root/rel for writing one component at a time, each relative to the last and
+// none of them followed if it is a symlink (O_NOFOLLOW), so a tree's link (absolute or
+// with "..") can never lead a write outside the root. -1 with errno on failure.
+int open_beneath(const fs::path& root, std::string_view abs, int flags) {
+  std::vector<std::string> parts;
+  for (const auto& part : fs::path(abs).relative_path()) {
+    const std::string s = part.string();
+    if (s.empty() || s == ".") continue;
+    if (s == "..") {
+      errno = EXDEV;
+      return -1;
+    }
+    parts.push_back(s);
+  }
+  if (parts.empty()) {
+    errno = EISDIR;
+    return -1;
+  }
+  int dir = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  for (std::size_t i = 0; dir >= 0 && i + 1 < parts.size(); ++i) {
+    const int next = ::openat(dir, parts[i].c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const int err = errno;
+    ::close(dir);
+    errno = err;
+    dir = next;
+  }
+  if (dir < 0) return -1;
+  const int fd = ::openat(dir, parts.back().c_str(), flags | O_NOFOLLOW);
+  const int err = errno;
+  ::close(dir);
+  errno = err;
+  return fd;
+}
+
+}  // namespace
+
 void FsRoot::write(std::string_view abs, std::string_view content) const {
   const fs::path p = host_path(abs);
-  // O_NONBLOCK: a fifo without a reader fails at once (ENXIO) instead of waiting.
-  const int fd = ::open(p.c_str(), O_WRONLY | O_TRUNC | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) throw_errno("open " + p.string() + " for writing");
+  // O_NONBLOCK: a fifo without a reader fails at once (ENXIO) instead of waiting. No
+  // O_TRUNC at open: nothing is cut before the file is known to be a regular one.
+  const int flags = O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+  const int fd = is_live() ? ::open(p.c_str(), flags) : open_beneath(root_, abs, flags);
+  if (fd < 0) {
+    if (!is_live() && (errno == ELOOP || errno == ENOTDIR || errno == EXDEV))
+      throw Error("write " + p.string() + ": refused: the path holds a symlink (or \"..\"), and a write under --root " +
+                  root_.string() + " follows none, so that it cannot leave the tree");
+    throw_errno("open " + p.string() + " for writing");
+  }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     throw Error("write " + p.string() + ": not a regular file (a /proc or /sys attribute, or a file of a captured tree)");
+  }
+  if (!is_live() && ::ftruncate(fd, 0) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw Error("write " + p.string() + ": " + errno_text(err));
   }
   std::size_t done = 0;
   while (done < content.size()) {

@@ -19,7 +19,9 @@ std::vector<int> irq_affinity(const FsRoot& fs, int irq) {
   if (auto list = read_cpulist(fs, dir + "smp_affinity_list")) return *list;
   if (auto mask = fs.read_line(dir + "smp_affinity")) {
     try {
-      return parse_cpumask(*mask);
+      // A crafted tree's huge mask is refused, not expanded: capped at the tree's CPUs,
+      // rounded up to whole 32-bit words (a captured tree may lack its offline CPUs).
+      return parse_cpumask(*mask, (fs.cpu_limit() + 31) / 32 * 32);
     } catch (const Error&) {
     }
   }

@@ -53,7 +53,8 @@ std::vector<int> mask_cpus(const std::string& raw, int irq) {
   try {
     return parse_cpumask(trim(raw));
   } catch (const UsageError& e) {
-    throw Error("IRQ " + std::to_string(irq) + ": cannot read its smp_affinity '" + trim(raw) + "': " + e.what());
+    throw Error("IRQ " + std::to_string(irq) + ": cannot read its smp_affinity '" + trim(raw).substr(0, 100) +
+                "': " + e.what());
   }
 }
 
@@ -77,7 +78,7 @@ std::string write_affinity(const FsRoot& fs, int irq, const std::string& mask, c
   try {
     got = parse_cpumask(trim(*back));
   } catch (const UsageError&) {
-    return "read back an unparsable mask '" + trim(*back) + "'";
+    return "read back an unparsable mask '" + trim(*back).substr(0, 100) + "'";
   }
   if (got != want) return "read back " + format_cpulist(got) + " instead of " + format_cpulist(want);
   return "";

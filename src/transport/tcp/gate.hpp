@@ -34,6 +34,7 @@ struct ClientHello {
   nlohmann::json params;           // the client's proposal, unchecked
   std::string client_nonce, server_nonce;
   bool authenticated = false;      // a shared secret was configured and the proof matched
+  std::string binding;             // what the proof was bound to (client_binding), with a secret
 };
 
 // A data connection that named this session.

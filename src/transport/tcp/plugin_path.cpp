@@ -22,6 +22,7 @@
 #include "transport/tcp/channel.hpp"
 #include "transport/tcp/datapath.hpp"
 #include "transport/tcp/protocol.hpp"
+#include "transport/net/handle_check.hpp"
 #include "transport/tcp/worker.hpp"
 
 namespace p2pscope::tcp {
@@ -62,6 +63,14 @@ net::NetHandle unhex(const std::string& text) {
     throw Error("a listen handle with a character that is not a hex digit");
   };
   for (std::size_t i = 0; i < h.size(); ++i) h[i] = static_cast<unsigned char>(nib(text[2 * i]) << 4 | nib(text[2 * i + 1]));
+  return h;
+}
+
+// A peer's listen handle, checked before the plugin sees it (transport/net/handle_check.hpp).
+net::NetHandle peer_handle(const nlohmann::json& v, const net::HandlePolicy& policy, const std::string& what) {
+  if (!v.is_string()) throw Error("the peer sent no listen handle for " + what);
+  const net::NetHandle h = unhex(v.get<std::string>());
+  if (const std::string why = net::check_peer_handle(h, policy); !why.empty()) throw Error(what + ": " + why);
   return h;
 }
 
@@ -522,14 +531,18 @@ class PluginPath final : public DataPath {
     const std::size_t want = s.conns.size() * (latency ? 2 : 1);
     if (it == theirs.end() || !it->is_array() || it->size() != want)
       throw Error("the peer's plugin handles do not match this session's " + std::to_string(want) + " comms");
+    net::HandlePolicy policy;
+    policy.peer_ip = ctrl.peer_addr().substr(0, ctrl.peer_addr().rfind(':'));
+    std::vector<std::string> names;
+    for (const auto& d : devs) names.push_back(d.name);
+    policy.local_nets = net::subnets_of(names);
     const auto deadline = net::Clock::now() + std::chrono::duration_cast<net::Clock::duration>(
                                                   std::chrono::duration<double>(p.timeout_s));
     for (std::size_t i = 0; i < s.conns.size(); ++i) {
       Conn& c = *s.conns[i];
       PluginLink& l = link_of(c);
       if (s.sends(c.c2s)) {
-        if (!(*it)[i].is_string()) throw Error("the peer sent no listen handle for link " + std::to_string(i));
-        l.send = plugin_->connect(l.dev, unhex((*it)[i].get<std::string>()), deadline);
+        l.send = plugin_->connect(l.dev, peer_handle((*it)[i], policy, "link " + std::to_string(i)), deadline);
       } else {
         l.recv = plugin_->accept(l.listen, deadline);
       }
@@ -540,8 +553,7 @@ class PluginPath final : public DataPath {
       if (s.is_client) {
         l.recv = plugin_->accept(l.listen_back, deadline);
       } else {
-        if (!h.is_string()) throw Error("the peer sent no listen handle for the echo of link " + std::to_string(i));
-        l.send = plugin_->connect(l.dev, unhex(h.get<std::string>()), deadline);
+        l.send = plugin_->connect(l.dev, peer_handle(h, policy, "the echo of link " + std::to_string(i)), deadline);
       }
     }
   }

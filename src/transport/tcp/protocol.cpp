@@ -1,12 +1,21 @@
 #include "transport/tcp/protocol.hpp"
 
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdio>
 #include <limits>
 #include <type_traits>
 
+#include "p2pscope/auth.hpp"
+#include "p2pscope/bounded_json.hpp"
+#include "p2pscope/clock.hpp"
 #include "p2pscope/enum_names.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/table.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::tcp {
@@ -148,6 +157,36 @@ Params params_from_json(const nlohmann::json& j) {
   return p;
 }
 
+std::string client_binding(const std::string& server_addr, const nlohmann::json& params) {
+  const auth::Digest d = auth::sha256(params.dump());
+  return "|v2|server=" + server_addr + "|params=" + auth::to_hex(d.data(), d.size());
+}
+
+std::string server_binding(const std::string& client_binding, const std::string& session_id,
+                           const nlohmann::json& timeout_s) {
+  return client_binding + "|session=" + session_id + "|timeout_s=" + timeout_s.dump();
+}
+
+JsonLimits frame_limits(FrameType type) {
+  JsonLimits l;
+  l.max_bytes = kMaxControlBytes;
+  l.max_depth = 8;  // the deepest frame of ours (results: report, list, record) is 3
+  // Results carry a rate per round (100,000 at most each way) and a record per worker
+  // (4096 at most); every other frame is a few fields, or a handle per link.
+  l.max_elements = type == FrameType::result ? (1u << 20) : (1u << 15);
+  l.max_string_bytes = 64u << 10;  // a reason, a warning, a hex handle: far below
+  return l;
+}
+
+nlohmann::json frame_body(FrameType type, std::string_view text, const std::string& from) {
+  BoundedJson j = parse_json_bounded(text, frame_limits(type));
+  if (!j.ok())
+    throw Error(from + ": control message (type " + std::to_string(static_cast<unsigned>(type)) +
+                ") refused: " + j.error.substr(0, 300));
+  if (!j.value.is_object()) throw Error(from + ": control message is not a JSON object");
+  return std::move(j.value);
+}
+
 void send_frame(Socket& s, FrameType type, const nlohmann::json& body) {
   const std::string text = body.dump();
   if (text.size() > kMaxControlBytes) throw Error("control message too large (" + std::to_string(text.size()) + " B)");
@@ -157,9 +196,43 @@ void send_frame(Socket& s, FrameType type, const nlohmann::json& body) {
   s.send_two(&h, sizeof h, text.data(), text.size());
 }
 
+namespace {
+
+// The socket's receive timeout (SO_RCVTIMEO, as set_timeout set it); 0 when none.
+double recv_timeout_s(const Socket& s) {
+  timeval tv{};
+  socklen_t len = sizeof tv;
+  if (::getsockopt(s.fd(), SOL_SOCKET, SO_RCVTIMEO, &tv, &len) != 0) return 0;
+  return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6;
+}
+
+// A frame arrives whole by its deadline: SO_RCVTIMEO alone bounds each recv, and a
+// peer trickling a byte a second would renew it for ever (deadline 0: no deadline).
+void recv_by(Socket& s, void* data, std::size_t n, std::int64_t deadline_ns, double budget_s) {
+  if (deadline_ns == 0) return s.recv_all(data, n);
+  auto* p = static_cast<char*>(data);
+  for (std::size_t got = 0; got < n;) {
+    const std::size_t k = s.recv_now(p + got, n - got);
+    got += k;
+    if (k || got == n) continue;
+    const std::int64_t left_ns = deadline_ns - monotonic_ns();
+    if (left_ns <= 0)
+      throw IoError(s.label() + ": recv timed out: a control message did not arrive whole within " +
+                        fixed(budget_s, 1) + " s (peer silent or trickling past --timeout; link down or peer stalled?)",
+                    IoCause::timeout);
+    pollfd pf{s.fd(), POLLIN, 0};
+    const int ms = static_cast<int>(std::clamp<std::int64_t>(left_ns / 1'000'000 + 1, 1, 1000));
+    if (::poll(&pf, 1, ms) < 0 && errno != EINTR) throw IoError(s.label() + ": poll failed", IoCause::reset);
+  }
+}
+
+}  // namespace
+
 Frame recv_frame(Socket& s, bool refuse) {
+  const double budget_s = recv_timeout_s(s);
+  const std::int64_t deadline_ns = budget_s > 0 ? monotonic_ns() + static_cast<std::int64_t>(budget_s * 1e9) : 0;
   FrameHeader h;
-  s.recv_all(&h, sizeof h);
+  recv_by(s, &h, sizeof h, deadline_ns, budget_s);
   std::string why;
   char buf[160];
   if (h.magic != kProtocolMagic) {
@@ -183,11 +256,10 @@ Frame recv_frame(Socket& s, bool refuse) {
     throw Error(s.label() + ": control message of " + std::to_string(h.length) + " bytes is over the " +
                 std::to_string(kMaxControlBytes) + "-byte limit");
   std::string text(h.length, '\0');
-  s.recv_all(text.data(), text.size());
+  recv_by(s, text.data(), text.size(), deadline_ns, budget_s);
   Frame f;
   f.type = static_cast<FrameType>(h.type);
-  f.body = nlohmann::json::parse(text, nullptr, false);
-  if (f.body.is_discarded() || !f.body.is_object()) throw Error(s.label() + ": control message is not a JSON object");
+  f.body = frame_body(f.type, text, s.label());
   return f;
 }
 
@@ -201,7 +273,7 @@ nlohmann::json expect_frame(Socket& s, FrameType type, const std::string& contex
   }
   if (f.type != type)
     throw Error(context + ": unexpected control message type " + std::to_string(static_cast<unsigned>(f.type)));
-  return f.body;
+  return std::move(f.body);
 }
 
 }  // namespace p2pscope::tcp

@@ -5,9 +5,11 @@
 // ChunkHeader + payload one way and Ack the other way.
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
+#include "p2pscope/bounded_json.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/tcp.hpp"
 #include "transport/tcp/socket.hpp"
@@ -63,6 +65,21 @@ struct Frame {
   FrameType type{};
   nlohmann::json body;
 };
+// The limits a frame's JSON body is parsed under (depth, values, string length), by type.
+JsonLimits frame_limits(FrameType type);
+// A frame's body from the peer, parsed under frame_limits(type): an object, or Error
+// naming what was wrong (`from` names the peer). Nothing deeper than the limit is built.
+nlohmann::json frame_body(FrameType type, std::string_view text, const std::string& from);
+
+// What a bench tcp proof is bound to besides the nonces (docs/security.md): the
+// server's address as the client dialed it (the server's local address of the control
+// connection), the parameters' exact JSON, and, for the server's proof, the session id
+// and timeout it accepted. A relay that forwards a client's nonces and proof to the
+// real server dialed another address, or changed the parameters: the proof fails.
+std::string client_binding(const std::string& server_addr, const nlohmann::json& params);
+std::string server_binding(const std::string& client_binding, const std::string& session_id,
+                           const nlohmann::json& timeout_s);
+
 // Reads one frame. A header with another magic or version throws ProtocolMismatch
 // (after telling the peer why, when `refuse` is set); other faults throw Error.
 Frame recv_frame(Socket& s, bool refuse);

@@ -3,7 +3,6 @@
 // exchange of results, and what a failed session keeps. Data links are the DataPath's.
 #include <unistd.h>
 
-#include <ctime>
 #include <exception>
 #include <optional>
 #include <thread>
@@ -218,15 +217,6 @@ std::string json_string(const nlohmann::json& j, const char* key, const std::str
 
 std::shared_ptr<DataPath> path_of(const LocalOptions& l) { return l.path ? l.path : make_socket_path(); }
 
-std::string now_hms() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
-  return buf;
-}
-
 }  // namespace
 
 Results run_client(const ClientOptions& o, const Params& params) {
@@ -254,15 +244,25 @@ Results run_client(const ClientOptions& o, const Params& params) {
   if (required && !o.token)
     throw Error(context + ": the server requires the shared secret: set P2PSCOPE_TOKEN (or P2PSCOPE_TOKEN_FILE) "
                           "to the server's value");
-  send_frame(ctrl, FrameType::params,
-             {{"proof", o.token ? auth::proof(*o.token, "client", nonce, server_nonce) : ""}, {"params", to_json(p)}});
-  const auto accepted = expect_frame(ctrl, FrameType::accept, context);
-  if (required && !auth::equal_constant_time(json_string(accepted, "proof", context),
-                                              auth::proof(*o.token, "server", nonce, server_nonce)))
-    throw Error(context + ": the server could not prove it holds the shared secret; not sending data to it");
+  // A client with a secret talks only to a server that checks it: one that says it
+  // checks none may be anyone's (an impostor, or a relay to the real one).
   if (o.token && !required)
-    s.warnings.push_back("this client has a shared secret but the server checks none: anyone can use that server");
+    throw Error(context + ": this client has a shared secret (P2PSCOPE_TOKEN) but the server checks none: not "
+                          "sending parameters to it; give the server the same P2PSCOPE_TOKEN, or unset it here");
+  const nlohmann::json pj = to_json(p);
+  const std::string binding = client_binding(ctrl.peer_addr(), pj);
+  send_frame(ctrl, FrameType::params,
+             {{"proof", o.token ? auth::proof(*o.token, "client", nonce, server_nonce + binding) : ""}, {"params", pj}});
+  const auto accepted = expect_frame(ctrl, FrameType::accept, context);
   const std::string session_id = json_string(accepted, "session", context);
+  if (required) {
+    const auto to = accepted.find("timeout_s");
+    const std::string bound = server_binding(binding, session_id, to == accepted.end() ? nlohmann::json() : *to);
+    if (!auth::equal_constant_time(json_string(accepted, "proof", context),
+                                   auth::proof(*o.token, "server", nonce, server_nonce + bound)))
+      throw Error(context + ": the server could not prove it holds the shared secret for this session; not "
+                            "sending data to it");
+  }
   const auto t = accepted.find("timeout_s");
   if (t != accepted.end() && t->is_number() && t->get<double>() != p.timeout_s)
     s.warnings.push_back("the server runs this session with a timeout of " + fixed(t->get<double>(), 1) +
@@ -411,14 +411,18 @@ Results Server::Impl::session(Gate& gate, ClientHello& c) {
   }
   configure(ctrl, p);
   const std::string session_id = auth::random_nonce_hex();
-  gate.open_session(session_id, "busy: serving a session for " + c.peer + " since " + now_hms());
+  // The busy refusal tells a stranger nothing about this client (its address, its start).
+  gate.open_session(session_id, "busy: serving another client's session");
   struct Close {
     Gate& g;
     ~Close() { g.close_session(); }
   } close{gate};
   send_frame(ctrl, FrameType::accept,
              {{"session", session_id},
-              {"proof", opts.token ? auth::proof(*opts.token, "server", c.client_nonce, c.server_nonce) : ""},
+              {"proof", opts.token ? auth::proof(*opts.token, "server", c.client_nonce,
+                                                 c.server_nonce + server_binding(c.binding, session_id,
+                                                                                 nlohmann::json(p.timeout_s)))
+                                   : ""},
               {"timeout_s", p.timeout_s}});
 
   Session s = new_session(p, false, opts.local, path.get());

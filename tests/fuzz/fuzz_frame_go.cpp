@@ -1,0 +1,4 @@
+// The go frame's body from a peer, parsed and read as the receiving side does (frame_fuzz.hpp).
+#include "frame_fuzz.hpp"
+
+P2PSCOPE_FRAME_FUZZER(go)
