@@ -116,8 +116,11 @@ void prediction(Headline& h, const fs::path& dir) {
   const auto j = read_json(dir / "predict.json");
   if (!j.is_object()) return;
   std::vector<double> err;
+  // predict's NCCL model marks each row calibration or predicted: only predicted rows
+  // say how far off the model is (a calibration row is the fit).
   for (const auto& r : j.value("rows", nlohmann::json::array()))
-    if (r.contains("error_pct") && r["error_pct"].is_number()) err.push_back(std::fabs(r["error_pct"].get<double>()));
+    if (r.contains("error_pct") && r["error_pct"].is_number() && r.value("role", std::string("predicted")) == "predicted")
+      err.push_back(std::fabs(r["error_pct"].get<double>()));
   if (err.empty()) {
     const std::string why = j.value("measure", nlohmann::json::object()).value("why_not", "");
     h.items.push_back({"prediction", "not compared with NCCL", why.empty() ? "predict ran without --measure" : why,
