@@ -385,7 +385,9 @@ TEST(AnalyzeReport, OpensWithConclusionsThatMatchLinksJson) {
     const std::string shown = v.size() == 1 ? fmt::format("{:.1f} GB/s", v[0])
                                             : fmt::format("min {:.1f} / ", v.front());
     EXPECT_NE(html.find(shown, box), std::string::npos) << backend << ": " << shown;
-    if (v.size() > 1) EXPECT_NE(html.find(fmt::format("max {:.1f} GB/s", v.back()), box), std::string::npos) << backend;
+    if (v.size() > 1) {
+      EXPECT_NE(html.find(fmt::format("max {:.1f} GB/s", v.back()), box), std::string::npos) << backend;
+    }
   }
   EXPECT_NE(html.find("id=\"matrices\""), std::string::npos);
   EXPECT_NE(html.find("id=\"findings\""), std::string::npos);
