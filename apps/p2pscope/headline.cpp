@@ -139,7 +139,10 @@ void finding(Headline& h, const fs::path& dir) {
   if (!j.is_object()) return;
   const nlohmann::json* best = nullptr;
   int best_rank = 99;
-  for (const auto& f : j.value("findings", nlohmann::json::array())) {
+  // Held here: the loop's elements must outlive it (best points at one).
+  const nlohmann::json findings = j.value("findings", nlohmann::json::array());
+  for (const auto& f : findings) {
+    if (!f.is_object()) continue;
     const bool warning = f.value("severity", "") == "warning";
     const bool noise = f.value("kind", "") == "high_cv";
     const int rank = (warning ? 0 : 2) + (noise ? 1 : 0);
@@ -159,12 +162,14 @@ void finding(Headline& h, const fs::path& dir) {
 Headline read_headline(const fs::path& dir) {
   Headline h;
   h.numbers = nlohmann::json::object();
-  bandwidth(h, dir);
-  latency(h, dir);
-  collective(h, dir);
-  tcp_item(h, dir);
-  prediction(h, dir);
-  finding(h, dir);
+  // One malformed step output costs its own item, never the run's summary.
+  for (auto item : {bandwidth, latency, collective, tcp_item, prediction, finding}) {
+    try {
+      item(h, dir);
+    } catch (const std::exception& e) {
+      h.items.push_back({"note", "a step's output could not be read", e.what(), ""});
+    }
+  }
   return h;
 }
 

@@ -55,7 +55,16 @@ TEST(FsRoot, RejectsARootThatIsNotADirectory) {
 TEST(FsRoot, WritesThroughTheRoot) {
   TempTree t;
   FsRoot root(t.dir);
-  root.write("/sys/class/net/eth0/mtu", "1500\n");
+  root.write("/sys/devices/pci0000:00/0000:00:03.0/net/eth0/mtu", "1500\n");
+  EXPECT_EQ(root.read_int("/sys/class/net/eth0/mtu"), 1500);  // reads follow the tree's links
+  // A write follows no symlink, even one that stays in the tree (issue 32: nothing outside
+  // --root may be written, and a link is where a tree could point outside).
+  try {
+    root.write("/sys/class/net/eth0/mtu", "1400\n");
+    ADD_FAILURE() << "a write through a symlink was followed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("symlink"), std::string::npos) << e.what();
+  }
   EXPECT_EQ(root.read_int("/sys/class/net/eth0/mtu"), 1500);
   EXPECT_THROW(root.write("/no/such/dir/file", "x"), Error);
 }

@@ -153,7 +153,7 @@ TEST(Predict, RefusesZeroAndMarksExtrapolatedSizes) {
   EXPECT_TRUE(pr.predict(Collective::allreduce, Algorithm::ring, std::uint64_t{8} << 30).extrapolated);
   auto r = test::run_binary("predict " + uniform4().string() + " --ops allreduce --sizes 0,1K");
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.out.find("0 bytes moves nothing"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("is 0 bytes: it measures nothing"), std::string::npos) << r.out;
   r = test::run_binary("predict " + uniform4().string() + " --ops allreduce --sizes 1G,8G --format csv");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find(",no\n"), std::string::npos) << r.out;
