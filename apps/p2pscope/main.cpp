@@ -9,12 +9,10 @@
 #include "p2pscope/error.hpp"
 
 namespace {
-// Every callback of `app` and its subcommands made a no-op (P2PSCOPE_PARSE_ONLY).
-void disarm(CLI::App& app) {
-  app.callback([] {});
-  app.parse_complete_callback([] {});
-  for (auto* sub : app.get_subcommands([](CLI::App*) { return true; })) disarm(*sub);
-}
+// Thrown by the root's parse-complete callback under P2PSCOPE_PARSE_ONLY: CLI11 runs it
+// after every option is parsed and checked, before any subcommand's callback. (Replacing
+// the callbacks instead freed the options they own while CLI11 still wrote them: ASan.)
+struct ParseOnlyDone {};
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -43,10 +41,11 @@ int main(int argc, char** argv) {
   // P2PSCOPE_PARSE_ONLY=1: parse the command line and stop, exit 0, before any command
   // runs (the test that every command the doctor suggests parses uses it).
   const bool parse_only = std::getenv("P2PSCOPE_PARSE_ONLY") != nullptr;
-  if (parse_only) disarm(root);
+  if (parse_only) root.parse_complete_callback([] { throw ParseOnlyDone{}; });
   try {
     root.parse(argc, argv);
-    if (parse_only) return 0;
+  } catch (const ParseOnlyDone&) {
+    return 0;
   } catch (const CLI::CallForHelp& e) {
     return root.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
