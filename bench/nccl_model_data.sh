@@ -5,6 +5,9 @@
 # call; INIT/GRAPH: the channels it built), then with each protocol forced
 # (NCCL_PROTO=LL / LL128 / Simple); torch.distributed's loop time beside bench nccl's as
 # a second reference for nccl-tests' method. Raw files under OUTDIR, a summary on stdout.
+# Every run here logs NCCL's TUNING lines, one per call, which slowed 4-GPU launches 1.5-2x:
+# its small-size spans are the logging's, not NCCL's (the GPU's per-iteration times are
+# unaffected); profile's calibration times with NCCL quiet for that reason.
 # Usage: bench/nccl_model_data.sh OUTDIR   (P2PSCOPE=binary; SIZES, OPS, PROTOS, TORCH=0|1)
 set -u
 P=${P2PSCOPE:-build/p2pscope}
