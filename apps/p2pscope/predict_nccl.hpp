@@ -17,6 +17,7 @@ struct NcclPredictArgs {
   std::vector<int> devices;            // the campaign's GPUs, in order
   std::vector<std::string> measured;   // --measured files
   bool measure = false, force = false;
+  bool host_anchor = true;             // --host-anchor on|off (see predict_nccl.cpp)
   int warmup = 5, iters = 20;
 };
 

@@ -65,7 +65,8 @@ void ProgressPrinter::finish() {
   open_ = false;
 }
 
-RowProgress::RowProgress(std::string phase, double quiet_s) : phase_(std::move(phase)), printer_(quiet_s) {}
+RowProgress::RowProgress(std::string phase, double quiet_s, std::string unit)
+    : phase_(std::move(phase)), unit_(std::move(unit)), printer_(quiet_s) {}
 
 // The rate counts from the first row's end, so buffer set-up before it does not skew
 // the ETA; the first row itself gives none.
@@ -77,7 +78,7 @@ void RowProgress::operator()(std::size_t done, std::size_t total, const std::str
   p.phase = phase_;
   p.done = done;
   p.total = total;
-  p.unit = "rows";
+  p.unit = unit_.c_str();  // read before this call returns
   p.ops_per_s = elapsed_s > 0 ? rows / elapsed_s : 0;
   p.eta_s = rows > 0 ? elapsed_s * static_cast<double>(total - done) / rows : -1;
   p.current = current;

@@ -181,10 +181,9 @@ TEST_F(BenchSignal, ContentionPatternStopsBetweenRepetitionsAndWritesWhatItHas) 
   const Child c = start({"profile", "--pattern", "all-to-all", "--backend", "host", "--sizes", "16M", "--warmup", "0",
                          "--reps", "100000", "--out", out.string()},
                         err);
-  // Its log is written at the end, so there is no event to wait for: 2 s is hundreds of
-  // 16 MiB repetitions on any machine this ran on, ASan included.
-  std::this_thread::sleep_for(std::chrono::seconds(2));
-  const auto [code, seconds] = signal_mid_run(c, SIGINT, true);
+  // Its progress line says a repetition has been measured.
+  const auto [code, seconds] =
+      signal_mid_run(c, SIGINT, wait_until(c.pid, [&] { return slurp(err).find("[profile --pattern] ") != std::string::npos; }));
   EXPECT_EQ(code, 130);
   EXPECT_LT(seconds, 3.0);
   ASSERT_TRUE(fs::exists(out / "contention.json")) << slurp(err);
