@@ -329,7 +329,18 @@ std::vector<std::string> anchor_host(simulate::NcclModel& model, const Measured&
 void run_predict_nccl(const NcclPredictArgs& a, Context& ctx) {
   const auto ops = parse_ops(a.ops);
   const auto ranks = parse_ranks(a.ranks, a.devices.size());
-  simulate::NcclModel model(simulate::read_nccl_calibration(a.dir));
+  simulate::NcclCalibration read = simulate::read_nccl_calibration(a.dir);
+  std::vector<std::string> held;
+  for (int n : a.hold_out)
+    std::erase_if(read.curves, [&](const simulate::NcclCurve& c) {
+      const bool out = c.ranks == n && c.op != "allreduce" && c.op != "sendrecv";
+      if (out) held.push_back(fmt::format("{} at {} ranks", c.op, n));
+      return out;
+    });
+  if (!a.hold_out.empty() && held.empty())
+    throw UsageError("--hold-out: the calibration timed no op but allreduce and sendrecv at those rank counts, so "
+                     "nothing is held out (a campaign from before the 3-GPU calibration, or --nccl-calibration quick)");
+  simulate::NcclModel model(std::move(read));
   const auto& cal = model.calibration();
   for (const auto& n : cal.notes) std::fprintf(stderr, "note: %s\n", n.c_str());
 
@@ -379,6 +390,8 @@ void run_predict_nccl(const NcclPredictArgs& a, Context& ctx) {
   for (const auto& l : model.calibrated_by()) lines.push_back("calibrated by: " + l);
   for (const auto& l : model.defaults_used()) lines.push_back("NCCL default: " + l);
   for (const auto& l : anchored) lines.push_back(l);
+  if (!held.empty())
+    lines.push_back("held out of the calibration, so predicted (--hold-out): " + join(held, ", "));
   if (have_measured) {
     lines.push_back(summary_line("predicted cells, 64 KiB - 1 GiB", big));
     lines.push_back(summary_line("predicted cells, 1 B - 32 KiB", small));
@@ -396,6 +409,7 @@ void run_predict_nccl(const NcclPredictArgs& a, Context& ctx) {
     j["calibrated_by"] = model.calibrated_by();
     j["nccl_defaults"] = model.defaults_used();
     j["host_anchor"] = anchored;
+    j["held_out"] = held;
     const auto sj = [](const Summary& s) {
       return nlohmann::json{{"cells", s.n}, {"geomean_abs_error_pct", s.n ? nlohmann::json(s.geomean_pct) : nullptr},
                             {"worst_abs_error_pct", s.n ? nlohmann::json(s.worst_pct) : nullptr}, {"worst", s.worst_cell}};

@@ -197,6 +197,27 @@ TEST(NcclModelCli, TheMeasuredRunsOwnCalibrationOpsSetTheHostCost) {
   EXPECT_TRUE(j_off["host_anchor"].empty());
 }
 
+// --hold-out 2: only allreduce and sendrecv of 2 ranks stay in the calibration; the other
+// ops timed at 2 ranks become predicted cells (validation at 2 GPUs), and say so.
+TEST(NcclModelCli, HoldOutTurnsTheOtherOpsOfThatRankCountIntoPredictedCells) {
+  const auto out = test::temp_dir("nccl-model-holdout");
+  const auto r = test::run_binary("predict " + h100x4().string() + " --algo nccl --ranks 2 --sizes 1M,1G --measured " +
+                                  (h100x4() / "measured-h100x4.json").string() + " --hold-out 2 --format json --out " +
+                                  (out / "p.json").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream in(out / "p.json");
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["held_out"].size(), 4u) << j["held_out"].dump();
+  for (const auto& row : j["rows"]) {
+    const bool kept = row["op"] == "allreduce" || row["op"] == "sendrecv";
+    EXPECT_EQ(row["role"], kept ? "calibration" : "predicted") << row.dump();
+  }
+  const auto none = test::run_binary("predict " + h100x4().string() + " --algo nccl --ranks 4 --sizes 1M --measured " +
+                                     (h100x4() / "measured-h100x4.json").string() + " --hold-out 4");
+  EXPECT_EQ(none.code, 2) << none.out;  // only allreduce and sendrecv were timed at 4: nothing to hold out
+  EXPECT_NE(none.out.find("nothing is held out"), std::string::npos) << none.out;
+}
+
 TEST(NcclModelCli, NcclTestsOutputOfAnotherMachineIsRefused) {
   // plain.txt ran on H200s; the fixture campaign is 4 x H100.
   const auto dir = test::temp_dir("nccl-model-h200");
