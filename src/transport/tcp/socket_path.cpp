@@ -4,13 +4,14 @@
 #include <thread>
 
 #include "p2pscope/error.hpp"
-#include "transport/tcp/channel.hpp"
-#include "transport/tcp/datapath.hpp"
-#include "transport/tcp/gate.hpp"
-#include "transport/tcp/protocol.hpp"
-#include "transport/tcp/worker.hpp"
+#include "transport/session/channel.hpp"
+#include "transport/session/datapath.hpp"
+#include "transport/session/gate.hpp"
+#include "transport/session/protocol.hpp"
+#include "transport/session/worker.hpp"
 
 namespace p2pscope::tcp {
+using namespace p2pscope::session;
 
 void configure(Socket& s, const Params& p) {
   s.set_timeout(p.timeout_s);

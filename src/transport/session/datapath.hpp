@@ -13,7 +13,8 @@
 #include "p2pscope/tcp.hpp"
 #include "transport/tcp/socket.hpp"
 
-namespace p2pscope::tcp {
+namespace p2pscope::session {
+using namespace p2pscope::tcp;  // the engine's public types (Params, reports) and its sockets
 
 struct Session;
 class Gate;
@@ -55,6 +56,9 @@ class DataPath {
   virtual bool linger_until_client_closes() const { return false; }
 };
 
+}  // namespace p2pscope::session
+namespace p2pscope::tcp {
+using session::DataPath;
 std::shared_ptr<DataPath> make_socket_path();
 // The run's socket options (timeout, TCP_NODELAY, buffer sizes) on a control or data
 // connection: both sides set them the same way on every socket they open or accept.

@@ -1,4 +1,4 @@
-#include "transport/tcp/protocol.hpp"
+#include "transport/session/protocol.hpp"
 
 #include <array>
 #include <cstdio>
@@ -10,6 +10,7 @@
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::tcp {
+using namespace p2pscope::session;  // the limits (kMax*) checked here
 
 // The engine's modes, named once (enum_names.hpp): to_string, the parser and its error.
 constexpr std::array<EnumName<Mode>, 4> kModeNames{{{Mode::bw, "bw"},
@@ -148,6 +149,10 @@ Params params_from_json(const nlohmann::json& j) {
   return p;
 }
 
+}  // namespace p2pscope::tcp
+
+namespace p2pscope::session {
+
 void send_frame(Socket& s, FrameType type, const nlohmann::json& body) {
   const std::string text = body.dump();
   if (text.size() > kMaxControlBytes) throw Error("control message too large (" + std::to_string(text.size()) + " B)");
@@ -204,4 +209,4 @@ nlohmann::json expect_frame(Socket& s, FrameType type, const std::string& contex
   return f.body;
 }
 
-}  // namespace p2pscope::tcp
+}  // namespace p2pscope::session

@@ -15,7 +15,8 @@
 #include "transport/tcp/nic.hpp"
 #include "transport/tcp/socket.hpp"
 
-namespace p2pscope::tcp {
+namespace p2pscope::session {
+using namespace p2pscope::tcp;  // the engine's public types (Params, reports) and its sockets
 
 class DataPath;
 
@@ -130,4 +131,4 @@ inline std::uint64_t chunk_count(const Params& p) { return (p.size_bytes + p.chu
 // Builds s.report (channels, workers, totals) after the last round.
 void finish_report(Session& s);
 
-}  // namespace p2pscope::tcp
+}  // namespace p2pscope::session

@@ -19,12 +19,13 @@
 #include "p2pscope/pattern.hpp"
 #include "p2pscope/table.hpp"
 #include "p2pscope/units.hpp"
-#include "transport/tcp/channel.hpp"
-#include "transport/tcp/datapath.hpp"
-#include "transport/tcp/protocol.hpp"
-#include "transport/tcp/worker.hpp"
+#include "transport/session/channel.hpp"
+#include "transport/session/datapath.hpp"
+#include "transport/session/protocol.hpp"
+#include "transport/session/worker.hpp"
 
 namespace p2pscope::tcp {
+using namespace p2pscope::session;
 namespace {
 
 // What a plugin must take in flight per comm (NCCL_NET_MAX_REQUESTS; UNPACK queue depth).

@@ -1,4 +1,4 @@
-#include "transport/tcp/channel.hpp"
+#include "transport/session/channel.hpp"
 
 #include <unistd.h>
 
@@ -12,9 +12,9 @@
 #include "p2pscope/text.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/units.hpp"
-#include "transport/tcp/datapath.hpp"
+#include "transport/session/datapath.hpp"
 
-namespace p2pscope::tcp {
+namespace p2pscope::session {
 
 void ChannelState::mark(std::int64_t first, std::int64_t last) {
   std::lock_guard lk(mu);
@@ -36,7 +36,7 @@ void ChannelState::note_post(std::int64_t t_ns, std::uint32_t occ, bool timed, s
 namespace {
 bool dir_used(const Params& p, bool c2s);
 }
-bool Session::dir_used(bool c2s) const { return tcp::dir_used(p, c2s); }
+bool Session::dir_used(bool c2s) const { return session::dir_used(p, c2s); }
 
 std::uint64_t Session::seed(bool c2s, std::uint32_t g, std::uint32_t round) const {
   // Rounds differ only when verifying, so stale data from an earlier round is caught.
@@ -325,4 +325,4 @@ void finish_report(Session& s) {
   r.warnings = s.warnings;
 }
 
-}  // namespace p2pscope::tcp
+}  // namespace p2pscope::session

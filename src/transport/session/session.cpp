@@ -15,13 +15,14 @@
 #include "p2pscope/table.hpp"
 #include "p2pscope/tcp.hpp"
 #include "p2pscope/units.hpp"
-#include "transport/tcp/channel.hpp"
-#include "transport/tcp/datapath.hpp"
-#include "transport/tcp/gate.hpp"
+#include "transport/session/channel.hpp"
+#include "transport/session/datapath.hpp"
+#include "transport/session/gate.hpp"
 #include "transport/tcp/listener.hpp"
-#include "transport/tcp/protocol.hpp"
+#include "transport/session/protocol.hpp"
 
 namespace p2pscope::tcp {
+using namespace p2pscope::session;
 namespace {
 
 // One side's session before its links are open.
