@@ -49,6 +49,9 @@ class DataPath {
   // Runs this side's workers for one round and joins them; marks s.chans. Throws
   // RoundFailure with the first cause after stopping every worker.
   virtual void run_workers(Session& s, std::uint32_t round, bool timed) = 0;
+  // Host-memory rings: chunk slots a link needs at once. A sender's buffer may be read
+  // until its send completes, so up to the window by default; sockets copy in send().
+  virtual std::uint64_t ring_slots(const Params& p) const { return p.window; }
   // Workers this side runs per link (for the server's thread limit).
   virtual std::uint32_t threads_per_link(const Params& p, bool sends) const = 0;
   // Server, its figures sent: keep the links open until the client closes the control

@@ -396,7 +396,7 @@ Results Server::Impl::session(Gate& gate, ClientHello& c) {
     if (threads > lim.max_threads)
       throw UsageError("the session needs " + std::to_string(threads) + " worker threads here, over this server's "
                        "limit of " + std::to_string(lim.max_threads));
-    host_bytes = host_buffer_bytes(p, false);
+    host_bytes = host_buffer_bytes(p, *path, false);
     const std::uint64_t max_mem = lim.max_memory_bytes ? lim.max_memory_bytes : default_max_memory_bytes();
     if (host_bytes > max_mem)
       throw UsageError("the session needs " + format_size(host_bytes) + " of host buffers here, over this server's "
