@@ -8,8 +8,10 @@
 # and whether the worker threads outnumbered the CPUs.
 #
 # Usage: bench/engines.sh OUTDIR
-#   P2PSCOPE  the binary (default build/p2pscope)
-#   REFNET    the reference plugin (default build/lib/libnccl-net-p2pscope.so)
+#   P2PSCOPE  the binary (default: the first of build/p2pscope, .device/p2pscope under the
+#             repository root, then p2pscope on PATH)
+#   PLUGIN    the reference plugin (REFNET is the same; default: libnccl-net-p2pscope.so
+#             in build/lib/, .device/, or next to the binary)
 #   IPERF3    iperf3 binary (default: iperf3 on PATH; absent: that column says so)
 #   FASTSOCKET  a built Fast Socket plugin .so (bench/third_party_plugin.sh): driven at
 #             4 channels beside the reference plugin (no goal; not ours)
@@ -17,21 +19,25 @@
 #   SIZE      bytes per round; default 1G up to 4 channels, 256M x channels above (a
 #             round of 1 GiB at 32 channels lasts ~10 ms, shorter than the set-up noise)
 #   MONITOR=1 adds --monitor to every p2pscope run (its summary lands in the JSON)
-#   BUDGET_S (330): rows not started by then are skipped, said (a device call is bounded)
+#   BUDGET_S (330): no run starts after BUDGET_S seconds and none outlives it by more than
+#             RUN_S (60, each run's own limit); skipped runs are said (a device call is bounded)
 # A bench net run that fails (no figure) stops the bench net column, said, so a broken
 # plugin path costs one run's timeout, not eighteen.
 # Writes the markdown tables to stdout and every run's JSON / iperf3 output under OUTDIR.
 # On a 64-core machine: about 3-4 minutes with the defaults.
 set -uo pipefail
 OUT=${1:?usage: bench/engines.sh OUTDIR}
-P2PSCOPE=${P2PSCOPE:-build/p2pscope}
-REFNET=${REFNET:-build/lib/libnccl-net-p2pscope.so}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+first() { local f; for f in "$@"; do [ -e "$f" ] && { echo "$f"; return; }; done; echo "$1"; }
+P2PSCOPE=${P2PSCOPE:-$(first "$ROOT/build/p2pscope" "$ROOT/.device/p2pscope" "$(command -v p2pscope 2>/dev/null || echo "$ROOT/build/p2pscope")")}
+REFNET=${PLUGIN:-${REFNET:-$(first "$ROOT/build/lib/libnccl-net-p2pscope.so" "$ROOT/.device/libnccl-net-p2pscope.so" \
+                                   "$(dirname "$P2PSCOPE")/libnccl-net-p2pscope.so" "$(dirname "$P2PSCOPE")/lib/libnccl-net-p2pscope.so")}}
 IPERF3=${IPERF3:-iperf3}
 CHANNELS=${CHANNELS:-1,2,4,8,16,32}
 REPS=${REPS:-3}; CHUNK=${CHUNK:-1M}; WINDOW=${WINDOW:-4}; ITERS=${ITERS:-5}; SECS=${SECS:-2}
 BASE=${PORT:-$((21000 + RANDOM % 20000))}
 [ -x "$P2PSCOPE" ] || { echo "no p2pscope binary at $P2PSCOPE (P2PSCOPE=...)"; exit 2; }
-have_net=1; [ -f "$REFNET" ] || { echo "note: no reference plugin at $REFNET (REFNET=...): bench net skipped"; have_net=0; }
+have_net=1; [ -f "$REFNET" ] || { echo "note: no reference plugin at $REFNET (PLUGIN=...): bench net skipped"; have_net=0; }
 have_iperf=1
 if ! command -v "$IPERF3" >/dev/null 2>&1; then
   echo "note: no iperf3 ($IPERF3; IPERF3=...): the iperf3 column is empty"; have_iperf=0
@@ -40,6 +46,13 @@ mkdir -p "$OUT" || exit 2
 export P2PSCOPE_REFNET_IFS=${P2PSCOPE_REFNET_IFS:-lo} NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo}
 export NCCL_FLOW_PLACEMENT_ENABLE=${NCCL_FLOW_PLACEMENT_ENABLE:-0}  # fastsocket on loopback
 start=$(date +%s)
+BUDGET_S=${BUDGET_S:-330}; RUN_S=${RUN_S:-60}
+# Seconds a run started now may take: RUN_S; 0 once the budget is spent (not started).
+limit() {
+  local left=$(( BUDGET_S - ($(date +%s) - start) ))
+  if [ "$left" -le 0 ]; then echo 0; else echo "$RUN_S"; fi
+}
+skipped=0
 
 size_for() { if [ -n "${SIZE:-}" ]; then echo "$SIZE"; elif [ "$1" -le 4 ]; then echo 1G; else echo "$(($1 * 256))M"; fi; }
 median() { sort -n | awk '{a[NR]=$1} END {if (NR == 0) print "n/a"; else print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
@@ -56,16 +69,19 @@ p2p() {  # engine C rep [plugin tag]: one bench tcp / bench net --loopback run, 
   local args=(--loopback --channels "$c" --size "$(size_for "$c")" --chunk "$CHUNK" --window "$WINDOW"
               --iters "$ITERS" --format json)
   [ "${MONITOR:-0}" = 1 ] && args+=(--monitor --monitor-dir "$OUT/mon-$tag-$c-$r")
+  local t; t=$(limit)
+  if [ "$t" = 0 ]; then skipped=$((skipped + 1)); return 3; fi
   if [ "$engine" = tcp ]; then
-    timeout 60 "$P2PSCOPE" bench tcp "${args[@]}" > "$f" 2> "$OUT/$tag-$c-$r.err"
+    timeout -k 5 "$t" "$P2PSCOPE" bench tcp "${args[@]}" > "$f" 2> "$OUT/$tag-$c-$r.err"
   else
-    timeout 60 "$P2PSCOPE" bench net --plugin "$5" "${args[@]}" > "$f" 2> "$OUT/$tag-$c-$r.err"
+    timeout -k 5 "$t" "$P2PSCOPE" bench net --plugin "$5" "${args[@]}" > "$f" 2> "$OUT/$tag-$c-$r.err"
   fi
   rate "$f"
 }
 
 iperf_procs() {  # C rep: C iperf3 servers and C clients at once; the summed GB/s
   local c=$1 r=$2 i spids=()
+  if [ "$(limit)" = 0 ]; then skipped=$((skipped + 1)); return 3; fi
   for i in $(seq 0 $((c - 1))); do
     timeout $((SECS + 15)) "$IPERF3" -s -1 -p $((BASE + i)) -B 127.0.0.1 >/dev/null 2>&1 & spids+=($!)
   done
@@ -95,16 +111,16 @@ echo "| channels | size/round | bench tcp GB/s | bench net (ref plugin) GB/s | n
 echo "|---:|---:|---:|---:|---:|---:|---:|---|"
 notes=()
 for c in ${CHANNELS//,/ }; do
-  if [ $(( $(date +%s) - start )) -gt "${BUDGET_S:-330}" ]; then
-    echo "| $c | skipped: the script's time budget (BUDGET_S=${BUDGET_S:-330} s) was spent | | | | | | |"
+  if [ "$(limit)" = 0 ]; then
+    echo "| $c | skipped: the script's time budget (BUDGET_S=$BUDGET_S s) was spent | | | | | | |"
     continue
   fi
   : > "$OUT/t-$c"; : > "$OUT/n-$c"; : > "$OUT/i-$c"
   for r in $(seq "$REPS"); do
     p2p tcp "$c" "$r" >> "$OUT/t-$c"
     if [ $have_net = 1 ]; then
-      x=$(p2p net "$c" "$r" net "$REFNET")
-      if [ -n "$x" ]; then echo "$x" >> "$OUT/n-$c"; else
+      x=$(p2p net "$c" "$r" net "$REFNET"); rc=$?
+      if [ -n "$x" ]; then echo "$x" >> "$OUT/n-$c"; elif [ $rc = 3 ]; then skipped=$((skipped + 1)); else
         have_net=0; notes+=("bench net failed at $c channels (rep $r): $(head -c 300 "$OUT/net-$c-$r.err" | tr '\n' ' '); later bench net runs skipped")
       fi
     fi
@@ -114,6 +130,7 @@ for c in ${CHANNELS//,/ }; do
   echo "| $c | $(size_for "$c") | $t | $n | $(ratio "$n" "$t") | $i | $(ratio "$t" "$i") | $(paste -sd, "$OUT/t-$c") / $(paste -sd, "$OUT/n-$c") / $(paste -sd, "$OUT/i-$c") |"
 done
 
+[ "$skipped" -gt 0 ] && notes+=("$skipped runs not started: the time budget (BUDGET_S=$BUDGET_S s) was spent")
 for n in "${notes[@]}"; do echo; echo "note: $n"; done
 
 if [ -n "${FASTSOCKET:-}" ]; then
@@ -132,7 +149,7 @@ if [ -n "${FASTSOCKET:-}" ]; then
 fi
 
 echo
-echo "Where the time went (the last repetition of each; per chunk = per $CHUNK chunk moved, both sides' threads):"
+echo "Where the time went (the last repetition run of each; per chunk = per $CHUNK chunk moved, both sides' threads):"
 echo
 python3 - "$OUT" "$CHANNELS" "$REPS" "$(nproc)" <<'PY'
 import json, os, sys
@@ -142,14 +159,15 @@ print("| engine | C | threads / CPUs | verdict | tx busy % mean (max) | rx busy 
 print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for tag in ("tcp", "net"):
     for c in lst:
-        f = f"{out}/{tag}-{c}-{reps}.json"
-        if not os.path.exists(f):
+        got = [r for r in range(int(reps), 0, -1) if os.path.exists(f"{out}/{tag}-{c}-{r}.json")]
+        if not got:
             continue
+        f = f"{out}/{tag}-{c}-{got[0]}.json"
         try:
             j = json.load(open(f))
             p = j["params"]
         except Exception:
-            print(f"| {tag} | {c} | failed: see {tag}-{c}-{reps}.err | | | | | | | | | |")
+            print(f"| {tag} | {c} | failed: see {tag}-{c}-{got[0]}.err | | | | | | | | | |")
             continue
         chunks = -(-p["size_bytes"] // p["chunk_bytes"]) * (p["iters"] + p["warmup"])
         ws = j["client"]["workers"] + j["server"]["workers"]
