@@ -10,6 +10,7 @@
 // devices (TCPX) the bytes land in the plugin's bounce buffers with a scatter list,
 // which the unpack kernel (or, for host memory, a copy) applies before irecvConsumed.
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <deque>
 #include <optional>
@@ -18,6 +19,7 @@
 #include <thread>
 
 #include "p2pscope/clock.hpp"
+#include "p2pscope/enum_names.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/netplugin.hpp"
 #include "p2pscope/pattern.hpp"
@@ -751,18 +753,20 @@ class PluginPath final : public DataPath {
   std::map<int, std::string> gpu_dmabuf_;
 };
 
+constexpr std::array<EnumName<DmabufMode>, 3> kDmabufModeNames{{
+    {DmabufMode::auto_, "auto"},
+    {DmabufMode::on, "on"},
+    {DmabufMode::off, "off"},
+}};
+
 }  // namespace
 
 DmabufMode parse_dmabuf_mode(const std::string& text) {
-  if (text == "auto") return DmabufMode::auto_;
-  if (text == "on") return DmabufMode::on;
-  if (text == "off") return DmabufMode::off;
-  throw UsageError("--dmabuf '" + text + "': expected auto, on or off");
+  if (const auto m = find_enum(kDmabufModeNames, text)) return *m;
+  throw UsageError("--dmabuf '" + text + "': expected " + enum_choices(kDmabufModeNames));
 }
 
-std::string to_string(DmabufMode m) {
-  return m == DmabufMode::on ? "on" : m == DmabufMode::off ? "off" : "auto";
-}
+std::string to_string(DmabufMode m) { return enum_name(kDmabufModeNames, m); }
 
 std::shared_ptr<DataPath> make_plugin_path(std::shared_ptr<net::Plugin> plugin, DmabufMode dmabuf) {
   return std::make_shared<PluginPath>(std::move(plugin), dmabuf);
