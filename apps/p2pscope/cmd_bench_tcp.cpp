@@ -22,7 +22,7 @@
 #include "p2pscope/tcp.hpp"
 #include "p2pscope/units.hpp"
 #include "tcp_options.hpp"
-#include "transport/tcp/datapath.hpp"
+#include "transport/session/datapath.hpp"
 
 namespace p2pscope::app {
 namespace {

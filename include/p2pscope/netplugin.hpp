@@ -195,8 +195,9 @@ class MemRegion {
 struct Request {
   void* raw = nullptr;
   std::uint64_t seq = 0;
-  std::size_t size_bytes = 0;  // the size posted (test()'s sizes are not relied on)
+  std::size_t size_bytes = 0;  // the size posted
   void* data = nullptr;
+  int reported_bytes = -1;     // what test() said it moved, once done (a receive: the sender's size)
 };
 
 // Where the bytes of one completed UNPACK receive are: `count` pieces, each copying
@@ -234,6 +235,9 @@ class CommBase {
   // The same, for a request the caller names: UsageError when it is not the oldest.
   bool test(const Request& r);
   const std::deque<Request>& outstanding() const { return queue_; }
+  // The size test() reported for the request test_oldest last completed (-1: none yet).
+  // Callers that rely on it check it: plugins have reported sizes wrong.
+  int last_reported_bytes() const { return last_done_ ? last_done_->reported_bytes : -1; }
   std::optional<Request> oldest() const;
 
   int device() const { return dev_; }

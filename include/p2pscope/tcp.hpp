@@ -60,7 +60,12 @@ void validate(const Params& p);
 nlohmann::json to_json(const Params& p);
 Params params_from_json(const nlohmann::json& j);  // UsageError on bad fields
 
-class DataPath;  // transport/tcp/datapath.hpp: sockets, or an NCCL net plugin
+}  // namespace p2pscope::tcp
+namespace p2pscope::session {
+class DataPath;  // transport/session/datapath.hpp: sockets, or an NCCL net plugin
+}  // namespace p2pscope::session
+namespace p2pscope::tcp {
+using session::DataPath;
 
 // Local settings that are not negotiated.
 struct LocalOptions {

@@ -19,6 +19,8 @@
 //                                      it (p2pscope_refnet_dmabuf_registrations()) and keeps the
 //                                      staged CUDA data path
 //   P2PSCOPE_REFNET_INIT_FAIL=1         init fails (tests the caller's error)
+//   P2PSCOPE_REFNET_SIZE_SHORT=1        test() of a receive reports one byte less than came
+//                                      (a plugin's wrong size: callers that use it must check)
 #include <cstddef>
 #include <cstdint>
 

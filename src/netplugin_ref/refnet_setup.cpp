@@ -106,6 +106,7 @@ Result init(abi::Logger log) {
   g.max_requests = env_u64("P2PSCOPE_REFNET_MAX_REQUESTS", 0);
   g.eof_fails = env_u64("P2PSCOPE_REFNET_EOF_FAILS", 0) != 0;
   g.test_delay_us = env_u64("P2PSCOPE_REFNET_TEST_DELAY_US", 0);
+  g.size_short = env_u64("P2PSCOPE_REFNET_SIZE_SHORT", 0) != 0;
   g.fail_after = env_u64("P2PSCOPE_REFNET_FAIL_AFTER_BYTES", kOff);
   g.die_after = env_u64("P2PSCOPE_REFNET_DIE_AFTER_BYTES", kOff);
   const char* side = std::getenv("P2PSCOPE_REFNET_FAULT_SIDE");

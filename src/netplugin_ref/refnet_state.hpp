@@ -34,6 +34,7 @@ struct Config {
   std::uint64_t max_requests = 0;   // P2PSCOPE_REFNET_MAX_REQUESTS: past it a post fails (0: NULL at the window)
   bool eof_fails = false;           // P2PSCOPE_REFNET_EOF_FAILS: a receive comm whose peer closed fails test()
   std::uint64_t test_delay_us = 0;  // P2PSCOPE_REFNET_TEST_DELAY_US: each test() of a receive comm sleeps first
+  bool size_short = false;          // P2PSCOPE_REFNET_SIZE_SHORT: test() of a receive reports a byte less
   abi::Logger log = nullptr;
 };
 extern Config g;  // set by init; read-only while comms exist

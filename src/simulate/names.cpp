@@ -1,13 +1,36 @@
 // Names of the export formats, collectives and algorithms, and nccl-tests' busbw factor.
+// A collective is the bench's NCCL op of the same row (issue 33, one fact in one place):
+// its name and its busbw factor come from bench's op table and formula.
 #include <fmt/format.h>
 
+#include "bench/formulas.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/simulate.hpp"
 #include "p2pscope/text.hpp"
 
 namespace p2pscope::simulate {
 namespace {
-constexpr const char* kCollectives[] = {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast"};
+struct CollectiveRow {
+  Collective value;
+  bench::NcclOp op;
+};
+constexpr CollectiveRow kCollectives[] = {
+    {Collective::allreduce, bench::NcclOp::allreduce},         {Collective::allgather, bench::NcclOp::allgather},
+    {Collective::reducescatter, bench::NcclOp::reducescatter}, {Collective::alltoall, bench::NcclOp::alltoall},
+    {Collective::broadcast, bench::NcclOp::broadcast},
+};
+
+bench::NcclOp op_of(Collective c) {
+  for (const auto& row : kCollectives)
+    if (row.value == c) return row.op;
+  throw Error(fmt::format("collective {} has no row in the simulator's table", static_cast<int>(c)));
+}
+
+std::vector<std::string> collective_names() {
+  std::vector<std::string> out;
+  for (const auto& row : kCollectives) out.push_back(bench::to_string(row.op));
+  return out;
+}
 }  // namespace
 
 std::vector<std::string> export_format_names() { return {"astra-sim", "json", "csv"}; }
@@ -36,14 +59,13 @@ void check_endpoint_delay(std::int64_t ns) {
     throw UsageError(fmt::format("--endpoint-delay {}: more than 1000 s per message; give ns", ns));
 }
 
-std::string to_string(Collective c) { return kCollectives[static_cast<int>(c)]; }
+std::string to_string(Collective c) { return bench::to_string(op_of(c)); }
 std::string to_string(Algorithm a) { return a == Algorithm::ring ? "ring" : "tree"; }
 
 Collective parse_collective(const std::string& text) {
-  for (int i = 0; i < 5; ++i)
-    if (text == kCollectives[i]) return static_cast<Collective>(i);
-  throw UsageError(fmt::format("--ops '{}': no such collective; the collectives are: {}", text,
-                               join({std::begin(kCollectives), std::end(kCollectives)})));
+  for (const auto& row : kCollectives)
+    if (text == bench::to_string(row.op)) return row.value;
+  throw UsageError(fmt::format("--ops '{}': no such collective; the collectives are: {}", text, join(collective_names())));
 }
 
 std::vector<Collective> parse_collective_list(const std::string& text) {
@@ -63,16 +85,6 @@ Algorithm parse_algorithm(const std::string& text) {
   throw UsageError(fmt::format("--algo '{}': expected ring or tree", text));
 }
 
-double busbw_factor(Collective c, int ranks) {
-  const double p = ranks;
-  switch (c) {
-    case Collective::allreduce: return 2 * (p - 1) / p;
-    case Collective::allgather:
-    case Collective::reducescatter:
-    case Collective::alltoall: return (p - 1) / p;
-    case Collective::broadcast: return 1;
-  }
-  return 1;
-}
+double busbw_factor(Collective c, int ranks) { return bench::busbw_factor(op_of(c), ranks); }
 
 }  // namespace p2pscope::simulate

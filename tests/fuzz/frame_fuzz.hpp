@@ -10,11 +10,11 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/tcp.hpp"
 #include "transport/net/handle_check.hpp"
-#include "transport/tcp/protocol.hpp"
+#include "transport/session/protocol.hpp"
 
 namespace fuzzframe {
 
-using p2pscope::tcp::FrameType;
+using p2pscope::session::FrameType;
 
 inline std::string field(const nlohmann::json& j, const char* key) {
   const auto it = j.find(key);

@@ -19,7 +19,7 @@
 
 namespace p2pscope::test {
 
-// Frame types by number (transport/tcp/protocol.hpp): a hostile peer need not agree.
+// Frame types by number (transport/session/protocol.hpp): a hostile peer need not agree.
 inline constexpr std::uint32_t kHello = 1, kAccept = 2, kReject = 3, kDataHello = 4, kGo = 5, kDone = 6,
                                kResult = 7, kError = 8, kChallenge = 9, kParams = 10;
 

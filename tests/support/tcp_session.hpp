@@ -13,7 +13,7 @@
 #include "p2pscope/netplugin.hpp"
 #include "p2pscope/tcp.hpp"
 #include "support/timing.hpp"
-#include "transport/tcp/datapath.hpp"
+#include "transport/session/datapath.hpp"
 #include "transport/tcp/socket.hpp"
 
 namespace p2pscope::test {

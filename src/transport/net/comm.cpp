@@ -129,6 +129,7 @@ bool CommBase::test_front(std::deque<Request>& q, const char* call, bool receive
   I.check(I.ops->test(r.raw, &done, &size),
           fmt::format("{}(request #{} of {} bytes)", call, r.seq, r.size_bytes));
   if (!done) return false;
+  r.reported_bytes = size;
   last_done_ = r;
   q.pop_front();
   if (receive) on_complete(*last_done_);

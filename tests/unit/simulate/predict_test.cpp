@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "bench/formulas.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/simulate.hpp"
 #include "support/run_binary.hpp"
@@ -207,6 +208,25 @@ TEST(Predict, BatchOverEveryOpAndSize) {
   EXPECT_EQ(r.backend, "ce");
   EXPECT_FALSE(r.assumptions.empty());
   for (const auto& row : r.rows) EXPECT_GT(row.time_ns, 0);
+}
+
+// One op table (issue 33): each collective is the bench's op of the same name, with its
+// busbw factor; the figures are nccl-tests' (2(n-1)/n, (n-1)/n, 1) at n = 8.
+TEST(Predict, CollectivesAreTheBenchOpsWithTheirBusbwFactor) {
+  const std::pair<Collective, double> known[] = {{Collective::allreduce, 1.75},
+                                                 {Collective::allgather, 0.875},
+                                                 {Collective::reducescatter, 0.875},
+                                                 {Collective::alltoall, 0.875},
+                                                 {Collective::broadcast, 1.0}};
+  for (const auto& [c, factor] : known) {
+    const std::string name = to_string(c);
+    SCOPED_TRACE(name);
+    EXPECT_EQ(parse_collective(name), c);
+    EXPECT_DOUBLE_EQ(busbw_factor(c, 8), factor);
+    EXPECT_DOUBLE_EQ(busbw_factor(c, 8), bench::busbw_factor(bench::parse_nccl_op(name), 8));
+  }
+  EXPECT_DOUBLE_EQ(busbw_factor(Collective::allreduce, 2), 1.0);
+  EXPECT_DOUBLE_EQ(busbw_factor(Collective::alltoall, 4), 0.75);
 }
 
 }  // namespace

@@ -22,11 +22,12 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/netplugin.hpp"
 #include "p2pscope/tcp.hpp"
-#include "transport/tcp/datapath.hpp"
+#include "transport/session/datapath.hpp"
 #include "unit/net/net_test_util.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::tcp;
+using namespace p2pscope::session;
 using nettest::Env;
 using p2pscope::test::Both;
 using p2pscope::test::over;

@@ -9,13 +9,14 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/netplugin.hpp"
 #include "p2pscope/tcp.hpp"
-#include "transport/tcp/datapath.hpp"
+#include "transport/session/datapath.hpp"
 #include "transport/tcp/memory.hpp"
 #include "support/tcp_session.hpp"
 #include "unit/net/net_test_util.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::tcp;
+using namespace p2pscope::session;
 using p2pscope::test::over;
 namespace pt = p2pscope::test;
 

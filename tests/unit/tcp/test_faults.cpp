@@ -12,13 +12,14 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/tcp.hpp"
 #include "transport/tcp/listener.hpp"
-#include "transport/tcp/protocol.hpp"
+#include "transport/session/protocol.hpp"
 #include "support/tcp_report.hpp"
 #include "support/tcp_session.hpp"
 #include "support/timing.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::tcp;
+using namespace p2pscope::session;
 
 namespace {
 

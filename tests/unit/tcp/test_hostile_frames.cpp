@@ -14,10 +14,11 @@
 #include "support/raw_peer.hpp"
 #include "support/server_thread.hpp"
 #include "transport/tcp/listener.hpp"
-#include "transport/tcp/protocol.hpp"
+#include "transport/session/protocol.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::tcp;
+using namespace p2pscope::session;
 using p2pscope::test::RawPeer;
 using p2pscope::test::Reply;
 using p2pscope::test::ServerThread;

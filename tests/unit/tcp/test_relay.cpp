@@ -12,10 +12,11 @@
 #include "p2pscope/tcp.hpp"
 #include "support/server_thread.hpp"
 #include "transport/tcp/listener.hpp"
-#include "transport/tcp/protocol.hpp"
+#include "transport/session/protocol.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::tcp;
+using namespace p2pscope::session;
 using p2pscope::test::ServerThread;
 
 namespace {

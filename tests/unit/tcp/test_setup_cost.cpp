@@ -1,4 +1,5 @@
-// Host-memory runs hold a ring of window x chunk per socket, not the whole message
+// Host-memory runs hold a ring of chunks per socket (one on sockets, which copy in
+// send(); the window on a plugin, whose isend reads until done), not the whole message
 // on each side (that cost 10 ms per MiB in page faults and memset before the first
 // byte moved); --verify keeps a whole source and the output says what set-up cost.
 #include <gtest/gtest.h>
@@ -32,10 +33,10 @@ Params host_run(std::uint64_t size) {
 TEST(TcpSetup, WithoutVerifyBothSidesHoldARingNotTheMessage) {
   const Params p = host_run(64u << 20);
   const Results r = run_loopback(p);
-  const std::uint64_t ring = 2 * 4 * (1u << 20);  // channels x window x chunk (one socket each)
+  const std::uint64_t ring = 2 * 1 * (1u << 20);  // channels x one slot x chunk (one socket each)
   EXPECT_EQ(r.client.buffer_bytes, ring);         // the client only sends: a source ring
   EXPECT_EQ(r.server.buffer_bytes, ring);         // the server only receives: a destination ring
-  EXPECT_NE(r.client.buffer_layout.find("source ring of 4 x 1 MiB per socket"), std::string::npos) << r.client.buffer_layout;
+  EXPECT_NE(r.client.buffer_layout.find("source ring of 1 x 1 MiB per socket"), std::string::npos) << r.client.buffer_layout;
   EXPECT_NE(r.server.buffer_layout.find("destination ring"), std::string::npos) << r.server.buffer_layout;
   std::uint64_t moved = 0;
   for (const auto& c : r.server.channels) moved += c.bytes;
@@ -57,7 +58,7 @@ TEST(TcpSetup, RingsKeepEveryByteInPlaceWithManySocketsBothWays) {
   const Results r = run_loopback(p);
   EXPECT_EQ(r.server.verified_bytes, 3 * p.size_bytes);
   EXPECT_EQ(r.client.verified_bytes, 3 * p.size_bytes);
-  const std::uint64_t ring = 2ull * 3 * 2 * (512u << 10);
+  const std::uint64_t ring = 2ull * 3 * 1 * (512u << 10);  // channels x sockets x one slot x chunk
   EXPECT_EQ(r.client.buffer_bytes, p.size_bytes + ring);  // whole --verify source, destination ring
 }
 

@@ -14,7 +14,8 @@
 #include "p2pscope/tcp.hpp"
 #include "transport/tcp/socket.hpp"
 
-namespace p2pscope::tcp {
+namespace p2pscope::session {
+using namespace p2pscope::tcp;  // the engine's public types (Params, reports) and its sockets
 
 inline constexpr std::uint32_t kMaxControlBytes = 4u << 20;
 inline constexpr std::uint64_t kMaxSizeBytes = 64ull << 30;  // per GPU pair
@@ -92,4 +93,4 @@ class ProtocolMismatch : public Error {
   using Error::Error;
 };
 
-}  // namespace p2pscope::tcp
+}  // namespace p2pscope::session

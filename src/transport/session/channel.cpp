@@ -1,4 +1,4 @@
-#include "transport/tcp/channel.hpp"
+#include "transport/session/channel.hpp"
 
 #include <unistd.h>
 
@@ -12,9 +12,9 @@
 #include "p2pscope/text.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/units.hpp"
-#include "transport/tcp/datapath.hpp"
+#include "transport/session/datapath.hpp"
 
-namespace p2pscope::tcp {
+namespace p2pscope::session {
 
 void ChannelState::mark(std::int64_t first, std::int64_t last) {
   std::lock_guard lk(mu);
@@ -36,7 +36,7 @@ void ChannelState::note_post(std::int64_t t_ns, std::uint32_t occ, bool timed, s
 namespace {
 bool dir_used(const Params& p, bool c2s);
 }
-bool Session::dir_used(bool c2s) const { return tcp::dir_used(p, c2s); }
+bool Session::dir_used(bool c2s) const { return session::dir_used(p, c2s); }
 
 std::uint64_t Session::seed(bool c2s, std::uint32_t g, std::uint32_t round) const {
   // Rounds differ only when verifying, so stale data from an earlier round is caught.
@@ -44,13 +44,13 @@ std::uint64_t Session::seed(bool c2s, std::uint32_t g, std::uint32_t round) cons
   return 0x5eedull ^ (static_cast<std::uint64_t>(c2s) << 40) ^ (static_cast<std::uint64_t>(p.gpus[g]) << 20) ^ (r << 1);
 }
 
-Layout Layout::ring_if_smaller(const Params& p) {
+Layout Layout::ring_if_smaller(const Params& p, std::uint64_t slots) {
   const std::uint64_t chunks = (p.size_bytes + p.chunk_bytes - 1) / p.chunk_bytes;
   const std::uint64_t per_channel = (chunks + p.channels - 1) / p.channels;
   const std::uint64_t per_socket = (per_channel + p.sockets_per_channel - 1) / p.sockets_per_channel;
   Layout l;
   l.ring = true;
-  l.slots = std::max<std::uint64_t>(1, std::min<std::uint64_t>(p.window, per_socket));
+  l.slots = std::max<std::uint64_t>(1, std::min<std::uint64_t>({slots, p.window, per_socket}));
   if (l.bytes(p) >= p.size_bytes) return {};
   return l;
 }
@@ -81,12 +81,13 @@ struct BufferPlan {
 // keeps a whole source, its pattern filled before the round; received chunks are
 // checked one by one, so the destination is a ring either way. Latency mode sends
 // whole messages; GPU memory is staged chunk by chunk already.
-BufferPlan plan_buffers(const Params& p, bool sends, bool receives) {
+BufferPlan plan_buffers(const Params& p, const DataPath& path, bool sends, bool receives) {
   const bool host = p.mem == MemKind::host;
   const bool bw = p.mode != Mode::latency;
+  const std::uint64_t slots = path.ring_slots(p);
   BufferPlan b;
-  b.dst = host && bw ? Layout::ring_if_smaller(p) : Layout{};
-  b.src = host && bw && !p.verify ? Layout::ring_if_smaller(p) : Layout{};
+  b.dst = host && bw ? Layout::ring_if_smaller(p, slots) : Layout{};
+  b.src = host && bw && !p.verify ? Layout::ring_if_smaller(p, slots) : Layout{};
   b.src_bytes = sends ? b.src.bytes(p) : 0;  // latency: the client pings
   b.dst_bytes = p.mode == Mode::latency || receives ? b.dst.bytes(p) : 0;
   return b;
@@ -122,9 +123,9 @@ std::uint64_t worker_count(const Params& p, const DataPath& path, bool is_client
   return n;
 }
 
-std::uint64_t host_buffer_bytes(const Params& p, bool is_client) {
+std::uint64_t host_buffer_bytes(const Params& p, const DataPath& path, bool is_client) {
   if (p.mem != MemKind::host) return 0;
-  const BufferPlan b = plan_buffers(p, dir_used(p, is_client), dir_used(p, !is_client));
+  const BufferPlan b = plan_buffers(p, path, dir_used(p, is_client), dir_used(p, !is_client));
   return sat_mul(sat_add(b.src_bytes, b.dst_bytes), p.gpus.size());
 }
 
@@ -140,7 +141,7 @@ void allocate_buffers(Session& s) {
   const Params& p = s.p;
   const bool host = p.mem == MemKind::host;
   const bool sends = s.dir_used(s.is_client), receives = s.dir_used(!s.is_client);
-  const BufferPlan plan = plan_buffers(p, sends, receives);
+  const BufferPlan plan = plan_buffers(p, *s.path, sends, receives);
   s.dst_layout = plan.dst;
   s.src_layout = plan.src;
   const std::uint64_t src_bytes = plan.src_bytes, dst_bytes = plan.dst_bytes;
@@ -236,6 +237,12 @@ void prepare_session(Session& s) {
     c.send_ns = std::make_unique<std::atomic<std::int64_t>[]>(p.window);  // a ring: at most `window` unacked
     add(s.sends(c.c2s) ? "tx" : "rx");  // one worker per link and side (a TX worker reads its acks)
   }
+  // Issue 34: at 16-64 channels a side's threads can outnumber its CPUs; the figures
+  // are then the scheduler's, and the report says so.
+  if (!s.allowed_cpus.empty() && s.workers.size() > s.allowed_cpus.size())
+    s.warnings.push_back(std::to_string(s.workers.size()) + " worker threads on this side and " +
+                         std::to_string(s.allowed_cpus.size()) + " CPUs it may run on: the threads outnumber the "
+                         "CPUs (see each worker's run-queue wait)");
   fill_sources(s, 0);
   s.path->prepare(s);
   s.report.setup_s = static_cast<double>(monotonic_ns() - setup0) * 1e-9;
@@ -325,4 +332,4 @@ void finish_report(Session& s) {
   r.warnings = s.warnings;
 }
 
-}  // namespace p2pscope::tcp
+}  // namespace p2pscope::session

@@ -14,13 +14,14 @@
 #include "p2pscope/table.hpp"
 #include "p2pscope/tcp.hpp"
 #include "p2pscope/units.hpp"
-#include "transport/tcp/channel.hpp"
-#include "transport/tcp/datapath.hpp"
-#include "transport/tcp/gate.hpp"
+#include "transport/session/channel.hpp"
+#include "transport/session/datapath.hpp"
+#include "transport/session/gate.hpp"
 #include "transport/tcp/listener.hpp"
-#include "transport/tcp/protocol.hpp"
+#include "transport/session/protocol.hpp"
 
 namespace p2pscope::tcp {
+using namespace p2pscope::session;
 namespace {
 
 // One side's session before its links are open.
@@ -395,7 +396,7 @@ Results Server::Impl::session(Gate& gate, ClientHello& c) {
     if (threads > lim.max_threads)
       throw UsageError("the session needs " + std::to_string(threads) + " worker threads here, over this server's "
                        "limit of " + std::to_string(lim.max_threads));
-    host_bytes = host_buffer_bytes(p, false);
+    host_bytes = host_buffer_bytes(p, *path, false);
     const std::uint64_t max_mem = lim.max_memory_bytes ? lim.max_memory_bytes : default_max_memory_bytes();
     if (host_bytes > max_mem)
       throw UsageError("the session needs " + format_size(host_bytes) + " of host buffers here, over this server's "

@@ -13,7 +13,8 @@
 #include "p2pscope/tcp.hpp"
 #include "transport/tcp/socket.hpp"
 
-namespace p2pscope::tcp {
+namespace p2pscope::session {
+using namespace p2pscope::tcp;  // the engine's public types (Params, reports) and its sockets
 
 struct Session;
 class Gate;
@@ -48,6 +49,9 @@ class DataPath {
   // Runs this side's workers for one round and joins them; marks s.chans. Throws
   // RoundFailure with the first cause after stopping every worker.
   virtual void run_workers(Session& s, std::uint32_t round, bool timed) = 0;
+  // Host-memory rings: chunk slots a link needs at once. A sender's buffer may be read
+  // until its send completes, so up to the window by default; sockets copy in send().
+  virtual std::uint64_t ring_slots(const Params& p) const { return p.window; }
   // Workers this side runs per link (for the server's thread limit).
   virtual std::uint32_t threads_per_link(const Params& p, bool sends) const = 0;
   // Server, its figures sent: keep the links open until the client closes the control
@@ -55,6 +59,9 @@ class DataPath {
   virtual bool linger_until_client_closes() const { return false; }
 };
 
+}  // namespace p2pscope::session
+namespace p2pscope::tcp {
+using session::DataPath;
 std::shared_ptr<DataPath> make_socket_path();
 // The run's socket options (timeout, TCP_NODELAY, buffer sizes) on a control or data
 // connection: both sides set them the same way on every socket they open or accept.

@@ -15,7 +15,8 @@
 #include "transport/tcp/nic.hpp"
 #include "transport/tcp/socket.hpp"
 
-namespace p2pscope::tcp {
+namespace p2pscope::session {
+using namespace p2pscope::tcp;  // the engine's public types (Params, reports) and its sockets
 
 class DataPath;
 
@@ -66,8 +67,9 @@ struct ChannelState {
 struct Layout {
   bool ring = false;
   std::uint64_t slots = 0;  // per socket, when ring
-  // Ring when window x chunk per socket is smaller than the message, else whole.
-  static Layout ring_if_smaller(const Params& p);
+  // Ring when `slots` (at most the window) x chunk per socket is smaller than the
+  // message, else whole.
+  static Layout ring_if_smaller(const Params& p, std::uint64_t slots);
   std::uint64_t bytes(const Params& p) const;
   // Chunk `m` (index within its socket) of (channel, socket), message offset `off`.
   std::uint64_t offset(const Params& p, std::uint32_t channel, std::uint32_t socket, std::uint64_t m,
@@ -113,7 +115,7 @@ void prepare_session(Session& s);
 // host buffer bytes (what prepare_session will allocate in host memory).
 std::uint64_t link_count(const Params& p);
 std::uint64_t worker_count(const Params& p, const DataPath& path, bool is_client);
-std::uint64_t host_buffer_bytes(const Params& p, bool is_client);
+std::uint64_t host_buffer_bytes(const Params& p, const DataPath& path, bool is_client);
 // A quarter of the machine's RAM: the server's default --max-memory.
 std::uint64_t default_max_memory_bytes();
 // Fills this side's source buffers for `round` (when verifying, each round differs).
@@ -130,4 +132,4 @@ inline std::uint64_t chunk_count(const Params& p) { return (p.size_bytes + p.chu
 // Builds s.report (channels, workers, totals) after the last round.
 void finish_report(Session& s);
 
-}  // namespace p2pscope::tcp
+}  // namespace p2pscope::session

@@ -1,4 +1,4 @@
-#include "transport/tcp/worker.hpp"
+#include "transport/session/worker.hpp"
 
 #include <pthread.h>
 #include <sched.h>
@@ -22,10 +22,10 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/pattern.hpp"
 #include "p2pscope/units.hpp"
-#include "transport/tcp/datapath.hpp"
-#include "transport/tcp/protocol.hpp"
+#include "transport/session/datapath.hpp"
+#include "transport/session/protocol.hpp"
 
-namespace p2pscope::tcp {
+namespace p2pscope::session {
 namespace {
 
 double thread_cpu_s() {
@@ -395,4 +395,4 @@ void pong_worker(WorkerArgs a) {
   });
 }
 
-}  // namespace p2pscope::tcp
+}  // namespace p2pscope::session

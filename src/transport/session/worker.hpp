@@ -8,9 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "transport/tcp/channel.hpp"
+#include "transport/session/channel.hpp"
 
-namespace p2pscope::tcp {
+namespace p2pscope::session {
+using namespace p2pscope::tcp;  // the engine's public types (Params, reports) and its sockets
 
 struct RoundCtl {
   std::atomic<bool> failed{false};
@@ -54,4 +55,4 @@ void run_worker_threads(Session& s, std::uint32_t round, bool timed, RoundCtl& c
 // Pins the calling thread to cpus (those allowed), fills rep's expected/actual.
 void pin_self(const std::vector<int>& cpus, const std::vector<int>& allowed, WorkerReport& rep);
 
-}  // namespace p2pscope::tcp
+}  // namespace p2pscope::session

@@ -1,4 +1,4 @@
-#include "transport/tcp/protocol.hpp"
+#include "transport/session/protocol.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -19,6 +19,7 @@
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::tcp {
+using namespace p2pscope::session;  // the limits (kMax*) checked here
 
 // The engine's modes, named once (enum_names.hpp): to_string, the parser and its error.
 constexpr std::array<EnumName<Mode>, 4> kModeNames{{{Mode::bw, "bw"},
@@ -157,6 +158,10 @@ Params params_from_json(const nlohmann::json& j) {
   return p;
 }
 
+}  // namespace p2pscope::tcp
+
+namespace p2pscope::session {
+
 std::string client_binding(const std::string& server_addr, const nlohmann::json& params) {
   const auth::Digest d = auth::sha256(params.dump());
   return "|v2|server=" + server_addr + "|params=" + auth::to_hex(d.data(), d.size());
@@ -276,4 +281,4 @@ nlohmann::json expect_frame(Socket& s, FrameType type, const std::string& contex
   return std::move(f.body);
 }
 
-}  // namespace p2pscope::tcp
+}  // namespace p2pscope::session

@@ -19,7 +19,8 @@
 #include "transport/tcp/listener.hpp"
 #include "transport/tcp/socket.hpp"
 
-namespace p2pscope::tcp {
+namespace p2pscope::session {
+using namespace p2pscope::tcp;  // the engine's public types (Params, reports) and its sockets
 
 struct GateLimits {
   double hello_timeout_s = 5;             // a new connection's whole handshake
@@ -82,4 +83,4 @@ class Gate {
   std::jthread thread_;
 };
 
-}  // namespace p2pscope::tcp
+}  // namespace p2pscope::session

@@ -1,4 +1,4 @@
-#include "transport/tcp/gate.hpp"
+#include "transport/session/gate.hpp"
 
 #include <poll.h>
 #include <unistd.h>
@@ -13,9 +13,9 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/table.hpp"
 #include "p2pscope/tcp.hpp"
-#include "transport/tcp/protocol.hpp"
+#include "transport/session/protocol.hpp"
 
-namespace p2pscope::tcp {
+namespace p2pscope::session {
 
 struct Gate::Pending {
   Socket sock;
@@ -291,4 +291,4 @@ void Gate::loop() {
   }
 }
 
-}  // namespace p2pscope::tcp
+}  // namespace p2pscope::session

@@ -2,30 +2,37 @@
 // dealt over the plugin's devices as bench tcp deals sockets over NICs. Handles from
 // listen() cross the control connection; each side connects the links it sends on and
 // accepts the ones it receives on, in one agreed order. In a round, one progress
-// thread per comm keeps up to --window isend/irecv requests posted, tests only the
-// oldest (plugins accept nothing else) and never trusts the sizes test() reports.
+// thread per comm keeps up to --window isend/irecv requests posted and tests only the
+// oldest (plugins accept nothing else). Chunks are dealt as they go, as bench tcp deals
+// them, wherever the receiver can post a receive without knowing which chunk will land
+// in it (dealt_as_they_go); elsewhere each comm carries a fixed share (chunks_of).
 // Receives into CUDA memory are flushed where the plugin asks (iflush); on UNPACK
 // devices (TCPX) the bytes land in the plugin's bounce buffers with a scatter list,
 // which the unpack kernel (or, for host memory, a copy) applies before irecvConsumed.
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <deque>
+#include <optional>
 #include <map>
 #include <mutex>
 #include <thread>
 
 #include "p2pscope/clock.hpp"
+#include "p2pscope/enum_names.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/netplugin.hpp"
 #include "p2pscope/pattern.hpp"
 #include "p2pscope/table.hpp"
 #include "p2pscope/units.hpp"
-#include "transport/tcp/channel.hpp"
-#include "transport/tcp/datapath.hpp"
-#include "transport/tcp/protocol.hpp"
 #include "transport/net/handle_check.hpp"
-#include "transport/tcp/worker.hpp"
+#include "transport/session/channel.hpp"
+#include "transport/session/datapath.hpp"
+#include "transport/session/protocol.hpp"
+#include "transport/session/worker.hpp"
 
 namespace p2pscope::tcp {
+using namespace p2pscope::session;
 namespace {
 
 // What a plugin must take in flight per comm (NCCL_NET_MAX_REQUESTS; UNPACK queue depth).
@@ -77,6 +84,22 @@ net::NetHandle peer_handle(const nlohmann::json& v, const net::HandlePolicy& pol
 std::uint64_t chunk_len(const Params& p, std::uint64_t i) {
   return std::min<std::uint64_t>(p.chunk_bytes, p.size_bytes - i * p.chunk_bytes);
 }
+
+// A receiver must post each receive's buffer and size before the bytes come. Where
+// the destination is a ring slot that does not depend on the chunk (host memory,
+// bandwidth modes, no --verify: the bytes are not looked at), it posts whole-chunk
+// receives and any chunk may arrive: senders then claim chunks from their GPU slot's
+// counter as they go (bench tcp's dealing; a comm that runs ahead takes more), and end
+// each comm's round with end_marks() empty messages. --verify (each chunk is checked at
+// its offset) and GPU or whole-message destinations keep the fixed deal, the bytes of
+// each comm known to both sides ahead. Both sides decide from the agreed Params alone.
+bool dealt_as_they_go(const Params& p) {
+  return p.mem == MemKind::host && p.mode != Mode::latency && !p.verify && Layout::ring_if_smaller(p, p.window).ring;
+}
+// Empty messages closing a comm's round: as many as a receiver can have posted past
+// the first one (its window is at most this), so every posted receive is matched and
+// none is left over for the next round.
+std::uint32_t end_marks(const Params& p) { return std::min(p.window, kMaxRequestsPerComm); }
 
 // Gives up when nothing moved for the session's timeout (a plugin answering NULL or
 // never completing must not hang the run).
@@ -149,6 +172,89 @@ void plugin_sender(WorkerArgs a) {
   });
 }
 
+// Dealt as they go: claims chunks from the GPU slot's counter while the channel's
+// window and the comm's request limit allow, then sends end_marks() empty messages.
+void plugin_sender_dealt(WorkerArgs a) {
+  run_guarded(a, [&] {
+    const Params& p = a.s.p;
+    PluginLink& l = link_of(a.c);
+    const std::uint64_t n = chunk_count(p);
+    std::atomic<std::uint64_t>& next = a.s.next_chunk(a.c.c2s, a.c.gpu_slot);
+    const Buffer& src = a.s.src[a.c.gpu_slot];
+    const std::uint32_t window = std::min(p.window, per_comm_limit(*l.send.plugin()));
+    struct Posted {
+      std::int64_t t;
+      std::uint64_t len;
+      bool mark;
+    };
+    std::deque<Posted> posted;
+    std::optional<std::uint64_t> held;  // claimed, not yet taken by the plugin (it answered NULL)
+    std::uint64_t sent = 0;             // data messages posted on this comm this round
+    std::uint32_t marks = 0;
+    bool out_of_chunks = false;
+    Watchdog dog(p.timeout_s);
+    const std::uint32_t want_marks = end_marks(p);
+    while (!(out_of_chunks && marks == want_marks && posted.empty())) {
+      if (a.ctl.failed.load(std::memory_order_relaxed)) break;
+      check_stop(a);
+      while (!out_of_chunks && posted.size() < window && a.ch.permits.try_acquire()) {
+        if (!held) {
+          const std::uint64_t i = next.fetch_add(1, std::memory_order_relaxed);
+          if (i >= n) {
+            out_of_chunks = true;
+            a.ch.permits.release();
+            break;
+          }
+          held = i;
+        }
+        const std::uint64_t off = *held * p.chunk_bytes, len = chunk_len(p, *held);
+        const char* data = src.data() + a.s.src_layout.offset(p, a.c.channel, a.c.socket, sent, off);
+        const std::int64_t t = monotonic_ns();
+        const auto req = l.send.isend(data, len, l.mr);
+        ++a.rep.syscalls;
+        if (!req) {
+          a.ch.permits.release();
+          break;
+        }
+        held.reset();
+        ++sent;
+        const std::uint32_t occ = a.ch.in_flight.fetch_add(1) + 1;
+        posted.push_back({t, len, false});
+        dog.moved();
+        a.ch.note_post(t, occ, a.timed);
+      }
+      while (out_of_chunks && marks < want_marks && posted.size() < window) {
+        ++a.rep.syscalls;
+        if (!l.send.isend(src.data(), 0, l.mr)) break;
+        ++marks;
+        posted.push_back({monotonic_ns(), 0, true});
+        dog.moved();
+      }
+      if (!posted.empty()) {
+        ++a.rep.syscalls;
+        if (l.send.test_oldest()) {
+          const Posted done = posted.front();
+          posted.pop_front();
+          dog.moved();
+          if (done.mark) continue;
+          const std::int64_t t = monotonic_ns();
+          a.ch.in_flight.fetch_sub(1);
+          a.ch.permits.release();
+          std::lock_guard lk(a.ch.mu);
+          if (a.timed) a.ch.lat_ns.push_back(static_cast<double>(t - done.t));
+          a.ch.round_last_ns = std::max(a.ch.round_last_ns, t);
+          a.ch.round_bytes += done.len;
+          continue;
+        }
+      }
+      dog.check(!posted.empty() ? "waiting for a send to complete" : "posting a send");
+      std::this_thread::yield();
+    }
+    for (const Posted& x : posted)
+      if (!x.mark) a.ch.permits.release();  // a failed round leaves the window whole
+  });
+}
+
 // Applies an UNPACK receive's scatter list: a kernel into GPU memory, a copy into host.
 void unpack_into(const net::UnpackView& v, char* dst, bool on_gpu) {
   if (on_gpu) {
@@ -218,6 +324,70 @@ void plugin_receiver(WorkerArgs a) {
         std::lock_guard lk(a.ch.mu);
         a.ch.round_last_ns = std::max(a.ch.round_last_ns, t);
         a.ch.round_bytes += len;
+        continue;
+      }
+      dog.check(done < posted ? "waiting for a receive to complete" : "posting a receive");
+      std::this_thread::yield();
+    }
+  });
+}
+
+// Dealt as they go: keeps whole-chunk receives posted into the comm's ring slots and
+// takes each message's size from test(), until the sender's end marks; a size that
+// cannot be a chunk of this session fails the round, and the round's bytes are checked
+// against the message after every worker stopped (run_workers).
+void plugin_receiver_dealt(WorkerArgs a) {
+  run_guarded(a, [&] {
+    const Params& p = a.s.p;
+    PluginLink& l = link_of(a.c);
+    Buffer& dst = a.s.dst[a.c.gpu_slot];
+    const bool unpack = l.recv.unpack();
+    // Posted receives hold distinct ring slots: at most `slots` at once.
+    const std::uint32_t window = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+        {p.window, per_comm_limit(*l.recv.plugin()), unpack ? kUnpackQueueDepth : kMaxRequestsPerComm,
+         a.s.dst_layout.slots}));
+    const std::uint32_t want_marks = end_marks(p);
+    std::uint64_t posted = 0, done = 0;
+    std::optional<std::uint64_t> total;  // messages this round, known at the first end mark
+    Watchdog dog(p.timeout_s);
+    auto where = [&](std::uint64_t j) { return dst.data() + a.s.dst_layout.offset(p, a.c.channel, a.c.socket, j, 0); };
+    while (!total || done < *total) {
+      if (a.ctl.failed.load(std::memory_order_relaxed)) return;
+      check_stop(a);
+      while (posted - done < window && (!total || posted < *total)) {
+        const auto req = l.recv.irecv(where(posted), p.chunk_bytes, l.mr);
+        ++a.rep.syscalls;
+        if (!req) break;
+        const std::int64_t t = monotonic_ns();
+        ++posted;
+        dog.moved();
+        if (total) continue;
+        std::lock_guard lk(a.ch.mu);
+        if (a.ch.round_first_ns == 0 || t < a.ch.round_first_ns) a.ch.round_first_ns = t;
+      }
+      ++a.rep.syscalls;
+      if (done < posted && l.recv.test_oldest()) {
+        const std::int64_t got = l.recv.last_reported_bytes();
+        char* into = where(done);
+        ++done;
+        dog.moved();
+        if (unpack) {
+          unpack_into(l.recv.unpack_view(), into, false);
+          l.recv.irecv_consumed();
+        }
+        if (got == 0) {
+          if (!total) total = done - 1 + want_marks;
+          continue;
+        }
+        if (total || got < 0 || static_cast<std::uint64_t>(got) > p.chunk_bytes)
+          throw Error("the plugin reported a receive of " + std::to_string(got) + " bytes " +
+                      (total ? "after the sender's end of round" : "for chunks of " + std::to_string(p.chunk_bytes) +
+                                                                        " bytes") +
+                      " (its test() sizes do not match what was sent)");
+        const std::int64_t t = monotonic_ns();
+        std::lock_guard lk(a.ch.mu);
+        a.ch.round_last_ns = std::max(a.ch.round_last_ns, t);
+        a.ch.round_bytes += static_cast<std::uint64_t>(got);
         continue;
       }
       dog.check(done < posted ? "waiting for a receive to complete" : "posting a receive");
@@ -403,11 +573,13 @@ class PluginPath final : public DataPath {
 
   void run_workers(Session& s, std::uint32_t round, bool timed) override {
     RoundCtl ctl;  // no sockets to shut: the workers poll ctl.failed between plugin calls
-    const bool latency = s.p.mode == Mode::latency;
-    run_worker_threads(s, round, timed, ctl, [latency](const WorkerReport& w) -> WorkerFn {
+    const bool latency = s.p.mode == Mode::latency, dealt = dealt_as_they_go(s.p);
+    run_worker_threads(s, round, timed, ctl, [latency, dealt](const WorkerReport& w) -> WorkerFn {
       if (latency) return w.role == "tx" ? plugin_ping : plugin_pong;
+      if (dealt) return w.role == "tx" ? plugin_sender_dealt : plugin_receiver_dealt;
       return w.role == "tx" ? plugin_sender : plugin_receiver;
     });
+    if (dealt) check_received(s);
   }
 
  private:
@@ -416,6 +588,23 @@ class PluginPath final : public DataPath {
     std::vector<std::pair<const Buffer*, DmabufFd>> fds;
     void clear() { fds.clear(); }
   };
+
+  // Dealt as they go, a receiver adds the sizes test() reported: over a GPU slot's
+  // comms they must make the message (a plugin misreporting sizes shows here).
+  static void check_received(Session& s) {
+    for (bool c2s : {true, false}) {
+      if (!s.dir_used(c2s) || s.sends(c2s)) continue;
+      for (std::uint32_t g = 0; g < s.p.gpus.size(); ++g) {
+        std::uint64_t got = 0;
+        for (std::uint32_t c = 0; c < s.p.channels; ++c) got += s.chans[s.chan_index(c2s, g, c)]->round_bytes;
+        if (got != s.p.size_bytes)
+          throw RoundFailure("the plugin's receives of GPU slot " + std::to_string(g) + " reported " +
+                                 std::to_string(got) + " bytes in all, and the message is " +
+                                 std::to_string(s.p.size_bytes) + " bytes (its test() sizes do not add up)",
+                             IoCause::other, "");
+      }
+    }
+  }
 
   // --dmabuf on: what must hold, said before any data moves (and on the server, before
   // it accepts the session, so the client hears why).
@@ -564,18 +753,20 @@ class PluginPath final : public DataPath {
   std::map<int, std::string> gpu_dmabuf_;
 };
 
+constexpr std::array<EnumName<DmabufMode>, 3> kDmabufModeNames{{
+    {DmabufMode::auto_, "auto"},
+    {DmabufMode::on, "on"},
+    {DmabufMode::off, "off"},
+}};
+
 }  // namespace
 
 DmabufMode parse_dmabuf_mode(const std::string& text) {
-  if (text == "auto") return DmabufMode::auto_;
-  if (text == "on") return DmabufMode::on;
-  if (text == "off") return DmabufMode::off;
-  throw UsageError("--dmabuf '" + text + "': expected auto, on or off");
+  if (const auto m = find_enum(kDmabufModeNames, text)) return *m;
+  throw UsageError("--dmabuf '" + text + "': expected " + enum_choices(kDmabufModeNames));
 }
 
-std::string to_string(DmabufMode m) {
-  return m == DmabufMode::on ? "on" : m == DmabufMode::off ? "off" : "auto";
-}
+std::string to_string(DmabufMode m) { return enum_name(kDmabufModeNames, m); }
 
 std::shared_ptr<DataPath> make_plugin_path(std::shared_ptr<net::Plugin> plugin, DmabufMode dmabuf) {
   return std::make_shared<PluginPath>(std::move(plugin), dmabuf);

@@ -1,0 +1,186 @@
+#!/bin/bash
+# Issue 34: both transfer engines and iperf3 at 1..32 channels in one call, over
+# 127.0.0.1, host memory: bench tcp, bench net through the reference plugin, and C
+# iperf3 processes (client and server each). Runs alternate (tcp, net, iperf3) so the
+# machine's drift hits all three; each cell is the median of REPS runs. Then, per
+# engine and channel count, where the time went: per-thread CPU (busy = CPU / wall),
+# run-queue wait, syscalls and context switches per chunk (the engines' own counters),
+# and whether the worker threads outnumbered the CPUs.
+#
+# Usage: bench/engines.sh OUTDIR
+#   P2PSCOPE  the binary (default: the first of build/p2pscope, .device/p2pscope under the
+#             repository root, then p2pscope on PATH)
+#   PLUGIN    the reference plugin (REFNET is the same; default: libnccl-net-p2pscope.so
+#             in build/lib/, .device/, or next to the binary)
+#   IPERF3    iperf3 binary (default: iperf3 on PATH; absent: that column says so)
+#   FASTSOCKET  a built Fast Socket plugin .so (bench/third_party_plugin.sh): driven at
+#             4 channels beside the reference plugin (no goal; not ours)
+#   CHANNELS (1,2,4,8,16,32)  REPS (3)  CHUNK (1M)  WINDOW (4)  ITERS (5)  SECS (iperf3 -t, 2)
+#   SIZE      bytes per round; default 1G up to 4 channels, 256M x channels above (a
+#             round of 1 GiB at 32 channels lasts ~10 ms, shorter than the set-up noise)
+#   MONITOR=1 adds --monitor to every p2pscope run (its summary lands in the JSON)
+#   BUDGET_S (330): no run starts after BUDGET_S seconds and none outlives it by more than
+#             RUN_S (60, each run's own limit); skipped runs are said (a device call is bounded)
+# A bench net run that fails (no figure) stops the bench net column, said, so a broken
+# plugin path costs one run's timeout, not eighteen.
+# Writes the markdown tables to stdout and every run's JSON / iperf3 output under OUTDIR.
+# On a 64-core machine: about 3-4 minutes with the defaults.
+set -uo pipefail
+OUT=${1:?usage: bench/engines.sh OUTDIR}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+first() { local f; for f in "$@"; do [ -e "$f" ] && { echo "$f"; return; }; done; echo "$1"; }
+P2PSCOPE=${P2PSCOPE:-$(first "$ROOT/build/p2pscope" "$ROOT/.device/p2pscope" "$(command -v p2pscope 2>/dev/null || echo "$ROOT/build/p2pscope")")}
+REFNET=${PLUGIN:-${REFNET:-$(first "$ROOT/build/lib/libnccl-net-p2pscope.so" "$ROOT/.device/libnccl-net-p2pscope.so" \
+                                   "$(dirname "$P2PSCOPE")/libnccl-net-p2pscope.so" "$(dirname "$P2PSCOPE")/lib/libnccl-net-p2pscope.so")}}
+IPERF3=${IPERF3:-iperf3}
+CHANNELS=${CHANNELS:-1,2,4,8,16,32}
+REPS=${REPS:-3}; CHUNK=${CHUNK:-1M}; WINDOW=${WINDOW:-4}; ITERS=${ITERS:-5}; SECS=${SECS:-2}
+BASE=${PORT:-$((21000 + RANDOM % 20000))}
+[ -x "$P2PSCOPE" ] || { echo "no p2pscope binary at $P2PSCOPE (P2PSCOPE=...)"; exit 2; }
+have_net=1; [ -f "$REFNET" ] || { echo "note: no reference plugin at $REFNET (PLUGIN=...): bench net skipped"; have_net=0; }
+have_iperf=1
+if ! command -v "$IPERF3" >/dev/null 2>&1; then
+  echo "note: no iperf3 ($IPERF3; IPERF3=...): the iperf3 column is empty"; have_iperf=0
+fi
+mkdir -p "$OUT" || exit 2
+export P2PSCOPE_REFNET_IFS=${P2PSCOPE_REFNET_IFS:-lo} NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo}
+export NCCL_FLOW_PLACEMENT_ENABLE=${NCCL_FLOW_PLACEMENT_ENABLE:-0}  # fastsocket on loopback
+start=$(date +%s)
+BUDGET_S=${BUDGET_S:-330}; RUN_S=${RUN_S:-60}
+# Seconds a run started now may take: RUN_S; 0 once the budget is spent (not started).
+limit() {
+  local left=$(( BUDGET_S - ($(date +%s) - start) ))
+  if [ "$left" -le 0 ]; then echo 0; else echo "$RUN_S"; fi
+}
+skipped=0
+
+size_for() { if [ -n "${SIZE:-}" ]; then echo "$SIZE"; elif [ "$1" -le 4 ]; then echo 1G; else echo "$(($1 * 256))M"; fi; }
+median() { sort -n | awk '{a[NR]=$1} END {if (NR == 0) print "n/a"; else print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "n/a" || b == "n/a" || b == 0) print "n/a"; else printf "%.2fx", a/b}'; }
+rate() {  # JSON file -> server receive GB/s (median over rounds), or nothing when the run failed
+  python3 -c 'import json,sys
+try: print("%.3f" % (json.load(open(sys.argv[1]))["server"]["rx_bytes_per_s"]/1e9))
+except Exception: pass' "$1"
+}
+
+p2p() {  # engine C rep [plugin tag]: one bench tcp / bench net --loopback run, its GB/s on stdout
+  local engine=$1 c=$2 r=$3 tag=${4:-$1}
+  local f="$OUT/$tag-$c-$r.json"
+  local args=(--loopback --channels "$c" --size "$(size_for "$c")" --chunk "$CHUNK" --window "$WINDOW"
+              --iters "$ITERS" --format json)
+  [ "${MONITOR:-0}" = 1 ] && args+=(--monitor --monitor-dir "$OUT/mon-$tag-$c-$r")
+  local t; t=$(limit)
+  if [ "$t" = 0 ]; then skipped=$((skipped + 1)); return 3; fi
+  if [ "$engine" = tcp ]; then
+    timeout -k 5 "$t" "$P2PSCOPE" bench tcp "${args[@]}" > "$f" 2> "$OUT/$tag-$c-$r.err"
+  else
+    timeout -k 5 "$t" "$P2PSCOPE" bench net --plugin "$5" "${args[@]}" > "$f" 2> "$OUT/$tag-$c-$r.err"
+  fi
+  rate "$f"
+}
+
+iperf_procs() {  # C rep: C iperf3 servers and C clients at once; the summed GB/s
+  local c=$1 r=$2 i spids=()
+  if [ "$(limit)" = 0 ]; then skipped=$((skipped + 1)); return 3; fi
+  for i in $(seq 0 $((c - 1))); do
+    timeout $((SECS + 15)) "$IPERF3" -s -1 -p $((BASE + i)) -B 127.0.0.1 >/dev/null 2>&1 & spids+=($!)
+  done
+  sleep 0.3
+  for i in $(seq 0 $((c - 1))); do
+    timeout $((SECS + 15)) "$IPERF3" -c 127.0.0.1 -p $((BASE + i)) -t "$SECS" -J > "$OUT/iperf-$c-$r-$i.json" 2>/dev/null &
+  done
+  wait
+  BASE=$((BASE + c + 1))
+  python3 - "$OUT" "$c" "$r" <<'PY'
+import json, sys
+out, c, r = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+try:
+    print("%.3f" % sum(json.load(open(f"{out}/iperf-{c}-{r}-{i}.json"))["end"]["sum_received"]["bits_per_second"] / 8e9
+                       for i in range(c)))
+except Exception:
+    pass
+PY
+}
+
+echo "# engines: $(hostname), $(nproc) CPUs, $(date -u +%FT%TZ)"
+echo
+echo "p2pscope: $("$P2PSCOPE" --version 2>/dev/null | head -1); iperf3: $([ $have_iperf = 1 ] && "$IPERF3" --version 2>/dev/null | head -1 || echo absent)"
+echo "loopback, host memory, chunk $CHUNK, window $WINDOW, $ITERS timed rounds (+1 warm-up), $REPS repetitions, medians; GB/s = 1e9 B/s"
+echo
+echo "| channels | size/round | bench tcp GB/s | bench net (ref plugin) GB/s | net / tcp | $( [ $have_iperf = 1 ] && echo "C iperf3 procs GB/s" || echo "iperf3 (absent)") | tcp / iperf3 | runs tcp / net / iperf3 |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---|"
+notes=()
+for c in ${CHANNELS//,/ }; do
+  if [ "$(limit)" = 0 ]; then
+    echo "| $c | skipped: the script's time budget (BUDGET_S=$BUDGET_S s) was spent | | | | | | |"
+    continue
+  fi
+  : > "$OUT/t-$c"; : > "$OUT/n-$c"; : > "$OUT/i-$c"
+  for r in $(seq "$REPS"); do
+    p2p tcp "$c" "$r" >> "$OUT/t-$c"
+    if [ $have_net = 1 ]; then
+      x=$(p2p net "$c" "$r" net "$REFNET"); rc=$?
+      if [ -n "$x" ]; then echo "$x" >> "$OUT/n-$c"; elif [ $rc = 3 ]; then skipped=$((skipped + 1)); else
+        have_net=0; notes+=("bench net failed at $c channels (rep $r): $(head -c 300 "$OUT/net-$c-$r.err" | tr '\n' ' '); later bench net runs skipped")
+      fi
+    fi
+    [ $have_iperf = 1 ] && iperf_procs "$c" "$r" >> "$OUT/i-$c"
+  done
+  t=$(median < "$OUT/t-$c"); n=$(median < "$OUT/n-$c"); i=$(median < "$OUT/i-$c")
+  echo "| $c | $(size_for "$c") | $t | $n | $(ratio "$n" "$t") | $i | $(ratio "$t" "$i") | $(paste -sd, "$OUT/t-$c") / $(paste -sd, "$OUT/n-$c") / $(paste -sd, "$OUT/i-$c") |"
+done
+
+[ "$skipped" -gt 0 ] && notes+=("$skipped runs not started: the time budget (BUDGET_S=$BUDGET_S s) was spent")
+for n in "${notes[@]}"; do echo; echo "note: $n"; done
+
+if [ -n "${FASTSOCKET:-}" ]; then
+  echo
+  if [ -f "$FASTSOCKET" ]; then
+    : > "$OUT/f-4"; : > "$OUT/t-4f"
+    for r in $(seq "$REPS"); do
+      p2p net 4 "$r" fastsocket "$FASTSOCKET" >> "$OUT/f-4"
+      p2p tcp 4 "$r" tcp4f >> "$OUT/t-4f"
+    done
+    f=$(median < "$OUT/f-4"); t=$(median < "$OUT/t-4f")
+    echo "Fast Socket ($FASTSOCKET) at 4 channels: $f GB/s, bench tcp $t GB/s: $(ratio "$f" "$t") (runs $(paste -sd, "$OUT/f-4") / $(paste -sd, "$OUT/t-4f"))"
+  else
+    echo "FASTSOCKET=$FASTSOCKET: no such file, Fast Socket not driven"
+  fi
+fi
+
+echo
+echo "Where the time went (the last repetition run of each; per chunk = per $CHUNK chunk moved, both sides' threads):"
+echo
+python3 - "$OUT" "$CHANNELS" "$REPS" "$(nproc)" <<'PY'
+import json, os, sys
+out, lst, reps, ncpu = sys.argv[1], sys.argv[2].split(","), sys.argv[3], int(sys.argv[4])
+print("| engine | C | threads / CPUs | verdict | tx busy % mean (max) | rx busy % mean (max) | runq % max | "
+      "tx calls/chunk | rx calls/chunk | tx vol sw/chunk | rx vol sw/chunk | invol sw/chunk |")
+print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+for tag in ("tcp", "net"):
+    for c in lst:
+        got = [r for r in range(int(reps), 0, -1) if os.path.exists(f"{out}/{tag}-{c}-{r}.json")]
+        if not got:
+            continue
+        f = f"{out}/{tag}-{c}-{got[0]}.json"
+        try:
+            j = json.load(open(f))
+            p = j["params"]
+        except Exception:
+            print(f"| {tag} | {c} | failed: see {tag}-{c}-{got[0]}.err | | | | | | | | | |")
+            continue
+        chunks = -(-p["size_bytes"] // p["chunk_bytes"]) * (p["iters"] + p["warmup"])
+        ws = j["client"]["workers"] + j["server"]["workers"]
+        def busy(role):
+            xs = [100 * w["cpu_time_s"] / w["wall_time_s"] for w in ws if w["role"] == role and w["wall_time_s"] > 0]
+            return f"{sum(xs) / max(len(xs), 1):.0f} ({max(xs, default=0):.0f})"
+        agg = lambda role, k: sum(w.get(k, 0) for w in ws if w["role"] == role)
+        runq = max((100 * w.get("runqueue_wait_s", 0) / w["wall_time_s"] for w in ws if w["wall_time_s"] > 0), default=0)
+        inv = agg("tx", "involuntary_switches") + agg("rx", "involuntary_switches")
+        verdict = j.get("bound", {}).get("verdict", "?")
+        print(f"| {tag} | {c} | {len(ws)} / {ncpu} | {verdict} | {busy('tx')} | {busy('rx')} | {runq:.0f} | "
+              f"{agg('tx','syscalls')/chunks:.2f} | {agg('rx','syscalls')/chunks:.2f} | "
+              f"{agg('tx','voluntary_switches')/chunks:.2f} | {agg('rx','voluntary_switches')/chunks:.2f} | {inv/chunks:.2f} |")
+PY
+echo
+echo "Wall time of this script: $(( $(date +%s) - start )) s. Raw JSON: $OUT"
