@@ -11,6 +11,9 @@
 #include <cerrno>
 #include <cmath>
 
+#include <fmt/format.h>
+
+#include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 
 namespace p2pscope::tcp {
@@ -79,6 +82,7 @@ Socket& Socket::operator=(Socket&& o) noexcept {
     close();
     fd_ = o.fd_;
     label_ = std::move(o.label_);
+    timeout_s_ = o.timeout_s_;
     o.fd_ = -1;
   }
   return *this;
@@ -128,6 +132,7 @@ Socket Socket::connect_to(const std::string& addr, std::uint16_t port, const std
 }
 
 void Socket::set_timeout(double seconds) {
+  timeout_s_ = seconds > 0 ? seconds : 0;
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(seconds);
   tv.tv_usec = static_cast<suseconds_t>((seconds - static_cast<double>(tv.tv_sec)) * 1e6);
@@ -152,11 +157,29 @@ void Socket::set_buffers(std::uint32_t bytes) {
 
 void Socket::send_all(const void* data, std::size_t n) { send_two(data, n, nullptr, 0); }
 
+// SO_RCVTIMEO / SO_SNDTIMEO bound each call, and a call that moved a byte renews them: a
+// peer moving a byte per timeout held a server for ever (issue 32, item 7). So a whole
+// message must move within the timeout plus its size at kMinBytesPerS. Checked only when
+// a call returns short, so the full-speed path costs nothing.
+void Socket::check_deadline(std::int64_t start_ns, std::size_t n, const char* op) const {
+  if (timeout_s_ <= 0) return;
+  const double allowed_s = timeout_s_ + static_cast<double>(n) / kMinBytesPerS;
+  if (static_cast<double>(monotonic_ns() - start_ns) * 1e-9 > allowed_s)
+    throw IoError(fmt::format("{}: {} of a {}-byte message timed out after {:.1f} s (the peer moved it slower than "
+                              "1 MB/s past --timeout {:.1f} s: stalled, or trickling on purpose)",
+                              label_, op, n, allowed_s, timeout_s_),
+                  IoCause::timeout);
+}
+
 void Socket::send_two(const void* a, std::size_t an, const void* b, std::size_t bn) {
   iovec iov[2] = {{const_cast<void*>(a), an}, {const_cast<void*>(b), bn}};
   int cnt = bn ? 2 : 1;
   iovec* v = iov;
+  const std::int64_t start = monotonic_ns();
+  bool first = true;
   while (cnt > 0) {
+    if (!first) check_deadline(start, an + bn, "send");
+    first = false;
     msghdr m{};
     m.msg_iov = v;
     m.msg_iovlen = static_cast<std::size_t>(cnt);
@@ -180,7 +203,12 @@ void Socket::send_two(const void* a, std::size_t an, const void* b, std::size_t 
 
 void Socket::recv_all(void* data, std::size_t n) {
   auto* p = static_cast<char*>(data);
+  const std::size_t whole = n;
+  const std::int64_t start = monotonic_ns();
+  bool first = true;
   while (n > 0) {
+    if (!first) check_deadline(start, whole, "recv");
+    first = false;
     const ssize_t r = ::recv(fd_, p, n, MSG_WAITALL);
     if (r == 0) throw IoError(label_ + ": peer closed the connection (its process ended or closed it)", IoCause::closed);
     if (r < 0) {

@@ -32,7 +32,7 @@ class Socket {
   Socket() = default;
   explicit Socket(int fd) : fd_(fd) {}
   ~Socket();
-  Socket(Socket&& o) noexcept : fd_(o.fd_), label_(std::move(o.label_)) { o.fd_ = -1; }
+  Socket(Socket&& o) noexcept : fd_(o.fd_), label_(std::move(o.label_)), timeout_s_(o.timeout_s_) { o.fd_ = -1; }
   Socket& operator=(Socket&& o) noexcept;
   Socket(const Socket&) = delete;
   Socket& operator=(const Socket&) = delete;
@@ -48,7 +48,9 @@ class Socket {
   static Socket connect_to(const std::string& addr, std::uint16_t port, const std::string& src_addr,
                            double timeout_s);
 
-  void set_timeout(double seconds);      // SO_RCVTIMEO, SO_SNDTIMEO and TCP_USER_TIMEOUT
+  // SO_RCVTIMEO, SO_SNDTIMEO and TCP_USER_TIMEOUT; and a whole-message deadline for
+  // send_all / send_two / recv_all: the timeout plus the message at kMinBytesPerS.
+  void set_timeout(double seconds);
   void set_nodelay(bool on);
   void set_buffers(std::uint32_t bytes);  // SO_SNDBUF/SO_RCVBUF; kernel caps at wmem_max
 
@@ -56,6 +58,8 @@ class Socket {
   // header then payload in one sendmsg where possible.
   void send_two(const void* a, std::size_t an, const void* b, std::size_t bn);
   void recv_all(void* data, std::size_t n);
+  // A message that moves slower than this after its first timeout is a stalled peer's.
+  static constexpr double kMinBytesPerS = 1e6;
   // Whatever is readable now, at most n bytes, without waiting: 0 when nothing is.
   // Throws IoError as recv_all does (a closed peer included).
   std::size_t recv_now(void* data, std::size_t n);
@@ -70,6 +74,9 @@ class Socket {
  private:
   int fd_ = -1;
   std::string label_;
+  double timeout_s_ = 0;  // 0: no whole-message deadline
+  // Throws IoError (timeout) once a message of n bytes begun at start_ns is past its deadline.
+  void check_deadline(std::int64_t start_ns, std::size_t n, const char* op) const;
 };
 
 // "a.b.c.d" or throws UsageError naming `what`.

@@ -9,6 +9,10 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "p2pscope/error.hpp"
 #include "p2pscope/tcp.hpp"
@@ -16,6 +20,7 @@
 #include "support/server_thread.hpp"
 #include "support/timing.hpp"
 #include "transport/tcp/listener.hpp"
+#include "transport/tcp/socket.hpp"
 #include "transport/session/protocol.hpp"
 
 using namespace p2pscope;
@@ -109,4 +114,34 @@ TEST(TcpTrickle, AClientHonoursItsTimeoutAgainstATricklingServer) {
   fake.join();
   EXPECT_NE(err.find("did not arrive whole within 1.0 s"), std::string::npos) << err;
   EXPECT_LT(s, 2.0) << "the client was held " << s << " s at --timeout 1";
+}
+
+// Data, not frames (issue 32, item 7): a chunk that moves a byte every 50 ms renews
+// SO_RCVTIMEO on every call, so a client past the handshake that trickled its data held
+// the server for ever. Now a message moves within --timeout plus its size at 1 MB/s, or
+// the receiver ends with a timeout that says so; a sender meets the same rule.
+TEST(TcpTrickle, AChunkTrickledAByteAtATimeEndsAtItsDeadline) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  Socket rx(sv[0]);
+  rx.set_timeout(0.3);
+  std::atomic<bool> stop{false};
+  std::thread t([&] {
+    const char c = 'x';
+    while (!stop && ::send(sv[1], &c, 1, MSG_NOSIGNAL) == 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  });
+  std::vector<char> chunk(200000);  // 0.3 s + 0.2 s at 1 MB/s: 0.5 s allowed; a trickle needs hours
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    rx.recv_all(chunk.data(), chunk.size());
+    ADD_FAILURE() << "a trickled chunk was received whole";
+  } catch (const IoError& e) {
+    EXPECT_EQ(e.cause(), IoCause::timeout);
+    EXPECT_NE(std::string(e.what()).find("slower than 1 MB/s"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(seconds_since(t0), 3.0);  // the deadline (0.5 s) plus at most one call's timeout
+  stop = true;
+  ::shutdown(sv[1], SHUT_RDWR);
+  t.join();
+  ::close(sv[1]);
 }
