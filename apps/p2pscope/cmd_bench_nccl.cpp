@@ -33,6 +33,7 @@ struct NcclOptions : BenchCommon {
   std::string op = "allreduce", dtype = "float", gpus;
   std::string check = "on", in_place = "on";
   int spans = 1;
+  int settle = 2000;
   // nccl-tests' words: -b/-e/-f make --sizes B:E:F, -g N is --gpus 0-(N-1), -o the
   // reduction (sum only); -c is --check.
   std::string minbytes, maxbytes, stepfactor, redop;
@@ -113,6 +114,9 @@ std::string describe(const NcclOptions& o, const bench::NcclSweepResult& r, cons
                                  "iterations after {} warmup, divided by the iterations; in place beside); p5/p50/p95 "
                                  "from a second pass of per-iteration events; {}", bench::to_string(r.op),
                                  bench::to_string(r.type), where, o.iters, o.warmup, bench::busbw_formula_text(r.op));
+  if (r.settle_iters > 0)
+    what += fmt::format("; {} untimed calls of the first size first ({:.0f} ms): a process's first NCCL calls are slow "
+                        "on the host side (--settle)", r.settle_iters, r.settle_s * 1e3);
   if (!r.all_held()) what += "; no blocking start (too many queued ops: lower --iters)";
   return what;
 }
@@ -124,6 +128,7 @@ nlohmann::json op_json(const NcclOptions& o, const bench::NcclSweepResult& r, co
                       {"description", describe(o, r, launched.launch)}, {"data_ok", r.first_failure().empty()},
                       {"rows", bench::nccl_rows_json(r)}};
   if (!r.rank_names.empty()) j["rank_gpus"] = r.rank_names;
+  if (r.settle_iters > 0) j["settle"] = {{"calls", r.settle_iters}, {"seconds", r.settle_s}};
   if (!r.stopped.empty()) j["stopped"] = r.stopped;
   if (r.interrupted) j["interrupted"] = true;
   return j;
@@ -189,6 +194,7 @@ void run_nccl(NcclOptions& o, Context& ctx) {
   spec.collective.in_place = on_off("--in-place", o.in_place);
   if (o.spans < 1 || o.spans > 100) throw UsageError("--spans takes 1 to 100");
   spec.collective.spans = o.spans;
+  if (o.settle < 0 || o.settle > 1000000) throw UsageError("--settle takes 0 to 1000000 calls");
   spec.sizes = sizes_or(o.sizes, "8:1G");
   if (!bench::nccl_collectives_built()) bench::run_collective(spec.collective);  // "not built in", before any rank meets
 
@@ -222,6 +228,7 @@ void run_nccl(NcclOptions& o, Context& ctx) {
   std::vector<bench::NcclSweepResult> results;
   for (const bench::NcclOp op : ops) {
     spec.collective.op = op;
+    spec.settle_iters = results.empty() ? o.settle : 0;  // once per process, before the first op is timed
     results.push_back(bench::run_nccl_sweep(spec, ranks.get()));
     if (!results.back().stopped.empty()) break;  // a failure or Ctrl-C: report what was measured
   }
@@ -257,6 +264,9 @@ void add_bench_nccl_command(CLI::App& bench, Context& ctx) {
       ->capture_default_str();
   cn->add_option("--spans", n->spans, "take nccl-tests' span this many times and keep the median (1 = nccl-tests "
                                       "exactly; 3 resists an OS hiccup at host-bound sizes)")
+      ->capture_default_str();
+  cn->add_option("--settle", n->settle, "untimed calls of the first size before anything is timed: a process's first "
+                                        "NCCL calls are slow on the host side for tens of ms (0 = nccl-tests exactly)")
       ->capture_default_str();
   add_bench_common(*cn, *n, "sizes S in bytes as nccl-tests counts them: 8:1G (powers of two), 8:1G:4 (x4 steps), "
                             "a list 1M,64M; default 8:1G", true);

@@ -59,7 +59,8 @@ void run_nccl_calibration(const fs::path& campaign_dir, const CalibrationOptions
     for (int g : r.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
     ChildSpec spec;
     spec.argv = {self.string(), "bench", "nccl", "--op", r.ops, "--gpus", gpus, "--sizes", r.sizes.empty() ? o.sizes : r.sizes, "--check", "off",
-                 "--in-place", "off", "--warmup", r.log ? "1" : "5", "--iters", r.log ? "1" : "20", "--spans", r.log ? "1" : "3", "--format", "json",
+                 "--in-place", "off", "--warmup", r.log ? "1" : "5", "--iters", r.log ? "1" : "20", "--spans", r.log ? "1" : "3",
+                 "--settle", r.log ? "0" : "2000", "--format", "json",
                  "--out", (dir / (stem + ".json")).string(), "--force"};
     if (r.log)
       spec.env_set = {{"NCCL_DEBUG", "INFO"},

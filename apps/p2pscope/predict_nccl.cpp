@@ -38,10 +38,24 @@ struct Cell {
   simulate::NcclPrediction p;
   double measured_ns = NAN;
   std::string measured_from;
+  double spread = NAN;  // NCCL's own spans of this cell: max / min - 1 (NaN: one span, or text)
 };
 
-// Measured times by (op, ranks, S).
-using Measured = std::map<std::tuple<std::string, int, std::uint64_t>, std::pair<double, std::string>>;
+// A measured cell: nccl-tests' time, the file it came from, and how far its own spans
+// (bench nccl --spans K) lay apart: a model cannot be judged closer than that.
+struct MeasuredCell {
+  double ns = NAN;
+  std::string from;
+  double spread = NAN;
+};
+// Measured cells by (op, ranks, S).
+using Measured = std::map<std::tuple<std::string, int, std::uint64_t>, MeasuredCell>;
+
+double spread_of(const std::vector<double>& spans) {
+  if (spans.size() < 2) return NAN;
+  const auto [lo, hi] = std::minmax_element(spans.begin(), spans.end());
+  return *lo > 0 ? *hi / *lo - 1 : NAN;
+}
 
 std::vector<std::string> parse_ops(const std::string& text) {
   if (text.empty() || text == "all") return kOps;
@@ -99,7 +113,11 @@ void read_measured(const std::string& file, Measured& m, const std::string& camp
       for (const auto& r : one["rows"]) {
         const double t = r.contains("time_us") ? r["time_us"].get<double>() * 1e3
                                                : r.at("time_ns").value("median", NAN);  // before nccl-tests' timing
-        m[{op, n, r.at("size_bytes").get<std::uint64_t>()}] = {t, file};
+        std::vector<double> spans;
+        if (r.contains("spans_us") && r["spans_us"].is_array())
+          for (const auto& x : r["spans_us"])
+            if (x.is_number()) spans.push_back(x.get<double>());
+        m[{op, n, r.at("size_bytes").get<std::uint64_t>()}] = {t, file, spread_of(spans)};
       }
     };
     if (j.contains("ops"))
@@ -143,7 +161,7 @@ void read_measured(const std::string& file, Measured& m, const std::string& camp
       if (r.oop_time_us <= 0)
         throw UsageError(fmt::format("--measured {}: the out-of-place time of {} is missing (in-place only?)", file,
                                      r.size_bytes));
-      m[{op, ranks, r.size_bytes}] = {r.oop_time_us * 1e3, file};
+      m[{op, ranks, r.size_bytes}] = {r.oop_time_us * 1e3, file, NAN};
     }
   }
 }
@@ -159,8 +177,11 @@ void measure_here(const NcclPredictArgs& a, const std::vector<std::string>& ops,
     }
     const std::vector<int> gpus(a.devices.begin(), a.devices.begin() + n);
     auto local = bench::make_local_collectives(gpus);
+    bool settled = false;
     for (const std::string& op : ops) {
       bench::NcclSweepSpec spec;
+      spec.settle_iters = settled ? 0 : 2000;  // once per set of communicators (bench nccl --settle)
+      settled = true;
       spec.collective.op = bench::parse_nccl_op(op);
       spec.collective.type = bench::parse_nccl_type(a.dtype);
       spec.collective.gpus = gpus;
@@ -174,7 +195,7 @@ void measure_here(const NcclPredictArgs& a, const std::vector<std::string>& ops,
       std::fprintf(stderr, "predict --measure: %s on %d GPUs\n", op.c_str(), n);
       const auto r = bench::run_nccl_sweep(spec, local.get());
       for (std::size_t i = 0; i < r.rows.size(); ++i)
-        m[{op, n, a.sizes[i]}] = {r.rows[i].span_ns, "measured here"};
+        m[{op, n, a.sizes[i]}] = {r.rows[i].span_ns, "measured here", spread_of(r.rows[i].spans_ns)};
       if (!r.stopped.empty()) throw Error("predict --measure: " + op + ": " + r.stopped);
     }
   }
@@ -191,19 +212,27 @@ struct Summary {
   std::size_t n = 0;
   double geomean_pct = NAN, worst_pct = NAN;
   std::string worst_cell;
+  double worst_spread_pct = NAN;  // how far NCCL's own spans lay apart in the worst cell
 };
 
-Summary summarize(const std::vector<Cell>& cells, const std::string& role, std::uint64_t lo, std::uint64_t hi) {
+// A cell whose measurement did not repeat within this (its spans' max / min) says more
+// about the machine at that moment than about the model.
+constexpr double kSteadySpread = 0.10;
+
+Summary summarize(const std::vector<Cell>& cells, const std::string& role, std::uint64_t lo, std::uint64_t hi,
+                  bool steady_only = false) {
   std::vector<double> e;
   Summary s;
   double worst = -1;
   for (const auto& c : cells) {
     if (c.p.role != role || std::isnan(c.measured_ns) || c.bytes < lo || c.bytes > hi) continue;
+    if (steady_only && c.spread > kSteadySpread) continue;
     const double x = std::abs(c.p.time_ns - c.measured_ns) / c.measured_ns;
     e.push_back(x);
     if (x > worst) {
       worst = x;
       s.worst_cell = fmt::format("{} {} ranks {}", c.op, c.ranks, format_size(c.bytes));
+      s.worst_spread_pct = c.spread * 100;
     }
   }
   s.n = e.size();
@@ -214,14 +243,17 @@ Summary summarize(const std::vector<Cell>& cells, const std::string& role, std::
 
 std::string summary_line(const std::string& what, const Summary& s) {
   if (s.n == 0) return what + ": no cell measured";
-  return fmt::format("{}: {} cells, geomean |error| {:.1f} %, worst {:.1f} % ({})", what, s.n, s.geomean_pct,
-                     s.worst_pct, s.worst_cell);
+  return fmt::format("{}: {} cells, geomean |error| {:.1f} %, worst {:.1f} % ({}{})", what, s.n, s.geomean_pct,
+                     s.worst_pct, s.worst_cell,
+                     std::isnan(s.worst_spread_pct) ? ""
+                                                    : fmt::format("; NCCL's own spans there {:.0f} % apart",
+                                                                  s.worst_spread_pct));
 }
 
 Table cell_table(const std::vector<Cell>& cells, bool measured) {
   std::vector<std::string> head = {"op", "ranks", "size", "size_bytes", "algo", "proto", "channels", "role",
                                    "predicted_us", "gpu_us", "host_us"};
-  if (measured) head.insert(head.end(), {"measured_us", "error_pct"});
+  if (measured) head.insert(head.end(), {"measured_us", "error_pct", "spread_pct"});
   head.push_back("flags");
   Table t(head);
   for (const auto& c : cells) {
@@ -233,6 +265,7 @@ Table cell_table(const std::vector<Cell>& cells, bool measured) {
       const bool m = !std::isnan(c.measured_ns);
       row.push_back(m ? fixed(c.measured_ns / 1e3, 2) : "-");
       row.push_back(m ? fixed((c.p.time_ns - c.measured_ns) / c.measured_ns * 100, 1) : "-");
+      row.push_back(std::isnan(c.spread) ? "-" : fixed(c.spread * 100, 1));
     }
     std::string flags;
     if (c.p.role == "predicted" && c.p.basis.find(c.op + " timed") == std::string::npos)
@@ -297,7 +330,8 @@ std::string page(const std::string& head, const std::vector<std::string>& lines,
 // percent. The measured run holds its own figure: its calibration ops (the ops the
 // calibration timed at that rank count) at 1 B - 4 KiB, where the host dominates. Their
 // host share, cbrt(span^3 - gpu^3) with the GPU time from the calibration (which does not
-// move), over what the calibration's fit says, scales the fit at that rank count. The
+// move), over what the calibration's fit says (the lower quartile of those ratios),
+// scales the fit at that rank count. The
 // predicted ops never enter it. Returns one line per rank count re-anchored.
 std::vector<std::string> anchor_host(simulate::NcclModel& model, const Measured& measured) {
   std::map<int, std::vector<double>> ratios;
@@ -305,14 +339,14 @@ std::vector<std::string> anchor_host(simulate::NcclModel& model, const Measured&
     const auto& [op, n, S] = key;
     if (S > 4096 || !model.calibration().find(op, n)) continue;
     const auto p = model.predict(op, n, S);
-    const double host = std::cbrt(std::max(0.0, std::pow(value.first, 3) - std::pow(p.gpu_ns, 3)));
+    const double host = std::cbrt(std::max(0.0, std::pow(value.ns, 3) - std::pow(p.gpu_ns, 3)));
     if (p.host_ns > 0 && host > 0) ratios[n].push_back(host / p.host_ns);
   }
   std::vector<std::string> lines;
   for (auto& [n, v] : ratios) {
     if (v.size() < 3) continue;
     std::sort(v.begin(), v.end());
-    const double k = v[v.size() / 2];
+    const double k = v[v.size() / 4];  // the quiet host: interference only adds (the lower quartile)
     bool fitted = false;
     const double before = model.host_ns(n, n, &fitted);
     if (!fitted) continue;
@@ -369,7 +403,7 @@ void run_predict_nccl(const NcclPredictArgs& a, Context& ctx) {
       for (std::uint64_t S : a.sizes) {
         Cell c{op, n, S, model.predict(op, n, S), NAN, ""};
         if (const auto it = measured.find({op, n, S}); it != measured.end())
-          c.measured_ns = it->second.first, c.measured_from = it->second.second;
+          c.measured_ns = it->second.ns, c.measured_from = it->second.from, c.spread = it->second.spread;
         cells.push_back(c);
       }
   if (!a.measured.empty()) {
@@ -383,6 +417,9 @@ void run_predict_nccl(const NcclPredictArgs& a, Context& ctx) {
   const Summary small = summarize(cells, "predicted", 1, 32 * 1024);
   const Summary fit_big = summarize(cells, "calibration", 64 * 1024, ~0ull);
   const Summary fit_small = summarize(cells, "calibration", 1, 32 * 1024);
+  // The same, over the cells whose measurement repeated (spans within kSteadySpread).
+  const Summary big_steady = summarize(cells, "predicted", 64 * 1024, ~0ull, true);
+  const Summary small_steady = summarize(cells, "predicted", 1, 32 * 1024, true);
   const std::string head = headline(big, small, have_measured);
   std::vector<std::string> lines = {
       fmt::format("model: NCCL's calls priced from the calibration in {} (NCCL {}); docs/predict.md", cal.dir,
@@ -397,6 +434,10 @@ void run_predict_nccl(const NcclPredictArgs& a, Context& ctx) {
     lines.push_back(summary_line("predicted cells, 1 B - 32 KiB", small));
     lines.push_back(summary_line("calibration cells (the fit itself), 64 KiB - 1 GiB", fit_big));
     lines.push_back(summary_line("calibration cells (the fit itself), 1 B - 32 KiB", fit_small));
+    if (big_steady.n < big.n || small_steady.n < small.n) {
+      lines.push_back(summary_line("predicted cells whose measurement repeated within 10 %, 64 KiB - 1 GiB", big_steady));
+      lines.push_back(summary_line("predicted cells whose measurement repeated within 10 %, 1 B - 32 KiB", small_steady));
+    }
   }
   const Table t = cell_table(cells, have_measured);
   std::string text;
@@ -412,10 +453,13 @@ void run_predict_nccl(const NcclPredictArgs& a, Context& ctx) {
     j["held_out"] = held;
     const auto sj = [](const Summary& s) {
       return nlohmann::json{{"cells", s.n}, {"geomean_abs_error_pct", s.n ? nlohmann::json(s.geomean_pct) : nullptr},
-                            {"worst_abs_error_pct", s.n ? nlohmann::json(s.worst_pct) : nullptr}, {"worst", s.worst_cell}};
+                            {"worst_abs_error_pct", s.n ? nlohmann::json(s.worst_pct) : nullptr}, {"worst", s.worst_cell},
+                            {"worst_measured_spread_pct",
+                             std::isnan(s.worst_spread_pct) ? nlohmann::json() : nlohmann::json(s.worst_spread_pct)}};
     };
     j["summary"] = {{"predicted_64K_1G", sj(big)}, {"predicted_1_32K", sj(small)}, {"calibration_64K_1G", sj(fit_big)},
-                    {"calibration_1_32K", sj(fit_small)}};
+                    {"calibration_1_32K", sj(fit_small)}, {"predicted_64K_1G_steady", sj(big_steady)},
+                    {"predicted_1_32K_steady", sj(small_steady)}};
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& c : cells)
       rows.push_back({{"op", c.op}, {"ranks", c.ranks}, {"size_bytes", c.bytes}, {"algo", c.p.algo}, {"proto", c.p.proto},
@@ -424,6 +468,7 @@ void run_predict_nccl(const NcclPredictArgs& a, Context& ctx) {
                       {"measured_us", std::isnan(c.measured_ns) ? nlohmann::json() : nlohmann::json(c.measured_ns / 1e3)},
                       {"error_pct", std::isnan(c.measured_ns) ? nlohmann::json()
                                                                : nlohmann::json((c.p.time_ns - c.measured_ns) / c.measured_ns * 100)},
+                      {"measured_spread_pct", std::isnan(c.spread) ? nlohmann::json() : nlohmann::json(c.spread * 100)},
                       {"nccl_defaults", c.p.defaults}, {"extrapolated", c.p.extrapolated}});
     j["rows"] = rows;
     text = j.dump(1) + "\n";

@@ -2,8 +2,11 @@
 // (nccl_sweep.hpp). The loop used to live in the CLI, and predict --measure had its own.
 #include "bench/nccl_sweep.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
+#include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/units.hpp"
 
@@ -60,6 +63,24 @@ NcclSweepResult start_result(const NcclSweepSpec& spec, CollectiveRanks* ranks) 
   return res;
 }
 
+// NcclSweepSpec::settle_iters calls of the first size, in runs of at most 100 (the
+// blocking start holds a bounded queue), nothing timed or checked.
+void settle(CollectiveRanks& ranks, CollectiveSpec one, std::uint64_t bytes, int iters, NcclSweepResult& res) {
+  one.bytes = bytes;
+  one.warmup = 0;
+  one.in_place = false;
+  one.per_iteration = false;
+  one.check = false;
+  one.spans = 1;
+  const std::int64_t t0 = monotonic_ns();
+  for (int left = iters; left > 0; left -= one.iters) {
+    one.iters = std::min(left, 100);
+    ranks.run(one);
+  }
+  res.settle_iters = iters;
+  res.settle_s = static_cast<double>(monotonic_ns() - t0) * 1e-9;
+}
+
 }  // namespace
 
 std::string NcclSweepRow::check() const {
@@ -91,6 +112,7 @@ NcclSweepResult run_nccl_sweep(const NcclSweepSpec& spec, CollectiveRanks* ranks
   one.gpus = res.gpus;
   std::unique_ptr<CollectiveRanks> local;  // one process: communicators made once for every size
   if (!ranks) ranks = (local = make_local_collectives(res.gpus)).get();
+  if (spec.settle_iters > 0) settle(*ranks, one, spec.sizes.front(), spec.settle_iters, res);
   for (std::uint64_t bytes : spec.sizes) {
     if (spec.stop && spec.stop->load()) {
       res.interrupted = true;

@@ -28,6 +28,13 @@ struct NcclSweepSpec {
   const std::atomic<bool>* stop = nullptr;
   // Called after each size is measured (progress on long sweeps); may be empty.
   std::function<void(std::size_t done, std::size_t planned, const NcclSweepRow& row)> on_row;
+  // Before the first size is timed: this many calls of it back to back, untimed. A
+  // process's first NCCL calls are slow on the host side for tens of milliseconds (4 x
+  // H100: the first op's small sizes took 27-208 us per 4-GPU iteration where the same
+  // process later took 23-25 us, and 17-18 against 12-14 us on 2 GPUs), which the
+  // per-size warm-up of nccl-tests does not cover. A count, not a time: every rank of a
+  // launch must make the same calls. 0: none (the caller settled already).
+  int settle_iters = 0;
 };
 
 struct NcclSweepRow {
@@ -58,6 +65,8 @@ struct NcclSweepResult {
   // size keeps the sizes measured, and the caller reports them and then fails.
   std::string stopped;
   bool interrupted = false;  // ended by NcclSweepSpec::stop (stopped says where)
+  int settle_iters = 0;      // calls made before timing (NcclSweepSpec::settle_iters)
+  double settle_s = 0;       // and the seconds they took
   bool all_held() const;
   std::string first_failure() const;  // "" when every check passed; else which rank held what
 };

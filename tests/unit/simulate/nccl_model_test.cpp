@@ -99,6 +99,32 @@ TEST(NcclModel, TheHostLaunchCostBoundsSmallSizes) {
   EXPECT_GE(m.host_ns(4, 32), m.host_ns(4, 4));
 }
 
+// The host's cost is the lower envelope of the ops' small-size spans against their calls,
+// not a least-squares line: a process's first op slowed throughout (allreduce, 4 calls,
+// 42 us) must not lift the cost of the quiet ops (sendrecv 8 calls 23 us, alltoall 32
+// calls 29 us). The line runs through the quiet two: 21 us + 0.25 us per call.
+TEST(NcclModel, OneSlowedOpDoesNotLiftTheHostCostOfTheOthers) {
+  NcclCalibration cal;
+  cal.present = true;
+  const auto curve = [](const std::string& op, double span_us) {
+    NcclCurve c;
+    c.op = op;
+    c.ranks = 4;
+    for (double S : {16.0, 256.0, 4096.0, 1048576.0}) {
+      c.bytes.push_back(S);
+      c.span_ns.push_back(S > 4096 ? 100e3 : span_us * 1e3);
+      c.gpu_ns.push_back(S > 4096 ? 99e3 : 1e3);
+    }
+    return c;
+  };
+  cal.curves = {curve("allreduce", 42), curve("sendrecv", 23)};
+  cal.host_curves = {curve("alltoall", 29)};
+  const NcclModel m(cal);
+  EXPECT_NEAR(m.host_ns(4, 8), 23e3, 50);   // on the line: sendrecv's own
+  EXPECT_NEAR(m.host_ns(4, 32), 29e3, 50);  // alltoall's own
+  EXPECT_NEAR(m.host_ns(4, 4), 22e3, 100);  // allreduce's calls, at the quiet host's cost
+}
+
 TEST(NcclModel, WithoutACalibrationEveryFigureIsNcclsDefaultAndSaysSo) {
   const auto dir = test::temp_dir("nccl-model-none");
   const NcclModel m(read_nccl_calibration(dir.string()));
@@ -163,38 +189,44 @@ TEST(NcclModelCli, MeasuredFilesGiveTheErrorTableAndTheHtmlAxisReadsPercent) {
 
 // The host's launch rate of the measured run, read from its own calibration ops: a run
 // whose allreduce and sendrecv at 4 ranks took 1.5x longer at 1 B - 4 KiB (a busier host)
-// predicts the 4-rank broadcast's host cost 1.5x higher; with --host-anchor off, not.
+// predicts the 4-rank broadcast's host cost 1.5x higher than the same run as measured;
+// with --host-anchor off the measured run moves nothing.
 TEST(NcclModelCli, TheMeasuredRunsOwnCalibrationOpsSetTheHostCost) {
   const auto out = test::temp_dir("nccl-model-anchor");
   std::ifstream in(h100x4() / "measured-h100x4.json");
   auto m = nlohmann::json::parse(in);
+  std::ofstream(out / "as-measured.json") << m.dump();
   for (auto& o : m["ops"])
     if (o["ranks"] == 4 && (o["op"] == "allreduce" || o["op"] == "sendrecv"))
       for (auto& r : o["rows"])
         if (r["size_bytes"].get<double>() <= 4096) r["time_us"] = r["time_us"].get<double>() * 1.5;
   std::ofstream(out / "busy.json") << m.dump();
-  const auto host_us = [&](const std::string& anchor) {
+  const auto host_us = [&](const std::string& file, const std::string& anchor) {
     const auto r = test::run_binary("predict " + h100x4().string() + " --algo nccl --ops allreduce,sendrecv,broadcast "
-                                    "--ranks 4 --sizes 16:4K --measured " + (out / "busy.json").string() +
-                                    " --host-anchor " + anchor + " --format json --out " + (out / (anchor + ".json")).string());
+                                    "--ranks 4 --sizes 16:4K --measured " + (out / file).string() +
+                                    " --host-anchor " + anchor + " --format json --out " + (out / "p.json").string() +
+                                    " --force");
     EXPECT_EQ(r.code, 0) << r.out;
-    std::ifstream jin(out / (anchor + ".json"));
+    std::ifstream jin(out / "p.json");
     const auto j = nlohmann::json::parse(jin);
     for (const auto& row : j["rows"])
       if (row["op"] == "broadcast" && row["size_bytes"] == 1024) return std::make_pair(row["host_us"].get<double>(), j);
     ADD_FAILURE() << "no broadcast row";
     return std::make_pair(0.0, j);
   };
-  const auto [on, j_on] = host_us("on");
-  const auto [off, j_off] = host_us("off");
-  ASSERT_GT(off, 0);
+  const auto [quiet, j_quiet] = host_us("as-measured.json", "on");
+  const auto [busy, j_busy] = host_us("busy.json", "on");
+  ASSERT_GT(quiet, 0);
   // The host share of a span is cbrt(span^3 - gpu^3): 1.5x the span is a bit more than 1.5x the host.
-  EXPECT_GT(on / off, 1.45);
-  EXPECT_LT(on / off, 1.9);
+  EXPECT_GT(busy / quiet, 1.45);
+  EXPECT_LT(busy / quiet, 1.9);
   bool said = false;  // one line per rank count in the file (it holds 2 ranks too)
-  for (const auto& line : j_on["host_anchor"]) said = said || line.get<std::string>().find("at 4 ranks") != std::string::npos;
-  EXPECT_TRUE(said) << j_on["host_anchor"].dump();
-  EXPECT_TRUE(j_off["host_anchor"].empty());
+  for (const auto& line : j_busy["host_anchor"]) said = said || line.get<std::string>().find("at 4 ranks") != std::string::npos;
+  EXPECT_TRUE(said) << j_busy["host_anchor"].dump();
+  const auto [off_quiet, j_off] = host_us("as-measured.json", "off");
+  const auto [off_busy, j_off_busy] = host_us("busy.json", "off");
+  EXPECT_DOUBLE_EQ(off_quiet, off_busy);
+  EXPECT_TRUE(j_off_busy["host_anchor"].empty());
 }
 
 // --hold-out 2: only allreduce and sendrecv of 2 ranks stay in the calibration; the other
