@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -103,10 +104,17 @@ std::string plan_text(const tune::IrqPlan& p) {
 void print_apply(const tune::ApplyResult& r, const char* verb) {
   Table t({"irq", "name", "from", "to", "from_mask", "to_mask", "change"});
   int changes = 0;
+  std::set<int> refused;
+  for (const auto& x : r.refused) refused.insert(x.irq);
   for (const auto& c : r.changes) {
     changes += c.changed() ? 1 : 0;
+    // What happened, not what was asked: a refused IRQ kept its old CPUs.
+    const std::string what = !c.changed()             ? "-"
+                             : r.dry_run              ? "would"
+                             : refused.count(c.irq) ? "REFUSED"
+                                                      : "yes";
     t.add_row({std::to_string(c.irq), c.name, format_cpulist(c.from_cpus), format_cpulist(c.to_cpus), c.from_mask,
-               c.to_mask, c.changed() ? "yes" : "-"});
+               c.to_mask, what});
   }
   std::cout << t.to_text();
   if (r.dry_run) {

@@ -34,6 +34,8 @@ namespace {
 struct PredictOptions {
   std::string dir, ops, algo = "auto", sizes = "1K:1G", ranks;
   std::vector<std::string> measured;
+  std::string host_anchor = "on";
+  std::vector<int> hold_out;
   std::string backend, format = "text", out, dtype = "float", html, astra_backend = "unaware";
   std::int64_t endpoint_delay_ns = 1;
   bool measure = false, force = false;
@@ -226,6 +228,8 @@ void run_predict(const PredictOptions& o, Context& ctx) {
     a.devices = campaign_gpus(o.dir, o.backend);
     a.measured = o.measured;
     a.measure = o.measure;
+    a.host_anchor = o.host_anchor == "on";
+    a.hold_out = o.hold_out;
     a.force = o.force;
     a.warmup = o.warmup;
     a.iters = o.iters;
@@ -234,6 +238,8 @@ void run_predict(const PredictOptions& o, Context& ctx) {
   }
   if (!o.measured.empty()) throw UsageError("--measured compares with NCCL's model: use it with --algo nccl");
   if (!o.ranks.empty()) throw UsageError("--ranks belongs to --algo nccl; ring and tree run over the campaign's devices");
+  if (o.host_anchor != "on") throw UsageError("--host-anchor belongs to --algo nccl (its host launch cost)");
+  if (!o.hold_out.empty()) throw UsageError("--hold-out belongs to --algo nccl (its calibration)");
   const auto ops = simulate::parse_collective_list(o.ops.empty() ? "allreduce,allgather,reducescatter,alltoall,broadcast" : o.ops);
   const auto algo = simulate::parse_algorithm(algo_name);
   const simulate::Predictor pr(o.dir, o.backend, simulate::parse_astra_backend(o.astra_backend), o.endpoint_delay_ns);
@@ -296,6 +302,17 @@ void add_predict_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--ranks", o->ranks, "--algo nccl: rank counts to price, e.g. 2,4 (default 2 and all the campaign's GPUs)");
   cmd->add_option("--measured", o->measured, "--algo nccl: compare with these runs instead of running NCCL: bench nccl "
                                              "--format json files or nccl-tests' text output");
+  cmd->add_option("--hold-out", o->hold_out,
+                  "--algo nccl, for validation: at these rank counts (e.g. 2) only allreduce and sendrecv stay in the "
+                  "calibration; the other ops timed there are predicted from the other rank counts instead")
+      ->delimiter(',')
+      ->check(CLI::Range(2, 1024));
+  cmd->add_option("--host-anchor", o->host_anchor,
+                  "--algo nccl with measured runs: on (default) takes the host's launch rate from the measured run's own "
+                  "calibration ops (allreduce, sendrecv at 1 B - 4 KiB), since it moves between processes; off keeps "
+                  "the calibration's")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   cmd->add_option("--sizes", o->sizes, "sizes S as nccl-tests counts them, e.g. 1K:1G")->capture_default_str();
   cmd->add_option("--backend", o->backend, "the links of this backend (default: the only one, else nccl, ce, sm, ...)");
   cmd->add_option("--format", o->format, "text, json or csv")->capture_default_str();

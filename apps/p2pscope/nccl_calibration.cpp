@@ -21,6 +21,11 @@ std::vector<CalibrationRun> calibration_runs(const CalibrationOptions& o) {
   // differ by 10-20 % at equal bytes on the wire), allreduce and sendrecv on all of
   // them (how the ring and the point-to-point path scale with the rank count).
   runs.push_back({o.quick ? "allreduce,sendrecv" : "all", two, false, "", "timed"});
+  // Every op on three GPUs too, where there are four or more: the rank count next to
+  // both ends, so that the ops of 2 ranks can be held out of the calibration and
+  // predicted from it (predict --hold-out 2), and those of N priced one step away.
+  if (o.gpus.size() > 3 && !o.quick)
+    runs.push_back({"all", std::vector<int>(o.gpus.begin(), o.gpus.begin() + 3), false, "", "timed"});
   if (o.gpus.size() > 2) {
     runs.push_back({"allreduce,sendrecv", o.gpus, false, "", "timed"});
     // The host's launch cost of the widest group (alltoall: 2n^2 send/recv calls from one

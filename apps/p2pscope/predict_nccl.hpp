@@ -16,7 +16,9 @@ struct NcclPredictArgs {
   std::vector<std::uint64_t> sizes;
   std::vector<int> devices;            // the campaign's GPUs, in order
   std::vector<std::string> measured;   // --measured files
+  std::vector<int> hold_out;           // --hold-out: rank counts whose other ops leave the calibration
   bool measure = false, force = false;
+  bool host_anchor = true;             // --host-anchor on|off (see predict_nccl.cpp)
   int warmup = 5, iters = 20;
 };
 

@@ -18,6 +18,7 @@
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/table.hpp"
 #include "p2pscope/units.hpp"
+#include "progress.hpp"
 
 namespace p2pscope::app {
 
@@ -48,6 +49,8 @@ void run_profile_pattern(const PatternOptions& p, const std::string& gpus, const
   // Ctrl-C ends the run between repetitions; what was measured is written below.
   const profile::InterruptFlag interrupt("p2pscope profile --pattern");
   spec.stop = interrupt.flag();
+  RowProgress progress("profile --pattern", 2.0, "reps");
+  spec.on_rep = [&](std::size_t done, std::size_t total, const std::string& current) { progress(done, total, current); };
   const auto r = profile::run_contention(spec);
 
   const fs::path dir = !out.empty() ? fs::path(out)

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 
 #include <fmt/format.h>
@@ -18,8 +19,23 @@ std::string clock_text(double s) {
   return t >= 3600 ? fmt::format("{}h{:02d}m", t / 3600, (t / 60) % 60) : fmt::format("{}m{:02d}s", t / 60, t % 60);
 }
 
+namespace {
+// P2PSCOPE_PROGRESS_AFTER_S=SECONDS overrides when the first line may appear (0: from the
+// first row on). Scripts that wait for a run to reach a row read it, as the interrupt
+// tests do: they signal only once the first row has ended, on a machine of any speed.
+double quiet_seconds(double fallback) {
+  const char* v = std::getenv("P2PSCOPE_PROGRESS_AFTER_S");
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  return (end != nullptr && *end == '\0' && s >= 0) ? s : fallback;
+}
+}  // namespace
+
 ProgressPrinter::ProgressPrinter(double quiet_s)
-    : tty_(isatty(STDERR_FILENO) == 1), start_ns_(monotonic_ns()), quiet_ns_(static_cast<std::int64_t>(quiet_s * 1e9)) {}
+    : tty_(isatty(STDERR_FILENO) == 1),
+      start_ns_(monotonic_ns()),
+      quiet_ns_(static_cast<std::int64_t>(quiet_seconds(quiet_s) * 1e9)) {}
 
 void ProgressPrinter::operator()(const profile::Progress& p) {
   if (monotonic_ns() - start_ns_ < quiet_ns_) return;
@@ -49,7 +65,8 @@ void ProgressPrinter::finish() {
   open_ = false;
 }
 
-RowProgress::RowProgress(std::string phase, double quiet_s) : phase_(std::move(phase)), printer_(quiet_s) {}
+RowProgress::RowProgress(std::string phase, double quiet_s, std::string unit)
+    : phase_(std::move(phase)), unit_(std::move(unit)), printer_(quiet_s) {}
 
 // The rate counts from the first row's end, so buffer set-up before it does not skew
 // the ETA; the first row itself gives none.
@@ -61,7 +78,7 @@ void RowProgress::operator()(std::size_t done, std::size_t total, const std::str
   p.phase = phase_;
   p.done = done;
   p.total = total;
-  p.unit = "rows";
+  p.unit = unit_.c_str();  // read before this call returns
   p.ops_per_s = elapsed_s > 0 ? rows / elapsed_s : 0;
   p.eta_s = rows > 0 ? elapsed_s * static_cast<double>(total - done) / rows : -1;
   p.current = current;

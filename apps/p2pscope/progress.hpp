@@ -31,11 +31,11 @@ class ProgressPrinter {
 // The rows of a sweep (bench gpu, bench nccl), with their rate and the time left.
 class RowProgress {
  public:
-  RowProgress(std::string phase, double quiet_s);
+  RowProgress(std::string phase, double quiet_s, std::string unit = "rows");
   void operator()(std::size_t done, std::size_t total, const std::string& current);
 
  private:
-  std::string phase_;
+  std::string phase_, unit_;
   std::int64_t first_row_ns_ = 0;
   std::size_t first_done_ = 0;
   ProgressPrinter printer_;

@@ -55,6 +55,8 @@ struct ContentionSpec {
   // Read between repetitions (Ctrl-C): once set, the samples so far are returned with
   // ContentionResult::interrupted.
   const std::atomic<bool>* stop = nullptr;
+  // Called after each measured repetition (progress on long runs); may be empty.
+  std::function<void(std::size_t done, std::size_t total, const std::string& current)> on_rep;
 };
 
 // One flow of one repetition.

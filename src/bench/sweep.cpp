@@ -103,6 +103,17 @@ void measure(Backend& b, const SweepSpec& spec, SweepRow& row) {
     row.time_ns = compute_stats(br.elapsed_ns);
     row.reverse_time_ns = compute_stats(br.reverse_elapsed_ns);
     row.total_time_ns = compute_stats(br.total_elapsed_ns);
+    // Both ways at once moving less per second than one way alone: the two directions
+    // ran one after the other (threads or streams that did not overlap), so the total is
+    // the tool's scheduling, not what the link carries both ways. Said beside the figure.
+    if (spec.mode == Mode::bidirectional && row.total_time_ns.n && row.time_ns.n && row.reverse_time_ns.n &&
+        row.total_time_ns.median > 2 * std::min(row.time_ns.median, row.reverse_time_ns.median)) {
+      const std::string warn = fmt::format(
+          "the two directions did not overlap: both took {:.2f} us, each alone {:.2f} and {:.2f} us, so total_GBps is "
+          "below one direction's; it measures how the copies were scheduled, not the link both ways",
+          row.total_time_ns.median / 1e3, row.time_ns.median / 1e3, row.reverse_time_ns.median / 1e3);
+      row.note = row.note.empty() ? warn : row.note + "; " + warn;
+    }
   }
   // Cut short by a signal: the samples taken are kept and said to be fewer; the data
   // check is skipped, since the point now is to stop within a second.

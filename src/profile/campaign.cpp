@@ -256,7 +256,10 @@ void CampaignRun::read_resumed_log() {
   const auto fits = [this](const LogRow& r) {
     if (r.config_id < 0 || static_cast<std::size_t>(r.config_id) >= plan_.configs.size()) return false;
     const Config& c = plan_.configs[static_cast<std::size_t>(r.config_id)];
-    return c.src == r.src && c.dst == r.dst && c.size_bytes == r.size_bytes && r.repetition >= 0 && r.repetition < plan_.reps;
+    // Every field the plan fixes must agree, the backend's name too: a row whose backend
+    // text took a damaged byte was once kept as a measurement of the right config.
+    return c.src == r.src && c.dst == r.dst && c.size_bytes == r.size_bytes && c.backend == r.backend &&
+           r.repetition >= 0 && r.repetition < plan_.reps;
   };
   ResumeLog log;
   try {

@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "p2pscope/units.hpp"
+
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/stats.hpp"
@@ -86,6 +88,8 @@ ContentionResult run_contention(const ContentionSpec& spec) {
       for (const auto& f : round) rounds.push_back({{f}, false});
     rounds.push_back({round, round.size() > 1});
   }
+  const std::size_t total_reps = rounds.size() * spec.sizes.size() * static_cast<std::size_t>(std::max(0, spec.reps));
+  std::size_t done_reps = 0;
   for (std::size_t ri = 0; ri < rounds.size(); ++ri) {
     const auto& flows = rounds[ri].first;
     const std::size_t k = flows.size();
@@ -148,6 +152,10 @@ ContentionResult run_contention(const ContentionSpec& spec) {
           s.aggregate_bytes_per_s = agg;
           r.samples.push_back(s);
         }
+        if (spec.on_rep)
+          spec.on_rep(++done_reps, total_reps,
+                      fmt::format("round {}/{} ({} flow{}), {}", ri + 1, rounds.size(), k, k == 1 ? "" : "s",
+                                  format_size(size)));
       }
       if (failed || r.interrupted) break;
     }

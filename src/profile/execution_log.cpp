@@ -63,16 +63,36 @@ bool parse_row(std::string_view line, LogRow& r, bool legacy) {
   return true;
 }
 
+// A header with a few bytes changed (a bit flip, a torn sector): the header's field count
+// and nearly all of its bytes. Anything else is another file, not ours to rewrite.
+bool looks_like_damaged_header(std::string_view line) {
+  const std::string_view h = kLogHeader;
+  if (line.size() != h.size() || split_views(line, ',').size() != split_views(h, ',').size()) return false;
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < h.size(); ++i) differ += line[i] != h[i];
+  return differ > 0 && differ <= 8;
+}
+
 }  // namespace
 
 LogContents read_log(const std::string& path) {
   const std::string text = read_regular_file(path, "execution log");
   LogContents out;
+  if (text.empty()) {  // created, never written: nothing was measured into it
+    out.header_repair = "the log was empty (0 bytes: created but never written, as when the disk is full)";
+    return out;
+  }
   std::size_t pos = text.find('\n');
   const std::string_view header = pos == std::string::npos ? std::string_view() : std::string_view(text).substr(0, pos);
   out.legacy = header == kLogHeaderV1;
-  if (header != kLogHeader && !out.legacy)
-    throw Error(path + " is not a p2pscope execution log (its first line is not the expected header)");
+  if (header != kLogHeader && !out.legacy) {
+    if (!looks_like_damaged_header(header))
+      throw Error(fmt::format("{} is not a p2pscope execution log: its first line is not the header \"{}...\" nor a "
+                              "damaged copy of it; if it is a campaign's log, put that header back as line 1",
+                              path, std::string_view(kLogHeader).substr(0, 40)));
+    out.header_repair = "its header line was damaged";
+    out.bad.push_back({1, std::string(header), "damaged header"});
+  }
   out.good_bytes = pos + 1;
   std::size_t start = pos + 1, line_no = 1;
   // A bad line in the middle is one bad line, not the end of the log: the rows after
@@ -104,6 +124,9 @@ ResumeLog prepare_log_for_resume(const std::string& path, const std::string& asi
     throw UsageError(fmt::format("{} was written by an older p2pscope (one op per row, no batch column); "
                                  "analyze it as it is, or start a new campaign", path));
   ResumeLog out;
+  if (!log.header_repair.empty())
+    out.notes.push_back("execution_log.csv: " + log.header_repair + "; a fresh header was written and every row read "
+                        "after it kept");
   std::vector<BadLine> aside = log.bad;
   std::map<std::pair<int, int>, std::size_t> first_line;  // (config, rep) -> line
   std::string kept = std::string(kLogHeader) + "\n";
@@ -129,7 +152,9 @@ ResumeLog prepare_log_for_resume(const std::string& path, const std::string& asi
     throw UsageError(fmt::format("{} holds {} row(s) and none is of the saved plan (e.g. config {}, rep {}): it is "
                                  "the log of another campaign", path, log.rows.size(), log.rows.front().config_id,
                                  log.rows.front().repetition));
-  if (log.torn_tail) aside.push_back({log.row_line.size() + log.bad.size() + 2, log.tail, "torn last line, no newline: the previous run was killed mid-write"});
+  if (log.torn_tail)
+    aside.push_back({log.row_line.size() + log.bad.size() + 2, log.tail,
+                     "torn last line, no newline: the previous run stopped mid-write (killed, or the disk was full)"});
   if (aside.empty()) {
     out.keep_bytes = log.good_bytes;
     return out;
@@ -175,8 +200,14 @@ LogWriter::~LogWriter() {
 
 void LogWriter::append(const LogRow& r) {
   const std::string line = format_log_row(r) + "\n";
-  if (std::fwrite(line.data(), 1, line.size(), f_) != line.size() || std::fflush(f_) != 0)
-    throw Error("writing " + path_ + " failed: " + errno_text(errno));
+  if (std::fwrite(line.data(), 1, line.size(), f_) != line.size() || std::fflush(f_) != 0) {
+    const int e = errno;
+    if (e == ENOSPC || e == EDQUOT)
+      throw Error(fmt::format("the disk is full ({}): {} could not take the next row; every row before it is kept. "
+                              "Free some space, then `p2pscope profile --resume {}` measures the rest",
+                              errno_text(e), path_, std::filesystem::path(path_).parent_path().string()));
+    throw Error("writing " + path_ + " failed: " + errno_text(e));
+  }
 }
 
 }  // namespace p2pscope::profile

@@ -53,6 +53,10 @@ struct LogContents {
   bool torn_tail = false;           // something after good_bytes (a kill mid-write)
   std::string tail;                 // that something
   bool legacy = false;              // kLogHeaderV1: rows are single ops; cannot be appended to
+  // The header could not be read but the log is still ours: "" when it was fine, else why
+  // (an empty file: created, never written, as when the disk was full; a damaged header
+  // line, kept in `bad` as line 1). The rows after a damaged header are read as usual.
+  std::string header_repair;
 };
 // Throws Error when the file cannot be read or its header is not an execution log.
 LogContents read_log(const std::string& path);

@@ -11,9 +11,9 @@
 //         ranks an op moves W bytes per rank (allreduce 2(n-1)/n S, allgather and
 //         reducescatter (n-1)/n S, broadcast and sendrecv S, alltoall (n-1)/n S).
 // GPU time of an (op, n) that was timed: its own curve against W (log-log between the
-// sizes measured). Of an op timed at another rank count n0: that curve at the same W,
-// and for the ring ops that revisit the rank pairs (allgather, reducescatter) times the
-// ratio allreduce shows between n and n0 at that W. Of an op not timed at all: its class
+// sizes measured). Of an op timed at another rank count n0: that curve at the same W;
+// for allgather and reducescatter, that curve at the same bytes per ring step plus the
+// middle steps n adds, each priced as allreduce's n-rank less n0-rank time per step. Of an op not timed at all: its class
 // mate at n (allreduce for ring ops, sendrecv for point-to-point) plus NCCL's per-step
 // latency for the steps it differs by. Without a calibration: NCCL's own default model
 // (latency per step, 360 GB/s per rank), every such figure marked.
@@ -76,11 +76,16 @@ class NcclModel {
   // The host cost of one iteration at n ranks for `calls` NCCL calls (ns), and whether it
   // was measured at that rank count.
   double host_ns(int ranks, int calls, bool* measured = nullptr) const;
+  // Scales the host cost at `ranks` (a launch rate seen by another process; see
+  // predict_nccl.cpp's host anchor). No effect where that rank count has no fit.
+  void scale_host(int ranks, double factor);
 
  private:
   NcclCalibration cal_;
   std::map<int, std::pair<double, double>> host_fit_;  // ranks -> (h0, h1) in ns
   double gpu_from_curve(const NcclCurve& c, double wire, bool* extrapolated) const;
+  // allgather / reducescatter at n from the same op at another rank count (see the .cpp).
+  void ring_steps_from(const NcclCurve& same, int n, double S, NcclPrediction* p) const;
 };
 
 }  // namespace p2pscope::simulate

@@ -236,7 +236,7 @@ ApplyResult reset_from_backup(const FsRoot& fs, const IrqBackup& b, bool dry_run
     const std::string why = write_affinity(fs, e.irq, e.smp_affinity, list, c.to_cpus);
     if (why.empty())
       r.applied.push_back(e.irq);
-    else
+    else if (c.changed())  // an IRQ already as the backup has it needs no restoring: not a failure
       r.refused.push_back({e.irq, why});
   }
   return r;

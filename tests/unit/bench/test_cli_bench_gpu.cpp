@@ -2,6 +2,7 @@
 // metadata and topology, the matrix for one size, the rows of a sweep, every pattern
 // with data checks, --out DIR, and exit 2 with a reason on bad input. Plus the sweep
 // library pieces (pairs, modes, tables) directly.
+#include <algorithm>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -405,4 +406,52 @@ TEST(BenchSweep, CtrlCStopsTheRowInProgressKeepingEveryRowBefore) {
   const auto none = run_sweep(never, s);
   EXPECT_TRUE(none.rows.empty());
   EXPECT_TRUE(none.interrupted);
+}
+
+namespace {
+// The host backend's bidirectional batch with its times replaced: each direction alone
+// `one_way` ns, both together `both` ns.
+class FixedBidir final : public Backend {
+ public:
+  FixedBidir(double one_way, double both) : inner_(make_backend("host")), one_way_(one_way), both_(both) {}
+  std::string name() const override { return "fixed-bidir"; }
+  int device_count() const override { return inner_->device_count(); }
+  std::string device_name(int d) const override { return inner_->device_name(d); }
+  PairSupport support(int s, int d) const override { return inner_->support(s, d); }
+  void prepare(const std::vector<int>& devs, std::uint64_t bytes) override { inner_->prepare(devs, bytes); }
+  BatchResult run_batch(const BatchSpec& s) override {
+    BatchResult r = inner_->run_batch(s);
+    std::fill(r.elapsed_ns.begin(), r.elapsed_ns.end(), one_way_);
+    std::fill(r.reverse_elapsed_ns.begin(), r.reverse_elapsed_ns.end(), one_way_);
+    std::fill(r.total_elapsed_ns.begin(), r.total_elapsed_ns.end(), both_);
+    return r;
+  }
+  OpTiming run_blocking(int s, int d, std::uint64_t bytes) override { return inner_->run_blocking(s, d, bytes); }
+  std::int64_t verify(int s, int d, std::uint64_t bytes) override { return inner_->verify(s, d, bytes); }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+  double one_way_, both_;
+};
+}  // namespace
+
+// Both ways together slower per byte than one way alone means the directions ran one
+// after the other: the row says so beside total_GBps. Overlapped directions say nothing.
+TEST(BenchSweep, BidirDirectionsThatDidNotOverlapAreSaidBesideTheTotal) {
+  SweepSpec s;
+  s.mode = Mode::bidirectional;
+  s.pairs = {{0, 1}};
+  s.sizes = {1 << 20};
+  s.iters = 3;
+  s.warmup = 0;
+  FixedBidir serial(20000, 41000);  // 20 us each way alone, 41 us both: one after the other
+  const auto r = run_sweep(serial, s);
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_NE(r.rows[0].note.find("did not overlap"), std::string::npos) << r.rows[0].note;
+  const auto j = to_json(r)["rows"][0];
+  EXPECT_NEAR(j["total_GBps"].get<double>(), 2.0 * (1 << 20) / 41000, 1e-9);  // the figure stays, explained
+  EXPECT_NEAR(j["algbw_GBps"].get<double>(), (1 << 20) / 20000.0, 1e-9);
+  FixedBidir overlapped(20000, 24000);
+  const auto o = run_sweep(overlapped, s);
+  EXPECT_EQ(o.rows[0].note.find("did not overlap"), std::string::npos) << o.rows[0].note;
 }

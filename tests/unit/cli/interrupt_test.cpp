@@ -14,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -43,6 +44,7 @@ Child start(const std::vector<std::string>& args, const fs::path& err) {
     const int null_fd = open("/dev/null", O_WRONLY);
     const int err_fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (null_fd < 0 || err_fd < 0 || dup2(null_fd, 1) < 0 || dup2(err_fd, 2) < 0) _exit(126);
+    setenv("P2PSCOPE_PROGRESS_AFTER_S", "0", 1);  // a progress line from the first row on: the tests wait for it
     execv(P2PSCOPE_BINARY, argv.data());
     _exit(127);
   }
@@ -76,17 +78,34 @@ class BenchSignal : public ::testing::Test {
 };
 
 // 4 KiB first (a blink), then 64 MiB one way: 2000 samples of one 64 MiB memcpy, about
-// 30 s if the row ran to its end. Started 2 s before the signal: buffers and the first row
-// are done by then, the long row runs.
+// 30 s if the row ran to its end.
 std::vector<std::string> long_row_args(const fs::path& json) {
   return {"bench", "gpu", "--backend", "host", "--pairs", "0:1", "--sizes", "4K,64M",
           "--warmup", "0", "--iters", "2000", "--format", "json", "--out", json.string()};
 }
 
-// Lets the child start its long row, sends `sig`, and waits: the exit status and the
+// Waits (60 s at most) until `ready` holds or the child has exited. The tests signal on an
+// event, not after a fixed delay: under ASan on a loaded 2-core machine buffer set-up alone
+// outlasted the 2 s the tests once slept, so the signal came before the first row.
+bool wait_until(pid_t pid, const std::function<bool()>& ready) {
+  for (int i = 0; i < 6000; ++i) {
+    if (ready()) return true;
+    if (waitpid(pid, nullptr, WNOHANG) == pid) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// The first row has ended: its progress line ("[bench gpu] 1/2 ...") is on stderr.
+bool first_row_done(const Child& c) {
+  return wait_until(c.pid, [&] { return slurp(c.err).find("] 1/") != std::string::npos; });
+}
+
+// Sends `sig` once `ready` says the long row runs, and waits: the exit status and the
 // seconds from the signal to the exit.
-std::pair<int, double> signal_mid_run(const Child& c, int sig) {
-  std::this_thread::sleep_for(std::chrono::seconds(2));
+std::pair<int, double> signal_mid_run(const Child& c, int sig, bool ready) {
+  EXPECT_TRUE(ready) << "the run never reached the row to interrupt: " << slurp(c.err);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // into the long row
   const auto t0 = std::chrono::steady_clock::now();
   kill(c.pid, sig);
   return wait_for_exit(c.pid, t0);
@@ -97,7 +116,7 @@ std::pair<int, double> signal_mid_run(const Child& c, int sig) {
 TEST_F(BenchSignal, SigintMidRowStopsWithinAboutASecondAndKeepsTheRowsBefore) {
   const fs::path json = base_ / "out.json", err = base_ / "err.txt";
   const Child c = start(long_row_args(json), err);
-  const auto [code, seconds] = signal_mid_run(c, SIGINT);
+  const auto [code, seconds] = signal_mid_run(c, SIGINT, first_row_done(c));
   EXPECT_EQ(code, 130);
   EXPECT_LT(seconds, 3.0) << "the row in progress ran on after the signal";  // about 1 s; a loaded 2-core box
   const std::string e = slurp(err);
@@ -117,7 +136,7 @@ TEST_F(BenchSignal, SigtermStopsABidirectionalRowToo) {
   const Child c = start({"bench", "gpu", "--backend", "host", "--pattern", "bidir", "--pairs", "0:1", "--sizes", "4K,64M",
                          "--warmup", "0", "--iters", "100000", "--format", "json", "--out", json.string()},
                         err);
-  const auto [code, seconds] = signal_mid_run(c, SIGTERM);
+  const auto [code, seconds] = signal_mid_run(c, SIGTERM, first_row_done(c));
   EXPECT_EQ(code, 143);
   EXPECT_LT(seconds, 3.0);
   EXPECT_NE(slurp(err).find("SIGTERM received"), std::string::npos) << slurp(err);
@@ -138,16 +157,19 @@ TEST_F(BenchSignal, SigtermStopsABidirectionalRowToo) {
 // flag is read between round trips; the sample in progress is dropped, nothing is kept.
 TEST_F(BenchSignal, SigintStopsALatencyRowBetweenRoundTrips) {
   const fs::path json = base_ / "out.json", err = base_ / "err.txt";
-  const Child c = start({"bench", "gpu", "--backend", "host", "--pattern", "latency", "--pairs", "0:1", "--sizes", "64M",
+  const Child c = start({"bench", "gpu", "--backend", "host", "--pattern", "latency", "--pairs", "0:1", "--sizes", "4K,64M",
                          "--warmup", "0", "--iters", "3", "--format", "json", "--out", json.string()},
                         err);
-  const auto [code, seconds] = signal_mid_run(c, SIGINT);
+  // Buffers are set up for 64 MiB before the 4 KiB row, so the 64 MiB row starts as soon
+  // as that one ends; its first sample lasts seconds.
+  const auto [code, seconds] = signal_mid_run(c, SIGINT, first_row_done(c));
   EXPECT_EQ(code, 130);
   EXPECT_LT(seconds, 3.0);
   ASSERT_TRUE(fs::exists(json)) << slurp(err);
   const auto j = nlohmann::json::parse(slurp(json));
   EXPECT_TRUE(j.value("interrupted", false));
-  EXPECT_EQ(j["rows"].size(), 0u);
+  ASSERT_EQ(j["rows"].size(), 1u);
+  EXPECT_EQ(j["rows"][0]["size_bytes"], 4096);
   EXPECT_NE(j.value("stopped", "").find("no sample yet"), std::string::npos) << j["stopped"];
 }
 
@@ -159,7 +181,9 @@ TEST_F(BenchSignal, ContentionPatternStopsBetweenRepetitionsAndWritesWhatItHas) 
   const Child c = start({"profile", "--pattern", "all-to-all", "--backend", "host", "--sizes", "16M", "--warmup", "0",
                          "--reps", "100000", "--out", out.string()},
                         err);
-  const auto [code, seconds] = signal_mid_run(c, SIGINT);
+  // Its progress line says a repetition has been measured.
+  const auto [code, seconds] =
+      signal_mid_run(c, SIGINT, wait_until(c.pid, [&] { return slurp(err).find("[profile --pattern] ") != std::string::npos; }));
   EXPECT_EQ(code, 130);
   EXPECT_LT(seconds, 3.0);
   ASSERT_TRUE(fs::exists(out / "contention.json")) << slurp(err);

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <cstdio>
 
@@ -176,6 +177,52 @@ TEST(ProfileCampaign, ResumeAfterATornLogRunsOnlyTheMissingOps) {
   const Result again = run_campaign(p);
   EXPECT_EQ(again.ops_this_session, 0u);
   expect_exactly_once(dir, 6, 3);
+  fs::remove_all(dir);
+}
+
+// Logs damaged where no kill can reach (issue 32 item 12): a log created as 0 bytes (the
+// disk was full when the campaign began), a header with one changed byte, and a row whose
+// backend text took a changed byte. The first two are repaired on resume and every row
+// still valid is kept; the third row is set aside and measured again, not kept.
+TEST(ProfileCampaign, ResumeRepairsAnEmptyLogADamagedHeaderAndRefusesAWrongBackend) {
+  const auto dir = temp_dir("repair");
+  run_campaign(test::small_campaign_params(dir));
+  const auto log_path = dir / "execution_log.csv";
+  const auto full = read_log(log_path.string()).rows;
+  Params p;
+  p.resume_dir = dir.string();
+  p.drift_s = 0;
+  p.temp_interval_s = 0;
+
+  std::ofstream(log_path, std::ios::trunc).flush();  // 0 bytes
+  Result r = run_campaign(p);
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.ops_this_session, full.size());  // nothing was in it: everything measured
+  expect_exactly_once(dir, 6, 3);
+
+  std::string text;
+  {
+    std::ifstream in(log_path);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  text[3] = text[3] == 'f' ? 'g' : 'f';  // "config_id" -> "cofgig_id": one byte of the header
+  // One row's backend ("host") damaged by a byte: "hosu" names no config of the plan.
+  const auto second = text.find('\n', text.find('\n') + 1) + 1;  // line 3
+  const auto host = text.find(",host,", second);
+  ASSERT_NE(host, std::string::npos);
+  text[host + 4] = 'u';
+  std::ofstream(log_path, std::ios::trunc) << text;
+  r = run_campaign(p);
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.ops_this_session, 1u);  // only the row whose backend was damaged
+  expect_exactly_once(dir, 6, 3);
+  std::string aside;
+  {
+    std::ifstream in(dir / "execution_log.set-aside.txt");
+    aside.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  EXPECT_NE(aside.find("line 1 (damaged header)"), std::string::npos) << aside;
+  EXPECT_NE(aside.find(",hosu,"), std::string::npos) << aside;
   fs::remove_all(dir);
 }
 

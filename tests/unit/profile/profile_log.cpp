@@ -158,3 +158,18 @@ TEST(ProfileTrace, EventsNamedAndMappedOntoTracks) {
   EXPECT_EQ(gpu, 1);
   EXPECT_EQ(t["otherData"]["host_origin_ns"], 10'000);
 }
+
+// A full disk is said as such, with the command that continues (it was blamed on a
+// kill). /dev/full answers every write with ENOSPC.
+TEST(ProfileLog, AFullDiskIsNamedWithTheResumeCommand) {
+  if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no writable /dev/full here";
+  LogWriter w("/dev/full", 0);
+  try {
+    w.append({1, 0, 1, 16, 0, "host", 1, 2, 1, NAN, -1, -1});
+    ADD_FAILURE() << "a write to a full disk succeeded";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("the disk is full"), std::string::npos) << m;
+    EXPECT_NE(m.find("p2pscope profile --resume"), std::string::npos) << m;
+  }
+}

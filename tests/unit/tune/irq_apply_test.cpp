@@ -13,7 +13,10 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "support/fifo.hpp"
 #include "p2pscope/error.hpp"
@@ -171,5 +174,52 @@ TEST(IrqCliOutputs, ApplyTwiceWithOneBackupNameIsRefusedBeforeAnyChange) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("already exists"), std::string::npos) << r.out;
   EXPECT_EQ(read_tree(copy.dir), after_first);
+  fs::remove(plan);
+}
+
+// issue 32 item 15: the table says what happened (a refused IRQ kept its CPUs: REFUSED,
+// not "yes"), and reset does not fail (exit 3) on an IRQ that never changed. A list file
+// turned into a directory makes the tree refuse writes to that IRQ, as root too.
+TEST(IrqCliOutputs, ARefusedIrqIsSaidAsRefusedAndResetPassesOverOneThatNeverChanged) {
+  TreeCopy copy("refused");
+  const fs::path plan = copy.dir.string() + "-plan.json";
+  const std::string backup = copy.dir.string() + "-backup.json";
+  auto r = test::run_binary("irq plan --root " + copy.dir.string() + " --nics eth0 --reserve 0-3 --move-irqs --format json --out " +
+                            plan.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const IrqPlan p = plan_from_json(nlohmann::json::parse(std::ifstream(plan)));
+  ASSERT_GE(p.nics.size(), 1u);
+  ASSERT_GE(p.nics[0].irqs.size(), 2u);
+  const int bad = p.nics[0].irqs[0].irq, same = p.nics[0].irqs[1].irq;
+  const fs::path irq = copy.dir / "proc" / "irq";
+  // `bad` refuses every write; `same` already has the plan's CPUs and refuses too.
+  fs::remove(irq / std::to_string(bad) / "smp_affinity_list");
+  fs::create_directory(irq / std::to_string(bad) / "smp_affinity_list");
+  std::ofstream(irq / std::to_string(same) / "smp_affinity", std::ios::trunc)
+      << format_cpumask(p.nics[0].irqs[1].cpus) << "\n";
+  fs::remove(irq / std::to_string(same) / "smp_affinity_list");
+  fs::create_directory(irq / std::to_string(same) / "smp_affinity_list");
+
+  r = test::run_binary("irq apply " + plan.string() + " --yes --root " + copy.dir.string() + " --backup " + backup);
+  EXPECT_EQ(r.code, 3) << r.out;
+  bool said = false;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string first;
+    if (!(words >> first) || first != std::to_string(bad)) continue;
+    EXPECT_NE(line.find("REFUSED"), std::string::npos) << line;
+    EXPECT_EQ(line.find(" yes"), std::string::npos) << line;
+    said = true;
+  }
+  EXPECT_TRUE(said) << r.out;
+
+  // Reset: `same` never changed, so its refusal is no failure; `bad`'s mask was written
+  // before its list failed, so restoring it is refused, said, exit 3. Drop `bad` from the
+  // backup to see `same` alone.
+  auto b = read_backup_file(backup);
+  std::erase_if(b.entries, [&](const IrqBackup::Entry& e) { return e.irq == bad; });
+  const auto reset = reset_from_backup(FsRoot(copy.dir), b, false);
+  for (const auto& x : reset.refused) EXPECT_NE(x.irq, same) << x.reason;
   fs::remove(plan);
 }
