@@ -1,5 +1,6 @@
-// Pattern names, nccl-tests formulas and the backend table (backend_table.hpp). The
-// CUDA and NCCL factories exist only when built with them (P2PSCOPE_HAVE_CUDA / _NCCL).
+// Pattern names, the backend table (backend_table.hpp) and the default chooser; the
+// nccl-tests formulas are in formulas.cpp. The CUDA and NCCL factories exist only when
+// built with them (P2PSCOPE_HAVE_CUDA / _NCCL).
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -7,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "bench/formulas.hpp"
 #include "bench/sweep.hpp"
 #include "p2pscope/backend.hpp"
 #include "p2pscope/bootstrap.hpp"
@@ -185,34 +185,6 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOpti
   if (!built_in(*b.info))
     throw UsageError(fmt::format("backend '{}' is not built in: {}", b.info->name, missing_build(*b.info, kCuda, kNccl)));
   return b.info->make(opts);
-}
-
-NcclOp parse_nccl_op(const std::string& t) { return parse_enum(kNcclOpNames, t, "unknown NCCL op"); }
-std::string to_string(NcclOp op) { return enum_name(kNcclOpNames, op); }
-
-double busbw_factor(NcclOp op, int n) {
-  if (n < 1) return 0;
-  switch (op) {
-    case NcclOp::allreduce: return 2.0 * (n - 1) / n;
-    case NcclOp::allgather:
-    case NcclOp::reducescatter:
-    case NcclOp::alltoall: return static_cast<double>(n - 1) / n;
-    case NcclOp::broadcast:
-    case NcclOp::sendrecv: return 1.0;
-  }
-  return 0;
-}
-
-std::string busbw_formula_text(NcclOp op) {
-  switch (op) {
-    case NcclOp::allreduce: return "nccl-tests: algbw = S/t, busbw = algbw * 2(n-1)/n";
-    case NcclOp::allgather:
-    case NcclOp::reducescatter: return "nccl-tests: algbw = S/t (S = n x chunk), busbw = algbw * (n-1)/n";
-    case NcclOp::alltoall: return "nccl-tests: algbw = S/t (S = n x chunk), busbw = algbw * (n-1)/n";
-    case NcclOp::broadcast: return "nccl-tests: algbw = S/t (S from root 0 to every rank), busbw = algbw";
-    case NcclOp::sendrecv: return "nccl-tests: algbw = S/t, busbw = algbw";
-  }
-  return "";
 }
 
 }  // namespace p2pscope::bench
