@@ -173,7 +173,8 @@ ProfileFlags add_profile_options(CLI::App& cmd, ProfileOptions& o) {
       ->capture_default_str();
   cmd.add_option("--nccl-calibration", o.nccl_calibration,
                  "After the campaign, the short NCCL runs predict's model is calibrated on (kept in DIR/nccl-calibration): "
-                 "auto (full where NCCL and 2 GPUs are), full, quick (allreduce and sendrecv only), off")
+                 "auto (where NCCL and 2 GPUs are: every op on 2 GPUs, allreduce and sendrecv on all), full (every op on 3 "
+                 "GPUs too, for predict --hold-out 2), quick (allreduce and sendrecv only), off")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "full", "quick", "off"}));
   cmd.add_option("--processes", o.processes,
@@ -296,6 +297,7 @@ void calibrate_nccl(const ProfileOptions& o, const std::string& dir, const std::
   else
     c.gpus = parse_cpulist(o.gpus);
   c.quick = o.nccl_calibration == "quick";
+  c.full = o.nccl_calibration == "full";
   c.stop = stop;
   std::fprintf(stderr, "profile: NCCL calibration for predict (--nccl-calibration off skips it)\n");
   run_nccl_calibration(dir, c);

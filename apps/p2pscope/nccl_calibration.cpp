@@ -21,10 +21,12 @@ std::vector<CalibrationRun> calibration_runs(const CalibrationOptions& o) {
   // differ by 10-20 % at equal bytes on the wire), allreduce and sendrecv on all of
   // them (how the ring and the point-to-point path scale with the rank count).
   runs.push_back({o.quick ? "allreduce,sendrecv" : "all", two, false, "", "timed"});
-  // Every op on three GPUs too, where there are four or more: the rank count next to
-  // both ends, so that the ops of 2 ranks can be held out of the calibration and
-  // predicted from it (predict --hold-out 2), and those of N priced one step away.
-  if (o.gpus.size() > 3 && !o.quick)
+  // Every op on three GPUs too (--nccl-calibration full, where there are four or more):
+  // the ops of 2 ranks can then be held out of the calibration and predicted from it
+  // (predict --hold-out 2). Not by default: NCCL's allgather and alltoall of 3 ranks run
+  // far from both 2 and 4 ranks (191 and 163 GB/s busbw on 4 x H100), so the model
+  // prices N ranks from 2, and the run costs 4-5 s.
+  if (o.gpus.size() > 3 && o.full)
     runs.push_back({"all", std::vector<int>(o.gpus.begin(), o.gpus.begin() + 3), false, "", "timed"});
   if (o.gpus.size() > 2) {
     runs.push_back({"allreduce,sendrecv", o.gpus, false, "", "timed"});

@@ -25,6 +25,7 @@ struct CalibrationOptions {
   std::vector<int> gpus;  // the campaign's GPUs: every op on the first two, allreduce and sendrecv on all
   std::string sizes = "1:1G";
   bool quick = false;      // allreduce and sendrecv only, at both rank counts
+  bool full = false;       // every op on 3 GPUs too (where there are 4 or more)
   double timeout_s = 180;  // per run
   const std::atomic<bool>* stop = nullptr;
 };

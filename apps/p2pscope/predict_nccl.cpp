@@ -280,10 +280,13 @@ Table cell_table(const std::vector<Cell>& cells, bool measured) {
 
 std::string headline(const Summary& big, const Summary& small, bool measured) {
   if (!measured) return "Predicted only: run with --measure (or --measured FILE) to see how far off the model is.";
-  return fmt::format("Off by {:.1f} % (geomean, worst {:.1f} %) at 64 KiB - 1 GiB and {:.1f} % (worst {:.1f} %) below, "
-                     "on the cells the calibration did not time; the worst: {}.",
-                     big.geomean_pct, big.worst_pct, small.geomean_pct, small.worst_pct,
-                     big.worst_pct >= small.worst_pct ? big.worst_cell : small.worst_cell);
+  // A band with no predicted cell measured is left out, not printed as "nan %".
+  std::vector<std::string> parts;
+  if (big.n) parts.push_back(fmt::format("{:.1f} % (geomean, worst {:.1f} %) at 64 KiB - 1 GiB", big.geomean_pct, big.worst_pct));
+  if (small.n) parts.push_back(fmt::format("{:.1f} % (geomean, worst {:.1f} %) at 1 B - 32 KiB", small.geomean_pct, small.worst_pct));
+  if (parts.empty()) return "No predicted cell was measured: every measured cell is one the calibration timed (see the table).";
+  const std::string worst = !small.n || (big.n && big.worst_pct >= small.worst_pct) ? big.worst_cell : small.worst_cell;
+  return fmt::format("Off by {} on the cells the calibration did not time; the worst: {}.", join(parts, " and "), worst);
 }
 
 std::string page(const std::string& head, const std::vector<std::string>& lines, const std::vector<Cell>& cells,
@@ -360,76 +363,67 @@ std::vector<std::string> anchor_host(simulate::NcclModel& model, const Measured&
   return lines;
 }
 
-void run_predict_nccl(const NcclPredictArgs& a, Context& ctx) {
-  const auto ops = parse_ops(a.ops);
-  const auto ranks = parse_ranks(a.ranks, a.devices.size());
-  simulate::NcclCalibration read = simulate::read_nccl_calibration(a.dir);
+// --hold-out: the ops other than allreduce and sendrecv timed at those rank counts leave
+// the calibration (so they are predicted); says which.
+std::vector<std::string> hold_out(simulate::NcclCalibration& cal, const std::vector<int>& rank_counts) {
   std::vector<std::string> held;
-  for (int n : a.hold_out)
-    std::erase_if(read.curves, [&](const simulate::NcclCurve& c) {
+  for (int n : rank_counts)
+    std::erase_if(cal.curves, [&](const simulate::NcclCurve& c) {
       const bool out = c.ranks == n && c.op != "allreduce" && c.op != "sendrecv";
       if (out) held.push_back(fmt::format("{} at {} ranks", c.op, n));
       return out;
     });
-  if (!a.hold_out.empty() && held.empty())
+  if (!rank_counts.empty() && held.empty())
     throw UsageError("--hold-out: the calibration timed no op but allreduce and sendrecv at those rank counts, so "
-                     "nothing is held out (a campaign from before the 3-GPU calibration, or --nccl-calibration quick)");
-  simulate::NcclModel model(std::move(read));
-  const auto& cal = model.calibration();
-  for (const auto& n : cal.notes) std::fprintf(stderr, "note: %s\n", n.c_str());
+                     "nothing is held out (a campaign without --nccl-calibration full)");
+  return held;
+}
 
-  Measured measured;
-  std::string campaign_gpu;  // the campaign's GPU model (metadata.json), to refuse another machine's runs
+// The campaign's GPU model (metadata.json), to refuse another machine's runs; "" unknown.
+std::string campaign_gpu_of(const std::string& dir) {
   try {
-    const auto meta = nlohmann::json::parse(simulate::read_text_file(a.dir + "/metadata.json"));
+    const auto meta = nlohmann::json::parse(simulate::read_text_file(dir + "/metadata.json"));
     for (const auto& d : meta.value("devices", nlohmann::json::array()))
-      if (d.is_object() && d.contains("name") && d["name"].is_string()) {
-        campaign_gpu = d["name"].get<std::string>();
-        break;
-      }
+      if (d.is_object() && d.contains("name") && d["name"].is_string()) return d["name"].get<std::string>();
   } catch (const std::exception&) {  // no metadata: nothing to compare
   }
-  for (const auto& f : a.measured) read_measured(f, measured, campaign_gpu);
-  if (a.measure) {
-    bring_up_ranks(ctx, one_process_only("predict --measure"));
-    measure_here(a, ops, ranks, measured);
-  }
-  const bool have_measured = !measured.empty();
-  const std::vector<std::string> anchored = a.host_anchor ? anchor_host(model, measured) : std::vector<std::string>{};
-  // Sizes and rank counts of --measured that predict was not asked for are still priced.
+  return "";
+}
+
+// Every (op, ranks, S) asked for, priced, with its measurement where there is one.
+std::vector<Cell> price_cells(const simulate::NcclModel& model, const std::vector<std::string>& ops,
+                              const std::vector<int>& ranks, const std::vector<std::uint64_t>& sizes,
+                              const Measured& measured, bool from_files) {
   std::vector<Cell> cells;
   for (const std::string& op : ops)
     for (int n : ranks)
-      for (std::uint64_t S : a.sizes) {
+      for (std::uint64_t S : sizes) {
         Cell c{op, n, S, model.predict(op, n, S), NAN, ""};
         if (const auto it = measured.find({op, n, S}); it != measured.end())
           c.measured_ns = it->second.ns, c.measured_from = it->second.from, c.spread = it->second.spread;
         cells.push_back(c);
       }
-  if (!a.measured.empty()) {
-    std::size_t matched = 0;
-    for (const auto& c : cells) matched += !std::isnan(c.measured_ns);
-    if (matched == 0)
-      throw UsageError("--measured: none of the files' (op, rank count, size) matches a predicted cell; check --ops, "
-                       "--ranks and --sizes against the files (nccl-tests -g N gives N ranks)");
-  }
-  const Summary big = summarize(cells, "predicted", 64 * 1024, ~0ull);
-  const Summary small = summarize(cells, "predicted", 1, 32 * 1024);
-  const Summary fit_big = summarize(cells, "calibration", 64 * 1024, ~0ull);
-  const Summary fit_small = summarize(cells, "calibration", 1, 32 * 1024);
-  // The same, over the cells whose measurement repeated (spans within kSteadySpread).
-  const Summary big_steady = summarize(cells, "predicted", 64 * 1024, ~0ull, true);
-  const Summary small_steady = summarize(cells, "predicted", 1, 32 * 1024, true);
-  const std::string head = headline(big, small, have_measured);
-  std::vector<std::string> lines = {
-      fmt::format("model: NCCL's calls priced from the calibration in {} (NCCL {}); docs/predict.md", cal.dir,
-                  cal.nccl_version.empty() ? "version not logged" : cal.nccl_version)};
-  for (const auto& l : model.calibrated_by()) lines.push_back("calibrated by: " + l);
-  for (const auto& l : model.defaults_used()) lines.push_back("NCCL default: " + l);
-  for (const auto& l : anchored) lines.push_back(l);
-  if (!held.empty())
-    lines.push_back("held out of the calibration, so predicted (--hold-out): " + join(held, ", "));
-  if (have_measured) {
+  std::size_t matched = 0;
+  for (const auto& c : cells) matched += !std::isnan(c.measured_ns);
+  if (from_files && matched == 0)
+    throw UsageError("--measured: none of the files' (op, rank count, size) matches a predicted cell; check --ops, "
+                     "--ranks and --sizes against the files (nccl-tests -g N gives N ranks)");
+  return cells;
+}
+
+// The error table's summaries: predicted and calibration cells, above and below 64 KiB,
+// and the predicted ones again over the cells whose measurement repeated.
+struct Summaries {
+  Summary big, small, fit_big, fit_small, big_steady, small_steady;
+  explicit Summaries(const std::vector<Cell>& cells)
+      : big(summarize(cells, "predicted", 64 * 1024, ~0ull)),
+        small(summarize(cells, "predicted", 1, 32 * 1024)),
+        fit_big(summarize(cells, "calibration", 64 * 1024, ~0ull)),
+        fit_small(summarize(cells, "calibration", 1, 32 * 1024)),
+        big_steady(summarize(cells, "predicted", 64 * 1024, ~0ull, true)),
+        small_steady(summarize(cells, "predicted", 1, 32 * 1024, true)) {}
+
+  void add_lines(std::vector<std::string>& lines) const {
     lines.push_back(summary_line("predicted cells, 64 KiB - 1 GiB", big));
     lines.push_back(summary_line("predicted cells, 1 B - 32 KiB", small));
     lines.push_back(summary_line("calibration cells (the fit itself), 64 KiB - 1 GiB", fit_big));
@@ -439,6 +433,64 @@ void run_predict_nccl(const NcclPredictArgs& a, Context& ctx) {
       lines.push_back(summary_line("predicted cells whose measurement repeated within 10 %, 1 B - 32 KiB", small_steady));
     }
   }
+
+  nlohmann::json to_json() const {
+    const auto sj = [](const Summary& s) {
+      return nlohmann::json{{"cells", s.n}, {"geomean_abs_error_pct", s.n ? nlohmann::json(s.geomean_pct) : nullptr},
+                            {"worst_abs_error_pct", s.n ? nlohmann::json(s.worst_pct) : nullptr}, {"worst", s.worst_cell},
+                            {"worst_measured_spread_pct",
+                             std::isnan(s.worst_spread_pct) ? nlohmann::json() : nlohmann::json(s.worst_spread_pct)}};
+    };
+    return {{"predicted_64K_1G", sj(big)},         {"predicted_1_32K", sj(small)},
+            {"calibration_64K_1G", sj(fit_big)},   {"calibration_1_32K", sj(fit_small)},
+            {"predicted_64K_1G_steady", sj(big_steady)}, {"predicted_1_32K_steady", sj(small_steady)}};
+  }
+};
+
+nlohmann::json rows_json(const std::vector<Cell>& cells) {
+  const auto maybe = [](double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); };
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& c : cells)
+    rows.push_back({{"op", c.op}, {"ranks", c.ranks}, {"size_bytes", c.bytes}, {"algo", c.p.algo}, {"proto", c.p.proto},
+                    {"channels", c.p.channels}, {"role", c.p.role}, {"basis", c.p.basis},
+                    {"predicted_us", c.p.time_ns / 1e3}, {"gpu_us", c.p.gpu_ns / 1e3}, {"host_us", c.p.host_ns / 1e3},
+                    {"measured_us", maybe(c.measured_ns / 1e3)},
+                    {"error_pct", maybe((c.p.time_ns - c.measured_ns) / c.measured_ns * 100)},
+                    {"measured_spread_pct", maybe(c.spread * 100)},
+                    {"nccl_defaults", c.p.defaults}, {"extrapolated", c.p.extrapolated}});
+  return rows;
+}
+
+void run_predict_nccl(const NcclPredictArgs& a, Context& ctx) {
+  const auto ops = parse_ops(a.ops);
+  const auto ranks = parse_ranks(a.ranks, a.devices.size());
+  simulate::NcclCalibration read = simulate::read_nccl_calibration(a.dir);
+  const std::vector<std::string> held = hold_out(read, a.hold_out);
+  simulate::NcclModel model(std::move(read));
+  const auto& cal = model.calibration();
+  for (const auto& n : cal.notes) std::fprintf(stderr, "note: %s\n", n.c_str());
+
+  Measured measured;
+  const std::string campaign_gpu = campaign_gpu_of(a.dir);
+  for (const auto& f : a.measured) read_measured(f, measured, campaign_gpu);
+  if (a.measure) {
+    bring_up_ranks(ctx, one_process_only("predict --measure"));
+    measure_here(a, ops, ranks, measured);
+  }
+  const bool have_measured = !measured.empty();
+  const std::vector<std::string> anchored = a.host_anchor ? anchor_host(model, measured) : std::vector<std::string>{};
+  // Sizes and rank counts of --measured that predict was not asked for are still priced.
+  const std::vector<Cell> cells = price_cells(model, ops, ranks, a.sizes, measured, !a.measured.empty());
+  const Summaries sum(cells);
+  const std::string head = headline(sum.big, sum.small, have_measured);
+  std::vector<std::string> lines = {
+      fmt::format("model: NCCL's calls priced from the calibration in {} (NCCL {}); docs/predict.md", cal.dir,
+                  cal.nccl_version.empty() ? "version not logged" : cal.nccl_version)};
+  for (const auto& l : model.calibrated_by()) lines.push_back("calibrated by: " + l);
+  for (const auto& l : model.defaults_used()) lines.push_back("NCCL default: " + l);
+  for (const auto& l : anchored) lines.push_back(l);
+  if (!held.empty()) lines.push_back("held out of the calibration, so predicted (--hold-out): " + join(held, ", "));
+  if (have_measured) sum.add_lines(lines);
   const Table t = cell_table(cells, have_measured);
   std::string text;
   if (a.format == "json") {
@@ -451,26 +503,8 @@ void run_predict_nccl(const NcclPredictArgs& a, Context& ctx) {
     j["nccl_defaults"] = model.defaults_used();
     j["host_anchor"] = anchored;
     j["held_out"] = held;
-    const auto sj = [](const Summary& s) {
-      return nlohmann::json{{"cells", s.n}, {"geomean_abs_error_pct", s.n ? nlohmann::json(s.geomean_pct) : nullptr},
-                            {"worst_abs_error_pct", s.n ? nlohmann::json(s.worst_pct) : nullptr}, {"worst", s.worst_cell},
-                            {"worst_measured_spread_pct",
-                             std::isnan(s.worst_spread_pct) ? nlohmann::json() : nlohmann::json(s.worst_spread_pct)}};
-    };
-    j["summary"] = {{"predicted_64K_1G", sj(big)}, {"predicted_1_32K", sj(small)}, {"calibration_64K_1G", sj(fit_big)},
-                    {"calibration_1_32K", sj(fit_small)}, {"predicted_64K_1G_steady", sj(big_steady)},
-                    {"predicted_1_32K_steady", sj(small_steady)}};
-    nlohmann::json rows = nlohmann::json::array();
-    for (const auto& c : cells)
-      rows.push_back({{"op", c.op}, {"ranks", c.ranks}, {"size_bytes", c.bytes}, {"algo", c.p.algo}, {"proto", c.p.proto},
-                      {"channels", c.p.channels}, {"role", c.p.role}, {"basis", c.p.basis},
-                      {"predicted_us", c.p.time_ns / 1e3}, {"gpu_us", c.p.gpu_ns / 1e3}, {"host_us", c.p.host_ns / 1e3},
-                      {"measured_us", std::isnan(c.measured_ns) ? nlohmann::json() : nlohmann::json(c.measured_ns / 1e3)},
-                      {"error_pct", std::isnan(c.measured_ns) ? nlohmann::json()
-                                                               : nlohmann::json((c.p.time_ns - c.measured_ns) / c.measured_ns * 100)},
-                      {"measured_spread_pct", std::isnan(c.spread) ? nlohmann::json() : nlohmann::json(c.spread * 100)},
-                      {"nccl_defaults", c.p.defaults}, {"extrapolated", c.p.extrapolated}});
-    j["rows"] = rows;
+    j["summary"] = sum.to_json();
+    j["rows"] = rows_json(cells);
     text = j.dump(1) + "\n";
   } else if (a.format == "csv") {
     text = t.to_csv();
