@@ -1,4 +1,4 @@
-// `p2pscope compare A B`: two results of the same kind (bench gpu JSON, profile campaign
+// `p2pscope compare A B`: two results of the same kind (bench gpu or nccl JSON, profile campaign
 // directories, sweep tcp CSVs), point by point, with a verdict line; text, JSON (with
 // schema_version and run metadata) or a self-contained HTML page (p2pscope/compare.hpp).
 #include <fmt/format.h>
@@ -47,7 +47,7 @@ void add_compare_command(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<CompareOptions>();
   auto* cmd = app.add_subcommand(
       "compare",
-      "Compare two results of the same kind (bench gpu JSON, profile campaign directories, sweep tcp CSVs): per pair "
+      "Compare two results of the same kind (bench gpu or bench nccl JSON, profile campaign directories, sweep tcp CSVs): per pair "
       "and size the change of the median, whether it lies beyond both runs' intervals, and a verdict");
   cmd->add_option("results", o->paths, "the two results: A (before, the reference) and B (after)")->expected(0, -1);
   cmd->add_option("--format", o->out.format, "text, json (with schema_version and metadata) or html (a self-contained page)")

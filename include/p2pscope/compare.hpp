@@ -3,6 +3,7 @@
 // or a sweep point): the change of the median, whether it lies beyond both runs'
 // intervals of that median, and one verdict line. The kinds:
 //   bench gpu JSON            rows of (src, dst, size) with their samples
+//   bench nccl JSON           rows of (op, size) with their samples
 //   profile campaign          a directory with execution_log.csv (as `analyze` reads it)
 //   sweep tcp CSV             sweep.csv (or its directory): repetitions per point
 // Intervals are the same everywhere: the distribution-free 95 % interval of the median
@@ -17,8 +18,9 @@
 
 namespace p2pscope::compare {
 
-enum class Kind { bench_gpu, campaign, sweep_tcp };
+enum class Kind { bench_gpu, bench_nccl, campaign, sweep_tcp };
 std::string kind_text(Kind k);  // "a bench gpu JSON", "a profile campaign directory", ...
+const char* subject_noun(Kind k);  // what a subject is: "pair", "op" (bench nccl), "point" (sweep tcp)
 
 // One measured point: its median and the median's interval, in the result's unit.
 struct Point {
@@ -34,7 +36,7 @@ struct Loaded {
   Kind kind = Kind::bench_gpu;
   std::string path;         // as given
   std::string description;  // "bench gpu, backend host, unidirectional, 20 iterations"
-  std::string mode;         // bench gpu's pattern ("" for the others): both sides must match
+  std::string mode;         // bench gpu's pattern, bench nccl's op ("" for the others): both sides must match
   std::string unit;         // "ns" (time: lower is better) or "GB/s" (higher is better)
   bool higher_is_better = false;
   std::string started;      // the run's start time from its metadata, "" when unknown

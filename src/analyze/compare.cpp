@@ -41,12 +41,13 @@ std::set<std::string> backends_of(const Loaded& l) {
   return s;
 }
 
-const char* subject_word(const Loaded& l, std::size_t n) {
-  if (l.kind == Kind::sweep_tcp) return n == 1 ? "point" : "points";
-  return n == 1 ? "pair" : "pairs";
-}
+std::string subject_word(const Loaded& l, std::size_t n) { return std::string(subject_noun(l.kind)) + (n == 1 ? "" : "s"); }
 
 }  // namespace
+
+const char* subject_noun(Kind k) {
+  return k == Kind::sweep_tcp ? "point" : k == Kind::bench_nccl ? "op" : "pair";
+}
 
 std::size_t Comparison::changed() const {
   return static_cast<std::size_t>(
@@ -57,9 +58,11 @@ Comparison compare(const Loaded& a, const Loaded& b, double threshold_pct) {
   if (a.kind != b.kind)
     throw UsageError(fmt::format("'{}' is {} and '{}' is {}: compare takes two results of the same kind", a.path,
                                  kind_text(a.kind), b.path, kind_text(b.kind)));
-  if (a.mode != b.mode)
-    throw UsageError(fmt::format("'{}' measured pattern {} and '{}' pattern {}: not the same quantity; compare two runs "
-                                 "of one pattern", a.path, a.mode, b.path, b.mode));
+  if (a.mode != b.mode) {
+    const char* what = a.kind == Kind::bench_nccl ? "op" : "pattern";
+    throw UsageError(fmt::format("'{}' measured {} {} and '{}' {} {}: not the same quantity; compare two runs of one {}",
+                                 a.path, what, a.mode, b.path, what, b.mode, what));
+  }
   if (!(threshold_pct >= 0) || !std::isfinite(threshold_pct))
     throw UsageError("--threshold is a percentage, 0 or more (e.g. 5)");
   Comparison c;
@@ -197,14 +200,14 @@ std::string to_text(const Comparison& c) {
   o += fmt::format("(a point counts as changed when the two medians' 95 % intervals do not overlap and the change is at "
                    "least {:g} %; change = (B - A) / A of the median {})\n\n",
                    c.threshold_pct, c.a.unit == "ns" ? "time" : c.a.unit);
-  const bool pairs = c.a.kind != Kind::sweep_tcp;
-  Table subjects({pairs ? "pair" : "point", "points", "slower", "faster", "change"});
+  const std::string noun = subject_noun(c.a.kind);
+  Table subjects({noun, "points", "slower", "faster", "change"});
   for (const auto& s : c.subjects)
     subjects.add_row({subject_text(c, s),
                       std::to_string(s.sizes), std::to_string(s.slower), std::to_string(s.faster),
                       s.slower + s.faster ? fmt::format("{:+.1f} .. {:+.1f} %", s.min_delta_pct, s.max_delta_pct) : "-"});
   o += subjects.to_text();
-  Table rows({pairs ? "pair" : "point", "size", "A median [95% interval]", "B median [95% interval]", "change", "verdict"});
+  Table rows({noun, "size", "A median [95% interval]", "B median [95% interval]", "change", "verdict"});
   for (const auto& r : c.rows)
     if (r.verdict == "slower" || r.verdict == "faster")
       rows.add_row({r.subject, r.size_bytes ? format_size(r.size_bytes) : "-", interval_text(c.a, r.a),

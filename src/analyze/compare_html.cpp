@@ -67,8 +67,7 @@ std::string change_chart(const Comparison& c) {
 }  // namespace
 
 std::string to_html(const Comparison& c) {
-  const bool pairs = c.a.kind != Kind::sweep_tcp;
-  const std::string what = pairs ? "pair" : "point";
+  const std::string what = subject_noun(c.a.kind);
   std::string b = "<h1>p2pscope compare</h1>\n";
   const bool any = c.changed() > 0;
   b += fmt::format("<div style=\"border:2px solid {};background:#fff;padding:10px 14px;font-size:16px\"><b>{}</b> {}</div>\n",

@@ -24,6 +24,7 @@ namespace fs = std::filesystem;
 std::string kind_text(Kind k) {
   switch (k) {
     case Kind::bench_gpu: return "a bench gpu JSON";
+    case Kind::bench_nccl: return "a bench nccl JSON";
     case Kind::campaign: return "a profile campaign directory";
     case Kind::sweep_tcp: return "a sweep tcp CSV";
   }
@@ -33,7 +34,8 @@ std::string kind_text(Kind k) {
 namespace {
 
 constexpr const char* kWhatWeRead =
-    "compare reads bench gpu JSON (--format json), profile campaign directories and sweep tcp CSVs (sweep.csv)";
+    "compare reads bench gpu and bench nccl JSON (--format json), profile campaign directories and sweep tcp CSVs "
+    "(sweep.csv)";
 
 Point from_samples(std::string backend, std::string subject, std::uint64_t size, const std::vector<double>& samples) {
   Point p;
@@ -101,6 +103,29 @@ Loaded load_bench_gpu(const std::string& shown, const nlohmann::json& j) {
       if (v.is_number()) samples.push_back(v.get<double>());
     r.points.push_back(from_samples(backend, pair_subject(row.value("src", -1), row.value("dst", -1)),
                                     row.value("size_bytes", std::uint64_t{0}), samples));
+  }
+  return r;
+}
+
+// bench nccl: one row per size, its per-iteration samples; the subject is the op, and
+// both sides must be the same op (mode).
+Loaded load_bench_nccl(const std::string& shown, const nlohmann::json& j) {
+  Loaded r;
+  r.kind = Kind::bench_nccl;
+  r.path = shown;
+  r.unit = "ns";
+  r.mode = j["op"].is_string() ? j["op"].get<std::string>() : "";
+  if (j.contains("run_metadata") && j["run_metadata"].is_object()) r.started = j["run_metadata"].value("start_time", "");
+  const int ranks = j.contains("ranks") && j["ranks"].is_number_integer() ? j["ranks"].get<int>() : 0;
+  r.description = fmt::format("bench nccl, {}{}", r.mode, ranks > 0 ? fmt::format(", {} ranks", ranks) : "");
+  for (const auto& row : j["rows"]) {
+    if (!row.is_object()) continue;
+    const auto it = row.find("samples_ns");
+    if (it == row.end() || !it->is_array() || it->empty()) continue;
+    std::vector<double> samples;
+    for (const auto& v : *it)
+      if (v.is_number()) samples.push_back(v.get<double>());
+    r.points.push_back(from_samples("", r.mode, row.value("size_bytes", std::uint64_t{0}), samples));
   }
   return r;
 }
@@ -194,13 +219,17 @@ Loaded load(const std::string& path) {
       } catch (const nlohmann::json::exception& e) {
         throw UsageError(fmt::format("'{}' is not valid JSON ({}); {}", path, e.what(), kWhatWeRead));
       }
-      if (!j.contains("rows") || !j["rows"].is_array() || !j.contains("pattern") || !j.contains("backend"))
-        throw UsageError(fmt::format("'{}' is JSON but not a bench gpu result{}; {}", path,
+      if (j.contains("rows") && j["rows"].is_array() && j.contains("op") && !j.contains("pattern")) {
+        r = load_bench_nccl(path, j);
+      } else if (!j.contains("rows") || !j["rows"].is_array() || !j.contains("pattern") || !j.contains("backend")) {
+        throw UsageError(fmt::format("'{}' is JSON but not a bench gpu or bench nccl result{}; {}", path,
                                      j.contains("kind") && j["kind"].is_string()
                                          ? " (it is " + j["kind"].get<std::string>() + ")"
                                          : std::string(),
                                      kWhatWeRead));
-      r = load_bench_gpu(path, j);
+      } else {
+        r = load_bench_gpu(path, j);
+      }
     } else if (t.compare(first, 9, "channels,") == 0) {
       r = load_sweep_tcp(path, t.substr(first));
     } else if (t.compare(first, 14, "config_id,src,") == 0) {

@@ -229,3 +229,22 @@ TEST_F(Compare, TheCommandWritesJsonAndHtmlAndRefusesMismatchedKindsWithExit2) {
   EXPECT_EQ(text.code, 1);
   EXPECT_NE(text.out.find("verdict: 1 of 12 pairs changed"), std::string::npos) << text.out;
 }
+
+// bench nccl JSON (a real H100 run): against itself nothing changes; with one size's
+// samples 20 % longer that size of the op is named; another op is refused.
+TEST_F(Compare, BenchNcclJsonByOpAndSize) {
+  const fs::path real = fs::path(P2PSCOPE_FIXTURES_DIR) / "bench-nccl" / "h100x1-allreduce-1rank.json";
+  auto j = nlohmann::json::parse(test::slurp(real));
+  const auto a = compare::load(real.string());
+  EXPECT_EQ(compare::compare(a, a).changed(), 0u);
+  auto& row = j["rows"][j["rows"].size() - 1];
+  for (auto& v : row["samples_ns"]) v = v.get<double>() * 1.2;
+  write_text(base_ / "slower.json", j.dump());
+  const auto c = compare::compare(a, compare::load((base_ / "slower.json").string()));
+  EXPECT_EQ(c.changed(), 1u) << c.verdict;
+  EXPECT_NE(c.verdict.find("1 of 1 op changed"), std::string::npos) << c.verdict;
+  EXPECT_NE(c.verdict.find("allreduce slower (1 of"), std::string::npos) << c.verdict;
+  j["op"] = "allgather";
+  write_text(base_ / "gather.json", j.dump());
+  EXPECT_THROW(compare::compare(a, compare::load((base_ / "gather.json").string())), UsageError);
+}
