@@ -29,8 +29,12 @@ void run_compare(const CompareOptions& o, Context& ctx) {
   const compare::Comparison c = compare::compare(a, b, o.threshold_pct);
   std::string text;
   if (o.out.format == "json") {
-    nlohmann::json j = {{"schema_version", kSchemaVersion}, {"metadata", run_metadata(ctx.argv)}};
-    j.update(compare::to_json(c));
+    // schema_version and the metadata block first in the file, whatever the keys' order.
+    nlohmann::ordered_json j;
+    j["schema_version"] = kSchemaVersion;
+    j["metadata"] = nlohmann::ordered_json::parse(run_metadata(ctx.argv).dump());
+    const nlohmann::json body = compare::to_json(c);
+    for (const auto& [k, v] : body.items()) j[k] = nlohmann::ordered_json::parse(v.dump());
     text = j.dump(2) + "\n";
   } else if (o.out.format == "html") {
     text = compare::to_html(c);

@@ -210,6 +210,7 @@ TEST_F(Compare, TheCommandWritesJsonAndHtmlAndRefusesMismatchedKindsWithExit2) {
   EXPECT_NE(bad.err.find("same kind"), std::string::npos) << bad.err;
   const auto j = test::run_binary_split("compare " + a + " " + b + " --format json");
   ASSERT_EQ(j.code, 0) << j.err;
+  EXPECT_EQ(j.out.rfind("{\n  \"schema_version\": 1,\n  \"metadata\": {", 0), 0u) << j.out.substr(0, 80);
   const auto doc = nlohmann::json::parse(j.out);
   EXPECT_EQ(doc["schema_version"], 1);
   EXPECT_TRUE(doc["metadata"].contains("argv"));
