@@ -154,6 +154,12 @@ void run_gpu(GpuOptions& o, Context& ctx) {
     bo.rank_device = launch.local_rank;
   }
   const bool reporter = launch.rank == 0;
+  // Ctrl-C ends the sweep after the row in progress (or the buffer set-up, in 16 MiB
+  // slices) and reports what was measured. Set before the backend starts, so a signal
+  // during its start-up is seen too. Not under a launcher: ranks stopping at different
+  // rows would leave NCCL calls unmatched.
+  std::optional<profile::InterruptFlag> interrupt;
+  if (!launch.multi_process()) interrupt.emplace("p2pscope bench gpu");
   auto b = bench::make_backend(backend, bo);
   bench::SweepSpec spec;
   spec.mode = mode;
@@ -168,10 +174,11 @@ void run_gpu(GpuOptions& o, Context& ctx) {
   mon_opts.monitor = o.monitor && reporter;  // one monitor.csv per run, not one per rank
   mon_opts.host_waits_on_gpu = can.gpu_memory;
   BenchMonitor mon(mon_opts);
-  // Ctrl-C ends the sweep after the row in progress and reports what was measured. Not
-  // under a launcher: ranks stopping at different rows would leave NCCL calls unmatched.
-  std::optional<profile::InterruptFlag> interrupt;
-  if (!launch.multi_process()) spec.stop = interrupt.emplace("p2pscope bench gpu").flag();
+  if (interrupt) spec.stop = interrupt->flag();
+  if (reporter) {
+    spec.on_setup = setup_printer("bench gpu");
+    spec.setup_note_after_s = progress_after_s(1.0);
+  }
   RowProgress progress("bench gpu", 2.0);
   if (reporter)
     spec.on_row = [&](std::size_t done, std::size_t planned, const bench::SweepRow& row) {

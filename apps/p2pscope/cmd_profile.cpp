@@ -333,6 +333,7 @@ void run_isolated_campaign(profile::Params p, const ProfileOptions& o, Context& 
     progress.finish();
     std::fprintf(stderr, "%s\n", s.c_str());
   };
+  p.setup_note_after_s = progress_after_s(1.0);
   profile::InterruptFlag interrupt("p2pscope profile", o.process_share.empty());  // a child: the parent said it
   p.stop = interrupt.flag();
   std::unique_ptr<monitor::MonitorSession> mon = start_monitor(o, backends);

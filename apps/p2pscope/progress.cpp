@@ -19,23 +19,28 @@ std::string clock_text(double s) {
   return t >= 3600 ? fmt::format("{}h{:02d}m", t / 3600, (t / 60) % 60) : fmt::format("{}m{:02d}s", t / 60, t % 60);
 }
 
-namespace {
 // P2PSCOPE_PROGRESS_AFTER_S=SECONDS overrides when the first line may appear (0: from the
 // first row on). Scripts that wait for a run to reach a row read it, as the interrupt
 // tests do: they signal only once the first row has ended, on a machine of any speed.
-double quiet_seconds(double fallback) {
+double progress_after_s(double fallback) {
   const char* v = std::getenv("P2PSCOPE_PROGRESS_AFTER_S");
   if (v == nullptr || *v == '\0') return fallback;
   char* end = nullptr;
   const double s = std::strtod(v, &end);
   return (end != nullptr && *end == '\0' && s >= 0) ? s : fallback;
 }
-}  // namespace
+
+std::function<void(const std::string&)> setup_printer(const std::string& command) {
+  return [command](const std::string& what) {
+    std::fprintf(stderr, "%s: %s\n", command.c_str(), what.c_str());
+    std::fflush(stderr);
+  };
+}
 
 ProgressPrinter::ProgressPrinter(double quiet_s)
     : tty_(isatty(STDERR_FILENO) == 1),
       start_ns_(monotonic_ns()),
-      quiet_ns_(static_cast<std::int64_t>(quiet_seconds(quiet_s) * 1e9)) {}
+      quiet_ns_(static_cast<std::int64_t>(progress_after_s(quiet_s) * 1e9)) {}
 
 void ProgressPrinter::operator()(const profile::Progress& p) {
   if (monotonic_ns() - start_ns_ < quiet_ns_) return;

@@ -2,6 +2,7 @@
 // Progress of long runs on stderr: one rewritten line on a terminal, a plain line every
 // 5 s otherwise (logs, CI). stdout stays the result's alone (JSON, CSV pipe cleanly).
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "p2pscope/profile.hpp"
@@ -9,6 +10,13 @@
 namespace p2pscope::app {
 
 std::string clock_text(double seconds);  // "3m07s", "1h02m", "?" when negative
+
+// When progress may first be said: P2PSCOPE_PROGRESS_AFTER_S when set (0: at once),
+// else `fallback`. Also how long a buffer set-up must promise to last before it is named.
+double progress_after_s(double fallback);
+
+// Prints buffer set-up notes (PrepareSpec::announce) as "COMMAND: setting up ...".
+std::function<void(const std::string&)> setup_printer(const std::string& command);
 
 class ProgressPrinter {
  public:

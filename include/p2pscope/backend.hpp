@@ -7,8 +7,10 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "p2pscope/backend_table.hpp"
@@ -79,6 +81,26 @@ struct BackendOptions {
   int rank_device = -1;  // this rank's GPU among the visible ones; -1: the local rank's
 };
 
+// prepare() with what a long set-up needs. A host buffer of 1 GiB takes seconds to
+// allocate and fill on a loaded machine (7 s on a 2-core VM, where page faults are dear),
+// so a signal must be able to end it, and the user must be told what is going on.
+struct PrepareSpec {
+  std::vector<int> devices;
+  std::uint64_t max_bytes = 0;
+  // The directed copies that will run (a bidirectional or ping-pong pair lists both ways):
+  // a backend that can gives a device a source buffer only where a copy starts, and a
+  // destination buffer only where one ends. Empty: every direction among `devices`.
+  std::vector<std::pair<int, int>> copies;
+  // Polled between slices of the set-up (16 MiB of fill, one allocation): once raised,
+  // prepare_for frees what it set up and returns false.
+  const std::atomic<bool>* stop = nullptr;
+  // Called from the set-up thread with "setting up 2 x 1 GiB host buffers (...)" when the
+  // set-up is expected to last more than announce_after_s (0: always), then once more with
+  // how long it took. Unset: silent.
+  std::function<void(const std::string&)> announce;
+  double announce_after_s = 1.0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -92,6 +114,13 @@ class Backend {
   // Allocates (once) buffers of max_bytes for every listed device and fills sources
   // with a pseudo-random pattern. Throws UsageError when max_bytes does not fit.
   virtual void prepare(const std::vector<int>& devices, std::uint64_t max_bytes) = 0;
+  // prepare() for known copies, stoppable (PrepareSpec). False: stopped before it was done;
+  // the caller then runs nothing. The default prepares every buffer at once and only
+  // reads the flag afterwards (backends whose set-up is quick: NCCL, test fakes).
+  virtual bool prepare_for(const PrepareSpec& spec) {
+    prepare(spec.devices, spec.max_bytes);
+    return !(spec.stop && spec.stop->load());
+  }
   virtual BatchResult run_batch(const BatchSpec& spec) = 0;
   // One transfer that has completed when this returns.
   virtual OpTiming run_blocking(int src, int dst, std::uint64_t bytes) = 0;

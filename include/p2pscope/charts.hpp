@@ -47,9 +47,12 @@ struct Heatmap {
   int cell_px = 72;
   // Optional, same shape as values: each cell's interval (e.g. the median's 95% CI).
   // Given, a cell is coloured only when its interval and the typical cell's (the
-  // median cell) do not overlap: green better, red worse, white within the noise.
-  // Absent, colours run red (worst) to green (best) over the range. A scale says which.
+  // median cell) do not overlap AND it differs from the typical value by at least
+  // threshold_pct: blue better, orange worse (Okabe-Ito: told apart with any colour
+  // vision), each also said in the cell in words; white otherwise. Absent, colours run
+  // orange (worst) to blue (best) over the range. A scale says which, and the threshold.
   std::vector<std::vector<double>> lo, hi;
+  double threshold_pct = 5;
 };
 std::string render_heatmap(const Heatmap& h);
 

@@ -4,7 +4,8 @@
 // then repetitions in one shuffled order, each op blocking. It writes a campaign
 // directory: execution_log.csv, metadata.json, temperatures.csv, clock_drift.json,
 // trace.json. The library never prints: progress and notes go through callbacks,
-// called on the calling thread.
+// called on the calling thread (a buffer set-up's note from its fill thread, while the
+// calling thread waits for it).
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -137,6 +138,8 @@ struct Params {
 
   std::function<void(const Progress&)> on_progress;  // at most ~10 times a second
   std::function<void(const std::string&)> on_note;   // warnings and notable facts
+  // A buffer set-up expected to last longer is named through on_note (PrepareSpec).
+  double setup_note_after_s = 1.0;
   const std::atomic<bool>* stop = nullptr;  // set (e.g. by SIGINT): finish the op, save, return
 };
 

@@ -79,6 +79,18 @@ std::string monitor_timelines(const Campaign& c) {
     s.x.push_back(m.time_s - t0);
     s.y.push_back(value);
   }
+  // One colour per source in every chart (gpu2 is the same colour in the temperature
+  // and the power chart), whatever its rank by peak: its place among the sources of its
+  // kind, by name, in the colour-blind-safe palette.
+  std::map<std::string, std::map<std::string, std::size_t>> colour_index;
+  for (auto& [k, g] : groups)
+    for (auto& [src, series] : g.by_source) colour_index[g.kind].emplace(src, 0);
+  for (auto& [kind, sources] : colour_index) {
+    std::size_t i = 0;
+    for (auto& [src, index] : sources) index = i++;
+  }
+  for (auto& [k, g] : groups)
+    for (auto& [src, series] : g.by_source) series.color = charts::palette(colour_index[g.kind][src]);
   std::vector<Group*> ordered;
   for (auto& [k, g] : groups) ordered.push_back(&g);
   std::stable_sort(ordered.begin(), ordered.end(),
@@ -89,13 +101,37 @@ std::string monitor_timelines(const Campaign& c) {
       std::to_string(kMaxLines) + " sources each, those with the highest peak.</p>\n<div class=\"charts\">";
   std::size_t shown = 0;
   std::vector<std::string> flat;  // groups with one point per source: named in one line, not charted
+  // Sources whose value never moved (an idle NIC: a flat line at 0 on a 0..1 B/s axis)
+  // are said in words, per group; a group with nothing that moved gets no chart.
+  std::vector<std::string> still;
+  std::size_t still_groups = 0;  // groups in `still` alone, with no chart
   for (const Group* g : ordered) {
     if (shown == kMaxCharts) break;
     std::vector<const charts::Series*> lines;
     bool any_line = false;
-    for (const auto& [src, s] : g->by_source) lines.push_back(&s), any_line = any_line || s.x.size() > 1;
+    std::vector<std::string> idle, constant;
+    for (const auto& [src, s] : g->by_source) {
+      any_line = any_line || s.x.size() > 1;
+      const auto [lo, hi] = std::minmax_element(s.y.begin(), s.y.end());
+      if (s.x.size() > 1 && *lo == *hi) {
+        if (*lo == 0 && format_of(g->key) == charts::Format::bytes_per_s) idle.push_back(src);
+        else constant.push_back(fmt::format("{} at {}", src, charts::format_value(*lo, format_of(g->key))));
+        continue;
+      }
+      lines.push_back(&s);
+    }
     if (!any_line) {
       flat.push_back(g->kind + " " + g->key);
+      continue;
+    }
+    if (!idle.empty() || !constant.empty()) {
+      std::string what = g->kind + " " + g->key + ": ";
+      if (!idle.empty()) what += "no traffic on " + join(idle);
+      if (!constant.empty()) what += (idle.empty() ? "" : "; ") + join(constant) + " throughout";
+      still.push_back(what);
+    }
+    if (lines.empty()) {
+      ++still_groups;
       continue;
     }
     auto peak = [](const charts::Series* s) { return *std::max_element(s->y.begin(), s->y.end()); };
@@ -115,8 +151,12 @@ std::string monitor_timelines(const Campaign& c) {
     o += fmt::format("<p class=\"note\">Not drawn, one interval each (the run was shorter than two of the monitor's "
                      "intervals): {}; their values are in monitor.csv.</p>\n", charts::xml_escape(names));
   }
-  if (ordered.size() > shown + flat.size())
-    o += fmt::format("<p class=\"note\">{} more groups in monitor.csv are not drawn.</p>\n", ordered.size() - shown - flat.size());
+  if (!still.empty())
+    o += fmt::format("<p class=\"note\">Not drawn, never moved during the run: {}.</p>\n",
+                     charts::xml_escape(join(still, "; ")));
+  const std::size_t drawn_or_named = shown + flat.size() + still_groups;
+  if (ordered.size() > drawn_or_named)
+    o += fmt::format("<p class=\"note\">{} more groups in monitor.csv are not drawn.</p>\n", ordered.size() - drawn_or_named);
   return o;
 }
 

@@ -178,6 +178,7 @@ std::string temperature_timelines(const Campaign& c) {
                             {"SM clock", "SM clock (MHz)", &TempSample::sm_clock_mhz, Format::number},
                             {"Memory clock", "memory clock (MHz)", &TempSample::mem_clock_mhz, Format::number}};
   std::string o = "<div class=\"charts\">";
+  std::vector<std::string> still;  // metrics no GPU's value moved in: said, not drawn
   for (const auto& mt : metrics) {
     charts::LineChart ch{mt.title, {"time since first sample", false, Format::seconds}, {mt.unit, false, mt.f}, {}, 640, 320, true};
     std::map<int, std::size_t> idx;
@@ -187,16 +188,30 @@ std::string temperature_timelines(const Campaign& c) {
       if (!std::isfinite(v)) continue;
       if (!idx.count(t.gpu)) {
         idx[t.gpu] = ch.series.size();
-        ch.series.push_back({fmt::format("GPU {}", t.gpu), "", {}, {}, true, false, false});
+        // GPU g has one colour in every chart, whichever GPUs a metric has.
+        ch.series.push_back({fmt::format("GPU {}", t.gpu), charts::palette(static_cast<std::size_t>(std::max(0, t.gpu))),
+                             {}, {}, true, false, false});
       }
       auto& s = ch.series[idx[t.gpu]];
       s.x.push_back(static_cast<double>(t.time_ns - t0) / 1e9);
       s.y.push_back(v);
       any = true;
     }
-    if (any) o += charts::render_line_chart(ch);
+    if (!any) continue;
+    bool moved = false;
+    std::vector<std::string> values;
+    for (const auto& s : ch.series) {
+      const auto [lo, hi] = std::minmax_element(s.y.begin(), s.y.end());
+      moved = moved || s.y.size() < 2 || *lo != *hi;
+      values.push_back(fmt::format("{} at {}", s.name, charts::format_value(*lo, mt.f)));
+    }
+    if (moved) o += charts::render_line_chart(ch);
+    else still.push_back(fmt::format("{}: {}", mt.title, join(values)));
   }
-  return o + "</div>\n";
+  o += "</div>\n";
+  if (!still.empty())
+    o += "<p class=\"note\">Not drawn, never moved during the run: " + xml_escape(join(still, "; ")) + ".</p>\n";
+  return o;
 }
 
 // GPU timer against the host clock over the campaign, from each op's (gpu_ts_start_ns,

@@ -159,15 +159,32 @@ SweepResult run_sweep(Backend& b, const SweepSpec& spec) {
       }
       devices.insert(x);
     }
-  // Only devices of pairs that can run get buffers.
+  // Only devices of pairs that can run get buffers, and only for the copies they run:
+  // bidirectional and ping-pong rows copy back too.
   std::vector<PairSupport> support;
   std::set<int> used;
+  PrepareSpec prep;
   for (const auto& [s, d] : pairs) {
     support.push_back(b.support(s, d));
-    if (support.back().ok) used.insert(s), used.insert(d);
+    if (!support.back().ok) continue;
+    used.insert(s), used.insert(d);
+    prep.copies.emplace_back(s, d);
+    if (spec.mode == Mode::bidirectional || spec.mode == Mode::latency) prep.copies.emplace_back(d, s);
   }
-  if (!used.empty()) b.prepare(std::vector<int>(used.begin(), used.end()), spec.sizes.back());
   const std::size_t planned = pairs.size() * spec.sizes.size();
+  if (!used.empty()) {
+    prep.devices.assign(used.begin(), used.end());
+    prep.max_bytes = spec.sizes.back();
+    prep.stop = spec.stop;
+    prep.announce = spec.on_setup;
+    prep.announce_after_s = spec.setup_note_after_s;
+    if (!b.prepare_for(prep)) {
+      res.interrupted = true;
+      res.stopped = fmt::format("interrupted while setting up buffers for {}: 0 of {} rows measured",
+                                format_size(prep.max_bytes), planned);
+      return res;
+    }
+  }
   for (std::size_t p = 0; p < pairs.size(); ++p)
     for (std::uint64_t bytes : spec.sizes) {
       if (spec.stop && spec.stop->load()) {

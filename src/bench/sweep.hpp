@@ -45,6 +45,9 @@ struct SweepSpec {
   const std::atomic<bool>* stop = nullptr;
   // Called after each row is measured (progress on long sweeps); may be empty.
   std::function<void(std::size_t done, std::size_t planned, const SweepRow& row)> on_row;
+  // What buffer set-up says when it lasts longer than setup_note_after_s (PrepareSpec).
+  std::function<void(const std::string&)> on_setup;
+  double setup_note_after_s = 1.0;
 };
 
 struct SweepRow {

@@ -358,7 +358,20 @@ void CampaignRun::start_instruments() {
     res_.temperatures_note = !nvml_ ? "no temperatures: " + nvml_why_ : "no temperatures: --temp-interval 0";
     write_temperature_note(path(kTemperatureFile), res_.temperatures_note, resuming_);
   }
-  for (const auto& [name, b] : backends_) b->prepare(plan_.devices, plan_.sizes.back());
+  // Each backend gets buffers for its own copies only, set up in slices that a signal
+  // ends (1 GiB host buffers take seconds each); stopped, nothing is measured.
+  for (const auto& [name, b] : backends_) {
+    bench::PrepareSpec prep;
+    prep.devices = plan_.devices;
+    prep.max_bytes = plan_.sizes.back();
+    for (const auto& c : plan_.configs)
+      if (c.backend == name && std::find(prep.copies.begin(), prep.copies.end(), std::make_pair(c.src, c.dst)) == prep.copies.end())
+        prep.copies.emplace_back(c.src, c.dst);
+    prep.stop = p_.stop;
+    prep.announce = [this](const std::string& s) { note(s); };
+    prep.announce_after_s = p_.setup_note_after_s;
+    if (!b->prepare_for(prep)) return;
+  }
   if (p_.on_progress && p_.drift_s > 0 && gpu_backend_) p_.on_progress({"drift-start", 0, 0, 0, p_.drift_s, ""});
   drift_start_ = measure_drift(*primary_, plan_.devices, stopped() ? 0 : p_.drift_s, p_.stop);
 }

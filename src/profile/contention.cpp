@@ -98,7 +98,15 @@ ContentionResult run_contention(const ContentionSpec& spec) {
       be.push_back(make(spec.backend));
       const auto sup = be.back()->support(f.src, f.dst);
       if (!sup.ok) throw UsageError(fmt::format("{} cannot copy {} -> {}: {}", spec.backend, f.src, f.dst, sup.reason));
-      be.back()->prepare({f.src, f.dst}, max_bytes);
+      bench::PrepareSpec prep;
+      prep.devices = {f.src, f.dst};
+      prep.max_bytes = max_bytes;
+      prep.copies = {{f.src, f.dst}};  // one way: a source and a destination buffer
+      prep.stop = spec.stop;
+      if (!be.back()->prepare_for(prep)) {
+        r.interrupted = true;
+        return r;
+      }
     }
     // Work handed to the flow threads: size, and a stop flag; each thread writes its slot.
     std::uint64_t bytes = 0;

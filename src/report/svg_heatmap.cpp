@@ -1,7 +1,9 @@
 // Matrix heat maps as inline SVG: one cell per (row, col) with its value printed.
 // Colour means something and a scale below says what: with intervals, only cells
-// that differ from the typical cell beyond both intervals are coloured (3 % inside a
-// 20 % CV is not a finding); without, red (worst) to green (best) over the range.
+// that differ from the typical cell beyond both intervals and by at least the stated
+// threshold are coloured (3 % inside a 20 % CV is not a finding, nor a sure 1.7 %);
+// without, orange (worst) to blue (best) over the range. Orange and blue, not red and
+// green, and a word in each coloured cell: colour is never the only signal.
 #include <algorithm>
 #include <cmath>
 
@@ -16,7 +18,18 @@ double at(const std::vector<std::vector<double>>& m, std::size_t r, std::size_t 
   return r < m.size() && c < m[r].size() ? m[r][c] : NAN;
 }
 
-std::string gradient_fill(double t) { return fmt::format("hsl({:.0f},65%,{:.0f}%)", 120 * t, 62 + 10 * (1 - t)); }
+// Okabe-Ito blue (#0072B2) and vermillion-orange (#D55E00), mixed with white: `depth` 0
+// is white, 1 the colour at 45 % (text stays readable on it).
+std::string tint(bool better, double depth) {
+  const int rgb[2][3] = {{0xD5, 0x5E, 0x00}, {0x00, 0x72, 0xB2}};
+  const double k = 0.45 * std::clamp(depth, 0.0, 1.0);
+  const auto mix = [&](int c) { return static_cast<int>(std::lround(255 + (c - 255) * k)); };
+  const int* c = rgb[better ? 1 : 0];
+  return fmt::format("#{:02x}{:02x}{:02x}", mix(c[0]), mix(c[1]), mix(c[2]));
+}
+
+// t 0 (worst) .. 1 (best): orange through white to blue.
+std::string gradient_fill(double t) { return t < 0.5 ? tint(false, 1 - 2 * t) : tint(true, 2 * t - 1); }
 
 // The typical cell: the one holding the (lower) median of the finite values.
 struct Typical {
@@ -71,16 +84,21 @@ std::string render_heatmap(const Heatmap& h) {
       const double x = left + cell * static_cast<double>(c);
       const double v = at(h.values, r, c);
       std::string fill = "#eeeeee";
-      std::string why;
+      std::string why, word;
       if (std::isfinite(v) && intervals) {
         fill = "#ffffff";
         const double vlo = at(h.lo, r, c), vhi = at(h.hi, r, c);
-        if (typical.ok && std::isfinite(vlo) && std::isfinite(vhi) && (vlo > typical.hi || vhi < typical.lo)) {
+        const double off = std::fabs(v - typical.value) / std::max(std::fabs(typical.value), 1e-300);
+        const bool beyond = typical.ok && std::isfinite(vlo) && std::isfinite(vhi) && (vlo > typical.hi || vhi < typical.lo);
+        if (beyond && off * 100 >= h.threshold_pct) {
           const bool better = (v > typical.value) == h.higher_is_better;
           // Deeper colour for larger differences, full at 50 % off the typical cell.
-          const double d = std::min(1.0, std::fabs(v - typical.value) / std::max(std::fabs(typical.value), 1e-300) / 0.5);
-          fill = fmt::format("hsl({},65%,{:.0f}%)", better ? 120 : 0, 88 - 28 * d);
+          fill = tint(better, 0.3 + 0.7 * std::min(1.0, off / 0.5));
+          word = better ? "better" : "worse";
           why = better ? " (better than typical beyond both intervals)" : " (worse than typical beyond both intervals)";
+        } else if (beyond) {
+          why = fmt::format(" (beyond the intervals of the typical cell, but {:.1f} % off: under the {:g} % threshold)",
+                            off * 100, h.threshold_pct);
         } else {
           why = " (within the intervals of the typical cell)";
         }
@@ -95,23 +113,26 @@ std::string render_heatmap(const Heatmap& h) {
                        "<title>{} {} / {} {}: {}{}</title></rect>"
                        "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"{}\">{}</text>\n",
                        x, y, cell, cell, fill, xml_escape(h.row_label), xml_escape(h.rows[r]), xml_escape(h.col_label),
-                       xml_escape(h.cols[c]), xml_escape(text), xml_escape(why), x + cell / 2, y + cell / 2 + 4,
-                       std::isfinite(v) ? "#111" : "#999", xml_escape(text));
+                       xml_escape(h.cols[c]), xml_escape(text), xml_escape(why), x + cell / 2,
+                       y + cell / 2 + (word.empty() ? 4 : -1), std::isfinite(v) ? "#111" : "#999", xml_escape(text));
+      if (!word.empty())
+        o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"9\" fill=\"#333\">{}</text>\n",
+                         x + cell / 2, y + cell / 2 + 11, word);
     }
   }
   // The scale: what a colour means.
   const double sy = grid_bottom + 16;
   if (intervals) {
     const std::string t = typical.ok ? format_value(typical.value, h.format) : "-";
-    o += fmt::format("<g class=\"scale\"><rect class=\"scale\" x=\"10\" y=\"{0:.1f}\" width=\"12\" height=\"12\" fill=\"hsl(120,65%,70%)\"/>"
+    o += fmt::format("<g class=\"scale\"><rect class=\"scale\" x=\"10\" y=\"{0:.1f}\" width=\"12\" height=\"12\" fill=\"{5}\"/>"
                      "<text x=\"26\" y=\"{1:.1f}\">better</text>"
-                     "<rect class=\"scale\" x=\"80\" y=\"{0:.1f}\" width=\"12\" height=\"12\" fill=\"hsl(0,65%,70%)\"/>"
+                     "<rect class=\"scale\" x=\"80\" y=\"{0:.1f}\" width=\"12\" height=\"12\" fill=\"{6}\"/>"
                      "<text x=\"96\" y=\"{1:.1f}\">worse</text>"
                      "<rect class=\"scale\" x=\"145\" y=\"{0:.1f}\" width=\"12\" height=\"12\" fill=\"#ffffff\" stroke=\"#ccc\"/>"
                      "<text x=\"161\" y=\"{1:.1f}\">no difference shown</text>"
-                     "<text x=\"10\" y=\"{2:.1f}\" fill=\"#555\">than the typical cell ({3}) beyond both</text>"
-                     "<text x=\"10\" y=\"{4:.1f}\" fill=\"#555\">medians' 95% intervals; deeper = larger</text></g>\n",
-                     sy, sy + 10, sy + 30, xml_escape(t), sy + 44);
+                     "<text x=\"10\" y=\"{2:.1f}\" fill=\"#555\">than the typical cell ({3}) beyond both medians'</text>"
+                     "<text x=\"10\" y=\"{4:.1f}\" fill=\"#555\">95% intervals and by {7:g} % or more; deeper = larger</text></g>\n",
+                     sy, sy + 10, sy + 30, xml_escape(t), sy + 44, tint(true, 0.65), tint(false, 0.65), h.threshold_pct);
   } else if (std::isfinite(lo)) {
     o += "<g class=\"scale\">";
     for (int i = 0; i < 10; ++i) {
@@ -123,7 +144,7 @@ std::string render_heatmap(const Heatmap& h) {
     o += fmt::format("<text x=\"55\" y=\"{0:.1f}\" text-anchor=\"end\">{1}</text><text x=\"225\" y=\"{0:.1f}\">{2}</text>"
                      "<text x=\"10\" y=\"{3:.1f}\" fill=\"#555\">colour over the range shown ({4} is best)</text></g>\n",
                      sy + 10, xml_escape(format_value(lo, h.format)), xml_escape(format_value(hi, h.format)), sy + 30,
-                     h.higher_is_better ? "green, high," : "green, low,");
+                     h.higher_is_better ? "blue, high," : "blue, low,");
   }
   o += "</svg>\n";
   return o;

@@ -16,6 +16,7 @@
 #include "transport/cuda/device_clock.hpp"
 #include "transport/cuda/kernels.hpp"
 #include "bench/pair_support.hpp"
+#include "bench/setup_pacer.hpp"
 
 namespace p2pscope::bench::cuda {
 
@@ -62,6 +63,17 @@ Backend::DeviceLocation CudaBase::device_location(int d) const {
 }
 
 void CudaBase::prepare(const std::vector<int>& devices, std::uint64_t max_bytes) {
+  PrepareSpec spec;
+  spec.devices = devices;
+  spec.max_bytes = max_bytes;
+  prepare_for(spec);
+}
+
+// The GPU side is quick (cudaMalloc, a fill kernel); the host side (pinned memory filled
+// by the CPU) takes seconds per GiB, so it is filled in slices that a signal ends.
+bool CudaBase::prepare_for(const PrepareSpec& spec) {
+  const std::vector<int>& devices = spec.devices;
+  const std::uint64_t max_bytes = spec.max_bytes;
   // Every check before the first allocation.
   for (int d : devices) {
     check_device(d);
@@ -69,6 +81,9 @@ void CudaBase::prepare(const std::vector<int>& devices, std::uint64_t max_bytes)
     DeviceGuard g(d);
     std::size_t free_b = 0, total_b = 0;
     P2P_CUDA(cudaMemGetInfo(&free_b, &total_b), d);
+    // What this device holds now is freed before the new buffers: it counts as free.
+    const auto& x = dev_[static_cast<std::size_t>(d)];
+    if (x.send.get()) free_b += static_cast<std::size_t>(2 * max_bytes_);
     const std::uint64_t need = 2 * max_bytes + (64ull << 20);
     if (need > free_b)
       throw UsageError(fmt::format("{} per buffer needs {} on GPU {} (send + receive + 64 MiB) but only {} of {} is free; "
@@ -88,12 +103,36 @@ void CudaBase::prepare(const std::vector<int>& devices, std::uint64_t max_bytes)
           else P2P_CUDA(e, a);
         }
   stage_.clear();
+  // The last set-up's buffers go before the next are allocated: never both at once.
+  max_bytes_ = 0;
+  host_send_.reset();
+  host_recv_.reset();
+  for (auto& x : dev_) x.send.reset(), x.recv.reset();
+  const bool host = std::any_of(devices.begin(), devices.end(), [this](int d) { return is_host(d); });
+  const std::size_t gpus = devices.size() - (host ? 1 : 0);
+  std::string what = host ? fmt::format("2 x {} pinned host buffers", format_size(max_bytes)) : "";
+  if (gpus > 0)
+    what += fmt::format("{}2 x {} on each of {} GPU{}", host ? " and " : "", format_size(max_bytes), gpus, gpus > 1 ? "s" : "");
+  SetupPacer pacer(spec, host ? 2 * max_bytes : 0, what);
+  const auto stop = [&] {
+    host_send_.reset();
+    host_recv_.reset();
+    for (auto& x : dev_) x.send.reset(), x.recv.reset();
+    return false;
+  };
   for (int d : devices) {
+    if (pacer.stopped()) return stop();
     if (is_host(d)) {
       host_send_ = pinned_alloc(max_bytes);
+      if (!pacer.run(max_bytes, [&](std::uint64_t off, std::uint64_t n) {
+            pattern_fill(static_cast<unsigned char*>(host_send_.get()) + off, n, pattern_seed(d), off);
+          }))
+        return stop();
       host_recv_ = pinned_alloc(max_bytes);
-      pattern_fill(host_send_.get(), max_bytes, pattern_seed(d));
-      std::memset(host_recv_.get(), 0xA5, max_bytes);
+      if (!pacer.run(max_bytes, [&](std::uint64_t off, std::uint64_t n) {
+            std::memset(static_cast<unsigned char*>(host_recv_.get()) + off, 0xA5, n);
+          }))
+        return stop();
       continue;
     }
     auto& x = ensure_basics(d);
@@ -105,6 +144,8 @@ void CudaBase::prepare(const std::vector<int>& devices, std::uint64_t max_bytes)
     P2P_CUDA(cudaStreamSynchronize(x.s0.get()), d);
   }
   max_bytes_ = max_bytes;
+  pacer.done();
+  return !pacer.stopped();
 }
 
 BatchResult CudaBase::run_batch(const BatchSpec& s) {

@@ -34,6 +34,7 @@ class CudaBase : public Backend {
   // Device-local copies, and GPU pairs with peer access both ways.
   PairSupport support(int src, int dst) const override;
   void prepare(const std::vector<int>& devices, std::uint64_t max_bytes) override;
+  bool prepare_for(const PrepareSpec& spec) override;
   BatchResult run_batch(const BatchSpec& s) override;
   OpTiming run_blocking(int src, int dst, std::uint64_t bytes) override;
   OpTiming run_blocking_batch(int src, int dst, std::uint64_t bytes, int count) override;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <barrier>
 #include <cstring>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include "p2pscope/units.hpp"
 #include "transport/host/numa.hpp"
 #include "bench/pair_support.hpp"
+#include "bench/setup_pacer.hpp"
 
 namespace p2pscope::bench {
 namespace {
@@ -52,34 +54,85 @@ class HostBackend final : public Backend {
   }
 
   void prepare(const std::vector<int>& devices, std::uint64_t max_bytes) override {
-    for (int d : devices) check_device(d);
-    const std::size_t need = 2 * static_cast<std::size_t>(max_bytes) * devices.size();
+    PrepareSpec spec;
+    spec.devices = devices;
+    spec.max_bytes = max_bytes;
+    prepare_for(spec);
+  }
+
+  // A source buffer where a copy starts, a destination where one ends: a one-way pair
+  // holds 2 buffers, not 4. Filled in 16 MiB slices by a thread on the buffer's node
+  // (first touch places the pages even where mbind was refused), the stop flag read
+  // between slices; stopped, every buffer is freed at once.
+  bool prepare_for(const PrepareSpec& spec) override {
+    const std::uint64_t max_bytes = spec.max_bytes;
+    std::set<int> sources, dests;
+    for (int d : spec.devices) check_device(d);
+    if (spec.copies.empty()) {
+      sources.insert(spec.devices.begin(), spec.devices.end());
+      dests = sources;
+    }
+    for (const auto& [s, d] : spec.copies) {
+      check_device(s);
+      check_device(d);
+      sources.insert(s);
+      dests.insert(d);
+    }
+    const std::size_t count = sources.size() + dests.size();
+    const std::size_t need = static_cast<std::size_t>(max_bytes) * count;
     const std::size_t avail = host::mem_available_bytes();
     if (avail && need > avail / 10 * 9)
-      throw UsageError(fmt::format("host backend needs {} ({} per buffer, 2 per device) but only {} is available; "
-                                   "choose smaller --sizes", format_size(need), format_size(max_bytes), format_size(avail)));
-    bufs_.clear();
+      throw UsageError(fmt::format("host backend needs {} ({} buffers of {}: a source per sending device, a destination "
+                                   "per receiving one) but only {} is available; choose smaller --sizes",
+                                   format_size(need), count, format_size(max_bytes), format_size(avail)));
+    bufs_.clear();  // the last set-up's memory goes before the next is touched
+    max_bytes_ = 0;
     bufs_.resize(static_cast<std::size_t>(device_count()));
-    for (int d : devices) {
+    std::set<int> node_ids;
+    for (int d : sources) node_ids.insert(node_of(d).id);
+    for (int d : dests) node_ids.insert(node_of(d).id);
+    std::string nodes;
+    for (int n : node_ids) nodes += (nodes.empty() ? "" : ", ") + std::to_string(n);
+    SetupPacer pacer(spec, need,
+                     fmt::format("{} x {} host buffers ({} on NUMA node{} {})", count, format_size(max_bytes),
+                                 format_size(need), node_ids.size() > 1 ? "s" : "", nodes));
+    std::set<int> all = sources;
+    all.insert(dests.begin(), dests.end());
+    for (int d : all) {
       Buffers b;
       const auto& node = node_of(d);
-      b.send = host::NodeBuffer(max_bytes, node.id);
-      b.recv = host::NodeBuffer(max_bytes, node.id);
-      // First touch from the node's CPUs places the pages even where mbind was refused.
+      // mmap here (it may throw; it touches nothing), every page touched by the thread.
+      if ((b.has_send = sources.count(d) > 0)) b.send = host::NodeBuffer(max_bytes, node.id);
+      if ((b.has_recv = dests.count(d) > 0)) b.recv = host::NodeBuffer(max_bytes, node.id);
+      bool ok = true;
       std::thread t([&] {
         host::pin_thread(node.cpus);
-        pattern_fill(b.send.data(), max_bytes, pattern_seed(d));
-        if (max_bytes) std::memset(b.recv.data(), 0xA5, max_bytes);  // poison: not the pattern
+        if (b.has_send)
+          ok = pacer.run(max_bytes, [&](std::uint64_t off, std::uint64_t n) {
+            pattern_fill(b.send.data() + off, n, pattern_seed(d), off);
+          });
+        if (ok && b.has_recv) {
+          ok = pacer.run(max_bytes, [&](std::uint64_t off, std::uint64_t n) {
+            std::memset(b.recv.data() + off, 0xA5, n);  // poison: not the pattern
+          });
+        }
       });
       t.join();
+      if (!ok) {
+        bufs_.clear();
+        return false;
+      }
       bufs_[static_cast<std::size_t>(d)] = std::move(b);
     }
     max_bytes_ = max_bytes;
+    pacer.done();
+    return !pacer.stopped();
   }
 
   BatchResult run_batch(const BatchSpec& s) override {
     BatchResult r;
     if (!start_batch(*this, s, r, [this](int a, int b, std::uint64_t n) { check_prepared(a, b, n); })) return r;
+    if (s.pattern != Pattern::unidirectional) check_prepared(s.dst, s.src, s.bytes);  // the way back
     const std::size_t n = s.bytes;
     unsigned char* a_send = buf(s.src).send.data();
     unsigned char* b_recv = buf(s.dst).recv.data();
@@ -145,7 +198,8 @@ class HostBackend final : public Backend {
   }
 
   std::int64_t verify(int src, int dst, std::uint64_t bytes) override {
-    check_prepared(src, dst, bytes);
+    check_device(src);  // only its pattern's seed is read: it needs no buffer here
+    check_prepared(-1, dst, bytes);
     const std::uint64_t bad = pattern_first_mismatch(buf(dst).recv.data(), bytes, pattern_seed(src));
     return bad == bytes ? -1 : static_cast<std::int64_t>(bad);
   }
@@ -153,6 +207,7 @@ class HostBackend final : public Backend {
  private:
   struct Buffers {
     host::NodeBuffer send, recv;
+    bool has_send = false, has_recv = false;  // (a 0-byte buffer has no address to test)
   };
 
   // Ping-pong: the source thread copies the message into the destination's buffer
@@ -211,12 +266,17 @@ class HostBackend final : public Backend {
   }
   const host::NumaNode& node_of(int d) const { return nodes_[static_cast<std::size_t>(d) % nodes_.size()]; }
   Buffers& buf(int d) { return bufs_[static_cast<std::size_t>(d)]; }
+  // src -1: only the destination's buffer is needed (verify).
   void check_prepared(int src, int dst, std::uint64_t bytes) {
-    check_device(src);
+    if (src >= 0) check_device(src);
     check_device(dst);
-    for (int d : {src, dst})
-      if (static_cast<std::size_t>(d) >= bufs_.size() || (!buf(d).send.data() && max_bytes_ > 0))
-        throw UsageError(fmt::format("host device {} was not prepared: call prepare() with it first", d));
+    const auto missing = [this](int d, bool send) {
+      return static_cast<std::size_t>(d) >= bufs_.size() || !(send ? buf(d).has_send : buf(d).has_recv);
+    };
+    if ((src >= 0 && missing(src, true)) || missing(dst, false))
+      throw UsageError(src < 0 ? fmt::format("host device {} has no destination buffer: call prepare() with it first", dst)
+                               : fmt::format("host copy {} -> {} was not prepared: call prepare() with both devices (or "
+                                             "prepare_for() with this copy) first", src, dst));
     if (bytes > max_bytes_)
       throw UsageError(fmt::format("{} is more than the {} prepared", format_size(bytes), format_size(max_bytes_)));
   }

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "bench/formulas.hpp"
+#include "bench/setup_pacer.hpp"
 #include "p2pscope/pattern.hpp"
 #include "p2pscope/backend.hpp"
 #include "p2pscope/error.hpp"
@@ -151,6 +153,55 @@ TEST(HostBackend, BadInputIsAUsageError) {
   EXPECT_THROW(b->run_blocking(0, 9, 8), UsageError);
   auto huge = make_backend("host");
   EXPECT_THROW(huge->prepare({0, 1}, 1ull << 50), UsageError);
+}
+
+// Buffers only where copies start and end: a one-way pair holds 2, not 4, and a copy
+// it was not set up for is refused rather than run on missing memory.
+TEST(HostBackend, PrepareForSetsUpOnlyTheCopiesNamed) {
+  auto b = make_backend("host");
+  PrepareSpec spec;
+  spec.devices = {0, 1};
+  spec.max_bytes = 1 << 20;
+  spec.copies = {{0, 1}};
+  std::vector<std::string> said;
+  spec.announce = [&](const std::string& s) { said.push_back(s); };
+  spec.announce_after_s = 0;  // say it however quick
+  ASSERT_TRUE(b->prepare_for(spec));
+  ASSERT_EQ(said.size(), 2u);
+  EXPECT_NE(said[0].find("setting up 2 x 1 MiB host buffers (2 MiB"), std::string::npos) << said[0];
+  EXPECT_NE(said[1].find("set up in"), std::string::npos) << said[1];
+  const auto r = b->run_batch({0, 1, 1 << 20, Pattern::unidirectional, 0, 2});
+  EXPECT_EQ(r.elapsed_ns.size(), 2u);
+  EXPECT_EQ(b->verify(0, 1, 1 << 20), -1);
+  EXPECT_THROW(b->run_blocking(1, 0, 8), UsageError);                                 // 1 has no source
+  EXPECT_THROW(b->run_batch({0, 1, 8, Pattern::bidirectional, 0, 1}), UsageError);   // nor 0 a destination
+}
+
+// A stop flag up before or during set-up: prepare_for returns false with nothing left
+// set up (the sweep then measures nothing), and a later prepare works as ever.
+TEST(HostBackend, PrepareForStopsBetweenSlicesAndFreesWhatItSetUp) {
+  auto b = make_backend("host");
+  std::atomic<bool> stop{false};
+  PrepareSpec spec;
+  spec.devices = {0, 1};
+  spec.max_bytes = 3 * kSetupSliceBytes;  // 3 slices per buffer
+  spec.copies = {{0, 1}};
+  spec.stop = &stop;
+  int slices_said = 0;
+  spec.announce_after_s = 0;
+  spec.announce = [&](const std::string&) {
+    ++slices_said;
+    stop = true;  // raised from the set-up thread, before the first slice
+  };
+  EXPECT_FALSE(b->prepare_for(spec));
+  EXPECT_EQ(slices_said, 1);  // the "setting up" line, no "set up in"
+  EXPECT_THROW(b->run_blocking(0, 1, 8), UsageError);
+  stop = false;
+  spec.announce = nullptr;
+  spec.max_bytes = 4096;
+  EXPECT_TRUE(b->prepare_for(spec));
+  b->run_blocking(0, 1, 4096);
+  EXPECT_EQ(b->verify(0, 1, 4096), -1);
 }
 
 TEST(NcclFormulas, MatchNcclTests) {

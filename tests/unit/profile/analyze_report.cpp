@@ -101,10 +101,13 @@ TEST(AnalyzeCampaign, ReportHasTheChartsAndNothingFromElsewhere) {
   EXPECT_NE(html.find("SM clock"), std::string::npos);
   EXPECT_NE(html.find("Monitor timelines"), std::string::npos);
   EXPECT_EQ(count(html, "class=\"chart heatmap\""), 2u);  // bandwidth and latency matrices
-  // curves (2) + CV (1) + 12 fitted-model charts + temperature/power/clocks (4) + GPU
-  // against host clock (1) + monitor (7: gpu temperature, nic rx and tx, cpu
-  // busy/softirq/system/user; notes and throttle_reasons are not drawn)
-  EXPECT_EQ(count(html, "class=\"chart line-chart\""), 2u + 1 + 12 + 4 + 1 + 7);
+  // curves (2) + CV (1) + 12 fitted-model charts + temperature and power (2; the SM and
+  // memory clocks never moved: said in a line) + GPU against host clock (1) + monitor
+  // (6: nic rx and tx, cpu busy/softirq/system/user; notes and throttle_reasons are not
+  // drawn, nor the GPU temperatures, which never moved in monitor.csv: said in a line)
+  EXPECT_EQ(count(html, "class=\"chart line-chart\""), 2u + 1 + 12 + 2 + 1 + 6);
+  EXPECT_NE(html.find("SM clock: GPU 0 at 1980, GPU 1 at 1980"), std::string::npos);
+  EXPECT_NE(html.find("gpu temperature_c: gpu0 at 50, gpu1 at 51, gpu2 at 52, gpu3 at 53 throughout"), std::string::npos);
   EXPECT_NE(html.find("GPU clock against host clock"), std::string::npos);
   EXPECT_NE(html.find("drift changed by 1.50 ppm"), std::string::npos);  // the drift table
   EXPECT_NE(html.find("nic rx_bytes_per_s"), std::string::npos);

@@ -1,0 +1,75 @@
+// `p2pscope compare A B`: two results of the same kind (bench gpu or nccl JSON, profile campaign
+// directories, sweep tcp CSVs), point by point, with a verdict line; text, JSON (with
+// schema_version and run metadata) or a self-contained HTML page (p2pscope/compare.hpp).
+#include <fmt/format.h>
+
+#include "bench_common.hpp"
+#include "commands.hpp"
+#include "p2pscope/compare.hpp"
+#include "p2pscope/error.hpp"
+#include "p2pscope/metadata.hpp"
+
+namespace p2pscope::app {
+namespace {
+
+struct CompareOptions {
+  std::vector<std::string> paths;
+  BenchCommon out;  // format, out, force: written as bench results are
+  double threshold_pct = 5;
+  bool fail_on_change = false;
+};
+
+void run_compare(const CompareOptions& o, Context& ctx) {
+  if (o.paths.size() != 2)
+    throw UsageError(fmt::format("compare takes two results, A (before) and B (after); {} given", o.paths.size()));
+  if (o.out.format != "text" && o.out.format != "json" && o.out.format != "html")
+    throw UsageError("--format '" + o.out.format + "': text, json or html");
+  const compare::Loaded a = compare::load(o.paths[0]);
+  const compare::Loaded b = compare::load(o.paths[1]);
+  const compare::Comparison c = compare::compare(a, b, o.threshold_pct);
+  std::string text;
+  if (o.out.format == "json") {
+    // schema_version and the metadata block first in the file, whatever the keys' order.
+    nlohmann::ordered_json j;
+    j["schema_version"] = kSchemaVersion;
+    j["metadata"] = nlohmann::ordered_json::parse(run_metadata(ctx.argv).dump());
+    const nlohmann::json body = compare::to_json(c);
+    for (const auto& [k, v] : body.items()) j[k] = nlohmann::ordered_json::parse(v.dump());
+    text = j.dump(2) + "\n";
+  } else if (o.out.format == "html") {
+    text = compare::to_html(c);
+  } else {
+    text = compare::to_text(c);
+  }
+  emit(text, o.out, "compare");
+  if (o.fail_on_change && c.changed() > 0) ctx.exit_code = 1;
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<CompareOptions>();
+  auto* cmd = app.add_subcommand(
+      "compare",
+      "Compare two results of the same kind (bench gpu or bench nccl JSON, profile campaign directories, sweep tcp CSVs): per pair "
+      "and size the change of the median, whether it lies beyond both runs' intervals, and a verdict");
+  cmd->add_option("results", o->paths, "the two results: A (before, the reference) and B (after)")->expected(0, -1);
+  cmd->add_option("--format", o->out.format, "text, json (with schema_version and metadata) or html (a self-contained page)")
+      ->capture_default_str();
+  cmd->add_option("--out", o->out.out, "write to FILE (or DIR/: a dated name in DIR) instead of stdout");
+  cmd->add_flag("--force", o->out.force, "replace an existing --out file");
+  cmd->add_option("--threshold", o->threshold_pct,
+                  "percent: a change smaller than this is not reported, however sure (noise alone is never reported)")
+      ->capture_default_str();
+  cmd->add_flag("--fail-on-change", o->fail_on_change, "exit 1 when any point changed (for CI)");
+  cmd->footer(
+      "Examples:\n"
+      "  p2pscope compare before.json after.json                      # two `bench gpu --format json` runs\n"
+      "  p2pscope compare p2pscope-out/profile-A p2pscope-out/profile-B --format html --out compare.html\n"
+      "  p2pscope compare sweep-1/sweep.csv sweep-2/ --threshold 10   # sweep tcp points\n"
+      "A point changed when the 95 % intervals of its two medians do not overlap and the change is at least\n"
+      "--threshold (5 %). Exit 2 when A and B are not of one kind or share no point.");
+  cmd->callback([o, &ctx] { run_compare(*o, ctx); });
+}
+
+}  // namespace p2pscope::app
