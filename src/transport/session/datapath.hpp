@@ -3,7 +3,7 @@
 // results, failures) is the same for every data path, as gloo's pair is the same over
 // its transports; a DataPath opens the session's links, runs one round's workers on
 // them and says what it is. Two exist: TCP sockets (bench tcp, socket_path.cpp) and
-// an NCCL net plugin (bench net, src/transport/net/plugin_path.cpp).
+// an NCCL net plugin (bench net, src/transport/netpath/plugin_path.cpp).
 //
 // A DataPath holds no session state (that lives in Session): one object may serve a
 // client and a server session at once (--loopback), from two threads.
