@@ -68,7 +68,7 @@ inline void read_as(FrameType type, const nlohmann::json& body) {
 inline int one(FrameType type, const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   try {
-    const nlohmann::json body = p2pscope::tcp::frame_body(type, text, "fuzz");
+    const nlohmann::json body = p2pscope::session::frame_body(type, text, "fuzz");
     // The recursive operations the old code died in: a copy, a dump, a compare.
     const nlohmann::json copy = body;
     if (copy != body) __builtin_trap();
@@ -84,5 +84,5 @@ inline int one(FrameType type, const std::uint8_t* data, std::size_t size) {
 
 #define P2PSCOPE_FRAME_FUZZER(TYPE)                                                        \
   extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {      \
-    return fuzzframe::one(p2pscope::tcp::FrameType::TYPE, data, size);                     \
+    return fuzzframe::one(p2pscope::session::FrameType::TYPE, data, size);                     \
   }
