@@ -106,7 +106,7 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
   // What it can do: its row of the backend table (backend_table.hpp) by name(); a
-  // backend outside the table gets a GPU backend's defaults unless it says otherwise.
+  // backend outside the table (a test's double) has none unless it says otherwise.
   virtual BackendCaps capabilities() const;
   virtual int device_count() const = 0;
   virtual std::string device_name(int device) const = 0;

@@ -21,15 +21,20 @@ struct BackendNeeds {
   int min_gpus = 0;   // GPUs it needs at all (ce and sm copy device-locally on one GPU)
 };
 
+// What a backend can do. Every capability defaults to none: a backend says what it has
+// (a name nobody declared gets nothing, not a GPU backend's powers).
 struct BackendCaps {
-  bool gpu_memory = true;      // its devices are GPUs: NVML sensors, clock drift; the host waits on the GPU
+  bool gpu_memory = false;     // its devices are GPUs: NVML sensors, clock drift; the host waits on the GPU
   bool host_endpoint = false;  // one more device, the last, is host memory ("host" in --pairs)
-  bool gpu_links = true;       // a GPU pair is measured over the GPUs' own link, not through host memory
-  bool device_timing = true;   // samples timed on the device (events, %globaltimer)
-  bool latency = true;         // the latency pattern (a ping-pong)
-  bool verify = true;          // checks the data it moved
+  bool gpu_links = false;      // a GPU pair is measured over the GPUs' own link, not through host memory
+  bool device_timing = false;  // samples timed on the device (events, %globaltimer)
+  bool latency = false;        // the latency pattern (a ping-pong)
+  bool verify = false;         // checks the data it moved
   bool ranks = false;          // runs as one process per GPU under a launcher (mpirun, srun, torchrun)
 };
+// A GPU backend copying over the GPUs' own links, device-timed, with ping-pong and check.
+inline constexpr BackendCaps kGpuCaps{.gpu_memory = true, .gpu_links = true, .device_timing = true, .latency = true,
+                                      .verify = true};
 
 using MakeBackend = std::unique_ptr<Backend> (*)(const BackendOptions& opts);
 
@@ -64,8 +69,7 @@ struct BackendName {
 std::optional<BackendName> find_backend(std::string_view name);
 // As find_backend; UsageError listing every name (and the ones not built in) otherwise.
 BackendName resolve_backend(std::string_view name);
-// A backend's capabilities by name; a name outside the table (tests' fakes) gets the
-// defaults, a GPU backend's.
+// A backend's capabilities by name; a name outside the table gets none.
 BackendCaps capabilities_of(std::string_view name);
 
 // The machine a default is chosen for.

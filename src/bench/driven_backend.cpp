@@ -27,6 +27,7 @@ class DrivenBackend final : public Backend {
   }
 
   std::string name() const override { return inner_->name(); }
+  BackendCaps capabilities() const override { return inner_->capabilities(); }
   int device_count() const override { return inner_->device_count(); }
   std::string device_name(int d) const override { return inner_->device_name(d); }
   PairSupport support(int s, int d) const override { return inner_->support(s, d); }

@@ -58,11 +58,11 @@ constexpr bool kNccl = true;
 constexpr bool kNccl = false;
 #endif
 
-// The rows. Caps not named take BackendCaps' defaults (a GPU backend's).
+// The rows. Each says every capability it has (BackendCaps defaults to none).
 const std::array<BackendInfo, 5> kBackends{{
     {.name = "host",
      .summary = "memcpy between host buffers on NUMA nodes: runs without a GPU",
-     .can = {.gpu_memory = false, .gpu_links = false, .device_timing = false},
+     .can = {.latency = true, .verify = true},
      .bandwidth_size = "64M",
      .make = make_host_backend},
     {.name = "ce",
@@ -70,6 +70,7 @@ const std::array<BackendInfo, 5> kBackends{{
      .aliases = {"ce-pull"},
      .variants = "push|pull|both, then @N (copy streams, 1-16), then +host[P] (P % through pinned host memory)",
      .needs = {.cuda = true, .min_gpus = 1},
+     .can = kGpuCaps,
      .bandwidth_size = "1G",
      .make = kCuda ? make_ce_backend : nullptr},
     {.name = "sm",
@@ -77,18 +78,20 @@ const std::array<BackendInfo, 5> kBackends{{
      .aliases = {"sm-pull"},
      .variants = "push|pull, then @N (blocks per SM, 1-32)",
      .needs = {.cuda = true, .min_gpus = 1},
+     .can = kGpuCaps,
      .bandwidth_size = "1G",
      .make = kCuda ? make_sm_backend : nullptr},
     {.name = "staged",
      .summary = "through pinned host memory; device N (one past the GPUs) is host memory",
      .needs = {.cuda = true, .min_gpus = 1},
-     .can = {.host_endpoint = true, .gpu_links = false, .latency = false},
+     .can = {.gpu_memory = true, .host_endpoint = true, .device_timing = true, .verify = true},
      .bandwidth_size = "1G",
      .make = kCuda ? make_staged_backend : nullptr},
     {.name = "nccl",
      .summary = "NCCL send/recv; one process for every GPU, or one process per GPU under a launcher",
      .needs = {.cuda = true, .nccl = true, .min_gpus = 1},
-     .can = {.ranks = true},
+     .can = {.gpu_memory = true, .gpu_links = true, .device_timing = true, .latency = true, .verify = true,
+             .ranks = true},
      .bandwidth_size = "1G",
      .make = kNccl ? make_nccl : nullptr},
 }};

@@ -108,8 +108,17 @@ TEST(BackendTable, CapabilitiesDecideWhatNamesUsedTo) {
   EXPECT_FALSE(capabilities_of("sm").ranks);
   // The host backend object declares the same as its row.
   EXPECT_FALSE(make_backend("host")->capabilities().gpu_memory);
-  // Outside the table (a test's fake GPU): a GPU backend's defaults.
-  EXPECT_TRUE(capabilities_of("fake-gpu").gpu_memory);
+  // Outside the table (a test's fake GPU): nothing, unless the backend says otherwise.
+  const BackendCaps none = capabilities_of("fake-gpu");
+  EXPECT_FALSE(none.gpu_memory || none.host_endpoint || none.gpu_links || none.device_timing || none.latency ||
+               none.verify || none.ranks);
+  // The rows as they were when caps defaulted to a GPU backend's (the flip changed no row).
+  EXPECT_TRUE(capabilities_of("host").latency && capabilities_of("host").verify);
+  EXPECT_TRUE(capabilities_of("staged").gpu_memory && capabilities_of("staged").device_timing);
+  for (const char* gpu : {"ce", "sm", "nccl"}) {
+    const BackendCaps c = capabilities_of(gpu);
+    EXPECT_TRUE(c.gpu_memory && c.gpu_links && c.device_timing && c.latency && c.verify) << gpu;
+  }
 }
 
 TEST(DefaultBackend, OneChoiceForEveryMachine) {

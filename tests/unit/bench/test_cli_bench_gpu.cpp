@@ -299,6 +299,7 @@ class FailsPartway final : public Backend {
   explicit FailsPartway(int fail_at, std::atomic<bool>* signal = nullptr)
       : inner_(make_backend("host")), left_(fail_at), signal_(signal) {}
   std::string name() const override { return "fails-partway"; }
+  BackendCaps capabilities() const override { return inner_->capabilities(); }
   int device_count() const override { return inner_->device_count(); }
   std::string device_name(int d) const override { return inner_->device_name(d); }
   PairSupport support(int s, int d) const override { return inner_->support(s, d); }
@@ -341,6 +342,7 @@ class StopsMidRow final : public Backend {
  public:
   explicit StopsMidRow(std::atomic<bool>* signal) : inner_(make_backend("host")), signal_(signal) {}
   std::string name() const override { return "stops-mid-row"; }
+  BackendCaps capabilities() const override { return inner_->capabilities(); }
   int device_count() const override { return inner_->device_count(); }
   std::string device_name(int d) const override { return inner_->device_name(d); }
   PairSupport support(int s, int d) const override { return inner_->support(s, d); }
@@ -415,6 +417,7 @@ class FixedBidir final : public Backend {
  public:
   FixedBidir(double one_way, double both) : inner_(make_backend("host")), one_way_(one_way), both_(both) {}
   std::string name() const override { return "fixed-bidir"; }
+  BackendCaps capabilities() const override { return inner_->capabilities(); }
   int device_count() const override { return inner_->device_count(); }
   std::string device_name(int d) const override { return inner_->device_name(d); }
   PairSupport support(int s, int d) const override { return inner_->support(s, d); }

@@ -32,6 +32,7 @@ class FakeGpu final : public Backend {
   explicit FakeGpu(std::int64_t stamp_bias_ns, bool timer_readable = true, bool faster_after_large = false)
       : bias_(stamp_bias_ns), readable_(timer_readable), faster_after_large_(faster_after_large), t0_(monotonic_ns()) {}
   std::string name() const override { return "fake-gpu"; }
+  BackendCaps capabilities() const override { return kGpuCaps; }
   int device_count() const override { return 2; }
   std::string device_name(int d) const override { return "fake GPU " + std::to_string(d); }
   PairSupport support(int, int) const override { return {}; }

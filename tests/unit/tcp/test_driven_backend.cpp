@@ -20,6 +20,8 @@ class Recorder final : public Backend {
  public:
   std::vector<std::string> calls;
   std::string name() const override { return "recorder"; }
+  // Says its own capabilities (outside the table): the driven wrapper must pass them on.
+  BackendCaps capabilities() const override { return {.latency = true, .ranks = true}; }
   int device_count() const override { return 2; }
   std::string device_name(int d) const override { return "dev" + std::to_string(d); }
   PairSupport support(int, int) const override { return {}; }
@@ -80,6 +82,8 @@ TEST(DrivenBackend, ServingRanksMakeRankZerosCallsInOrderAndStopWithIt) {
   {
     auto b = make_driven_backend(std::move(inner), boot);
     EXPECT_EQ(b->device_count(), 2);  // local calls are not announced
+    EXPECT_TRUE(b->capabilities().latency && b->capabilities().ranks);  // the inner backend's, forwarded
+    EXPECT_FALSE(b->capabilities().gpu_memory);
     EXPECT_TRUE(b->support(0, 1).ok);
     b->prepare({0, 1}, 1 << 20);
     b->run_batch({1, 0, 4096, Pattern::bidirectional, 3, 7});
