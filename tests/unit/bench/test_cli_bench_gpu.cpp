@@ -291,28 +291,41 @@ TEST(BenchSweep, ABadCopyIsCaughtWithItsOffset) {
 }
 
 namespace {
-// The host backend, except that run_batch fails from its `fail_at`-th call on, the
-// way a backend whose peer died fails; or, given `signal`, that call raises it (as
-// Ctrl-C would during that row) and completes.
-class FailsPartway final : public Backend {
+// The host backend behind a test double: every call passes through, except what a
+// double overrides (run_batch, below).
+class WrapsHost : public Backend {
  public:
-  explicit FailsPartway(int fail_at, std::atomic<bool>* signal = nullptr)
-      : inner_(make_backend("host")), left_(fail_at), signal_(signal) {}
-  std::string name() const override { return "fails-partway"; }
+  WrapsHost() : inner_(make_backend("host")) {}
   BackendCaps capabilities() const override { return inner_->capabilities(); }
   int device_count() const override { return inner_->device_count(); }
   std::string device_name(int d) const override { return inner_->device_name(d); }
   PairSupport support(int s, int d) const override { return inner_->support(s, d); }
   void prepare(const std::vector<int>& devs, std::uint64_t bytes) override { inner_->prepare(devs, bytes); }
+  BatchResult run_batch(const BatchSpec& s) override { return inner_->run_batch(s); }
+  OpTiming run_blocking(int s, int d, std::uint64_t bytes) override { return inner_->run_blocking(s, d, bytes); }
+  std::int64_t verify(int s, int d, std::uint64_t bytes) override { return inner_->verify(s, d, bytes); }
+
+ protected:
+  std::unique_ptr<Backend> inner_;
+};
+}  // namespace
+
+namespace {
+// The host backend, except that run_batch fails from its `fail_at`-th call on, the
+// way a backend whose peer died fails; or, given `signal`, that call raises it (as
+// Ctrl-C would during that row) and completes.
+class FailsPartway final : public WrapsHost {
+ public:
+  explicit FailsPartway(int fail_at, std::atomic<bool>* signal = nullptr)
+      : left_(fail_at), signal_(signal) {}
+  std::string name() const override { return "fails-partway"; }
   BatchResult run_batch(const BatchSpec& s) override {
     if (--left_ < 0 && signal_) signal_->store(true);
     else if (left_ < 0) throw Error("rank 1 stopped answering");
     return inner_->run_batch(s);
   }
-  OpTiming run_blocking(int s, int d, std::uint64_t bytes) override { return inner_->run_blocking(s, d, bytes); }
-  std::int64_t verify(int s, int d, std::uint64_t bytes) override { return inner_->verify(s, d, bytes); }
+
  private:
-  std::unique_ptr<Backend> inner_;
   int left_;
   std::atomic<bool>* signal_;
 };
@@ -338,15 +351,10 @@ TEST(BenchSweep, AFailurePartwayKeepsTheRowsMeasuredAndSaysWhereItStopped) {
 namespace {
 // A row cut short: its run_batch returns the samples it took (1 of the iters asked)
 // after the signal arrived, as the host backend does.
-class StopsMidRow final : public Backend {
+class StopsMidRow final : public WrapsHost {
  public:
-  explicit StopsMidRow(std::atomic<bool>* signal) : inner_(make_backend("host")), signal_(signal) {}
+  explicit StopsMidRow(std::atomic<bool>* signal) : signal_(signal) {}
   std::string name() const override { return "stops-mid-row"; }
-  BackendCaps capabilities() const override { return inner_->capabilities(); }
-  int device_count() const override { return inner_->device_count(); }
-  std::string device_name(int d) const override { return inner_->device_name(d); }
-  PairSupport support(int s, int d) const override { return inner_->support(s, d); }
-  void prepare(const std::vector<int>& devs, std::uint64_t bytes) override { inner_->prepare(devs, bytes); }
   BatchResult run_batch(const BatchSpec& s) override {
     BatchSpec one = s;
     if (++calls_ == 2) one.iters = 1;
@@ -354,11 +362,8 @@ class StopsMidRow final : public Backend {
     if (calls_ == 2) signal_->store(true);  // arrived during the row, after its first sample
     return r;
   }
-  OpTiming run_blocking(int s, int d, std::uint64_t bytes) override { return inner_->run_blocking(s, d, bytes); }
-  std::int64_t verify(int s, int d, std::uint64_t bytes) override { return inner_->verify(s, d, bytes); }
 
  private:
-  std::unique_ptr<Backend> inner_;
   std::atomic<bool>* signal_;
   int calls_ = 0;
 };
@@ -413,15 +418,10 @@ TEST(BenchSweep, CtrlCStopsTheRowInProgressKeepingEveryRowBefore) {
 namespace {
 // The host backend's bidirectional batch with its times replaced: each direction alone
 // `one_way` ns, both together `both` ns.
-class FixedBidir final : public Backend {
+class FixedBidir final : public WrapsHost {
  public:
-  FixedBidir(double one_way, double both) : inner_(make_backend("host")), one_way_(one_way), both_(both) {}
+  FixedBidir(double one_way, double both) : one_way_(one_way), both_(both) {}
   std::string name() const override { return "fixed-bidir"; }
-  BackendCaps capabilities() const override { return inner_->capabilities(); }
-  int device_count() const override { return inner_->device_count(); }
-  std::string device_name(int d) const override { return inner_->device_name(d); }
-  PairSupport support(int s, int d) const override { return inner_->support(s, d); }
-  void prepare(const std::vector<int>& devs, std::uint64_t bytes) override { inner_->prepare(devs, bytes); }
   BatchResult run_batch(const BatchSpec& s) override {
     BatchResult r = inner_->run_batch(s);
     std::fill(r.elapsed_ns.begin(), r.elapsed_ns.end(), one_way_);
@@ -429,11 +429,8 @@ class FixedBidir final : public Backend {
     std::fill(r.total_elapsed_ns.begin(), r.total_elapsed_ns.end(), both_);
     return r;
   }
-  OpTiming run_blocking(int s, int d, std::uint64_t bytes) override { return inner_->run_blocking(s, d, bytes); }
-  std::int64_t verify(int s, int d, std::uint64_t bytes) override { return inner_->verify(s, d, bytes); }
 
  private:
-  std::unique_ptr<Backend> inner_;
   double one_way_, both_;
 };
 }  // namespace
