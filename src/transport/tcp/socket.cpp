@@ -159,10 +159,15 @@ void Socket::send_all(const void* data, std::size_t n) { send_two(data, n, nullp
 
 // SO_RCVTIMEO / SO_SNDTIMEO bound each call, and a call that moved a byte renews them: a
 // peer moving a byte per timeout held a server for ever (issue 32, item 7). So a whole
-// message must move within the timeout plus its size at kMinBytesPerS. Checked only when
-// a call returns short, so the full-speed path costs nothing.
-void Socket::check_deadline(std::int64_t start_ns, std::size_t n, const char* op) const {
+// message must move within the timeout plus its size at kMinBytesPerS, counted from the
+// first call that returned short (one timeout at most after the message began), so the
+// full-speed path reads no clock and a ping-pong's latency is not touched.
+void Socket::check_deadline(std::int64_t& start_ns, std::size_t n, const char* op) const {
   if (timeout_s_ <= 0) return;
+  if (start_ns == 0) {  // the first short call: the deadline counts from here
+    start_ns = monotonic_ns();
+    return;
+  }
   const double allowed_s = timeout_s_ + static_cast<double>(n) / kMinBytesPerS;
   if (static_cast<double>(monotonic_ns() - start_ns) * 1e-9 > allowed_s)
     throw IoError(fmt::format("{}: {} of a {}-byte message timed out after {:.1f} s (the peer moved it slower than "
@@ -175,7 +180,7 @@ void Socket::send_two(const void* a, std::size_t an, const void* b, std::size_t 
   iovec iov[2] = {{const_cast<void*>(a), an}, {const_cast<void*>(b), bn}};
   int cnt = bn ? 2 : 1;
   iovec* v = iov;
-  const std::int64_t start = monotonic_ns();
+  std::int64_t start = 0;  // set at the first short call: the full-speed path reads no clock
   bool first = true;
   while (cnt > 0) {
     if (!first) check_deadline(start, an + bn, "send");
@@ -204,7 +209,7 @@ void Socket::send_two(const void* a, std::size_t an, const void* b, std::size_t 
 void Socket::recv_all(void* data, std::size_t n) {
   auto* p = static_cast<char*>(data);
   const std::size_t whole = n;
-  const std::int64_t start = monotonic_ns();
+  std::int64_t start = 0;  // set at the first short call: the full-speed path reads no clock
   bool first = true;
   while (n > 0) {
     if (!first) check_deadline(start, whole, "recv");

@@ -49,7 +49,8 @@ class Socket {
                            double timeout_s);
 
   // SO_RCVTIMEO, SO_SNDTIMEO and TCP_USER_TIMEOUT; and a whole-message deadline for
-  // send_all / send_two / recv_all: the timeout plus the message at kMinBytesPerS.
+  // send_all / send_two / recv_all: the timeout plus the message at kMinBytesPerS, from
+  // the first call that returned short.
   void set_timeout(double seconds);
   void set_nodelay(bool on);
   void set_buffers(std::uint32_t bytes);  // SO_SNDBUF/SO_RCVBUF; kernel caps at wmem_max
@@ -75,8 +76,9 @@ class Socket {
   int fd_ = -1;
   std::string label_;
   double timeout_s_ = 0;  // 0: no whole-message deadline
-  // Throws IoError (timeout) once a message of n bytes begun at start_ns is past its deadline.
-  void check_deadline(std::int64_t start_ns, std::size_t n, const char* op) const;
+  // After a short call: starts the message's clock (start_ns == 0), or throws IoError
+  // (timeout) once the message of n bytes is past its deadline.
+  void check_deadline(std::int64_t& start_ns, std::size_t n, const char* op) const;
 };
 
 // "a.b.c.d" or throws UsageError naming `what`.
