@@ -53,6 +53,16 @@ Point from_samples(std::string backend, std::string subject, std::uint64_t size,
 
 std::string pair_subject(int src, int dst) { return fmt::format("{}->{}", src, dst); }
 
+// A row's per-iteration samples ("samples_ns", numbers only); empty when it has none.
+std::vector<double> samples_of(const nlohmann::json& row) {
+  std::vector<double> out;
+  const auto it = row.find("samples_ns");
+  if (it == row.end() || !it->is_array()) return out;
+  for (const auto& v : *it)
+    if (v.is_number()) out.push_back(v.get<double>());
+  return out;
+}
+
 Loaded load_campaign(const std::string& shown, const fs::path& dir) {
   const analyze::Campaign c = analyze::read_campaign(dir.string());
   Loaded r;
@@ -96,11 +106,8 @@ Loaded load_bench_gpu(const std::string& shown, const nlohmann::json& j) {
   r.description = fmt::format("bench gpu, backend {}, {}, {} iterations", backend, r.mode, j.value("iters", 0));
   for (const auto& row : j["rows"]) {
     if (!row.is_object() || !row.value("supported", true)) continue;
-    const auto it = row.find("samples_ns");
-    if (it == row.end() || !it->is_array() || it->empty()) continue;
-    std::vector<double> samples;
-    for (const auto& v : *it)
-      if (v.is_number()) samples.push_back(v.get<double>());
+    const std::vector<double> samples = samples_of(row);
+    if (samples.empty()) continue;
     r.points.push_back(from_samples(backend, pair_subject(row.value("src", -1), row.value("dst", -1)),
                                     row.value("size_bytes", std::uint64_t{0}), samples));
   }
@@ -120,11 +127,8 @@ Loaded load_bench_nccl(const std::string& shown, const nlohmann::json& j) {
   r.description = fmt::format("bench nccl, {}{}", r.mode, ranks > 0 ? fmt::format(", {} ranks", ranks) : "");
   for (const auto& row : j["rows"]) {
     if (!row.is_object()) continue;
-    const auto it = row.find("samples_ns");
-    if (it == row.end() || !it->is_array() || it->empty()) continue;
-    std::vector<double> samples;
-    for (const auto& v : *it)
-      if (v.is_number()) samples.push_back(v.get<double>());
+    const std::vector<double> samples = samples_of(row);
+    if (samples.empty()) continue;
     r.points.push_back(from_samples("", r.mode, row.value("size_bytes", std::uint64_t{0}), samples));
   }
   return r;
