@@ -38,7 +38,7 @@ struct ClockMap {
   static ClockMap one_line(const DriftFit& fit);  // a single piece: the whole-campaign line
 };
 
-// Groups `pts` into bursts (readings less than 1 ms apart), makes one piece per gap
+// Groups `pts` into bursts (readings less than 20 ms apart), makes one piece per gap
 // between bursts, and fits each to the readings of the bursts within `reach_ns` of it.
 // Windows shorter than 10 ms give no usable least-squares slope (fitted with slope 1);
 // their bounds still allow any rate the readings do.
