@@ -32,38 +32,53 @@ std::vector<unsigned char> collective_input(const CollectiveShape& s, int rank) 
   return h;
 }
 
-std::int64_t first_wrong_output(const CollectiveShape& s, int r, const std::vector<unsigned char>& h) {
-  const int n = s.ranks;
-  const bool reduction = s.op == NcclOp::allreduce || s.op == NcclOp::reducescatter;
-  const std::uint64_t chunk = s.chunk, ur = static_cast<std::uint64_t>(r), count = h.size() / s.esize;
-  // A reduction's input depends on (rank + i) % 3 only, so its sum has 3 values.
-  std::array<std::int64_t, 3> sum_by_phase{};
-  if (reduction)
-    for (std::uint64_t p = 0; p < 3; ++p)
-      for (int q = 0; q < n; ++q) sum_by_phase[p] += collective_input_value(s.op, q, p);
-  // Every expected value, encoded once; `exact`: compare bytes, else allow rounding.
-  const std::int64_t max_want = reduction ? *std::max_element(sum_by_phase.begin(), sum_by_phase.end()) : 97;
-  std::vector<std::array<unsigned char, 8>> enc(static_cast<std::size_t>(max_want) + 1);
-  std::vector<char> exact(enc.size());
-  for (std::int64_t v = 0; v <= max_want; ++v) {
-    encode_value(s.type, v, enc[static_cast<std::size_t>(v)].data());
-    // Exact when the type holds v itself (an int8 sum wraps, deterministically).
-    exact[static_cast<std::size_t>(v)] =
-        s.type == NcclType::int8 || decode_value(s.type, enc[static_cast<std::size_t>(v)].data()) == static_cast<double>(v);
+// values::Op mirrors NcclOp so that host and GPU code share one formula.
+static_assert(static_cast<int>(NcclOp::allreduce) == values::allreduce &&
+              static_cast<int>(NcclOp::allgather) == values::allgather &&
+              static_cast<int>(NcclOp::reducescatter) == values::reducescatter &&
+              static_cast<int>(NcclOp::alltoall) == values::alltoall &&
+              static_cast<int>(NcclOp::broadcast) == values::broadcast &&
+              static_cast<int>(NcclOp::sendrecv) == values::sendrecv);
+
+namespace {
+// The largest value an input or output of the shape holds.
+std::int64_t max_value(const CollectiveShape& s) {
+  if (!values::reduces(static_cast<int>(s.op))) return 97;
+  const values::Sums sums = values::reduction_sums(static_cast<int>(s.op), s.ranks);
+  return *std::max_element(std::begin(sums.by_phase), std::end(sums.by_phase));
+}
+// Whether the type holds v itself (an int8 sum wraps, deterministically).
+bool holds_exactly(NcclType t, std::int64_t v, const unsigned char* enc) {
+  return t == NcclType::int8 || decode_value(t, enc) == static_cast<double>(v);
+}
+}  // namespace
+
+CollectiveCodes collective_codes(const CollectiveShape& s) {
+  CollectiveCodes c;
+  const std::int64_t top = max_value(s);
+  c.enc.assign(static_cast<std::size_t>(top + 1) * 8, 0);
+  for (std::int64_t v = 0; v <= top; ++v) {
+    unsigned char* e = &c.enc[static_cast<std::size_t>(v) * 8];
+    encode_value(s.type, v, e);
+    c.exact = c.exact && holds_exactly(s.type, v, e);
   }
+  return c;
+}
+
+std::int64_t first_wrong_output(const CollectiveShape& s, int r, const std::vector<unsigned char>& h) {
+  const int op = static_cast<int>(s.op);
+  const values::Sums sums = values::reduction_sums(op, s.ranks);
+  const CollectiveCodes codes = collective_codes(s);
+  std::vector<char> exact(codes.enc.size() / 8);  // per value, decided once (a GiB is 268M elements)
+  for (std::size_t v = 0; v < exact.size(); ++v)
+    exact[v] = holds_exactly(s.type, static_cast<std::int64_t>(v), &codes.enc[v * 8]);
+  const std::uint64_t count = h.size() / s.esize;
   for (std::uint64_t j = 0; j < count; ++j) {
-    std::int64_t want = 0;
-    switch (s.op) {
-      case NcclOp::allreduce: want = sum_by_phase[j % 3]; break;
-      case NcclOp::reducescatter: want = sum_by_phase[(ur * chunk + j) % 3]; break;
-      case NcclOp::allgather: want = collective_input_value(s.op, static_cast<int>(j / chunk), j % chunk); break;
-      case NcclOp::alltoall: want = collective_input_value(s.op, static_cast<int>(j / chunk), ur * chunk + j % chunk); break;
-      case NcclOp::broadcast: want = collective_input_value(s.op, 0, j); break;
-      case NcclOp::sendrecv: want = collective_input_value(s.op, (r + n - 1) % n, j); break;
-    }
+    const std::int64_t want = values::output_value(op, s.ranks, r, s.chunk, sums, j);
     const unsigned char* got = &h[j * s.esize];
     const auto w = static_cast<std::size_t>(want);
-    const bool ok = exact[w] ? std::memcmp(got, enc[w].data(), s.esize) == 0 : element_matches(s.type, got, want, n);
+    const bool ok = exact[w] ? std::memcmp(got, &codes.enc[w * 8], s.esize) == 0
+                             : element_matches(s.type, got, want, s.ranks);
     if (!ok) return static_cast<std::int64_t>(j);
   }
   return -1;

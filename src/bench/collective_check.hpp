@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "bench/collective_values.hpp"
 #include "bench/formulas.hpp"
 #include "bench/nccl_types.hpp"
 
@@ -29,6 +30,17 @@ bool has_in_place(NcclOp op);
 
 // Rank `rank`'s input buffer, in_elems elements of the shape's type.
 std::vector<unsigned char> collective_input(const CollectiveShape& s, int rank);
+// What a GPU needs to build the inputs and check the outputs itself, as nccl-tests
+// does (reading a GiB back per rank to check it on the host took 7 s of a 10 s run on
+// 4 x H200): the bytes of every value an input or output holds, 8 per value.
+struct CollectiveCodes {
+  std::vector<unsigned char> enc;  // value v's encoding at enc[8 v], v = 0 .. max
+  // Every expected value is held exactly by the type, so bytes compare; else (a sum
+  // too large for the type's significand) only the host check's tolerance will do.
+  bool exact = true;
+};
+CollectiveCodes collective_codes(const CollectiveShape& s);
+
 // Index of the first element of rank `rank`'s output that is wrong, -1 when all are
 // right. Runs over every element of outputs up to a GiB, so the expected values
 // (a few dozen distinct ones) are encoded once and compared byte for byte.

@@ -1,6 +1,8 @@
 // `bench nccl --dtype`: names, sizes and exact encodings of the check's values.
 #include "bench/nccl_types.hpp"
 
+#include "bench/collective_values.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -76,8 +78,7 @@ unsigned type_size(NcclType t) {
 }
 
 std::int64_t collective_input_value(NcclOp op, int rank, std::uint64_t i) {
-  if (op == NcclOp::allreduce || op == NcclOp::reducescatter) return 1 + static_cast<std::int64_t>((static_cast<std::uint64_t>(rank) + i) % 3);
-  return 1 + static_cast<std::int64_t>((static_cast<std::uint64_t>(rank) * 7 + i) % 97);
+  return values::input_value(static_cast<int>(op), rank, i);
 }
 
 void encode_value(NcclType t, std::int64_t v, void* out) {

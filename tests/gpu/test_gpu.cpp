@@ -13,12 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "bench/collective_check.hpp"
 #include "bench/nccl_collective.hpp"
 #include "bench/sweep.hpp"
 #include "p2pscope/backend.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/gpu_runtime.hpp"
+#include "transport/cuda/cuda_util.hpp"
+#include "transport/nccl/gpu_check.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::bench;
@@ -244,6 +247,38 @@ TEST(GpuNccl, CollectivesProduceTheRightData) {
       EXPECT_EQ(r.elapsed_ns.size(), 3u);
       EXPECT_EQ(r.bytes % (type_size(type) * s.gpus.size()), 0u);
     }
+}
+
+// bench nccl's GPU-side check (issue 30: the host check took 7 s of a 10 s run) finds a
+// single wrong element, and passes a right output: rank 0's allgather input is what a
+// broadcast from rank 0 must deliver, element for element.
+TEST(GpuNccl, GpuCheckFindsOneWrongElement) {
+  NEED_GPUS(1);
+  if (!gpu::runtime_info().nccl_built) GTEST_SKIP() << "built without NCCL";
+  const auto shape = collective_shape(NcclOp::broadcast, NcclType::float32, 2, 1 << 20);
+  const auto codes = collective_codes(shape);
+  ASSERT_TRUE(codes.exact);
+  cuda::DeviceGuard g(0);
+  auto buf = cuda::device_alloc(0, shape.out_elems * shape.esize);
+  auto enc = cuda::device_alloc(0, codes.enc.size());
+  auto bad = cuda::device_alloc(0, 8);
+  ASSERT_EQ(cudaMemcpy(enc.get(), codes.enc.data(), codes.enc.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  nccl::gpu_fill_input(buf.get(), shape.out_elems, shape.esize, static_cast<int>(NcclOp::allgather), 0, enc.get(), nullptr, 0);
+  auto first_bad = [&] {
+    nccl::gpu_check_output(buf.get(), shape.out_elems, shape.esize, static_cast<int>(NcclOp::broadcast), 2, 1, shape.chunk,
+                           enc.get(), static_cast<long long*>(bad.get()), nullptr, 0);
+    long long v = -1;
+    EXPECT_EQ(cudaMemcpy(&v, bad.get(), 8, cudaMemcpyDeviceToHost), cudaSuccess);
+    return v;
+  };
+  EXPECT_GE(first_bad(), static_cast<long long>(shape.out_elems));  // none wrong
+  const std::size_t k = 123457;
+  ASSERT_EQ(cudaMemset(static_cast<unsigned char*>(buf.get()) + k * 4 + 1, 0x55, 1), cudaSuccess);
+  EXPECT_EQ(first_bad(), static_cast<long long>(k));
+  // The host check agrees with the GPU on the same bytes.
+  std::vector<unsigned char> h(shape.out_elems * shape.esize);
+  ASSERT_EQ(cudaMemcpy(h.data(), buf.get(), h.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(first_wrong_output(shape, 1, h), static_cast<std::int64_t>(k));
 }
 
 TEST(GpuCli, BenchGpuJsonOnTheGpu) {

@@ -13,6 +13,7 @@
 #include "p2pscope/units.hpp"
 #include "transport/cuda/kernels.hpp"
 #include "transport/nccl/collective_ops.hpp"
+#include "transport/nccl/gpu_check.hpp"
 #include "transport/nccl/nccl_util.hpp"
 
 namespace p2pscope::bench {
@@ -156,6 +157,43 @@ void event_pass(const CollectiveSpec& spec, std::vector<Stream>& st, const std::
     }
 }
 
+// Every rank's output checked against what the op must produce, the first wrong rank
+// named: on the GPUs where `codes_dev` is given (and `bad` holds a word per rank), else
+// read back and checked on a host thread per rank.
+void check_outputs(const CollectiveShape& shape, const std::vector<int>& gpus, const std::vector<DeviceBuffer>& out,
+                   std::vector<Stream>& st, const std::vector<DeviceBuffer>* codes_dev, std::vector<DeviceBuffer>& bad,
+                   CollectiveResult& res) {
+  const std::size_t n = gpus.size();
+  if (codes_dev) {
+    for (std::size_t r = 0; r < n; ++r) {
+      DeviceGuard g(gpus[r]);
+      nccl::gpu_check_output(out[r].get(), shape.out_elems, shape.esize, static_cast<int>(shape.op), static_cast<int>(n),
+                             static_cast<int>(r), shape.chunk, (*codes_dev)[r].get(), static_cast<long long*>(bad[r].get()),
+                             st[r].get(), gpus[r]);
+    }
+    for (std::size_t r = 0; r < n; ++r) {
+      DeviceGuard g(gpus[r]);
+      long long first = 0;
+      P2P_CUDA(cudaMemcpyAsync(&first, bad[r].get(), sizeof first, cudaMemcpyDeviceToHost, st[r].get()), gpus[r]);
+      P2P_CUDA(cudaStreamSynchronize(st[r].get()), gpus[r]);
+      if (first >= 0 && static_cast<std::uint64_t>(first) < shape.out_elems && res.first_bad < 0)
+        res.first_bad = first, res.bad_rank = static_cast<int>(r);
+    }
+    return;
+  }
+  std::vector<std::future<std::int64_t>> checks;
+  for (std::size_t r = 0; r < n; ++r) {
+    auto h = std::make_shared<std::vector<unsigned char>>(shape.out_elems * shape.esize);
+    DeviceGuard g(gpus[r]);
+    P2P_CUDA(cudaMemcpy(h->data(), out[r].get(), h->size(), cudaMemcpyDeviceToHost), gpus[r]);
+    checks.push_back(std::async(std::launch::async, [&shape, r, h] { return first_wrong_output(shape, static_cast<int>(r), *h); }));
+  }
+  for (std::size_t r = 0; r < checks.size(); ++r) {
+    const std::int64_t first = checks[r].get();
+    if (first >= 0 && res.first_bad < 0) res.first_bad = first, res.bad_rank = static_cast<int>(r);
+  }
+}
+
 }  // namespace
 
 CollectiveResult LocalCollectives::run(const CollectiveSpec& spec_in) {
@@ -177,17 +215,27 @@ CollectiveResult LocalCollectives::run(const CollectiveSpec& spec_in) {
   const nccl::Comms& comms = *comms_;
   std::vector<Stream>& st = st_;
   std::vector<DeviceBuffer> in, out;
-  // The inputs the check expects, every rank's built at once (a GiB each takes seconds
-  // on one core); unchecked, any bytes time the same.
-  std::vector<std::future<std::vector<unsigned char>>> inputs;
-  for (std::size_t r = 0; spec.check && r < n; ++r)
+  // The check runs on the GPUs (nccl-tests' way): inputs built and outputs compared by
+  // kernels from one table of value encodings. Only a type too narrow for the sums (a
+  // large bfloat16 reduction) needs the host check's rounding tolerance.
+  const CollectiveCodes codes = collective_codes(shape);
+  const bool on_gpu = spec.check && codes.exact;
+  std::vector<DeviceBuffer> codes_dev, bad_dev;
+  std::vector<std::future<std::vector<unsigned char>>> inputs;  // host check: every rank's at once
+  for (std::size_t r = 0; spec.check && !on_gpu && r < n; ++r)
     inputs.push_back(std::async(std::launch::async, [&shape, r] { return collective_input(shape, static_cast<int>(r)); }));
   for (std::size_t r = 0; r < n; ++r) {
     const int d = spec.gpus[r];
     in.push_back(device_alloc(d, in_elems * shape.esize));
     out.push_back(device_alloc(d, out_elems * shape.esize));
     DeviceGuard g(d);
-    if (spec.check) {
+    if (on_gpu) {
+      codes_dev.push_back(device_alloc(d, codes.enc.size()));
+      bad_dev.push_back(device_alloc(d, sizeof(long long)));
+      P2P_CUDA(cudaMemcpy(codes_dev.back().get(), codes.enc.data(), codes.enc.size(), cudaMemcpyHostToDevice), d);
+      nccl::gpu_fill_input(in.back().get(), in_elems, shape.esize, static_cast<int>(shape.op), static_cast<int>(r),
+                           codes_dev.back().get(), st[r].get(), d);
+    } else if (spec.check) {
       const std::vector<unsigned char> h = inputs[r].get();
       P2P_CUDA(cudaMemcpy(in.back().get(), h.data(), h.size(), cudaMemcpyHostToDevice), d);
     } else {
@@ -229,19 +277,7 @@ CollectiveResult LocalCollectives::run(const CollectiveSpec& spec_in) {
   } else {
     res.elapsed_ns.assign(static_cast<std::size_t>(spec.iters), res.span_ns);
   }
-  // Check every rank's output against what the op must produce.
-  // Every rank's output read back, then checked on a thread each; the first wrong rank named.
-  std::vector<std::future<std::int64_t>> checks;
-  for (std::size_t r = 0; spec.check && r < n; ++r) {
-    auto h = std::make_shared<std::vector<unsigned char>>(out_elems * shape.esize);
-    DeviceGuard g(spec.gpus[r]);
-    P2P_CUDA(cudaMemcpy(h->data(), out[r].get(), h->size(), cudaMemcpyDeviceToHost), spec.gpus[r]);
-    checks.push_back(std::async(std::launch::async, [&shape, r, h] { return first_wrong_output(shape, static_cast<int>(r), *h); }));
-  }
-  for (std::size_t r = 0; r < checks.size(); ++r) {
-    const std::int64_t bad = checks[r].get();
-    if (bad >= 0 && res.first_bad < 0) res.first_bad = bad, res.bad_rank = static_cast<int>(r);
-  }
+  if (spec.check) check_outputs(shape, spec.gpus, out, st, on_gpu ? &codes_dev : nullptr, bad_dev, res);
   if (spec.in_place && has_in_place(spec.op)) {  // last: it overwrites outputs
     std::vector<double> ip;
     for (int k = 0; k < std::max(1, spec.spans); ++k) ip.push_back(span(true));
