@@ -76,9 +76,11 @@ std::vector<Step> plan_steps(const RunOptions& o, const gpu::RuntimeInfo& rt, co
   std::vector<Step> s;
   s.push_back({"topo", {"topo", "--format", "json", "--force", "--out", (out / "topology.json").string()}, "", ""});
   s.push_back({"topo-text", {"topo"}, "topology.txt", ""});
+  // Drift windows of 1 s at the start and the end: the rate comes from readings a whole
+  // campaign apart, and with jittered pokes the 4-GPU bound was +-695 ns at 2 s windows.
   s.push_back({"profile",
                {"profile", "--out", campaign, "--backend", backend, "--sizes", sizes, "--reps", std::to_string(o.reps),
-                "--warmup", "2", "--drift", gpu_campaign ? "2s" : "0", "--thermal-warmup", "off", "--monitor"},
+                "--warmup", "2", "--drift", gpu_campaign ? "1s" : "0", "--thermal-warmup", "off", "--monitor"},
                "profile.txt", backend == gpu_backend ? bench_note : ""});
   s.push_back({"bench-gpu",
                {"bench", "gpu", "--backend", gpu_backend, "--pattern", "uni", "--sizes",

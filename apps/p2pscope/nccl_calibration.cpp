@@ -1,14 +1,26 @@
-// profile's NCCL calibration: bench nccl runs in child processes (nccl_calibration.hpp).
+// profile's NCCL calibration (nccl_calibration.hpp): the timed runs in this process,
+// NCCL's choices in child processes (its debug log is set once per process).
 #include "nccl_calibration.hpp"
 
+#include <chrono>
+#include <cstdlib>
+#include <future>
 #include <iostream>
+#include <map>
+#include <memory>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/formulas.hpp"
+#include "bench/nccl_collective.hpp"
+#include "bench/nccl_sweep.hpp"
+#include "bench/nccl_types.hpp"
 #include "p2pscope/child_process.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
+#include "p2pscope/text.hpp"
+#include "p2pscope/units.hpp"
 
 namespace p2pscope::app {
 namespace fs = std::filesystem;
@@ -41,6 +53,154 @@ std::vector<CalibrationRun> calibration_runs(const CalibrationOptions& o) {
   return runs;
 }
 
+namespace {
+
+std::string stem_of(const CalibrationRun& r) { return fmt::format("{}-n{}", r.role, r.gpus.size()); }
+
+nlohmann::json manifest_entry(const CalibrationRun& r, const nlohmann::json& env, int exit_code, bool timed_out,
+                              double seconds, bool in_process) {
+  return {{"ops", r.ops},       {"gpus", r.gpus},
+          {"ranks", r.gpus.size()}, {"role", r.role},
+          {"json", stem_of(r) + ".json"}, {"nccl_log", r.log ? stem_of(r) + ".nccl.log" : ""},
+          {"env", env},         {"exit_code", exit_code},
+          {"timed_out", timed_out}, {"seconds", seconds},
+          {"process", in_process ? "profile's own (bench nccl's method)" : "a bench nccl child"}};
+}
+
+std::vector<bench::NcclOp> ops_of(const std::string& list) {
+  std::vector<bench::NcclOp> ops;
+  if (list == "all")
+    for (const auto& e : bench::kNcclOpNames) ops.push_back(e.value);
+  else
+    for (const std::string& item : split_list(list, "ops")) ops.push_back(bench::parse_nccl_op(item));
+  return ops;
+}
+
+// One timed run in this process, as `bench nccl --check off --in-place off --warmup 5
+// --iters 20 --spans 3` times it, written as its JSON would be (the rows predict reads).
+// `settle`: the communicators' first use, so their first calls are made untimed first.
+// A child per run paid a process start, CUDA's contexts, NCCL's communicators and its
+// teardown each time: 2.5 s for a run of 13 small sizes on 4 x H200.
+std::string timed_run(const CalibrationRun& r, const std::string& sizes, bench::CollectiveRanks& ranks, bool settle,
+                      const fs::path& json, const std::atomic<bool>* stop) {
+  nlohmann::json doc = {{"schema_version", 1}, {"ops", nlohmann::json::array()}};
+  std::string stopped;
+  for (const bench::NcclOp op : ops_of(r.ops)) {
+    bench::NcclSweepSpec spec;
+    spec.collective.op = op;
+    spec.collective.type = bench::parse_nccl_type("float");
+    spec.collective.gpus = r.gpus;
+    spec.collective.warmup = 5;
+    spec.collective.iters = 20;
+    spec.collective.spans = 3;
+    spec.collective.check = false;
+    spec.collective.in_place = false;
+    spec.sizes = parse_size_list(sizes);
+    spec.settle_iters = settle ? 2000 : 0;
+    settle = false;
+    spec.stop = stop;
+    const bench::NcclSweepResult res = bench::run_nccl_sweep(spec, &ranks);
+    nlohmann::json one = {{"op", bench::to_string(op)}, {"dtype", "float"},
+                          {"gpus", r.gpus},             {"ranks", r.gpus.size()},
+                          {"formula", bench::busbw_formula_text(op)}, {"rows", bench::nccl_rows_json(res)}};
+    if (res.settle_iters > 0) one["settle"] = {{"calls", res.settle_iters}, {"seconds", res.settle_s}};
+    doc["ops"].push_back(std::move(one));
+    if (!res.stopped.empty()) {
+      stopped = res.stopped;
+      break;
+    }
+  }
+  write_file_atomic(json, doc.dump(1) + "\n", Replace::allow);
+  return stopped;
+}
+
+// The timed runs, in order, on one set of communicators per GPU set (the host run of
+// alltoall shares the all-GPU run's). NCCL's debug log is asked off first: it is read
+// at NCCL's first use in a process, and one line per call slows the launches 1.5-2x.
+void run_timed(const std::vector<CalibrationRun>& runs, const CalibrationOptions& o, const fs::path& dir,
+               nlohmann::json& list) {
+  for (const char* v : {"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"}) ::unsetenv(v);
+  std::map<std::vector<int>, std::unique_ptr<bench::CollectiveRanks>> comms;
+  std::size_t i = 0;
+  for (const auto& r : runs) {
+    ++i;
+    if (r.log || (o.stop && o.stop->load())) continue;
+    std::cerr << fmt::format("nccl calibration [{}/{}]: {} on GPUs {} (timed)\n", i, runs.size(), r.ops,
+                             format_cpulist(r.gpus));
+    const auto t0 = std::chrono::steady_clock::now();
+    int exit_code = 0;
+    try {
+      auto& ranks = comms[r.gpus];
+      const bool fresh = !ranks;
+      if (fresh) ranks = bench::make_local_collectives(r.gpus);
+      const std::string stopped =
+          timed_run(r, r.sizes.empty() ? o.sizes : r.sizes, *ranks, fresh, dir / (stem_of(r) + ".json"), o.stop);
+      if (!stopped.empty()) throw Error(stopped);
+    } catch (const std::exception& e) {
+      exit_code = 1;
+      std::cerr << fmt::format("nccl calibration: {} failed: {}\n", stem_of(r), e.what());
+      write_file_atomic(dir / (stem_of(r) + ".err"), std::string(e.what()) + "\n", Replace::allow);
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    list.push_back(manifest_entry(r, nlohmann::json::object(), exit_code, false, s, true));
+  }
+}
+
+ChildSpec choices_child(const CalibrationRun& r, const CalibrationOptions& o, const fs::path& dir, const fs::path& self) {
+  const std::string stem = stem_of(r);
+  ChildSpec spec;
+  spec.argv = {self.string(), "bench", "nccl", "--op", r.ops, "--gpus", format_cpulist(r.gpus), "--sizes",
+               r.sizes.empty() ? o.sizes : r.sizes, "--check", "off", "--in-place", "off", "--warmup", "1",
+               "--iters", "1", "--spans", "1", "--settle", "0", "--format", "json",
+               "--out", (dir / (stem + ".json")).string(), "--force"};
+  spec.env_set = {{"NCCL_DEBUG", "INFO"},
+                  {"NCCL_DEBUG_SUBSYS", "INIT,TUNING"},
+                  {"NCCL_DEBUG_FILE", (dir / (stem + ".nccl.log")).string()}};
+  spec.out = ChildSpec::Output::discard;
+  spec.err = ChildSpec::Output::file;
+  spec.err_path = (dir / (stem + ".err")).string();
+  return spec;
+}
+
+// NCCL's choices, every rank count's child at once: nothing is timed there (what NCCL
+// chooses depends on its tuning model, not on how fast the calls ran), so they need not
+// wait for each other.
+void run_choices(const std::vector<CalibrationRun>& runs, const CalibrationOptions& o, const fs::path& dir,
+                 const fs::path& self, nlohmann::json& list) {
+  std::vector<std::pair<const CalibrationRun*, ChildSpec>> specs;
+  for (const auto& r : runs)
+    if (r.log) specs.emplace_back(&r, choices_child(r, o, dir, self));
+  if (specs.empty() || (o.stop && o.stop->load())) return;
+  std::string what;
+  for (const auto& [r, spec] : specs) what += (what.empty() ? "" : " and ") + fmt::format("GPUs {}", format_cpulist(r->gpus));
+  std::cerr << fmt::format("nccl calibration: NCCL's choices on {} (logged, not timed; at once)\n", what);
+  std::vector<std::future<ChildResult>> waits;
+  for (const auto& [r, spec] : specs)
+    waits.push_back(std::async(std::launch::async, [&o, &spec = spec] {
+      ChildWait how;
+      how.timeout_s = o.timeout_s;
+      how.stop = o.stop;
+      try {
+        return run_child(spec, how);
+      } catch (const std::exception& e) {
+        ChildResult c;
+        c.exit_code = 127;
+        c.err = e.what();
+        return c;
+      }
+    }));
+  for (std::size_t k = 0; k < specs.size(); ++k) {
+    const ChildResult c = waits[k].get();
+    const auto& [r, spec] = specs[k];
+    list.push_back(manifest_entry(*r, spec.env_set, c.exit_code, c.timed_out, c.elapsed_s, false));
+    if (c.exit_code != 0)
+      std::cerr << fmt::format("nccl calibration: {} failed (exit {}{}); see {}\n", stem_of(*r), c.exit_code,
+                               c.timed_out ? ", timed out" : "", spec.err_path);
+  }
+}
+
+}  // namespace
+
 void run_nccl_calibration(const fs::path& campaign_dir, const CalibrationOptions& o) {
   const auto runs = calibration_runs(o);
   const fs::path dir = campaign_dir / "nccl-calibration";
@@ -52,54 +212,8 @@ void run_nccl_calibration(const fs::path& campaign_dir, const CalibrationOptions
 
   nlohmann::json manifest = {{"kind", "p2pscope nccl calibration"}, {"schema_version", 1}, {"sizes", o.sizes}};
   nlohmann::json& list = manifest["runs"] = nlohmann::json::array();
-  std::size_t i = 0;
-  for (const auto& r : runs) {
-    ++i;
-    if (o.stop && o.stop->load()) break;
-    const std::string stem = fmt::format("{}-n{}", r.role, r.gpus.size());
-    std::string gpus;
-    for (int g : r.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
-    ChildSpec spec;
-    spec.argv = {self.string(), "bench", "nccl", "--op", r.ops, "--gpus", gpus, "--sizes", r.sizes.empty() ? o.sizes : r.sizes, "--check", "off",
-                 "--in-place", "off", "--warmup", r.log ? "1" : "5", "--iters", r.log ? "1" : "20", "--spans", r.log ? "1" : "3",
-                 "--settle", r.log ? "0" : "2000", "--format", "json",
-                 "--out", (dir / (stem + ".json")).string(), "--force"};
-    if (r.log)
-      spec.env_set = {{"NCCL_DEBUG", "INFO"},
-                      {"NCCL_DEBUG_SUBSYS", "INIT,TUNING"},
-                      {"NCCL_DEBUG_FILE", (dir / (stem + ".nccl.log")).string()}};
-    else
-      spec.env_unset = {"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"};
-    spec.out = ChildSpec::Output::discard;
-    spec.err = ChildSpec::Output::file;
-    spec.err_path = (dir / (stem + ".err")).string();
-    std::cerr << fmt::format("nccl calibration [{}/{}]: {} on GPUs {}{}\n", i, runs.size(), r.ops, gpus,
-                             r.log ? " (NCCL's choices, logged)" : " (timed)");
-    ChildWait how;
-    how.timeout_s = o.timeout_s;
-    how.stop = o.stop;
-    ChildResult c;
-    try {
-      c = run_child(spec, how);
-    } catch (const std::exception& e) {
-      c.exit_code = 127;
-      c.err = e.what();
-    }
-    nlohmann::json env = spec.env_set;
-    list.push_back({{"ops", r.ops},
-                    {"gpus", r.gpus},
-                    {"ranks", r.gpus.size()},
-                    {"role", r.role},
-                    {"json", stem + ".json"},
-                    {"nccl_log", r.log ? stem + ".nccl.log" : ""},
-                    {"env", env},
-                    {"exit_code", c.exit_code},
-                    {"timed_out", c.timed_out},
-                    {"seconds", c.elapsed_s}});
-    if (c.exit_code != 0)
-      std::cerr << fmt::format("nccl calibration: {} failed (exit {}{}); see {}\n", stem, c.exit_code,
-                               c.timed_out ? ", timed out" : "", spec.err_path);
-  }
+  run_timed(runs, o, dir, list);  // its communicators are gone before the children start
+  run_choices(runs, o, dir, self, list);
   write_file_atomic(dir / "manifest.json", manifest.dump(2) + "\n", Replace::allow);
 }
 

@@ -1,10 +1,12 @@
 #pragma once
 // The short NCCL calibration that `profile` takes after its campaign and keeps beside
 // it (DIR/nccl-calibration/), so that `predict DIR` prices NCCL's collectives offline on
-// a copied campaign (docs/predict.md). Each run is this binary's `bench nccl` in a child
-// process (NCCL reads NCCL_PROTO and its debug settings once per process or
-// communicator, so a child per setting keeps them apart), with NCCL's TUNING log beside
-// its JSON: what NCCL chose (algorithm, protocol, channels) at every size.
+// a copied campaign (docs/predict.md). The timed runs are bench nccl's method in this
+// process, on one set of communicators per GPU set; what NCCL chose at every size
+// (algorithm, protocol, channels) comes from its TUNING log in `bench nccl` child
+// processes (NCCL reads its debug settings once per process), all at once.
+// A timed run that hangs in NCCL holds the profile: the campaign is on disk by then, and
+// `run`'s step limit (or Ctrl-C) ends it.
 #include <atomic>
 #include <filesystem>
 #include <string>
