@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "p2pscope/phase_trace.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
@@ -52,6 +53,7 @@ void check_bench_common(const BenchCommon& c) {
 
 // run_metadata (with CUDA/NCCL versions) and the topology this ran on.
 void add_metadata(nlohmann::json& j, const Context& ctx) {
+  trace_phase("metadata: start");
   nlohmann::json meta = run_metadata(ctx.argv);
   meta["versions"] = gpu::to_json(gpu::runtime_info());
   nlohmann::json topology;
@@ -64,6 +66,7 @@ void add_metadata(nlohmann::json& j, const Context& ctx) {
   }
   j["run_metadata"] = std::move(meta);
   j["topology"] = std::move(topology);
+  trace_phase("metadata: done");
 }
 
 // --out FILE, or DIR (an existing directory or a path ending in '/'): a named file in it.

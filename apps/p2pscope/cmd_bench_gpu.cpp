@@ -14,6 +14,7 @@
 #include "bench_common.hpp"
 #include "profile/setup.hpp"
 #include "progress.hpp"
+#include "p2pscope/phase_trace.hpp"
 #include "p2pscope/backend.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
@@ -129,6 +130,7 @@ void run_gpu(GpuOptions& o, Context& ctx) {
   check_bench_common(o);
   const auto mode = bench::parse_mode(o.pattern);
   const auto rt = gpu::runtime_info();
+  trace_phase("bench gpu: CUDA runtime read");
   // Under mpirun/srun/torchrun: one process per GPU, meeting through the bootstrap;
   // every rank measures, rank 0 alone reports.
   std::string backend = o.backend;
@@ -174,6 +176,7 @@ void run_gpu(GpuOptions& o, Context& ctx) {
   mon_opts.monitor = o.monitor && reporter;  // one monitor.csv per run, not one per rank
   mon_opts.host_waits_on_gpu = can.gpu_memory;
   BenchMonitor mon(mon_opts);
+  trace_phase("bench gpu: backend made, monitor started");
   if (interrupt) spec.stop = interrupt->flag();
   if (reporter) {
     spec.on_setup = setup_printer("bench gpu");
@@ -189,6 +192,7 @@ void run_gpu(GpuOptions& o, Context& ctx) {
       progress(done, planned, fmt::format("{}->{} {}: {}", row.src, row.dst, format_size(row.bytes), figure));
     };
   const bench::SweepResult r = bench::run_sweep(*b, spec);
+  trace_phase("bench gpu: sweep done");
   if (!reporter) {  // rank 0 prints; the others only say what went wrong
     if (!r.stopped.empty()) throw Error(r.stopped);
     if (!r.data_ok()) throw Error(r.first_failure());

@@ -20,6 +20,7 @@
 #include "profile_processes.hpp"
 #include "nccl_calibration.hpp"
 #include "progress.hpp"
+#include "p2pscope/phase_trace.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
@@ -355,7 +356,9 @@ void run_isolated_campaign(profile::Params p, const ProfileOptions& o, Context& 
   }
   progress.finish();
   print_result(r);
+  trace_phase("profile: campaign returned");
   if (!r.interrupted && o.process_share.empty()) calibrate_nccl(o, r.out_dir, p.stop);
+  trace_phase("profile: NCCL calibration done");
   if (processes > 1)
     std::printf("repetitions split over %d processes: analyze widens each median's interval by the spread of the "
                 "process medians\n", processes);

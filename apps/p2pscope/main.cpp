@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "habits.hpp"
+#include "p2pscope/phase_trace.hpp"
 #include "p2pscope/error.hpp"
 
 namespace {
@@ -17,6 +18,7 @@ struct ParseOnlyDone {};
 
 int main(int argc, char** argv) {
   using namespace p2pscope;
+  trace_phase("main");
   app::Context ctx;
   ctx.argv.assign(argv, argv + argc);
 
@@ -96,5 +98,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "p2pscope: internal error: %s\n", e.what());
     return 1;
   }
+  trace_phase("exit");
   return ctx.exit_code;
 }

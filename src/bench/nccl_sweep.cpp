@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "p2pscope/phase_trace.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/units.hpp"
@@ -112,7 +113,9 @@ NcclSweepResult run_nccl_sweep(const NcclSweepSpec& spec, CollectiveRanks* ranks
   one.gpus = res.gpus;
   std::unique_ptr<CollectiveRanks> local;  // one process: communicators made once for every size
   if (!ranks) ranks = (local = make_local_collectives(res.gpus)).get();
+  trace_phase("bench nccl: communicators ready");
   if (spec.settle_iters > 0) settle(*ranks, one, spec.sizes.front(), spec.settle_iters, res);
+  trace_phase("bench nccl: settled");
   for (std::uint64_t bytes : spec.sizes) {
     if (spec.stop && spec.stop->load()) {
       res.interrupted = true;
@@ -121,6 +124,7 @@ NcclSweepResult run_nccl_sweep(const NcclSweepSpec& spec, CollectiveRanks* ranks
       break;
     }
     one.bytes = bytes;
+    trace_phase("bench nccl: " + to_string(spec.collective.op) + " " + format_size(bytes));
     CollectiveResult c;
     try {
       c = ranks->run(one);

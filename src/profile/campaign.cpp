@@ -14,6 +14,7 @@
 #include <nvtx3/nvToolsExt.h>
 #endif
 
+#include "p2pscope/phase_trace.hpp"
 #include "p2pscope/backend.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
@@ -98,12 +99,17 @@ class CampaignRun {
   Result run() {
     check();
     initialize();
+    trace_phase("campaign: initialized");
     try {
       start_instruments();
+      trace_phase("campaign: instruments started (the start's drift window)");
       warmup();
+      trace_phase("campaign: warmed up");
       trials();
+      trace_phase("campaign: trials done");
       // An interrupted run still takes the quick end readings: cheap, and they anchor the trace.
       drift_end_ = measure_drift(*primary_, plan_.devices, stopped() ? 0 : p_.drift_s, p_.stop);
+      trace_phase("campaign: end drift window done");
     } catch (const std::exception& e) {
       meta_["status"] = "failed";
       meta_["error"] = e.what();
@@ -116,6 +122,7 @@ class CampaignRun {
       throw;
     }
     summaries();
+    trace_phase("campaign: summaries written");
     return std::move(res_);
   }
 
@@ -476,7 +483,9 @@ void CampaignRun::summaries() {
   res_.warmup_s = static_cast<double>(measure_t0_ - warm_t0_) * 1e-9;
   res_.measure_s = static_cast<double>(measure_t1_ - measure_t0_) * 1e-9;
   const auto clock_device = [this](int src, int dst) { return primary_->clock_device(src, dst); };
+  trace_phase("campaign: sampler stopped");
   Alignment align = align_all_sessions();
+  trace_phase("campaign: clocks aligned");
   for (const auto& w : align.warnings) {
     res_.warnings.push_back(w);
     note("warning: " + w);
@@ -484,8 +493,10 @@ void CampaignRun::summaries() {
   res_.alignment = align.report["alignment"];
   write_json_file(path(kDriftFile), align.report);
   write_trace(path(kTraceFile), make_trace(plan_, rows_, align.to_host, clock_device, align.unaligned, single_stamp_error_ns_));
+  trace_phase("campaign: trace written");
   res_.sizes = summarize(plan_, rows_);
   const nlohmann::json clocks = clocks_and_hint();
+  trace_phase("campaign: sizes summarized, clocks read");
   finish_metadata(align, clocks);
   write_json_file(path(kMetadataFile), meta_);
 }
