@@ -108,6 +108,10 @@ std::vector<Step> plan_steps(const RunOptions& o, const gpu::RuntimeInfo& rt, co
                                       "--format", "json", "--html", (out / "predict.html").string(), "--force"};
   // Measured collectives compare with links measured GPU to GPU, not through host memory.
   if (pairs && rt.nccl_built && can.gpu_links) predict.push_back("--measure");
+  // Priced (and measured) at all the GPUs only: the calibration times every op at 2
+  // ranks, so 2-rank cells would check its fit, not a prediction, for 1.3 s of NCCL
+  // set-up and timing.
+  if (rt.device_count > 2) predict.insert(predict.end(), {"--ranks", std::to_string(rt.device_count)});
   s.push_back({"predict", predict, "predict.json", "", "", {"profile"}});
   return s;
 }
