@@ -39,6 +39,7 @@ struct Cell {
   double measured_ns = NAN;
   std::string measured_from;
   double spread = NAN;  // NCCL's own spans of this cell: max / min - 1 (NaN: one span, or text)
+  double measured_gpu_ns = NAN;  // bench nccl's per-iteration p50 (NaN: nccl-tests text, or not kept)
 };
 
 // A measured cell: nccl-tests' time, the file it came from, and how far its own spans
@@ -47,6 +48,9 @@ struct MeasuredCell {
   double ns = NAN;
   std::string from;
   double spread = NAN;
+  // The GPU's own time per iteration (bench nccl's event pass, p50): what a simulator
+  // models, and what repeats between processes where the span is the host's launch rate.
+  double gpu_ns = NAN;
 };
 // Measured cells by (op, ranks, S).
 using Measured = std::map<std::tuple<std::string, int, std::uint64_t>, MeasuredCell>;
@@ -117,7 +121,11 @@ void read_measured(const std::string& file, Measured& m, const std::string& camp
         if (r.contains("spans_us") && r["spans_us"].is_array())
           for (const auto& x : r["spans_us"])
             if (x.is_number()) spans.push_back(x.get<double>());
-        m[{op, n, r.at("size_bytes").get<std::uint64_t>()}] = {t, file, spread_of(spans)};
+        double gpu = NAN;
+        if (r.contains("per_iteration_ns") && r["per_iteration_ns"].is_object() &&
+            r["per_iteration_ns"].value("median", 0.0) > 0)
+          gpu = r["per_iteration_ns"]["median"].get<double>();
+        m[{op, n, r.at("size_bytes").get<std::uint64_t>()}] = {t, file, spread_of(spans), gpu};
       }
     };
     if (j.contains("ops"))
@@ -188,14 +196,15 @@ void measure_here(const NcclPredictArgs& a, const std::vector<std::string>& ops,
       spec.collective.warmup = a.warmup;
       spec.collective.iters = a.iters;
       spec.collective.in_place = false;
-      spec.collective.per_iteration = false;
+      spec.collective.per_iteration = true;  // the GPU's time per iteration, beside the span
       spec.collective.check = false;
       spec.collective.spans = 3;  // the median of three spans: one OS hiccup does not make the figure
       spec.sizes = a.sizes;
       std::fprintf(stderr, "predict --measure: %s on %d GPUs\n", op.c_str(), n);
       const auto r = bench::run_nccl_sweep(spec, local.get());
       for (std::size_t i = 0; i < r.rows.size(); ++i)
-        m[{op, n, a.sizes[i]}] = {r.rows[i].span_ns, "measured here", spread_of(r.rows[i].spans_ns)};
+        m[{op, n, a.sizes[i]}] = {r.rows[i].span_ns, "measured here", spread_of(r.rows[i].spans_ns),
+                                  r.rows[i].time_ns.median > 0 ? r.rows[i].time_ns.median : NAN};
       if (!r.stopped.empty()) throw Error("predict --measure: " + op + ": " + r.stopped);
     }
   }
@@ -219,15 +228,20 @@ struct Summary {
 // about the machine at that moment than about the model.
 constexpr double kSteadySpread = 0.10;
 
+// What a summary compares: nccl-tests' time (the span), or the GPU's time per iteration.
+enum class Compared { span, gpu };
+
 Summary summarize(const std::vector<Cell>& cells, const std::string& role, std::uint64_t lo, std::uint64_t hi,
-                  bool steady_only = false) {
+                  bool steady_only = false, Compared what = Compared::span) {
   std::vector<double> e;
   Summary s;
   double worst = -1;
   for (const auto& c : cells) {
-    if (c.p.role != role || std::isnan(c.measured_ns) || c.bytes < lo || c.bytes > hi) continue;
+    const double predicted = what == Compared::gpu ? c.p.gpu_ns : c.p.time_ns;
+    const double measured = what == Compared::gpu ? c.measured_gpu_ns : c.measured_ns;
+    if (c.p.role != role || std::isnan(measured) || c.bytes < lo || c.bytes > hi) continue;
     if (steady_only && c.spread > kSteadySpread) continue;
-    const double x = std::abs(c.p.time_ns - c.measured_ns) / c.measured_ns;
+    const double x = std::abs(predicted - measured) / measured;
     e.push_back(x);
     if (x > worst) {
       worst = x;
@@ -253,7 +267,7 @@ std::string summary_line(const std::string& what, const Summary& s) {
 Table cell_table(const std::vector<Cell>& cells, bool measured) {
   std::vector<std::string> head = {"op", "ranks", "size", "size_bytes", "algo", "proto", "channels", "role",
                                    "predicted_us", "gpu_us", "host_us"};
-  if (measured) head.insert(head.end(), {"measured_us", "error_pct", "spread_pct"});
+  if (measured) head.insert(head.end(), {"measured_us", "error_pct", "spread_pct", "measured_gpu_us", "gpu_error_pct"});
   head.push_back("flags");
   Table t(head);
   for (const auto& c : cells) {
@@ -266,6 +280,9 @@ Table cell_table(const std::vector<Cell>& cells, bool measured) {
       row.push_back(m ? fixed(c.measured_ns / 1e3, 2) : "-");
       row.push_back(m ? fixed((c.p.time_ns - c.measured_ns) / c.measured_ns * 100, 1) : "-");
       row.push_back(std::isnan(c.spread) ? "-" : fixed(c.spread * 100, 1));
+      const bool g = !std::isnan(c.measured_gpu_ns);
+      row.push_back(g ? fixed(c.measured_gpu_ns / 1e3, 2) : "-");
+      row.push_back(g ? fixed((c.p.gpu_ns - c.measured_gpu_ns) / c.measured_gpu_ns * 100, 1) : "-");
     }
     std::string flags;
     if (c.p.role == "predicted" && c.p.basis.find(c.op + " timed") == std::string::npos)
@@ -400,7 +417,8 @@ std::vector<Cell> price_cells(const simulate::NcclModel& model, const std::vecto
       for (std::uint64_t S : sizes) {
         Cell c{op, n, S, model.predict(op, n, S), NAN, ""};
         if (const auto it = measured.find({op, n, S}); it != measured.end())
-          c.measured_ns = it->second.ns, c.measured_from = it->second.from, c.spread = it->second.spread;
+          c.measured_ns = it->second.ns, c.measured_from = it->second.from, c.spread = it->second.spread,
+          c.measured_gpu_ns = it->second.gpu_ns;
         cells.push_back(c);
       }
   std::size_t matched = 0;
@@ -414,20 +432,29 @@ std::vector<Cell> price_cells(const simulate::NcclModel& model, const std::vecto
 // The error table's summaries: predicted and calibration cells, above and below 64 KiB,
 // and the predicted ones again over the cells whose measurement repeated.
 struct Summaries {
-  Summary big, small, fit_big, fit_small, big_steady, small_steady;
+  Summary big, small, fit_big, fit_small, big_steady, small_steady, gpu_big, gpu_small;
   explicit Summaries(const std::vector<Cell>& cells)
       : big(summarize(cells, "predicted", 64 * 1024, ~0ull)),
         small(summarize(cells, "predicted", 1, 32 * 1024)),
         fit_big(summarize(cells, "calibration", 64 * 1024, ~0ull)),
         fit_small(summarize(cells, "calibration", 1, 32 * 1024)),
         big_steady(summarize(cells, "predicted", 64 * 1024, ~0ull, true)),
-        small_steady(summarize(cells, "predicted", 1, 32 * 1024, true)) {}
+        small_steady(summarize(cells, "predicted", 1, 32 * 1024, true)),
+        gpu_big(summarize(cells, "predicted", 64 * 1024, ~0ull, false, Compared::gpu)),
+        gpu_small(summarize(cells, "predicted", 1, 32 * 1024, false, Compared::gpu)) {}
 
   void add_lines(std::vector<std::string>& lines) const {
     lines.push_back(summary_line("predicted cells, 64 KiB - 1 GiB", big));
     lines.push_back(summary_line("predicted cells, 1 B - 32 KiB", small));
     lines.push_back(summary_line("calibration cells (the fit itself), 64 KiB - 1 GiB", fit_big));
     lines.push_back(summary_line("calibration cells (the fit itself), 1 B - 32 KiB", fit_small));
+    // The GPU's own time, where the measurement kept it: at host-bound sizes nccl-tests'
+    // span is the host's launch rate, which moves between processes by tens of percent
+    // (bench/host_rate.sh); the GPU's time does not, and it is what a simulator models.
+    if (gpu_big.n || gpu_small.n) {
+      lines.push_back(summary_line("predicted cells, the GPU's time per iteration (p50), 64 KiB - 1 GiB", gpu_big));
+      lines.push_back(summary_line("predicted cells, the GPU's time per iteration (p50), 1 B - 32 KiB", gpu_small));
+    }
     if (big_steady.n < big.n || small_steady.n < small.n) {
       lines.push_back(summary_line("predicted cells whose measurement repeated within 10 %, 64 KiB - 1 GiB", big_steady));
       lines.push_back(summary_line("predicted cells whose measurement repeated within 10 %, 1 B - 32 KiB", small_steady));
@@ -443,7 +470,8 @@ struct Summaries {
     };
     return {{"predicted_64K_1G", sj(big)},         {"predicted_1_32K", sj(small)},
             {"calibration_64K_1G", sj(fit_big)},   {"calibration_1_32K", sj(fit_small)},
-            {"predicted_64K_1G_steady", sj(big_steady)}, {"predicted_1_32K_steady", sj(small_steady)}};
+            {"predicted_64K_1G_steady", sj(big_steady)}, {"predicted_1_32K_steady", sj(small_steady)},
+            {"predicted_gpu_64K_1G", sj(gpu_big)},   {"predicted_gpu_1_32K", sj(gpu_small)}};
   }
 };
 
@@ -457,6 +485,8 @@ nlohmann::json rows_json(const std::vector<Cell>& cells) {
                     {"measured_us", maybe(c.measured_ns / 1e3)},
                     {"error_pct", maybe((c.p.time_ns - c.measured_ns) / c.measured_ns * 100)},
                     {"measured_spread_pct", maybe(c.spread * 100)},
+                    {"measured_gpu_us", maybe(c.measured_gpu_ns / 1e3)},
+                    {"gpu_error_pct", maybe((c.p.gpu_ns - c.measured_gpu_ns) / c.measured_gpu_ns * 100)},
                     {"nccl_defaults", c.p.defaults}, {"extrapolated", c.p.extrapolated}});
   return rows;
 }
@@ -482,7 +512,10 @@ void run_predict_nccl(const NcclPredictArgs& a, Context& ctx) {
   // Sizes and rank counts of --measured that predict was not asked for are still priced.
   const std::vector<Cell> cells = price_cells(model, ops, ranks, a.sizes, measured, !a.measured.empty());
   const Summaries sum(cells);
-  const std::string head = headline(sum.big, sum.small, have_measured);
+  std::string head = headline(sum.big, sum.small, have_measured);
+  if (sum.gpu_big.n && sum.gpu_small.n)
+    head += fmt::format(" The GPU's own time per iteration: {:.1f} % and {:.1f} % (geomean).", sum.gpu_big.geomean_pct,
+                        sum.gpu_small.geomean_pct);
   std::vector<std::string> lines = {
       fmt::format("model: NCCL's calls priced from the calibration in {} (NCCL {}); docs/predict.md", cal.dir,
                   cal.nccl_version.empty() ? "version not logged" : cal.nccl_version)};

@@ -168,7 +168,10 @@ void align_device(int dev, const TimerSamples& s, const DriftWindow& during, con
   // not fit, which is why ops are mapped piece by piece.
   const DriftFit whole = fit_timer_points(g.all, g.quick_only, g.step);
   d["one_line_fit"] = fit_json(whole);
-  ClockMap map = build_clock_map(g.all, g.step);
+  std::vector<std::int64_t> op_hosts;  // where pieces must part: between readings with ops between them
+  for (const auto& r : rows)
+    if (r.gpu_ts_start_ns >= 0 && clock_device(r.src, r.dst) == dev) op_hosts.push_back(r.ts_start_ns);
+  ClockMap map = build_clock_map(g.all, g.step, 1'000'000'000, &op_hosts);
   std::size_t unbounded = 0, pieces_with_ops = 0;
   const CausalityCheck c =
       check_device_ops(dev, map, plan, rows, clock_device, single_stamp_error_ns, unbounded, pieces_with_ops, t);

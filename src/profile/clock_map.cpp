@@ -31,18 +31,26 @@ struct Burst {
 };
 }  // namespace
 
-ClockMap build_clock_map(std::vector<TimerPoint> pts, std::int64_t step_ns, std::int64_t reach_ns) {
+ClockMap build_clock_map(std::vector<TimerPoint> pts, std::int64_t step_ns, std::int64_t reach_ns,
+                         const std::vector<std::int64_t>* op_host_ns) {
   ClockMap m;
   if (pts.empty()) return m;
   std::sort(pts.begin(), pts.end(), [](const TimerPoint& a, const TimerPoint& b) { return a.host_ns < b.host_ns; });
-  // Readings less than 20 ms apart are one burst: a drift window pokes every 1/200 of
-  // its length (5 ms for 1 s), the campaign every ~0.25 s while it measures. With the
-  // window's 200 rounds as bursts of their own, each got a piece fitted to every reading
-  // within a second, 376 pieces that hold no op: 1.2 s of a 7 s campaign on 4 x H200.
-  constexpr std::int64_t kBurstGapNs = 20'000'000;
+  // A burst: readings less than 1 ms apart. Bursts with no op since the first's start are one:
+  // a drift window pokes every 1/200 of its length (5 ms for 1 s), and with its 200
+  // rounds as bursts of their own each got a piece fitted to every reading within a
+  // second, 376 pieces that held no op: 1.2 s of a 7 s campaign on 4 x H200.
+  std::vector<std::int64_t> ops;
+  if (op_host_ns) ops = *op_host_ns;
+  std::sort(ops.begin(), ops.end());
+  const auto op_between = [&](std::int64_t from, std::int64_t to) {
+    const auto it = std::upper_bound(ops.begin(), ops.end(), from);
+    return it != ops.end() && *it < to;
+  };
   std::vector<Burst> bursts;
   for (std::size_t i = 0; i < pts.size(); ++i) {
-    if (bursts.empty() || pts[i].host_ns - bursts.back().to > kBurstGapNs)
+    const bool apart = !bursts.empty() && pts[i].host_ns - bursts.back().to > 1'000'000;
+    if (bursts.empty() || (apart && (!op_host_ns || op_between(bursts.back().from, pts[i].host_ns))))
       bursts.push_back({i, i, pts[i].host_ns, pts[i].host_ns});
     bursts.back().last = i;
     bursts.back().to = pts[i].host_ns;

@@ -38,10 +38,12 @@ struct ClockMap {
   static ClockMap one_line(const DriftFit& fit);  // a single piece: the whole-campaign line
 };
 
-// Groups `pts` into bursts (readings less than 20 ms apart), makes one piece per gap
+// Groups `pts` into bursts (readings less than 1 ms apart; with `op_host_ns`, the ops'
+// host times, bursts with no op from the first's start to the next's count as one), makes one piece per gap
 // between bursts, and fits each to the readings of the bursts within `reach_ns` of it.
 // Windows shorter than 10 ms give no usable least-squares slope (fitted with slope 1);
 // their bounds still allow any rate the readings do.
-ClockMap build_clock_map(std::vector<TimerPoint> pts, std::int64_t step_ns, std::int64_t reach_ns = 1'000'000'000);
+ClockMap build_clock_map(std::vector<TimerPoint> pts, std::int64_t step_ns, std::int64_t reach_ns = 1'000'000'000,
+                         const std::vector<std::int64_t>* op_host_ns = nullptr);
 
 }  // namespace p2pscope::profile

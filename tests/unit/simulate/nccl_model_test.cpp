@@ -300,5 +300,45 @@ TEST(NcclModelCli, MeasuredNcclTestsTextOfAnotherRankCountMatchesNothing) {
   EXPECT_NE(ok.out.find("16.20"), std::string::npos) << ok.out;  // nccl-tests' 1 MiB out-of-place time, as read
 }
 
+
+// The GPU's own time per iteration (bench nccl's per-iteration p50) is compared beside
+// nccl-tests' span: at host-bound sizes the span is the host's launch rate, which moves
+// between processes, while the GPU's time repeats and is what a simulator models.
+TEST(NcclModelCli, TheGpusOwnTimeIsComparedBesideTheSpan) {
+  const auto out = test::temp_dir("nccl-model-gpu-time");
+  const path b = path(P2PSCOPE_FIXTURES_DIR) / "nccl-calibration" / "h100x4-b";
+  const auto r = test::run_binary("predict " + b.string() + " --algo nccl --sizes 1:1G --measured " +
+                                  (b / "measured-n2.json").string() + " --measured " + (b / "measured-n4.json").string() +
+                                  " --format json --out " + (out / "p.json").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream in(out / "p.json");
+  const auto j = nlohmann::json::parse(in);
+  std::ifstream min(b / "measured-n4.json");
+  const auto m = nlohmann::json::parse(min);
+  double file_gpu_us = 0;  // allgather at 4 ranks, 1 MiB, as the file holds it
+  for (const auto& o : m["ops"])
+    if (o["op"] == "allgather")
+      for (const auto& row : o["rows"])
+        if (row["size_bytes"] == 1 << 20) file_gpu_us = row["per_iteration_ns"]["median"].get<double>() / 1e3;
+  ASSERT_GT(file_gpu_us, 0);
+  bool seen = false;
+  for (const auto& row : j["rows"]) {
+    if (row["measured_gpu_us"].is_null()) continue;
+    const double g = row["measured_gpu_us"].get<double>();
+    EXPECT_NEAR(row["gpu_error_pct"].get<double>(), (row["gpu_us"].get<double>() - g) / g * 100, 1e-9) << row.dump();
+    if (row["op"] == "allgather" && row["ranks"] == 4 && row["size_bytes"] == 1 << 20) {
+      EXPECT_NEAR(g, file_gpu_us, 1e-9);
+      seen = true;
+    }
+  }
+  EXPECT_TRUE(seen);
+  const auto& s = j["summary"];
+  EXPECT_EQ(s["predicted_gpu_64K_1G"]["cells"], 60);
+  // On this lease the GPU's time is predicted far closer than the span at small sizes.
+  EXPECT_LT(s["predicted_gpu_1_32K"]["geomean_abs_error_pct"].get<double>(),
+            s["predicted_1_32K"]["geomean_abs_error_pct"].get<double>());
+  EXPECT_NE(j["headline"].get<std::string>().find("The GPU's own time per iteration"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace p2pscope::simulate
