@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -88,6 +89,30 @@ std::string resolve_ipv4(const std::string& host) {
   return text;
 }
 
+// How long a bootstrap read spins (non-blocking polls) before it sleeps in the kernel:
+// P2PSCOPE_BOOTSTRAP_SPIN_US, 200 by default (where each rank can have two cores), 0 =
+// never. Under a launcher every op of a campaign is an announcement and a gather on
+// these sockets; a reader asleep in recv() pays its wake-up (tens of microseconds in a
+// VM) twice per op, as much as an 8 MiB transfer over NVLink takes.
+std::int64_t bootstrap_spin_ns() {
+  static const std::int64_t ns = [] {
+    const char* v = std::getenv("P2PSCOPE_BOOTSTRAP_SPIN_US");
+    const long us = v ? std::strtol(v, nullptr, 10) : 200;
+    return static_cast<std::int64_t>(std::clamp(us, 0L, 100'000L)) * 1000;
+  }();
+  return ns;
+}
+
+// Returns when `s` has bytes to read or `spin` ns are up (then recv blocks as before).
+void spin_until_readable(const Socket& s, std::int64_t spin) {
+  if (spin <= 0) return;
+  pollfd p{s.fd(), POLLIN, 0};
+  const std::int64_t t0 = monotonic_ns();
+  do {
+    if (::poll(&p, 1, 0) != 0) return;  // readable, closed, or an error: recv says which
+  } while (monotonic_ns() - t0 < spin);
+}
+
 class TcpBootstrap final : public Bootstrap {
  public:
   TcpBootstrap(int rank, int size, const std::string& host, std::uint16_t port, double timeout_s,
@@ -99,6 +124,10 @@ class TcpBootstrap final : public Bootstrap {
     if (!(timeout_s > 0) || !std::isfinite(timeout_s))
       throw UsageError(fmt::format("bootstrap: timeout of {} s: expected a positive number of seconds", timeout_s));
     timeout_s_ = std::min(timeout_s, 1e6);
+    // Spin only where every rank can have a core of its own to spin on (ranks on this
+    // host are at most size): on a 2-core machine spinning ranks would starve the one
+    // that has to answer.
+    spin_ns_ = std::thread::hardware_concurrency() >= 2u * static_cast<unsigned>(size) ? bootstrap_spin_ns() : 0;
     const std::string ip = resolve_ipv4(host);
     where_ = fmt::format("{}:{}", host, port);
     if (rank == 0) {
@@ -191,6 +220,7 @@ class TcpBootstrap final : public Bootstrap {
     counters_.bytes_sent += data.size();
   }
   std::string recv(Socket& s) {
+    spin_until_readable(s, spin_ns_);
     std::string data = guarded(s, [&] { return recv_frame(s); });
     ++counters_.frames_received;
     counters_.bytes_received += data.size();
@@ -309,6 +339,7 @@ class TcpBootstrap final : public Bootstrap {
 
   int rank_, size_;
   double timeout_s_;
+  std::int64_t spin_ns_ = 0;  // spin_until_readable
   RendezvousOptions opts_;
   std::string where_;
   BootstrapCounters counters_;
