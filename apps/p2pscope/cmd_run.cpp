@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "p2pscope/phase_trace.hpp"
 #include "p2pscope/backend_table.hpp"
 #include "p2pscope/charts.hpp"
 #include "p2pscope/clock.hpp"
@@ -76,11 +77,12 @@ std::vector<Step> plan_steps(const RunOptions& o, const gpu::RuntimeInfo& rt, co
   std::vector<Step> s;
   s.push_back({"topo", {"topo", "--format", "json", "--force", "--out", (out / "topology.json").string()}, "", ""});
   s.push_back({"topo-text", {"topo"}, "topology.txt", ""});
-  // Drift windows of 1 s at the start and the end: the rate comes from readings a whole
-  // campaign apart, and with jittered pokes the 4-GPU bound was +-695 ns at 2 s windows.
+  // Drift windows of 0.5 s at the start and the end: the rate comes from readings a whole
+  // campaign apart, and with jittered pokes the 4-GPU bound was +-690-695 ns with windows
+  // of 2 s and of 1 s (4 x H200).
   s.push_back({"profile",
                {"profile", "--out", campaign, "--backend", backend, "--sizes", sizes, "--reps", std::to_string(o.reps),
-                "--warmup", "2", "--drift", gpu_campaign ? "1s" : "0", "--thermal-warmup", "off", "--monitor"},
+                "--warmup", "2", "--drift", gpu_campaign ? "0.5s" : "0", "--thermal-warmup", "off", "--monitor"},
                "profile.txt", backend == gpu_backend ? bench_note : ""});
   s.push_back({"bench-gpu",
                {"bench", "gpu", "--backend", gpu_backend, "--pattern", "uni", "--sizes",
@@ -212,6 +214,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     if (ec) throw UsageError("cannot create --out " + out.string() + ": " + ec.message());
     set_aside(out / "campaign");
     const auto rt = gpu::runtime_info();
+    trace_phase("run: CUDA runtime read, steps planned");
     std::cerr << "run: " << (rt.device_count > 0 ? fmt::format("{} GPU(s)", rt.device_count)
                                                  : "no GPU (" + rt.why_no_gpu + "): host backend")
               << ", output in " << out.string() << "\n";
@@ -252,9 +255,11 @@ void add_run_command(CLI::App& app, Context& ctx) {
         return;
       }
     }
+    trace_phase("run: steps done");
     const fs::path report = out / "campaign" / "report.html";
     const Headline headline = write_headline(out);
     const fs::path index = write_index(out, results, steps.size(), headline);
+    trace_phase("run: headline and index written");
     std::cout << fmt::format("\n{} step(s) ok, {} failed, {} skipped; details in {}\n", ok, failed, skipped,
                              (out / "run.json").string());
     std::cout << "index: " << index.string() << "   (every result of this run)\n";
