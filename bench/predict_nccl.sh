@@ -2,7 +2,7 @@
 # Issue 29's validation in one call on a multi-GPU machine: a ce campaign with its NCCL
 # calibration, predict's NCCL model against NCCL (every op, 2 and all GPUs, 1 B - 1 GiB,
 # timed as nccl-tests times; again with --hold-out 2 for predicted cells at 2 GPUs, and
-# with --host-anchor on), export --for nccl:S at 1 MiB, 64 MiB, 1 GiB for ASTRA-sim
+# with --host-anchor off), export --for nccl:S at 1 MiB, 64 MiB, 1 GiB for ASTRA-sim
 # (run it afterwards where ASTRA-sim is: ../shared/astra-sim/bin), and bench nccl beside
 # torch.distributed's loop for the nccl-tests method. Raw files under OUTDIR; a summary
 # on stdout.
@@ -34,8 +34,8 @@ M="--measured $OUT/measured-n2.json --measured $OUT/measured-n$NGPU.json"
 # Validation at 2 GPUs too: only allreduce and sendrecv of 2 ranks stay in the calibration.
 "$P" predict "$OUT/ce" --algo nccl --sizes 1:1G $M --hold-out 2 --format json --out "$OUT/predict-holdout2.json" \
   --force > "$OUT/predict-holdout2.txt" 2>&1 || echo "predict --hold-out 2 failed"
-"$P" predict "$OUT/ce" --algo nccl --sizes 1:1G $M --host-anchor on --format json \
-  --out "$OUT/predict-anchor.json" --force > /dev/null 2>&1 || echo "predict --host-anchor on failed"
+"$P" predict "$OUT/ce" --algo nccl --sizes 1:1G $M --host-anchor off --format json \
+  --out "$OUT/predict-noanchor.json" --force > /dev/null 2>&1 || echo "predict --host-anchor off failed"
 t2=$(date +%s.%N)
 for S in 1048576 67108864 1073741824; do
   "$P" export "$OUT/ce" --to astra-sim --for nccl:$S --out "$OUT/net-$S.yml" --system "$OUT/sys-$S.json" --force \
@@ -53,7 +53,7 @@ python3 - "$OUT" <<'PY'
 import json, sys, os, re
 out = sys.argv[1]
 import math
-for name in ("predict.json", "predict-holdout2.json", "predict-anchor.json"):
+for name in ("predict.json", "predict-holdout2.json", "predict-noanchor.json"):
     try:
         j = json.load(open(os.path.join(out, name)))
         print(name, "|", j["headline"])

@@ -34,7 +34,7 @@ namespace {
 struct PredictOptions {
   std::string dir, ops, algo = "auto", sizes = "1K:1G", ranks;
   std::vector<std::string> measured;
-  std::string host_anchor;  // "" = off, the default
+  std::string host_anchor;  // "" = on, the default
   std::vector<int> hold_out;
   std::string backend, format = "text", out, dtype = "float", html, astra_backend = "unaware";
   std::int64_t endpoint_delay_ns = 1;
@@ -228,7 +228,7 @@ void run_predict(const PredictOptions& o, Context& ctx) {
     a.devices = campaign_gpus(o.dir, o.backend);
     a.measured = o.measured;
     a.measure = o.measure;
-    a.host_anchor = o.host_anchor == "on";  // off by default (the --host-anchor help says why)
+    a.host_anchor = o.host_anchor != "off";
     a.hold_out = o.hold_out;
     a.force = o.force;
     a.warmup = o.warmup;
@@ -308,11 +308,10 @@ void add_predict_command(CLI::App& app, Context& ctx) {
       ->delimiter(',')
       ->check(CLI::Range(2, 1024));
   cmd->add_option("--host-anchor", o->host_anchor,
-                  "--algo nccl with measured runs: on takes the host's launch rate from the measured run's own "
-                  "calibration ops (allreduce, sendrecv at 1 B - 4 KiB), since it moves between processes; off (the "
-                  "default) keeps the calibration's. Out of sample (two 4 x H200 leases) on put the 1 B - 32 KiB "
-                  "predictions 15-26 % off where off put them 5-15 %: one process's launch rate does not carry to "
-                  "another op's")
+                  "--algo nccl with measured runs: on (the default) takes the host's launch rate from the measured "
+                  "run's own calibration ops (allreduce, sendrecv at 1 B - 4 KiB), since it moves between processes; "
+                  "off keeps the calibration's. Neither wins: over four 4-GPU leases each was the closer at 1 B - "
+                  "32 KiB twice (bench/results/predict.md); compare the GPU's own time there")
       ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--sizes", o->sizes, "sizes S as nccl-tests counts them, e.g. 1K:1G")->capture_default_str();
   cmd->add_option("--backend", o->backend, "the links of this backend (default: the only one, else nccl, ce, sm, ...)");
