@@ -20,8 +20,10 @@
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/gpu_runtime.hpp"
+#if P2PSCOPE_HAVE_CUDA && P2PSCOPE_HAVE_NCCL
 #include "transport/cuda/cuda_util.hpp"
 #include "transport/nccl/gpu_check.hpp"
+#endif
 
 using namespace p2pscope;
 using namespace p2pscope::bench;
@@ -253,6 +255,9 @@ TEST(GpuNccl, CollectivesProduceTheRightData) {
 // single wrong element, and passes a right output: rank 0's allgather input is what a
 // broadcast from rank 0 must deliver, element for element.
 TEST(GpuNccl, GpuCheckFindsOneWrongElement) {
+#if !(P2PSCOPE_HAVE_CUDA && P2PSCOPE_HAVE_NCCL)
+  GTEST_SKIP() << "built without CUDA or NCCL";
+#else
   NEED_GPUS(1);
   if (!gpu::runtime_info().nccl_built) GTEST_SKIP() << "built without NCCL";
   const auto shape = collective_shape(NcclOp::broadcast, NcclType::float32, 2, 1 << 20);
@@ -279,6 +284,7 @@ TEST(GpuNccl, GpuCheckFindsOneWrongElement) {
   std::vector<unsigned char> h(shape.out_elems * shape.esize);
   ASSERT_EQ(cudaMemcpy(h.data(), buf.get(), h.size(), cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(first_wrong_output(shape, 1, h), static_cast<std::int64_t>(k));
+#endif
 }
 
 TEST(GpuCli, BenchGpuJsonOnTheGpu) {
