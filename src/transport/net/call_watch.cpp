@@ -20,7 +20,9 @@ struct Lease {
   CallWatch::Slot* slot = nullptr;
   void give_back() {
     if (slot) slot->taken.store(false);
-    *this = {};
+    slot = nullptr;
+    keep.reset();
+    watch_id = 0;
   }
   ~Lease() { give_back(); }
 };

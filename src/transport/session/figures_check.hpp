@@ -11,7 +11,8 @@ namespace p2pscope::session {
 // Rounds shorter than this are not judged by rate: latency and thread start-up are a
 // real part of them, and a receiver's window can be far shorter than its sender's.
 inline constexpr double kJudgedRoundS = 0.05;
-// How far a server's rate may exceed the client's for the same bytes in judged rounds.
+// How far a server's send rate may exceed the client's receive rate for the same bytes in
+// judged rounds (the client's receives may start a latency before the first send).
 inline constexpr double kRateSlack = 4;
 
 // "" when the server's figures agree with the client's (or cannot be judged: a failed

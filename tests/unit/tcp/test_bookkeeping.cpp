@@ -92,6 +92,7 @@ TEST(SessionBookkeeping, AServerCountsBookkeepingAgainstItsMaxMemory) {
   EXPECT_NE(err.find("--max-memory 1 MiB"), std::string::npos) << err;
   // A session of the same buffers and a few rounds fits: the count is not a flat charge.
   p.iters = 5;
+  co.local.stop = nullptr;
   const Results r = run_client(co, p);
   EXPECT_TRUE(r.failure.empty()) << r.failure;
 }

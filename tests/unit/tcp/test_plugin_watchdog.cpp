@@ -23,7 +23,7 @@ namespace {
 
 using p2pscope::test::seconds_since;
 
-struct Run {
+struct HungRun {
   int exit_code = -1;  // -1: still running at the limit (killed)
   double seconds = 0;  // from start, or from the signal when one was sent
   std::string err;
@@ -31,7 +31,7 @@ struct Run {
 
 // The built binary with P2PSCOPE_TEST_HANG=hang, stderr kept; SIGTERM once after
 // term_after_s (0: never); killed at limit_s.
-Run bench_net(const std::string& hang, const std::vector<std::string>& args, double term_after_s, double limit_s) {
+HungRun bench_net(const std::string& hang, const std::vector<std::string>& args, double term_after_s, double limit_s) {
   const std::string err_path = ::testing::TempDir() + "watchdog_" + std::to_string(getpid()) + ".err";
   const auto t0 = std::chrono::steady_clock::now();
   const pid_t pid = fork();
@@ -47,7 +47,7 @@ Run bench_net(const std::string& hang, const std::vector<std::string>& args, dou
     execv(P2PSCOPE_BINARY, argv.data());
     _exit(127);
   }
-  Run r;
+  HungRun r;
   auto from = t0;
   bool termed = false;
   int status = 0;
@@ -87,7 +87,7 @@ TEST(BenchNetWatchdog, AHungIsendEndsTheRunWithinTheTimeout) {
   if (!built()) GTEST_SKIP() << "p2pscope binary not built (make build)";
   auto args = kSmall;
   args.insert(args.end(), {"--timeout", "2"});
-  const Run r = bench_net("isend", args, 0, 20);
+  const HungRun r = bench_net("isend", args, 0, 20);
   ASSERT_NE(r.exit_code, -1) << "still running after 20 s:\n" << r.err;
   EXPECT_NE(r.exit_code, 0) << r.err;
   // The timeout (2 s), the watchdog's look (50 ms), and the plugin's load and set-up.
@@ -100,7 +100,7 @@ TEST(BenchNetWatchdog, AHungTestCallEndsAtTheFirstSigterm) {
   if (!built()) GTEST_SKIP() << "p2pscope binary not built (make build)";
   auto args = kSmall;
   args.insert(args.end(), {"--timeout", "60"});
-  const Run r = bench_net("test", args, 2.0, 20);
+  const HungRun r = bench_net("test", args, 2.0, 20);
   ASSERT_NE(r.exit_code, -1) << "still running 18 s after one SIGTERM:\n" << r.err;
   EXPECT_NE(r.exit_code, 0) << r.err;
   EXPECT_LT(r.seconds, 1 + 1.5) << "seconds from the SIGTERM to the exit\n" << r.err;
