@@ -106,7 +106,10 @@ proposals = [params(channels=2**31, sockets_per_channel=2**31), params(channels=
              params(channels="two"), params(gpus="0"), params(mode=3), params(timeout_s=1e-7)]
 # Valid parameters are refused only by the secret: without one the server would accept
 # them, and a client that is accepted owns the session until its --timeout (by design).
-if auth == "token": proposals.append(params())
+odd_frames = [HUGE_HEADER, UNKNOWN_TYPE]
+# Valid parameters with a replayed proof: refused by the secret; an open server would
+# rightly accept them (and be held until the data connections' deadline, see above).
+if auth == "token": proposals.append(params()); odd_frames.append(HELLO + REPLAYED)
 stats = {"connections": 0, "rejects": 0, "closed_by_server": 0}
 t_start = time.time()
 def finish(*_):
@@ -148,7 +151,7 @@ while time.time() < t_end:
         elif r < 0.8: connect("raw", frame(1, {"nonce": "00"}, ver=99))
         elif r < 0.85: connect("raw", frame(10, {"proof": "00" * 32, "params": params()}))
         elif r < 0.9: connect("raw", random.choice([DEEP_HELLO, DEEP_PARAMS, WIDE, LONG]))
-        elif r < 0.93: connect("raw", random.choice([HUGE_HEADER, UNKNOWN_TYPE, HELLO + REPLAYED]))
+        elif r < 0.93: connect("raw", random.choice(odd_frames))
         elif r < 0.96: connect("halfclose", HELLO)
         elif r < 0.98: connect("reset")
         else: connect("probe")
