@@ -64,7 +64,7 @@ CallWatch::Slot* CallWatch::slot_of_this_thread() {
 
 CallWatch::Guard::Guard(CallWatch& w, const char* call) : slot_(w.slot_of_this_thread()) {
   slot_->call.store(call, std::memory_order_relaxed);
-  slot_->seq.fetch_add(1, std::memory_order_release);
+  slot_->seq.store(slot_->seq.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
 std::shared_ptr<void> CallWatch::arm(CallLimits limits) {

@@ -29,7 +29,8 @@ class CallWatch {
   CallWatch(const CallWatch&) = delete;
   CallWatch& operator=(const CallWatch&) = delete;
 
-  struct Slot {
+  // A cache line each: the progress threads of a round poll test() on their own slots.
+  struct alignas(64) Slot {
     std::atomic<std::uint64_t> seq{0};  // odd: inside a call
     std::atomic<const char*> call{nullptr};
     std::atomic<bool> taken{false};
@@ -38,7 +39,8 @@ class CallWatch {
   class Guard {
    public:
     Guard(CallWatch& w, const char* call);
-    ~Guard() { slot_->seq.fetch_add(1, std::memory_order_release); }
+    // Only the slot's thread writes seq: a plain store, no locked instruction.
+    ~Guard() { slot_->seq.store(slot_->seq.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
     Guard(const Guard&) = delete;
     Guard& operator=(const Guard&) = delete;
 
