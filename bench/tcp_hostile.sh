@@ -6,8 +6,8 @@
 # baseline again (the machine's own drift). Each phase runs the legitimate client RUNS
 # times and prints its rate per run, the median, and the runs that failed.
 #
-# The hostile set (python3, bounded: at most 60 sockets at once, ~20 new connections a
-# second, DURATION s at most): 50 idle connections (reopened when the server drops
+# The hostile set (python3, bounded: at most 60 sockets at once besides a flood's 200,
+# ~20 new connections a second, DURATION s at most): 50 idle connections (reopened when the server drops
 # them), 3 slowloris hellos at 1 byte/s, a hello with timeout_s 1e-7 that then hangs,
 # and a stream of proposals: channels = sockets = 2^31, 2^32+1 channels, 64 GiB in
 # 1-byte chunks, 16 GiB with --verify --reverse, wrong JSON types, bad magic and
