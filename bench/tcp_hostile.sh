@@ -6,14 +6,17 @@
 # baseline again (the machine's own drift). Each phase runs the legitimate client RUNS
 # times and prints its rate per run, the median, and the runs that failed.
 #
-# The hostile set (python3, bounded: at most 60 sockets at once, ~20 new connections a
-# second, DURATION s at most): 50 idle connections (reopened when the server drops
+# The hostile set (python3, bounded: at most 60 sockets at once besides a flood's 200,
+# ~20 new connections a second, DURATION s at most): 50 idle connections (reopened when the server drops
 # them), 3 slowloris hellos at 1 byte/s, a hello with timeout_s 1e-7 that then hangs,
 # and a stream of proposals: channels = sockets = 2^31, 2^32+1 channels, 64 GiB in
 # 1-byte chunks, 16 GiB with --verify --reverse, wrong JSON types, bad magic and
 # version, connect-and-close probes, valid parameters without the secret and with a
 # wrong one, and (issue 32) hellos and parameters nested 30,000 deep, 30,000 values wide,
-# or with a 60 KB string. AUTH=token (default): the server runs with P2PSCOPE_TOKEN set (the
+# or with a 60 KB string; and (issue 32, the rest of its stranger's set) a flood of 200
+# slow connections at once every 20 s, connections reset at once (SO_LINGER 0), hellos
+# followed by a half-close, a header announcing a 4 GiB frame, a frame of an unknown type,
+# and parameters with a replayed proof (one fixed, well-formed HMAC). AUTH=token (default): the server runs with P2PSCOPE_TOKEN set (the
 # legitimate client has it, the attacker does not), as the README advises for a shared
 # network. AUTH=open: no secret, and the attacker sends no valid parameters (a client
 # the server accepts owns the session until its --timeout, by design).
@@ -74,7 +77,7 @@ phase() {  # name: runs the legitimate client RUNS times, prints a table row
 cat > "$tmp/attack.py" <<'PY'
 import json, random, select, signal, socket, struct, sys, time
 port, duration, stats_path, auth = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4]
-MAGIC, VER = 0x50325453, 3  # include/p2pscope/tcp.hpp: kProtocolMagic, kProtocolVersion
+MAGIC, VER = 0x50325453, 4  # include/p2pscope/tcp.hpp: kProtocolMagic, kProtocolVersion
 def frame(t, body, magic=MAGIC, ver=VER):
     b = body if isinstance(body, bytes) else json.dumps(body).encode()
     return struct.pack("<IIII", magic, ver, t, len(b)) + b
@@ -94,13 +97,19 @@ DEEP_HELLO = frame(1, b'{"nonce":"' + b"0" * 32 + b'","x":' + DEEP + b"}")
 DEEP_PARAMS = frame(10, b'{"proof":"","params":' + DEEP + b"}")
 WIDE = frame(1, b'{"nonce":"00","x":[' + b"0," * 30000 + b"0]}")
 LONG = frame(1, b'{"nonce":"' + b"a" * 60000 + b'"}')
+HUGE_HEADER = struct.pack("<IIII", MAGIC, VER, 1, 0xFFFFFFFF) + b"{"  # announces 4 GiB, sends a byte
+UNKNOWN_TYPE = frame(77, {"nonce": "00" * 16})
+REPLAYED = frame(10, {"proof": "5a" * 32, "params": params()})  # the same well-formed proof every time
 # Proposals: a hello, then (after the challenge) params; the server must refuse each.
 proposals = [params(channels=2**31, sockets_per_channel=2**31), params(channels=2**32 + 1),
              params(size_bytes=64 << 30, chunk_bytes=1), params(size_bytes=16 << 30, verify=True, reverse=True),
              params(channels="two"), params(gpus="0"), params(mode=3), params(timeout_s=1e-7)]
 # Valid parameters are refused only by the secret: without one the server would accept
 # them, and a client that is accepted owns the session until its --timeout (by design).
-if auth == "token": proposals.append(params())
+odd_frames = [HUGE_HEADER, UNKNOWN_TYPE]
+# Valid parameters with a replayed proof: refused by the secret; an open server would
+# rightly accept them (and be held until the data connections' deadline, see above).
+if auth == "token": proposals.append(params()); odd_frames.append(HELLO + REPLAYED)
 stats = {"connections": 0, "rejects": 0, "closed_by_server": 0}
 t_start = time.time()
 def finish(*_):
@@ -111,10 +120,11 @@ def finish(*_):
 signal.signal(signal.SIGTERM, finish)
 socks = {}  # fd -> [sock, kind, state, next_send_time, payload]
 recent = []  # connection times: at most 40 a second, whatever the server does
-def connect(kind, payload=b""):
+def connect(kind, payload=b"", flood=False):
     now = time.time()
     while recent and recent[0] < now - 1: recent.pop(0)
-    if len(socks) >= 60 or len(recent) >= 40: return
+    if not flood and (len(socks) >= 60 or len(recent) >= 40): return
+    if flood and len(socks) >= 260: return  # the flood's 200 on top of the steady set
     recent.append(now)
     s = socket.socket(); s.setblocking(False)
     try: s.connect(("127.0.0.1", port))
@@ -125,9 +135,13 @@ def connect(kind, payload=b""):
 for _ in range(50): connect("idle")
 for _ in range(3): connect("slow", HELLO)
 connect("hang", frame(1, {"nonce": "00" * 16, "params": params(timeout_s=1e-7)}))
-t_end = time.time() + duration; next_new = time.time()
+t_end = time.time() + duration; next_new = time.time(); next_flood = time.time() + 1
+stats["floods"] = 0
 while time.time() < t_end:
     now = time.time()
+    if now >= next_flood:  # 200 slow hellos at once, each trickling a byte a second
+        next_flood = now + 20; stats["floods"] += 1
+        for _ in range(200): connect("slow", HELLO, flood=True)
     if now >= next_new:  # ~20 new hostile connections a second
         next_new = now + 0.05
         r = random.random()
@@ -136,11 +150,18 @@ while time.time() < t_end:
         elif r < 0.7: connect("raw", frame(1, {"nonce": "00"}, magic=0x48545450))
         elif r < 0.8: connect("raw", frame(1, {"nonce": "00"}, ver=99))
         elif r < 0.85: connect("raw", frame(10, {"proof": "00" * 32, "params": params()}))
-        elif r < 0.95: connect("raw", random.choice([DEEP_HELLO, DEEP_PARAMS, WIDE, LONG]))
+        elif r < 0.9: connect("raw", random.choice([DEEP_HELLO, DEEP_PARAMS, WIDE, LONG]))
+        elif r < 0.93: connect("raw", random.choice(odd_frames))
+        elif r < 0.96: connect("halfclose", HELLO)
+        elif r < 0.98: connect("reset")
         else: connect("probe")
     for fd, (s, kind, state, t, payload) in list(socks.items()):
         try:
             if kind == "probe": s.close(); del socks[fd]; continue
+            if kind == "reset":  # an RST instead of a FIN, before or during the accept
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)); s.close(); del socks[fd]; continue
+            if kind == "halfclose" and state == 0:
+                s.send(payload); s.shutdown(socket.SHUT_WR); socks[fd][2] = 1
             if kind == "slow" and now >= t and state < len(payload):
                 s.send(payload[state:state + 1]); socks[fd][2] += 1; socks[fd][3] = now + 1.0
             elif kind in ("raw", "hang") and state == 0:

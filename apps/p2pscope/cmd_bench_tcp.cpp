@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -236,6 +237,13 @@ void run(BenchTcpOptions& o, Context& ctx) {
     lo.plugin = o.plugin;
     plugin = net::Plugin::load(lo);
     local.path = tcp::make_plugin_path(plugin, dmabuf);
+    // A plugin call hung past the timeout holds a thread that nothing can stop: say
+    // which call, and end the process now rather than wait for ever (issue 32).
+    local.on_hung_call = [name = command_name(o)](const std::string& why) {
+      std::fprintf(stderr, "%s: error: %s\n", name, why.c_str());
+      std::fflush(nullptr);
+      std::_Exit(1);
+    };
     std::fprintf(stderr, "p2pscope bench net: loaded %s\n", plugin->describe().c_str());
   }
   if (o.server) return serve(o, local, monitor_interval_s, ctx, plugin.get());

@@ -14,10 +14,12 @@
 // cannot carry, memory the plugin does not offer) throws UsageError.
 // Units: bytes, Mbps as the plugin reports speed, deadlines on steady_clock.
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -86,6 +88,15 @@ struct DeviceProps {
   bool dmabuf() const { return ptr_support & kPtrDmabuf; }
 };
 
+// The bound on every call into a plugin while a session runs (Plugin::watch_calls).
+struct CallLimits {
+  double limit_s = 10;                       // a call not back by then is hung (at least 2 s)
+  const std::atomic<bool>* stop = nullptr;   // once set, a call not back a second later is hung
+  // Told why, from the watchdog's thread; must end the process: the hung thread cannot
+  // be stopped. Empty: the reason goes to stderr and the process aborts.
+  std::function<void(const std::string&)> on_hung;
+};
+
 // Where a plugin comes from. `plugin` is a path (contains '/'), a file name
 // (libfoo.so), a name (NAME -> libnccl-net-NAME.so, then NAME as given), or empty
 // (NCCL_NET_PLUGIN from env, else libnccl-net.so), resolved as NCCL resolves them.
@@ -138,6 +149,10 @@ class Plugin : public std::enable_shared_from_this<Plugin> {
   // Log lines the plugin printed through NCCL's logger since it was loaded (WARN and
   // INFO, "LEVEL file:line text"), oldest first, at most the last 500.
   std::vector<std::string> log() const;
+
+  // Every call into the plugin is bounded by `limits` while the token lives (several
+  // tokens at once: the longest limit). A third-party plugin may hang inside a call.
+  std::shared_ptr<void> watch_calls(CallLimits limits);
 
   // listen() returns at once; the handle goes to the peer that connects.
   ListenComm listen(int dev);

@@ -27,7 +27,10 @@
 namespace p2pscope::tcp {
 
 inline constexpr std::uint32_t kProtocolMagic = 0x50325453;  // "P2TS"
-inline constexpr std::uint32_t kProtocolVersion = 3;  // 2: challenge-response, server-chosen session ids; 3: core data pattern (SplitMix64 stream), so --verify agrees only between peers of one pattern
+// 2: challenge-response, server-chosen session ids; 3: core data pattern (SplitMix64
+// stream), so --verify agrees only between peers of one pattern; 4: a last go after the
+// last round (it confirms the round's bytes to the server).
+inline constexpr std::uint32_t kProtocolVersion = 4;
 
 enum class Mode { bw, bidir, latency, fullmesh };
 enum class MemKind { host, gpu };
@@ -74,6 +77,9 @@ struct LocalOptions {
   std::vector<std::string> nics;          // names or IPv4 addresses; channels round-robin
   std::vector<NicBinding> tx_bind, rx_bind;
   std::string fsroot = "/";               // for NIC NUMA nodes
+  // bench net: told why when a plugin call hangs past the timeout (or a second past
+  // *stop); must end the process. Empty: the reason on stderr, then abort.
+  std::function<void(const std::string&)> on_hung_call;
 };
 
 // What a server allows a client, whatever the client asks: a hello from anyone on the

@@ -1,6 +1,9 @@
 // Loading a plugin: pick the ABI version, init, read devices; listen/connect/accept.
 #include <dlfcn.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <thread>
 
 #include <fmt/format.h>
@@ -108,7 +111,8 @@ std::shared_ptr<Plugin> Plugin::load(const LoadOptions& opt) {
                             std::min(opt.max_version, kMaxAbiVersion),
                             opt.max_version < kMaxAbiVersion || opt.min_version > kMinAbiVersion ? ", as limited" : ""));
   }
-  I.ops = detail::make_ops(chosen, detail::plugin_symbol(I.dl, chosen));
+  I.watch = std::make_unique<detail::CallWatch>(fmt::format("net plugin {}", I.path));
+  I.ops = detail::watched(detail::make_ops(chosen, detail::plugin_symbol(I.dl, chosen)), *I.watch);
   I.check(I.ops->init(detail::plugin_logger), "init");
   I.initialised = true;
   int n = 0;
@@ -125,6 +129,15 @@ std::shared_ptr<Plugin> Plugin::load(const LoadOptions& opt) {
 }
 
 const std::string& Plugin::path() const { return impl_->path; }
+
+std::shared_ptr<void> Plugin::watch_calls(CallLimits limits) {
+  if (!limits.on_hung)  // a library user gave no way out: say why, then end (the thread is stuck for good)
+    limits.on_hung = [](const std::string& why) {
+      std::fprintf(stderr, "p2pscope: %s\n", why.c_str());
+      std::abort();
+    };
+  return impl_->watch->arm(std::move(limits));
+}
 const std::string& Plugin::name() const { return impl_->ops->name; }
 int Plugin::version() const { return impl_->ops->version; }
 std::vector<int> Plugin::exported_versions() const { return impl_->exported; }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "p2pscope/netplugin.hpp"
+#include "transport/net/call_watch.hpp"
 #include "transport/net/ops.hpp"
 
 namespace p2pscope::net {
@@ -13,7 +14,8 @@ struct Plugin::Impl {
   void* dl = nullptr;
   std::string path;
   std::vector<int> exported;
-  std::unique_ptr<detail::Ops> ops;
+  std::unique_ptr<detail::CallWatch> watch;  // declared before ops: outlives it
+  std::unique_ptr<detail::Ops> ops;           // every call marked in *watch
   std::vector<DeviceProps> devs;
   std::uint64_t log_mark = 0;
   bool initialised = false;

@@ -40,6 +40,7 @@ constexpr auto kMaxRequestsPerComm = static_cast<std::uint32_t>(net::kMaxRequest
 constexpr auto kUnpackQueueDepth = static_cast<std::uint32_t>(net::kUnpackQueueDepth);
 
 struct PluginLink final : LinkState {
+  std::shared_ptr<void> watch;  // first: the watchdog bounds the comms' closing too
   int dev = 0;
   net::ListenComm listen, listen_back;
   net::SendComm send;
@@ -156,7 +157,7 @@ void plugin_sender(WorkerArgs a) {
           a.ch.in_flight.fetch_sub(1);
           a.ch.permits.release();
           std::lock_guard lk(a.ch.mu);
-          if (a.timed) a.ch.lat_ns.push_back(static_cast<double>(t - posted_ns.front()));
+          if (a.timed) a.ch.lat_ns.push(static_cast<double>(t - posted_ns.front()));
           a.ch.round_last_ns = std::max(a.ch.round_last_ns, t);
           a.ch.round_bytes += chunk_len(p, chunks[done]);
           posted_ns.pop_front();
@@ -241,7 +242,7 @@ void plugin_sender_dealt(WorkerArgs a) {
           a.ch.in_flight.fetch_sub(1);
           a.ch.permits.release();
           std::lock_guard lk(a.ch.mu);
-          if (a.timed) a.ch.lat_ns.push_back(static_cast<double>(t - done.t));
+          if (a.timed) a.ch.lat_ns.push(static_cast<double>(t - done.t));
           a.ch.round_last_ns = std::max(a.ch.round_last_ns, t);
           a.ch.round_bytes += done.len;
           continue;
@@ -445,8 +446,7 @@ void plugin_ping(WorkerArgs a) {
     PluginLink& l = e.l;
     char* src = a.s.src[a.c.gpu_slot].data();
     char* dst = a.s.dst[a.c.gpu_slot].data();
-    std::vector<double> samples;
-    samples.reserve(p.iters);
+    LatencySamples samples(sample_cap(p));  // not a vector of --iters: 10M pings were 80 MB
     for (std::uint32_t i = 0; i < p.warmup + p.iters; ++i) {
       check_stop(a);
       const std::int64_t t0 = monotonic_ns();
@@ -458,12 +458,12 @@ void plugin_ping(WorkerArgs a) {
       e.receive(dst, "waiting for the echo");
       const std::int64_t t1 = monotonic_ns();
       a.rep.syscalls += 4;
-      if (i >= p.warmup) samples.push_back(static_cast<double>(t1 - t0) / 2);
+      if (i >= p.warmup) samples.push(static_cast<double>(t1 - t0) / 2);
       if (p.verify && pattern_first_mismatch(dst, e.n, e.seed) != e.n)
         throw Error("verify: echoed message differs from the pattern sent");
     }
     std::lock_guard lk(a.ch.mu);
-    a.ch.lat_ns.insert(a.ch.lat_ns.end(), samples.begin(), samples.end());
+    a.ch.lat_ns.append(samples);
   });
 }
 
@@ -537,6 +537,7 @@ class PluginPath final : public DataPath {
   // last bytes in or not (fastsocket's last echo in latency mode, ~1 run in 6); NCCL
   // closes comms only after a barrier, and so does the session.
   bool linger_until_client_closes() const override { return true; }
+  bool sends_complete_locally() const override { return true; }
 
   void open_client(Session& s, Socket& ctrl, const ClientOptions&, const std::string&) override { open(s, ctrl); }
   void open_server(Session& s, Socket& ctrl, Gate&, const std::string&) override { open(s, ctrl); }
@@ -675,6 +676,8 @@ class PluginPath final : public DataPath {
   void open(Session& s, Socket& ctrl) {
     const Params& p = s.p;
     const auto& devs = plugin_->devices();
+    // Every plugin call of the session, its comms' closing included, is bounded.
+    const auto watch = plugin_->watch_calls({p.timeout_s, s.local.stop, s.local.on_hung_call});
     nlohmann::json mine = nlohmann::json::array();
     for (bool c2s : {true, false}) {
       if (!s.dir_used(c2s)) continue;
@@ -683,6 +686,7 @@ class PluginPath final : public DataPath {
           for (std::uint32_t k = 0; k < p.sockets_per_channel; ++k) {
             auto conn = std::make_unique<Conn>();
             auto link = std::make_unique<PluginLink>();
+            link->watch = watch;
             conn->c2s = c2s;
             conn->gpu_slot = g;
             conn->channel = c;

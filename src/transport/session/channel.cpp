@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <thread>
+#include <utility>
 
 #include "p2pscope/affinity.hpp"
 #include "p2pscope/clock.hpp"
@@ -129,6 +130,26 @@ std::uint64_t host_buffer_bytes(const Params& p, const DataPath& path, bool is_c
   return sat_mul(sat_add(b.src_bytes, b.dst_bytes), p.gpus.size());
 }
 
+std::size_t sample_cap(const Params& p) {
+  const std::uint64_t dirs = p.mode == Mode::bidir ? 2 : 1;
+  return LatencySamples::cap_for(sat_mul(sat_mul(dirs, p.gpus.size()), p.channels));
+}
+
+std::uint64_t bookkeeping_bytes(const Params& p) {
+  const std::uint64_t dirs = p.mode == Mode::bidir ? 2 : 1;
+  const std::uint64_t chans = sat_mul(sat_mul(dirs, p.gpus.size()), p.channels);
+  // A channel's samples: a ping each (latency) or a chunk each of every timed round, capped.
+  const std::uint64_t per_chan = p.mode == Mode::latency ? p.iters
+                                                         : sat_mul((chunk_count(p) + p.channels - 1) / p.channels, p.iters);
+  const std::uint64_t samples = sat_mul(sat_mul(chans, std::min<std::uint64_t>(per_chan, sample_cap(p))),
+                                        LatencySamples::kBytesPerSample);
+  const std::uint64_t rounds = sat_mul(std::uint64_t{p.warmup} + p.iters, 2 * sizeof(double));  // tx and rx rates
+  // A round's chunk list (the plugin path's deal) and send times (a window per link).
+  const std::uint64_t chunks = p.mode == Mode::latency ? 0 : sat_mul(sat_mul(chunk_count(p), dirs), 8);
+  const std::uint64_t sends = sat_mul(sat_mul(link_count(p), p.window), 8);
+  return sat_add(sat_add(samples, rounds), sat_add(chunks, sends));
+}
+
 std::uint64_t default_max_memory_bytes() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || page <= 0) return 16ull << 30;
@@ -215,7 +236,7 @@ void prepare_session(Session& s) {
   for (std::size_t k = 0; k < 2 * p.gpus.size(); ++k) s.next_chunks.push_back(std::make_unique<std::atomic<std::uint64_t>>(0));
   for (int dir = 0; dir < 2; ++dir)
     for (std::uint32_t g = 0; g < p.gpus.size(); ++g)
-      for (std::uint32_t c = 0; c < p.channels; ++c) s.chans.push_back(std::make_unique<ChannelState>(p.window));
+      for (std::uint32_t c = 0; c < p.channels; ++c) s.chans.push_back(std::make_unique<ChannelState>(p.window, sample_cap(p)));
 
   for (std::size_t i = 0; i < s.conns.size(); ++i) {
     Conn& c = *s.conns[i];
@@ -263,6 +284,7 @@ void run_round(Session& s, std::uint32_t round, bool timed) {
     ch->round_bytes = 0;
   }
   for (auto& n : s.next_chunks) n->store(0);
+  s.unconfirmed = {};
   s.path->run_workers(s, round, timed);
   if (!timed || s.p.mode == Mode::latency) return;
 
@@ -282,12 +304,26 @@ void run_round(Session& s, std::uint32_t round, bool timed) {
           bytes += b;
           if (first == 0 || ch.round_first_ns < first) first = ch.round_first_ns;
           last = std::max(last, ch.round_last_ns);
+          if (tx) s.unconfirmed.chans.push_back(s.chan_index(c2s, g, c));
         }
     }
     if (bytes == 0) continue;
     const double rate = last > first ? static_cast<double>(bytes) / (static_cast<double>(last - first) * 1e-9) : 0;
     (tx ? s.report.round_tx_bytes_per_s : s.report.round_rx_bytes_per_s).push_back(rate);
+    if (tx) s.unconfirmed.bytes = bytes, s.unconfirmed.first_ns = first, s.unconfirmed.last_ns = last;
   }
+}
+
+void confirm_sends(Session& s, std::int64_t t_ns) {
+  Session::Unconfirmed u = std::exchange(s.unconfirmed, {});
+  if (!s.path->sends_complete_locally() || u.bytes == 0 || t_ns <= u.last_ns || s.report.round_tx_bytes_per_s.empty())
+    return;
+  for (std::size_t i : u.chans) {
+    ChannelState& ch = *s.chans[i];
+    ch.elapsed_s += static_cast<double>(t_ns - ch.round_last_ns) * 1e-9;
+    ch.round_last_ns = t_ns;
+  }
+  s.report.round_tx_bytes_per_s.back() = static_cast<double>(u.bytes) / (static_cast<double>(t_ns - u.first_ns) * 1e-9);
 }
 
 void finish_report(Session& s) {
@@ -319,12 +355,15 @@ void finish_report(Session& s) {
         cr.bytes = ch.bytes;
         cr.elapsed_s = ch.elapsed_s;
         cr.bytes_per_s = ch.elapsed_s > 0 ? static_cast<double>(ch.bytes) / ch.elapsed_s : 0;
-        const Stats st = compute_stats(ch.lat_ns);
+        const Stats st = compute_stats(ch.lat_ns.values());
         cr.chunk_lat_p50_ns = st.median;
         cr.chunk_lat_p99_ns = st.p99;
         cr.window_mean = ch.occ_n ? ch.occ_sum / static_cast<double>(ch.occ_n) : 0;
         cr.window_max = ch.occ_max;
-        if (p.mode == Mode::latency) r.latency_ns.insert(r.latency_ns.end(), ch.lat_ns.begin(), ch.lat_ns.end());
+        if (p.mode == Mode::latency) {
+          const auto v = ch.lat_ns.values();
+          r.latency_ns.insert(r.latency_ns.end(), v.begin(), v.end());
+        }
         r.channels.push_back(cr);
       }
   }

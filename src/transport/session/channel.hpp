@@ -12,6 +12,7 @@
 
 #include "p2pscope/tcp.hpp"
 #include "transport/tcp/memory.hpp"
+#include "transport/session/samples.hpp"
 #include "transport/tcp/nic.hpp"
 #include "transport/tcp/socket.hpp"
 
@@ -41,7 +42,7 @@ struct Conn {
 
 // Figures of one direction of one channel, summed over timed rounds.
 struct ChannelState {
-  explicit ChannelState(std::uint32_t window) : permits(window) {}
+  ChannelState(std::uint32_t window, std::size_t sample_cap) : permits(window), lat_ns(sample_cap) {}
   std::counting_semaphore<1 << 30> permits;  // free window slots (sender side)
   std::atomic<std::uint32_t> in_flight{0};
   std::mutex mu;  // guards the fields below (workers of several sockets add to them)
@@ -49,7 +50,7 @@ struct ChannelState {
   std::uint64_t round_bytes = 0;                       // this round, as the workers moved them
   std::uint64_t bytes = 0;
   double elapsed_s = 0;
-  std::vector<double> lat_ns;
+  LatencySamples lat_ns;  // bounded: LatencySamples::cap_for the session's channels
   double occ_sum = 0;
   std::uint64_t occ_n = 0;
   std::uint32_t occ_max = 0;
@@ -93,6 +94,12 @@ struct Session {
   std::vector<std::string> warnings;
   std::vector<int> allowed_cpus;                      // the process's affinity at start
   SideReport report;                                  // per-round figures as they come
+  // The last timed round's sends, until the receiver confirms them (confirm_sends).
+  struct Unconfirmed {
+    std::uint64_t bytes = 0;
+    std::int64_t first_ns = 0, last_ns = 0;
+    std::vector<std::size_t> chans;  // indices into chans
+  } unconfirmed;
   // Next chunk to deal, per direction and GPU slot (sockets path: chunks are dealt as
   // they go; reset before each round).
   std::vector<std::unique_ptr<std::atomic<std::uint64_t>>> next_chunks;
@@ -116,6 +123,12 @@ void prepare_session(Session& s);
 std::uint64_t link_count(const Params& p);
 std::uint64_t worker_count(const Params& p, const DataPath& path, bool is_client);
 std::uint64_t host_buffer_bytes(const Params& p, const DataPath& path, bool is_client);
+// What the session's bookkeeping can take on a side, at most: timing samples (capped per
+// channel), per-round figures, per-chunk tracking of a round. Counts against the
+// server's --max-memory with the buffers.
+std::uint64_t bookkeeping_bytes(const Params& p);
+// The sample cap of each channel of a session of p.
+std::size_t sample_cap(const Params& p);
 // A quarter of the machine's RAM: the server's default --max-memory.
 std::uint64_t default_max_memory_bytes();
 // Fills this side's source buffers for `round` (when verifying, each round differs).
@@ -129,6 +142,9 @@ void run_round(Session& s, std::uint32_t round, bool timed);
 // must post each receive's size ahead, keeps this static deal.)
 std::vector<std::uint64_t> chunks_of(const Params& p, std::uint32_t channel, std::uint32_t socket);
 inline std::uint64_t chunk_count(const Params& p) { return (p.size_bytes + p.chunk_bytes - 1) / p.chunk_bytes; }
+// The receiver confirmed the last timed round at t_ns: where the path's sends complete
+// locally, that round's sends end then (its rate and its channels' times).
+void confirm_sends(Session& s, std::int64_t t_ns);
 // Builds s.report (channels, workers, totals) after the last round.
 void finish_report(Session& s);
 

@@ -134,9 +134,16 @@ void Gate::close_session() {
 
 DataHello Gate::next_data(double timeout_s) {
   std::unique_lock lk(mu_);
-  if (!cv_.wait_for(lk, std::chrono::duration<double>(timeout_s), [&] { return stopping_ || !data_.empty(); }))
-    throw IoError("the client's data connections did not all arrive within " + fixed(timeout_s, 1) + " s",
-                  IoCause::timeout);
+  // Out of descriptors while this session waits: it holds them itself, so none will
+  // come back before its timeout; it fails now, naming why.
+  const std::int64_t since = monotonic_ns();
+  auto starved = [&] { return data_.empty() && exhausted_ns_ >= since; };
+  if (!cv_.wait_for(lk, std::chrono::duration<double>(timeout_s),
+                    [&] { return stopping_ || !data_.empty() || starved(); }) ||
+      starved())
+    throw IoError(starved() ? std::string("accepting the client's data connections failed: ") + std::strerror(EMFILE)
+                            : "the client's data connections did not all arrive within " + fixed(timeout_s, 1) + " s",
+                  starved() ? IoCause::other : IoCause::timeout);
   if (data_.empty()) throw Error("server stopped");
   DataHello d = std::move(data_.front());
   data_.pop_front();
@@ -247,13 +254,17 @@ void Gate::step(Pending& p) {
 void Gate::loop() {
   std::list<Pending> pending;
   const std::vector<int> lfds = listener_.fds();
+  bool exhausted = false;  // the last accept failed for want of descriptors
   for (;;) {
     {
       std::lock_guard lk(mu_);
       if (stopping_) return;
     }
     std::vector<pollfd> fds;
-    for (int fd : lfds) fds.push_back({fd, POLLIN, 0});
+    // Out of descriptors: the listeners stay readable and accept fails at once; leave
+    // them out for one poll rather than spin a CPU until a descriptor is free.
+    for (int fd : lfds) fds.push_back({exhausted ? -1 : fd, POLLIN, 0});
+    exhausted = false;
     for (auto& p : pending) fds.push_back({p.sock.fd(), POLLIN, 0});
     // A short poll: stop() and deadlines are seen within 50 ms.
     const int rc = ::poll(fds.data(), fds.size(), 50);
@@ -273,7 +284,15 @@ void Gate::loop() {
     pending.remove_if([](const Pending& p) { return p.done; });
     for (std::size_t k = 0; rc > 0 && k < lfds.size(); ++k) {
       if (!(fds[k].revents & POLLIN)) continue;
-      Socket s = listener_.accept_on(lfds[k]);
+      Socket s = listener_.accept_on(lfds[k], &exhausted);
+      if (exhausted) {
+        std::lock_guard lk(mu_);
+        if (now - exhausted_ns_ > 10 * kNsPerS)  // once per episode, not per try
+          log_.push_back(std::string("accepting a connection failed: ") + std::strerror(EMFILE) +
+                         " (this server's file descriptors are used up: raise ulimit -n)");
+        exhausted_ns_ = now;
+        cv_.notify_all();
+      }
       if (!s.valid()) continue;
       if (pending.size() >= limits_.max_pending) {
         refuse(pending.front(), "too many connections handshaking at once (limit " +

@@ -80,6 +80,9 @@ class Gate {
   std::string session_id_, busy_reason_;
   std::vector<std::string> log_;
   bool stopping_ = false;
+  // When accept last failed for want of descriptors (0: never): a session that waits
+  // for its data connections then says so, not "did not arrive" (issue 32 item 13).
+  std::int64_t exhausted_ns_ = 0;
   std::jthread thread_;
 };
 

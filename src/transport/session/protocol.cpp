@@ -203,14 +203,6 @@ void send_frame(Socket& s, FrameType type, const nlohmann::json& body) {
 
 namespace {
 
-// The socket's receive timeout (SO_RCVTIMEO, as set_timeout set it); 0 when none.
-double recv_timeout_s(const Socket& s) {
-  timeval tv{};
-  socklen_t len = sizeof tv;
-  if (::getsockopt(s.fd(), SOL_SOCKET, SO_RCVTIMEO, &tv, &len) != 0) return 0;
-  return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6;
-}
-
 // A frame arrives whole by its deadline: SO_RCVTIMEO alone bounds each recv, and a
 // peer trickling a byte a second would renew it for ever (deadline 0: no deadline).
 void recv_by(Socket& s, void* data, std::size_t n, std::int64_t deadline_ns, double budget_s) {
@@ -234,7 +226,7 @@ void recv_by(Socket& s, void* data, std::size_t n, std::int64_t deadline_ns, dou
 }  // namespace
 
 Frame recv_frame(Socket& s, bool refuse) {
-  const double budget_s = recv_timeout_s(s);
+  const double budget_s = s.timeout_s();
   const std::int64_t deadline_ns = budget_s > 0 ? monotonic_ns() + static_cast<std::int64_t>(budget_s * 1e9) : 0;
   FrameHeader h;
   recv_by(s, &h, sizeof h, deadline_ns, budget_s);

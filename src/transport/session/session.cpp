@@ -1,7 +1,13 @@
 // Session control, the same for every data path: handshake (challenge-response over
 // the shared secret, then parameters checked against the server's own limits), rounds,
 // exchange of results, and what a failed session keeps. Data links are the DataPath's.
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <exception>
 #include <mutex>
@@ -17,6 +23,7 @@
 #include "p2pscope/units.hpp"
 #include "transport/session/channel.hpp"
 #include "transport/session/datapath.hpp"
+#include "transport/session/figures_check.hpp"
 #include "transport/session/gate.hpp"
 #include "transport/tcp/listener.hpp"
 #include "transport/session/protocol.hpp"
@@ -85,7 +92,7 @@ struct Figures {
   struct Chan {
     std::uint64_t bytes, occ_n;
     double elapsed_s, occ_sum;
-    std::size_t lat_n;
+    std::uint64_t lat_n;
     std::uint32_t occ_max;
   };
   std::vector<Chan> chans;
@@ -94,7 +101,7 @@ struct Figures {
 
 Figures figures_of(const Session& s) {
   Figures f;
-  for (const auto& c : s.chans) f.chans.push_back({c->bytes, c->occ_n, c->elapsed_s, c->occ_sum, c->lat_ns.size(), c->occ_max});
+  for (const auto& c : s.chans) f.chans.push_back({c->bytes, c->occ_n, c->elapsed_s, c->occ_sum, c->lat_ns.seen(), c->occ_max});
   f.tx_rounds = s.report.round_tx_bytes_per_s.size();
   f.rx_rounds = s.report.round_rx_bytes_per_s.size();
   return f;
@@ -106,13 +113,46 @@ void restore(Session& s, const Figures& f) {
     const Figures::Chan& k = f.chans[i];
     c.bytes = k.bytes;
     c.elapsed_s = k.elapsed_s;
-    c.lat_ns.resize(k.lat_n);
+    c.lat_ns.truncate(k.lat_n);
     c.occ_sum = k.occ_sum;
     c.occ_n = k.occ_n;
     c.occ_max = k.occ_max;
   }
   s.report.round_tx_bytes_per_s.resize(f.tx_rounds);
   s.report.round_rx_bytes_per_s.resize(f.rx_rounds);
+}
+
+// A plugin names a killed peer only by a failed call (ncclRemoteError: "I/O error"); the
+// control connection says whether the peer's process is gone (issue 32 item 13): closed
+// or reset within wait_s, and no frame (a live peer that failed sends its reason first).
+std::optional<IoCause> peer_gone(const Socket& ctrl, double wait_s) {
+  pollfd pf{ctrl.fd(), POLLIN | POLLRDHUP, 0};
+  if (::poll(&pf, 1, static_cast<int>(wait_s * 1000)) <= 0) return std::nullopt;
+  char b = 0;
+  const ssize_t n = ::recv(ctrl.fd(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0) return IoCause::closed;
+  if (n < 0 && (errno == ECONNRESET || errno == EPIPE)) return IoCause::reset;
+  return std::nullopt;
+}
+
+// "Too many open files" said plainly: a server out of descriptors read "peer closed" at
+// the client (issue 32 item 13).
+std::string name_exhaustion(const std::string& what) {
+  if (what.find(std::strerror(EMFILE)) == std::string::npos && what.find(std::strerror(ENFILE)) == std::string::npos)
+    return what;
+  rlimit rl{};
+  const std::string limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                                ? " (its limit, ulimit -n, is " + std::to_string(rl.rlim_cur) + ")"
+                                : "";
+  return "ran out of file descriptors" + limit + ": raise the limit or ask for fewer links (--channels, "
+         "--sockets-per-channel); " + what;
+}
+
+void expect_go(Socket& ctrl, std::uint32_t r) {
+  const auto body = expect_frame(ctrl, FrameType::go, "waiting for round " + std::to_string(r));
+  const auto it = body.find("round");
+  if (it == body.end() || !it->is_number_integer() || it->get<std::int64_t>() != r)
+    throw Error("client is out of step: round mismatch");
 }
 
 struct Outcome {
@@ -146,10 +186,8 @@ Outcome run_rounds(Session& s, Socket& ctrl) {
         if (r > 0) fill_sources(s, r);
         send_frame(ctrl, FrameType::go, {{"round", r}});
       } else {
-        const auto body = expect_frame(ctrl, FrameType::go, "waiting for round " + std::to_string(r));
-        const auto it = body.find("round");
-        if (it == body.end() || !it->is_number_integer() || it->get<std::int64_t>() != r)
-          throw Error("client is out of step: round mismatch");
+        expect_go(ctrl, r);
+        confirm_sends(s, monotonic_ns());  // the client's next go: it has the last round's bytes
       }
       if (r == 0) rounds0 = monotonic_ns();
       if (timed_round(s.p, r) && s.p.mode != Mode::latency) before = figures_of(s);
@@ -157,6 +195,7 @@ Outcome run_rounds(Session& s, Socket& ctrl) {
       after_round(s, r);
       if (s.is_client) {
         expect_frame(ctrl, FrameType::done, "round " + std::to_string(r));
+        confirm_sends(s, monotonic_ns());  // the server's done: it has this round's bytes
       } else {
         if (r + 1 < rounds_of(s.p)) fill_sources(s, r + 1);
         send_frame(ctrl, FrameType::done, {{"round", r}});
@@ -164,9 +203,23 @@ Outcome run_rounds(Session& s, Socket& ctrl) {
       if (timed_round(s.p, r) && s.p.mode != Mode::latency) ++out.timed_done;
       before.reset();
     }
+    // A last go confirms the last round to a server whose sends complete locally.
+    if (s.is_client) {
+      send_frame(ctrl, FrameType::go, {{"round", rounds_of(s.p)}});
+    } else {
+      expect_go(ctrl, rounds_of(s.p));
+      confirm_sends(s, monotonic_ns());
+    }
   } catch (const RoundFailure& e) {
     out.failure = s.report.side + ": " + e.what();
     out.cause = name_cause(s.local, e.cause(), e.nic());
+    if (e.cause() == IoCause::other) {
+      if (const auto gone = peer_gone(ctrl, 0.5)) {
+        out.cause = to_string(*gone);
+        out.failure += "; the " + peer + "'s control connection " + (*gone == IoCause::closed ? "closed" : "was reset") +
+                       " too: its process ended (killed?) or closed the session";
+      }
+    }
   } catch (const IoError& e) {  // the control connection: its NIC may be the one that went down
     out.failure = s.report.side + ": control connection to the " + peer + ": " + e.what();
     std::string nic;
@@ -281,6 +334,14 @@ Results run_client(const ClientOptions& o, const Params& params) {
   r.rounds_completed = out.timed_done;
   if (out.failure.empty()) {
     r.server = side_from_json(expect_frame(ctrl, FrameType::result, "final results"));
+    if (const std::string why = check_server_figures(r); !why.empty()) {  // never shown as measured
+      r.failure = "client: the server's figures disagree with this client's: " + why +
+                  " (a faulty or lying server): its figures are not reported";
+      r.failure_cause = "server's figures refused";
+      r.server = {};
+      r.server.side = "server";
+      r.server.warnings.push_back("figures refused: " + why);
+    }
   } else {
     collect_after_failure(ctrl, r);
   }
@@ -418,11 +479,15 @@ Results Server::Impl::session(Gate& gate, ClientHello& c) {
       throw UsageError("the session needs " + std::to_string(threads) + " worker threads here, over this server's "
                        "limit of " + std::to_string(lim.max_threads));
     host_bytes = host_buffer_bytes(p, *path, false);
+    // The bookkeeping counts too: per-chunk samples of 100000 rounds grew a server outside
+    // its --max-memory (issue 32 item 10); it is capped, and the cap is what is counted.
+    const std::uint64_t books = bookkeeping_bytes(p);
     const std::uint64_t max_mem = lim.max_memory_bytes ? lim.max_memory_bytes : default_max_memory_bytes();
-    if (host_bytes > max_mem)
-      throw UsageError("the session needs " + format_size(host_bytes) + " of host buffers here, over this server's "
-                       "--max-memory " + format_size(max_mem) + "; use a smaller --size or --chunk x --window, or "
-                       "drop --verify (it keeps a whole source)");
+    if (host_bytes > max_mem || books > max_mem - host_bytes)
+      throw UsageError("the session needs " + format_size(host_bytes) + " of host buffers and " + format_size(books) +
+                       " of bookkeeping (timing samples, per-round figures, per-chunk tracking) here, over this "
+                       "server's --max-memory " + format_size(max_mem) + "; use a smaller --size or --chunk x "
+                       "--window, fewer --iters or a larger --chunk, or drop --verify (it keeps a whole source)");
     probe_gpus(p);
   } catch (const std::exception& e) {
     try {
@@ -449,8 +514,15 @@ Results Server::Impl::session(Gate& gate, ClientHello& c) {
 
   Session s = new_session(p, false, opts.local, path.get());
   s.reveal_host = c.authenticated;
-  path->open_server(s, ctrl, gate, session_id);
-  prepare_session(s);
+  try {  // the client is told why: it read "peer closed" when this side ran out of descriptors
+    path->open_server(s, ctrl, gate, session_id);
+    prepare_session(s);
+  } catch (const std::exception& e) {
+    const std::string named = name_exhaustion(e.what());
+    const std::string why = "server: setting up the session " + (named == e.what() ? "failed: " + named : named);
+    tell_peer(ctrl, why.substr(0, 4000));
+    throw Error("session with " + c.peer + ": " + why);
+  }
   const Outcome out = run_rounds(s, ctrl);
   gate.close_session();  // before the result: a client that connects once it has it is not "busy"
   try {

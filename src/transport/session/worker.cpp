@@ -199,7 +199,7 @@ class AckReader {
     a_.ch.permits.release();
     const std::int64_t sent = a_.c.send_ns[acked_++ % ring_].load(std::memory_order_relaxed);
     std::lock_guard lk(a_.ch.mu);
-    if (a_.timed) a_.ch.lat_ns.push_back(static_cast<double>(t - sent));
+    if (a_.timed) a_.ch.lat_ns.push(static_cast<double>(t - sent));
     a_.ch.round_last_ns = std::max(a_.ch.round_last_ns, t);
   }
 
@@ -362,8 +362,7 @@ void ping_worker(WorkerArgs a) {
     const Params& p = a.s.p;
     const std::size_t n = p.size_bytes;
     const std::uint32_t total = p.warmup + p.iters;
-    std::vector<double> samples;
-    samples.reserve(p.iters);
+    LatencySamples samples(sample_cap(p));  // not a vector of --iters: 10M pings were 80 MB
     const std::uint64_t seed = a.s.seed(true, a.c.gpu_slot, 0);
     for (std::uint32_t i = 0; i < total; ++i) {
       check_stop(a);
@@ -371,12 +370,12 @@ void ping_worker(WorkerArgs a) {
       a.c.sock.send_all(a.s.src[a.c.gpu_slot].data(), n);
       a.c.sock.recv_all(a.s.dst[a.c.gpu_slot].data(), n);
       const std::int64_t t1 = monotonic_ns();
-      if (i >= p.warmup) samples.push_back(static_cast<double>(t1 - t0) / 2);
+      if (i >= p.warmup) samples.push(static_cast<double>(t1 - t0) / 2);
       if (p.verify && pattern_first_mismatch(a.s.dst[a.c.gpu_slot].data(), n, seed) != n)
         throw Error("verify: echoed message differs from the pattern sent");
     }
     std::lock_guard lk(a.ch.mu);
-    a.ch.lat_ns.insert(a.ch.lat_ns.end(), samples.begin(), samples.end());
+    a.ch.lat_ns.append(samples);
   });
 }
 

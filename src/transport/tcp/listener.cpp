@@ -57,12 +57,15 @@ std::vector<int> Listener::fds() const {
   return out;
 }
 
-Socket Listener::accept_on(int listen_fd) {
+Socket Listener::accept_on(int listen_fd, bool* exhausted) {
+  if (exhausted) *exhausted = false;
   const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
   if (fd >= 0) return Socket(fd);
   if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED || errno == EWOULDBLOCK) return Socket();
-  if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+  if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+    if (exhausted) *exhausted = true;
     return Socket();  // out of descriptors for now: the connection waits in the backlog
+  }
   throw_errno("accept");
 }
 

@@ -21,7 +21,8 @@ class Listener {
   // For a caller's own poll loop: the listening sockets, and accept on one that polled
   // readable (an invalid Socket when the connection went away meanwhile).
   std::vector<int> fds() const;
-  Socket accept_on(int fd);
+  // *exhausted (when given) says whether it failed for want of descriptors or memory.
+  Socket accept_on(int fd, bool* exhausted = nullptr);
 
  private:
   std::vector<Socket> socks_;

@@ -1,7 +1,7 @@
 #pragma once
-// An owned TCP socket with bounded blocking I/O. Every send/recv waits at most the
-// socket's timeout (SO_SNDTIMEO / SO_RCVTIMEO), so a silent or vanished peer turns
-// into an Error naming the socket instead of a hang. shutdown() from another thread
+// An owned TCP socket with bounded blocking I/O. A send/recv fails once the peer has
+// been silent for the socket's timeout (see set_timeout), so a silent, stopped or
+// vanished peer turns into an Error naming the socket instead of a hang. shutdown() from another thread
 // wakes a blocked call (used to stop a whole session when one worker fails).
 #include <sys/uio.h>
 
@@ -48,10 +48,14 @@ class Socket {
   static Socket connect_to(const std::string& addr, std::uint16_t port, const std::string& src_addr,
                            double timeout_s);
 
-  // SO_RCVTIMEO, SO_SNDTIMEO and TCP_USER_TIMEOUT; and a whole-message deadline for
-  // send_all / send_two / recv_all: the timeout plus the message at kMinBytesPerS, from
-  // the first call that returned short.
+  // send_all / send_two / recv_all fail once the peer moved no byte for `seconds`
+  // (within slice_of(seconds)), or a message took longer than the timeout plus its size
+  // at kMinBytesPerS from its first short call. TCP_USER_TIMEOUT is set to it too; the
+  // kernel's SO_RCVTIMEO / SO_SNDTIMEO get the slice.
   void set_timeout(double seconds);
+  double timeout_s() const { return timeout_s_; }  // 0: none
+  // How late past the timeout a silent peer is found: the kernel wait of one call.
+  static double slice_of(double timeout_s);
   void set_nodelay(bool on);
   void set_buffers(std::uint32_t bytes);  // SO_SNDBUF/SO_RCVBUF; kernel caps at wmem_max
 
@@ -75,10 +79,14 @@ class Socket {
  private:
   int fd_ = -1;
   std::string label_;
-  double timeout_s_ = 0;  // 0: no whole-message deadline
-  // After a short call: starts the message's clock (start_ns == 0), or throws IoError
-  // (timeout) once the message of n bytes is past its deadline.
-  void check_deadline(std::int64_t& start_ns, std::size_t n, const char* op) const;
+  double timeout_s_ = 0;  // 0: no deadline
+  struct Wait {
+    std::int64_t start_ns = 0, silent_since_ns = 0;  // 0: not yet known
+  };
+  // After a call that returned short (moved: it moved bytes; else a slice passed with
+  // none): throws IoError (timeout) once the peer was silent for the timeout or the
+  // message of n bytes is past its deadline.
+  void after_short_call(Wait& w, std::size_t n, bool moved, const char* op) const;
 };
 
 // "a.b.c.d" or throws UsageError naming `what`.

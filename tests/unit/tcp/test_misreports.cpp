@@ -1,0 +1,189 @@
+// Issue 32 item 13: bench net's misreports under faults, named truly. Each test failed on
+// the code before: a killed peer read "I/O error"; a plugin client's send rate counted
+// local completions (3.8 GB/s on a 4 MB/s link); a server out of file descriptors read
+// "peer closed" at the client; a lying server's figures were printed, exit 0.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "p2pscope/error.hpp"
+#include "p2pscope/netplugin.hpp"
+#include "p2pscope/tcp.hpp"
+#include "support/hooked_path.hpp"
+#include "support/loopback_port.hpp"
+#include "support/server_thread.hpp"
+#include "support/tcp_session.hpp"
+#include "unit/net/net_test_util.hpp"
+
+using namespace p2pscope;
+using namespace p2pscope::tcp;
+using p2pscope::test::HookedPath;
+using p2pscope::test::over;
+namespace pt = p2pscope::test;
+
+namespace {
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A server in a child process on `port`, serving one session; set up by `setup` in the
+// child (a plugin loaded after the fork: its threads do not survive one).
+template <class Setup>
+pid_t forked_server(std::uint16_t port, Setup setup) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    try {
+      ServerOptions so = pt::loopback_server();
+      so.port = port;
+      setup(so);
+      Server(so).serve_one();
+    } catch (...) {
+    }
+    _exit(0);
+  }
+  return pid;
+}
+
+// run_client, retried while the child server is not listening yet.
+Results client_when_up(ClientOptions co, const Params& p, std::string& error) {
+  for (int i = 0; i < 200; ++i) {
+    try {
+      return run_client(co, p);
+    } catch (const Error& e) {
+      error = e.what();
+      if (!has(error, "Connection refused")) return {};
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST(BenchNetMisreports, AKilledServerIsThePeerClosingNotAnIoError) {
+  const std::uint16_t port = pt::free_port();
+  const pid_t child = forked_server(port, [](ServerOptions& so) { so.local = over(nettest::load_refnet()); });
+  ASSERT_GT(child, 0);
+  std::thread killer([child] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+    kill(child, SIGKILL);
+  });
+  ClientOptions co;
+  co.port = port;
+  co.local = over(nettest::load_refnet());
+  std::string error;
+  const Params p{.size_bytes = 64u << 20, .chunk_bytes = 1u << 20, .iters = 100000, .timeout_s = 5};
+  const Results r = client_when_up(co, p, error);
+  killer.join();
+  waitpid(child, nullptr, 0);
+  ASSERT_FALSE(r.failure.empty()) << error;
+  EXPECT_TRUE(r.failure_cause == "peer closed the connection" || r.failure_cause == "connection reset by the peer")
+      << r.failure_cause << " / " << r.failure;
+  EXPECT_TRUE(has(r.failure, "its process ended")) << r.failure;
+}
+
+// The server receives each round 200 ms late; the round (64 KiB) fits the sockets'
+// buffers, so the client's sends complete locally at once. Delivered, it is at most
+// 64 KiB / 0.2 s = 0.33 MB/s; the old figure was hundreds of MB/s.
+TEST(BenchNetMisreports, AClientsSendRateCountsWhatTheReceiverConfirmed) {
+  const auto plugin = nettest::load_refnet();
+  ServerOptions so;
+  so.local.path = std::make_shared<HookedPath>(
+      make_plugin_path(plugin),
+      [](session::Session&, std::uint32_t) { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }, nullptr);
+  pt::ServerThread srv(so);
+  ClientOptions co;
+  co.port = srv.port();
+  co.local = over(plugin);
+  const Params p{.size_bytes = 64u << 10, .chunk_bytes = 16u << 10, .iters = 3, .warmup = 0, .timeout_s = 5};
+  const Results r = run_client(co, p);
+  ASSERT_TRUE(r.failure.empty()) << r.failure;
+  EXPECT_LT(r.client.tx_bytes_per_s, 1e6) << "the client's send rate counts sends the server had not received";
+  EXPECT_GT(r.client.tx_bytes_per_s, 0.1e6);
+  for (const auto& c : r.client.channels) {
+    if (!c.sent) continue;
+    EXPECT_GT(c.elapsed_s, 3 * 0.2 * 0.9) << "a channel's time ends when its bytes are confirmed";
+  }
+}
+
+// The server may open 16 descriptors more than it has at the start: a session of 64
+// links cannot be set up, and the client is told why.
+TEST(BenchNetMisreports, AServerOutOfFileDescriptorsSaysSo) {
+  for (const bool net : {false, true}) {
+    SCOPED_TRACE(net ? "bench net" : "bench tcp");
+    const std::uint16_t port = pt::free_port();
+    const pid_t child = forked_server(port, [net](ServerOptions& so) {
+      if (net) so.local = over(nettest::load_refnet());
+      std::size_t open = 0;
+      for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) open += e.exists() ? 1 : 0;
+      const rlimit rl{open + 16, open + 16};
+      setrlimit(RLIMIT_NOFILE, &rl);
+    });
+    ASSERT_GT(child, 0);
+    ClientOptions co;
+    co.port = port;
+    if (net) co.local = over(nettest::load_refnet());
+    std::string error;
+    const Params p{.channels = 64, .size_bytes = 64u << 20, .chunk_bytes = 1u << 20, .iters = 1, .timeout_s = 3};
+    const Results r = client_when_up(co, p, error);
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    const std::string said = error + r.failure;
+    EXPECT_TRUE(has(said, "ran out of file descriptors")) << said;
+    EXPECT_TRUE(has(said, "ulimit -n")) << said;
+  }
+}
+
+// A server that says it received ten times the bytes it did, or sent 100 times faster
+// than this client received: the client refuses its figures (a failure, so exit 1 at the
+// command) and reports none of them.
+TEST(BenchNetMisreports, ALyingServersFiguresAreRefused) {
+  struct Lie {
+    const char* what;
+    bool reverse;
+    HookedPath::Hook after;
+  };
+  const Lie lies[] = {
+      {"bytes", false,
+       [](session::Session& s, std::uint32_t) {
+         for (auto& ch : s.chans) ch->round_bytes *= 10;
+       }},
+      {"rate", true,
+       [](session::Session& s, std::uint32_t) {
+         for (auto& ch : s.chans)
+           if (ch->round_bytes) ch->round_first_ns = ch->round_last_ns - (ch->round_last_ns - ch->round_first_ns) / 100;
+       }},
+  };
+  for (const Lie& lie : lies) {
+    SCOPED_TRACE(lie.what);
+    ServerOptions so;
+    so.local.path = std::make_shared<HookedPath>(make_socket_path(), nullptr, lie.after);
+    pt::ServerThread srv(so);
+    ClientOptions co;
+    co.port = srv.port();
+    // Rounds of about 0.1 s or more on loopback: long enough to judge rates.
+    Params p{.size_bytes = 256u << 20, .chunk_bytes = 1u << 20, .iters = 2, .warmup = 0, .timeout_s = 10};
+    p.reverse = lie.reverse;
+    const Results r = run_client(co, p);
+    EXPECT_EQ(r.failure_cause, "server's figures refused") << r.failure;
+    EXPECT_TRUE(has(r.failure, "disagree with this client's")) << r.failure;
+    EXPECT_TRUE(r.server.channels.empty());
+    EXPECT_EQ(r.server.tx_bytes_per_s + r.server.rx_bytes_per_s, 0);
+  }
+  // An honest server's figures pass the same checks.
+  pt::ServerThread honest;
+  ClientOptions co;
+  co.port = honest.port();
+  for (const bool reverse : {false, true}) {
+    Params p{.size_bytes = 256u << 20, .chunk_bytes = 1u << 20, .iters = 2, .warmup = 0, .timeout_s = 10};
+    p.reverse = reverse;
+    const Results r = run_client(co, p);
+    EXPECT_TRUE(r.failure.empty()) << r.failure;
+  }
+}

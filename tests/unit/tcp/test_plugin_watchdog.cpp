@@ -1,0 +1,109 @@
+// Deliver 2 of issue 32: a third-party plugin hung inside a call ends bench net with a
+// clear error within a bound, and the first SIGTERM ends it. Before, the run waited for
+// ever on the hung thread (only a third signal killed it). The plugin is a test double:
+// the reference plugin with one call that never returns (tests/unit/net/plugins/hang_v8.cpp).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/timing.hpp"
+
+namespace {
+
+using p2pscope::test::seconds_since;
+
+struct HungRun {
+  int exit_code = -1;  // -1: still running at the limit (killed)
+  double seconds = 0;  // from start, or from the signal when one was sent
+  std::string err;
+};
+
+// The built binary with P2PSCOPE_TEST_HANG=hang, stderr kept; SIGTERM once after
+// term_after_s (0: never); killed at limit_s.
+HungRun bench_net(const std::string& hang, const std::vector<std::string>& args, double term_after_s, double limit_s) {
+  const std::string err_path = ::testing::TempDir() + "watchdog_" + std::to_string(getpid()) + ".err";
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setenv("P2PSCOPE_TEST_HANG", hang.c_str(), 1);
+    std::vector<std::string> all = {P2PSCOPE_BINARY, "bench", "net", "--plugin", P2PSCOPE_TEST_HANG_PLUGIN, "--loopback"};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const int fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || dup2(fd, 2) < 0 || !freopen("/dev/null", "w", stdout)) _exit(126);
+    execv(P2PSCOPE_BINARY, argv.data());
+    _exit(127);
+  }
+  HungRun r;
+  auto from = t0;
+  bool termed = false;
+  int status = 0;
+  for (;;) {
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      break;
+    }
+    if (term_after_s > 0 && !termed && seconds_since(t0) >= term_after_s) {
+      kill(pid, SIGTERM);
+      termed = true;
+      from = std::chrono::steady_clock::now();
+    }
+    if (seconds_since(t0) > limit_s) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  r.seconds = seconds_since(from);
+  std::ifstream in(err_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.err = ss.str();
+  std::filesystem::remove(err_path);
+  return r;
+}
+
+bool built() { return std::filesystem::exists(P2PSCOPE_BINARY) && std::filesystem::exists(P2PSCOPE_TEST_HANG_PLUGIN); }
+
+const std::vector<std::string> kSmall = {"--size", "1M", "--chunk", "64K", "--iters", "3"};
+
+}  // namespace
+
+TEST(BenchNetWatchdog, AHungIsendEndsTheRunWithinTheTimeout) {
+  if (!built()) GTEST_SKIP() << "p2pscope binary not built (make build)";
+  auto args = kSmall;
+  args.insert(args.end(), {"--timeout", "2"});
+  const HungRun r = bench_net("isend", args, 0, 20);
+  ASSERT_NE(r.exit_code, -1) << "still running after 20 s:\n" << r.err;
+  EXPECT_NE(r.exit_code, 0) << r.err;
+  // The timeout (2 s), the watchdog's look (50 ms), and the plugin's load and set-up.
+  EXPECT_LT(r.seconds, 2 + 2.5) << r.err;
+  EXPECT_NE(r.err.find("isend call has not returned"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("hung"), std::string::npos) << r.err;
+}
+
+TEST(BenchNetWatchdog, AHungTestCallEndsAtTheFirstSigterm) {
+  if (!built()) GTEST_SKIP() << "p2pscope binary not built (make build)";
+  auto args = kSmall;
+  args.insert(args.end(), {"--timeout", "60"});
+  const HungRun r = bench_net("test", args, 2.0, 20);
+  ASSERT_NE(r.exit_code, -1) << "still running 18 s after one SIGTERM:\n" << r.err;
+  EXPECT_NE(r.exit_code, 0) << r.err;
+  EXPECT_LT(r.seconds, 1 + 1.5) << "seconds from the SIGTERM to the exit\n" << r.err;
+  EXPECT_NE(r.err.find("stopped by a signal"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("test call has not returned"), std::string::npos) << r.err;
+}
