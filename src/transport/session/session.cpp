@@ -71,17 +71,28 @@ void probe_gpus(const Params& p) {
 
 // "link down (NIC eth1: operstate down)" when the failing link's NIC says so: a
 // timeout and an unplugged cable look alike from the socket.
-std::string name_cause(const LocalOptions& local, IoCause cause, const std::string& nic) {
-  if (!nic.empty() && nic != "lo" && cause != IoCause::closed && cause != IoCause::reset) {
-    try {
-      const FsRoot root(local.fsroot);
-      const auto oper = root.read_line("/sys/class/net/" + nic + "/operstate");
-      const auto carrier = root.read_line("/sys/class/net/" + nic + "/carrier");
-      if ((oper && *oper != "up" && *oper != "unknown") || (carrier && *carrier == "0"))
-        return "link down (NIC " + nic + ": operstate " + oper.value_or("?") + ", carrier " + carrier.value_or("?") + ")";
-    } catch (const std::exception&) {  // the NIC is gone altogether: say what the socket said
-    }
+std::optional<std::string> link_down(const LocalOptions& local, const std::string& nic) {
+  if (nic.empty() || nic == "lo") return std::nullopt;
+  try {
+    const FsRoot root(local.fsroot);
+    const auto oper = root.read_line("/sys/class/net/" + nic + "/operstate");
+    const auto carrier = root.read_line("/sys/class/net/" + nic + "/carrier");
+    if ((oper && *oper != "up" && *oper != "unknown") || (carrier && *carrier == "0"))
+      return "link down (NIC " + nic + ": operstate " + oper.value_or("?") + ", carrier " + carrier.value_or("?") + ")";
+  } catch (const std::exception&) {  // the NIC is gone altogether: say what the socket said
   }
+  return std::nullopt;
+}
+
+std::string name_cause(const LocalOptions& local, IoCause cause, const std::string& nic) {
+  if (cause != IoCause::closed && cause != IoCause::reset)
+    if (auto down = link_down(local, nic)) return *down;
+  if (cause == IoCause::reset || cause == IoCause::closed)
+    // The peer may have reset this link because another of the session's links went
+    // down: it gives up on the session as soon as it sees its own link fail, which can
+    // be before this side's socket on the dead link says anything.
+    for (const auto& other : local.nics)
+      if (auto down = link_down(local, other)) return *down + "; then " + to_string(cause) + " on another link";
   return to_string(cause);
 }
 
