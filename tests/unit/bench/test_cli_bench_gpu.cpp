@@ -262,13 +262,16 @@ TEST(BenchSweep, MatrixShowsNaWithTheReasonAndMediansAsGBps) {
   b.src = 2, b.dst = 0, b.bytes = 1000;
   b.support = {false, "no peer access"};
   r.rows = {a, b};
-  const Table t = matrix_table(r, 1000);
+  const Table t = matrix_table(r, 1000).rendered();
   ASSERT_EQ(t.rows().size(), 3u);
   EXPECT_EQ(t.rows()[0][2], "100.00");
   EXPECT_EQ(t.rows()[2][1], "n/a (no peer access)");
   EXPECT_EQ(t.rows()[1][1], "-");
-  const auto rows = rows_table(r);
+  const auto rows = rows_table(r).rendered();
   EXPECT_EQ(rows.rows()[1][4], "n/a (no peer access)");
+  EXPECT_EQ(rows.headers()[5], "algbw_GBps");
+  EXPECT_EQ(rows.rows()[0][5], "100.00") << "1000 B in 10 ns is 100 GB/s (1e9 B/s)";
+  EXPECT_EQ(rows.rows()[0][4], "0.01") << "10 ns is 0.01 us";
   EXPECT_TRUE(r.data_ok());
   r.rows[0].first_bad = 4096;
   EXPECT_NE(r.first_failure().find("offset 4096"), std::string::npos) << r.first_failure();
