@@ -19,6 +19,7 @@
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/output.hpp"
 #include "p2pscope/profile.hpp"
+#include "p2pscope/signals.hpp"
 #include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 #include "profile/setup.hpp"
@@ -190,7 +191,7 @@ void run_gpu(GpuOptions& o, Context& ctx) {
   // slices) and reports what was measured. Set before the backend starts, so a signal
   // during its start-up is seen too. Not under a launcher: ranks stopping at different
   // rows would leave NCCL calls unmatched.
-  std::optional<profile::InterruptFlag> interrupt;
+  std::optional<InterruptFlag> interrupt;
   if (!launch.multi_process()) interrupt.emplace("p2pscope bench gpu");
   auto b = bench::make_backend(backend, bo);
   bench::SweepSpec spec;

@@ -15,16 +15,17 @@
 #include "bench/nccl_collective.hpp"
 #include "bench/nccl_sweep.hpp"
 #include "bench_common.hpp"
-#include "progress.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/profile.hpp"
+#include "p2pscope/signals.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/table.hpp"
 #include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
+#include "progress.hpp"
 
 namespace p2pscope::app {
 namespace {
@@ -218,7 +219,7 @@ void run_nccl(NcclOptions& o, Context& ctx) {
   mon_opts.host_waits_on_gpu = true;
   BenchMonitor mon(mon_opts);
   // Ctrl-C ends the sweep after the size in progress (one process only, as in bench gpu).
-  std::optional<profile::InterruptFlag> interrupt;
+  std::optional<InterruptFlag> interrupt;
   if (!ranks) spec.stop = interrupt.emplace("p2pscope bench nccl").flag();
   RowProgress progress("bench nccl", 2.0);
   if (launched.reporter())
