@@ -12,6 +12,8 @@
 
 #include "bench/sweep.hpp"
 #include "bench_common.hpp"
+#include "profile/setup.hpp"
+#include "progress.hpp"
 #include "p2pscope/backend.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
@@ -22,8 +24,6 @@
 #include "p2pscope/signals.hpp"
 #include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
-#include "profile/setup.hpp"
-#include "progress.hpp"
 
 namespace p2pscope::app {
 namespace {

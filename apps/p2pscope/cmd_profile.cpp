@@ -15,7 +15,10 @@
 #include "bench_common.hpp"
 #include "commands.hpp"
 #include "monitor_options.hpp"
+#include "profile_pattern.hpp"
+#include "profile_processes.hpp"
 #include "nccl_calibration.hpp"
+#include "progress.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
@@ -27,9 +30,6 @@
 #include "p2pscope/units.hpp"
 #include "profile/batching.hpp"
 #include "profile/setup.hpp"
-#include "profile_pattern.hpp"
-#include "profile_processes.hpp"
-#include "progress.hpp"
 
 namespace p2pscope::app {
 namespace {

@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "headline.hpp"
 #include "p2pscope/backend_table.hpp"
 #include "p2pscope/charts.hpp"
 #include "p2pscope/clock.hpp"
@@ -25,6 +24,7 @@
 #include "p2pscope/signals.hpp"
 #include "p2pscope/units.hpp"
 #include "profile/setup.hpp"
+#include "headline.hpp"
 #include "run_steps.hpp"
 
 namespace p2pscope::app {
