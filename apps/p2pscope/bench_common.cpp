@@ -44,11 +44,13 @@ void BenchMonitor::finish(nlohmann::json* j) {
   for (const auto& l : res.lines()) std::cerr << l << "\n";
 }
 
-void check_bench_common(const BenchCommon& c) {
-  if (c.format != "text" && c.format != "csv" && c.format != "json")
-    throw UsageError("--format '" + c.format + "': use text, csv or json");
+out::Output check_bench_common(const BenchCommon& c) {
+  const std::initializer_list<out::Format> kOffered{out::Format::text, out::Format::csv, out::Format::json};
+  const auto format = out::find_format(c.format, kOffered);
+  if (!format) throw UsageError("--format '" + c.format + "': use " + out::format_choices(kOffered));
   if (c.iters < 1) throw UsageError("--iters must be at least 1");
   if (c.warmup < 0) throw UsageError("--warmup must be 0 or more");
+  return out::Output(*format);
 }
 
 // run_metadata (with CUDA/NCCL versions) and the topology this ran on.
@@ -70,7 +72,7 @@ void add_metadata(nlohmann::json& j, const Context& ctx) {
 }
 
 // --out FILE, or DIR (an existing directory or a path ending in '/'): a named file in it.
-void emit(const std::string& text, const BenchCommon& c, const std::string& stem) {
+void emit(const std::string& text, const out::Output& o, const BenchCommon& c, const std::string& stem) {
   if (c.out.empty() || c.out == "-") {
     std::cout << text;
     std::cout.flush();
@@ -82,8 +84,7 @@ void emit(const std::string& text, const BenchCommon& c, const std::string& stem
   if (c.out.back() == '/' || fs::is_directory(p, ec)) {
     fs::create_directories(p, ec);
     if (ec) throw Error("cannot create directory '" + c.out + "': " + ec.message());
-    const std::string ext = c.format == "text" ? "txt" : c.format;
-    p /= fmt::format("{}_{}.{}", stem, compact_timestamp(realtime_ns()), ext);
+    p /= fmt::format("{}_{}.{}", stem, compact_timestamp(realtime_ns()), o.extension());
   }
   write_file_atomic(p, text, c.force ? Replace::allow : Replace::refuse);
   std::cerr << "wrote " << p.string() << "\n";

@@ -8,10 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "commands.hpp"
 #include "bootstrap/bring_up.hpp"
+#include "commands.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/monitor.hpp"
+#include "p2pscope/output.hpp"
 
 namespace p2pscope::app {
 
@@ -24,7 +25,8 @@ struct BenchCommon {
 // `nccl_tests_names`: --iters and --warmup answer to nccl-tests' -n/--iters and
 // -w/--warmup_iters as well.
 void add_bench_common(CLI::App& c, BenchCommon& o, const char* sizes_help, bool nccl_tests_names = false);
-void check_bench_common(const BenchCommon& c);  // throws UsageError
+// Throws UsageError; returns --format's printer, chosen once (text, csv or json).
+out::Output check_bench_common(const BenchCommon& c);
 std::vector<std::uint64_t> sizes_or(const std::string& text, const std::string& fallback);
 
 // --monitor: the system monitor samples while the benchmark runs; monitor.csv goes
@@ -41,8 +43,9 @@ class BenchMonitor {
 
 // run_metadata (with CUDA/NCCL versions) and the topology this ran on.
 void add_metadata(nlohmann::json& j, const Context& ctx);
-// --out FILE, or DIR (an existing directory or a path ending in '/'): a named file in it.
-void emit(const std::string& text, const BenchCommon& c, const std::string& stem);
+// `text` (as `o` printed it) to stdout, --out FILE, or DIR (an existing directory or a
+// path ending in '/'): <stem>_<time>.<the format's extension> in it.
+void emit(const std::string& text, const out::Output& o, const BenchCommon& c, const std::string& stem);
 
 // The launcher bring-up every command calls (bootstrap/bring_up.hpp): rank 0's
 // refusals and warnings go to stderr. `admit` is the command's own refusal under a

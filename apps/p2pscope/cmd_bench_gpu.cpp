@@ -3,10 +3,10 @@
 // sweep), CSV or JSON with run metadata and topology; --out FILE or DIR.
 // `bench nccl` (collectives) is in cmd_bench_nccl.cpp.
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -20,7 +20,9 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/metadata.hpp"
+#include "p2pscope/output.hpp"
 #include "p2pscope/profile.hpp"
+#include "p2pscope/signals.hpp"
 #include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 
@@ -121,13 +123,44 @@ std::string sum_line(const std::string& testcase, const bench::SweepResult& r, s
   return fmt::format("SUM {} {:.2f}\n", testcase, sum);
 }
 
+// What the sweep measured, for every printer: for people a header, the matrix when
+// there is one size (and nvbandwidth's SUM under -t), the rows and their notes; the rows
+// for csv; `json` builds the document (with metadata) only when JSON is printed.
+out::Report gpu_report(const GpuOptions& o, const bench::SweepSpec& spec, const bench::SweepResult& r,
+                       std::function<nlohmann::json()> json) {
+  out::Report rep;
+  std::string head = "# p2pscope bench gpu: " + bench::describe(r) + "\n";
+  for (std::size_t d = 0; d < r.device_names.size(); ++d)
+    head += fmt::format("# device {}: {}\n", d, r.device_names[d]);
+  rep.text.emplace_back(std::move(head));
+  if (spec.sizes.size() == 1) {
+    const bool t = spec.mode == bench::Mode::latency || spec.mode == bench::Mode::blocking;
+    const char* what = t                                         ? " (us, median)"
+                       : spec.mode == bench::Mode::bidirectional ? " total (GB/s, median)"
+                                                                 : " (GB/s, median)";
+    rep.text.emplace_back("\n" + bench::to_string(spec.mode) + what + " at " + format_size(spec.sizes[0]) +
+                          "; row = source, column = destination\n");
+    rep.text.emplace_back(bench::matrix_table(r, spec.sizes[0]));
+    rep.text.emplace_back((!o.testcase.empty() && !t ? sum_line(o.testcase, r, spec.sizes[0]) : "") + "\n");
+  }
+  rep.tables.push_back(bench::rows_table(r));
+  rep.text.emplace_back(rep.tables.back());
+  std::string notes, last_note;
+  for (const auto& row : r.rows)
+    if (!row.note.empty() && row.note != last_note) notes += "# " + (last_note = row.note) + "\n";
+  if (!r.stopped.empty()) notes += "# " + r.stopped + "\n";
+  rep.text.emplace_back(std::move(notes));
+  rep.json = std::move(json);
+  return rep;
+}
+
 void run_gpu(GpuOptions& o, Context& ctx) {
   if (o.list) {
     std::cout << testcase_list();
     return;
   }
   apply_testcase(o);
-  check_bench_common(o);
+  const out::Output output = check_bench_common(o);
   const auto mode = bench::parse_mode(o.pattern);
   const auto rt = gpu::runtime_info();
   trace_phase("bench gpu: CUDA runtime read");
@@ -160,7 +193,7 @@ void run_gpu(GpuOptions& o, Context& ctx) {
   // slices) and reports what was measured. Set before the backend starts, so a signal
   // during its start-up is seen too. Not under a launcher: ranks stopping at different
   // rows would leave NCCL calls unmatched.
-  std::optional<profile::InterruptFlag> interrupt;
+  std::optional<InterruptFlag> interrupt;
   if (!launch.multi_process()) interrupt.emplace("p2pscope bench gpu");
   auto b = bench::make_backend(backend, bo);
   bench::SweepSpec spec;
@@ -199,37 +232,16 @@ void run_gpu(GpuOptions& o, Context& ctx) {
     return;
   }
 
-  std::string text;
-  if (o.format == "json") {
+  const std::string text = output.print(gpu_report(o, spec, r, [&] {
     nlohmann::json j = bench::to_json(r);
     add_metadata(j, ctx);
     j["schema_version"] = kSchemaVersion;
     j["launch"] = launch_json(launch, rank_cpus);
     mon.finish(&j);
-    text = j.dump(2) + "\n";
-  } else if (o.format == "csv") {
-    text = bench::rows_table(r).to_csv();
-  } else {
-    std::ostringstream s;
-    s << "# p2pscope bench gpu: " << bench::describe(r) << "\n";
-    for (std::size_t d = 0; d < r.device_names.size(); ++d) s << "# device " << d << ": " << r.device_names[d] << "\n";
-    if (spec.sizes.size() == 1) {
-      const bool t = mode == bench::Mode::latency || mode == bench::Mode::blocking;
-      s << "\n" << bench::to_string(mode) << (t ? " (us, median)" : mode == bench::Mode::bidirectional ? " total (GB/s, median)" : " (GB/s, median)")
-        << " at " << format_size(spec.sizes[0]) << "; row = source, column = destination\n"
-        << bench::matrix_table(r, spec.sizes[0]).to_text();
-      if (!o.testcase.empty() && !t) s << sum_line(o.testcase, r, spec.sizes[0]);
-      s << "\n";
-    }
-    s << bench::rows_table(r).to_text();
-    std::string last_note;
-    for (const auto& row : r.rows)
-      if (!row.note.empty() && row.note != last_note) s << "# " << (last_note = row.note) << "\n";
-    if (!r.stopped.empty()) s << "# " << r.stopped << "\n";
-    text = s.str();
-  }
+    return j;
+  }));
   mon.finish(nullptr);
-  emit(text, o, fmt::format("bench_gpu_{}_{}", r.backend, bench::to_string(mode)));
+  emit(text, output, o, fmt::format("bench_gpu_{}_{}", r.backend, bench::to_string(mode)));
   if (r.interrupted) {
     std::cerr << "bench gpu: " << r.stopped << "; what was measured is reported\n";
     ctx.exit_code = 128 + interrupt->signal_number();

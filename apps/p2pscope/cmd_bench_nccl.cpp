@@ -15,16 +15,17 @@
 #include "bench/nccl_collective.hpp"
 #include "bench/nccl_sweep.hpp"
 #include "bench_common.hpp"
-#include "progress.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/profile.hpp"
+#include "p2pscope/signals.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/table.hpp"
 #include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
+#include "progress.hpp"
 
 namespace p2pscope::app {
 namespace {
@@ -134,33 +135,35 @@ nlohmann::json op_json(const NcclOptions& o, const bench::NcclSweepResult& r, co
   return j;
 }
 
-// The results as --format asks: text (nccl-tests-like, a table per op), csv (one op), or
-// json with run metadata: one op's document as it always was, several under "ops".
-std::string render(const NcclOptions& o, const std::vector<bench::NcclSweepResult>& rs, const Launched& launched,
-                   Context& ctx, BenchMonitor& mon) {
-  if (o.format == "csv") return bench::nccl_rows_table(rs.front()).to_csv();
-  if (o.format != "json") {
-    std::string text;
-    for (const auto& r : rs) {
-      text += "# p2pscope bench nccl: " + describe(o, r, launched.launch) + "\n";
-      for (const auto& name : r.rank_names) text += "# " + name + "\n";
-      text += bench::nccl_rows_table(r).to_text();
-      if (!r.stopped.empty()) text += "# " + r.stopped + "\n";
+// The results for every printer: for people a table per op (nccl-tests-like) with what
+// it is; the rows (csv takes one op: run_nccl refuses several first); JSON with run
+// metadata, built only when printed: one op's document as it always was, several under "ops".
+out::Report nccl_report(const NcclOptions& o, const std::vector<bench::NcclSweepResult>& rs, const Launched& launched,
+                        Context& ctx, BenchMonitor& mon) {
+  out::Report rep;
+  for (const auto& r : rs) {
+    std::string head = "# p2pscope bench nccl: " + describe(o, r, launched.launch) + "\n";
+    for (const auto& name : r.rank_names) head += "# " + name + "\n";
+    rep.text.emplace_back(std::move(head));
+    rep.tables.push_back(bench::nccl_rows_table(r));
+    rep.text.emplace_back(rep.tables.back());
+    if (!r.stopped.empty()) rep.text.emplace_back("# " + r.stopped + "\n");
+  }
+  rep.json = [&o, &rs, &launched, &ctx, &mon] {
+    nlohmann::json j;
+    if (rs.size() == 1) {
+      j = op_json(o, rs.front(), launched);
+    } else {
+      j["ops"] = nlohmann::json::array();
+      for (const auto& r : rs) j["ops"].push_back(op_json(o, r, launched));
     }
-    return text;
-  }
-  nlohmann::json j;
-  if (rs.size() == 1) {
-    j = op_json(o, rs.front(), launched);
-  } else {
-    j["ops"] = nlohmann::json::array();
-    for (const auto& r : rs) j["ops"].push_back(op_json(o, r, launched));
-  }
-  j["schema_version"] = kSchemaVersion;
-  j["launch"] = launch_json(launched.launch, launched.rank_cpus);
-  add_metadata(j, ctx);
-  mon.finish(&j);
-  return j.dump(2) + "\n";
+    j["schema_version"] = kSchemaVersion;
+    j["launch"] = launch_json(launched.launch, launched.rank_cpus);
+    add_metadata(j, ctx);
+    mon.finish(&j);
+    return out::JsonDoc(std::move(j));
+  };
+  return rep;
 }
 
 // --op: one op, a comma-separated list, or "all" (each once, in the order given).
@@ -182,10 +185,11 @@ std::vector<bench::NcclOp> parse_ops(const std::string& text) {
 
 void run_nccl(NcclOptions& o, Context& ctx) {
   apply_nccl_tests_flags(o);
-  check_bench_common(o);
+  const out::Output output = check_bench_common(o);
   bench::NcclSweepSpec spec;
   const std::vector<bench::NcclOp> ops = parse_ops(o.op);
-  if (ops.size() > 1 && o.format == "csv") throw UsageError("--format csv takes one --op; use json or text for several");
+  if (ops.size() > 1 && output.one_table())
+    throw UsageError("--format " + std::string(output.name()) + " takes one --op; use json or text for several");
   spec.collective.op = ops.front();
   spec.collective.type = bench::parse_nccl_type(o.dtype);
   spec.collective.warmup = o.warmup;
@@ -215,7 +219,7 @@ void run_nccl(NcclOptions& o, Context& ctx) {
   mon_opts.host_waits_on_gpu = true;
   BenchMonitor mon(mon_opts);
   // Ctrl-C ends the sweep after the size in progress (one process only, as in bench gpu).
-  std::optional<profile::InterruptFlag> interrupt;
+  std::optional<InterruptFlag> interrupt;
   if (!ranks) spec.stop = interrupt.emplace("p2pscope bench nccl").flag();
   RowProgress progress("bench nccl", 2.0);
   if (launched.reporter())
@@ -234,9 +238,9 @@ void run_nccl(NcclOptions& o, Context& ctx) {
   }
   const bench::NcclSweepResult& r = results.back();
   if (launched.reporter()) {  // rank 0 prints; the others only say what went wrong
-    const std::string text = render(o, results, launched, ctx, mon);
+    const std::string text = output.print(nccl_report(o, results, launched, ctx, mon));
     mon.finish(nullptr);
-    emit(text, o, "bench_nccl_" + (ops.size() == 1 ? bench::to_string(r.op) : std::string("ops")));
+    emit(text, output, o, "bench_nccl_" + (ops.size() == 1 ? bench::to_string(r.op) : std::string("ops")));
   }
   if (r.interrupted && interrupt) {
     std::cerr << "bench nccl: " << r.stopped << "; what was measured is reported\n";

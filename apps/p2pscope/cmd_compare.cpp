@@ -8,6 +8,7 @@
 #include "p2pscope/compare.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/metadata.hpp"
+#include "p2pscope/output.hpp"
 
 namespace p2pscope::app {
 namespace {
@@ -22,26 +23,26 @@ struct CompareOptions {
 void run_compare(const CompareOptions& o, Context& ctx) {
   if (o.paths.size() != 2)
     throw UsageError(fmt::format("compare takes two results, A (before) and B (after); {} given", o.paths.size()));
-  if (o.out.format != "text" && o.out.format != "json" && o.out.format != "html")
-    throw UsageError("--format '" + o.out.format + "': text, json or html");
+  const std::initializer_list<out::Format> offered{out::Format::text, out::Format::json, out::Format::html};
+  const auto format = out::find_format(o.out.format, offered);
+  if (!format) throw UsageError("--format '" + o.out.format + "': " + out::format_choices(offered));
+  const out::Output output(*format);
   const compare::Loaded a = compare::load(o.paths[0]);
   const compare::Loaded b = compare::load(o.paths[1]);
   const compare::Comparison c = compare::compare(a, b, o.threshold_pct);
-  std::string text;
-  if (o.out.format == "json") {
+  out::Report rep;
+  rep.text.emplace_back(out::TextFn([&c] { return compare::to_text(c); }));
+  rep.html = [&c] { return compare::to_html(c); };
+  rep.json = [&c, &ctx] {
     // schema_version and the metadata block first in the file, whatever the keys' order.
     nlohmann::ordered_json j;
     j["schema_version"] = kSchemaVersion;
     j["metadata"] = nlohmann::ordered_json::parse(run_metadata(ctx.argv).dump());
     const nlohmann::json body = compare::to_json(c);
     for (const auto& [k, v] : body.items()) j[k] = nlohmann::ordered_json::parse(v.dump());
-    text = j.dump(2) + "\n";
-  } else if (o.out.format == "html") {
-    text = compare::to_html(c);
-  } else {
-    text = compare::to_text(c);
-  }
-  emit(text, o.out, "compare");
+    return out::JsonDoc(std::move(j));
+  };
+  emit(output.print(rep), output, o.out, "compare");
   if (o.fail_on_change && c.changed() > 0) ctx.exit_code = 1;
 }
 

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "output_option.hpp"
 #include "p2pscope/child_process.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
@@ -127,54 +128,60 @@ tune::Finding plugin_finding(const net::NcclPluginReport& pr, bool gpus_here) {
   return f;
 }
 
-void print_text(const tune::DoctorReport& r, const std::vector<tune::TransportRun>& runs) {
+// For people: each log and result read, the transport runs, then the findings.
+std::string doctor_text(const tune::DoctorReport& r, const std::vector<tune::TransportRun>& runs) {
+  std::ostringstream o;
   for (const auto& l : r.logs) {
-    if (l.nccl_lines == 0)
-      std::cout << l.file << ": no NCCL_DEBUG=INFO lines (plain program output), transport unknown\n";
-    else
-      std::cout << l.file << ": NCCL " << (l.nccl_version.empty() ? "?" : l.nccl_version) << ", transport "
-                << l.primary_transport() << (l.loopback() ? " over lo (loopback: not a network)" : "") << ", network "
-                << (l.network.empty() ? "?" : l.network)
-                << (!l.net_plugin.empty() ? ", net plugin " + l.net_plugin
-                                          : l.net_plugin_none ? std::string(", no external net plugin") : std::string())
-                << "\n";
-    for (const auto& w : l.warnings) std::cout << "  note: " << w << "\n";
+    if (l.nccl_lines == 0) {
+      o << l.file << ": no NCCL_DEBUG=INFO lines (plain program output), transport unknown\n";
+    } else {
+      o << l.file << ": NCCL " << (l.nccl_version.empty() ? "?" : l.nccl_version) << ", transport "
+        << l.primary_transport() << (l.loopback() ? " over lo (loopback: not a network)" : "") << ", network "
+        << (l.network.empty() ? "?" : l.network)
+        << (!l.net_plugin.empty() ? ", net plugin " + l.net_plugin
+            : l.net_plugin_none   ? std::string(", no external net plugin")
+                                  : std::string())
+        << "\n";
+    }
+    for (const auto& w : l.warnings) o << "  note: " << w << "\n";
     // Every table is listed, or its absence said, so that none is lost without a word.
-    if (l.perf.empty())
-      std::cout << "  no nccl-tests table and no 'busbw=' result line in this log: its set-up is read, no figure\n";
-    else
-      std::cout << "  " << l.perf.size() << " result table" << (l.perf.size() == 1 ? "" : "s") << ":\n";
+    if (l.perf.empty()) {
+      o << "  no nccl-tests table and no 'busbw=' result line in this log: its set-up is read, no figure\n";
+    } else {
+      o << "  " << l.perf.size() << " result table" << (l.perf.size() == 1 ? "" : "s") << ":\n";
+    }
     for (const auto& p : l.perf)
-      std::cout << "  " << p.tool << " " << (p.op.empty() ? "?" : p.op)
-                << (p.transport.empty() ? "" : " over " + p.transport) << ": " << p.rows.size()
-                << " size(s), peak busbw " << gb(p.peak_busbw()) << ", avg busbw " << gb(p.avg_busbw) << "\n";
+      o << "  " << p.tool << " " << (p.op.empty() ? "?" : p.op) << (p.transport.empty() ? "" : " over " + p.transport)
+        << ": " << p.rows.size() << " size(s), peak busbw " << gb(p.peak_busbw()) << ", avg busbw " << gb(p.avg_busbw)
+        << "\n";
   }
   for (const auto& p : r.results)
-    std::cout << p.source << ": " << p.tool << " " << p.op << ", " << p.rows.size() << " size(s), peak busbw "
-              << gb(p.peak_busbw()) << "\n";
-  if (const auto cmp = tune::transport_comparison(r.logs); !cmp.empty()) std::cout << "compared: " << cmp << "\n";
+    o << p.source << ": " << p.tool << " " << p.op << ", " << p.rows.size() << " size(s), peak busbw "
+      << gb(p.peak_busbw()) << "\n";
+  if (const auto cmp = tune::transport_comparison(r.logs); !cmp.empty()) o << "compared: " << cmp << "\n";
   for (const auto& run : runs) {
-    std::cout << "run " << run.label << ": transport " << run.log.primary_transport() << ", busbw "
-              << gb(run.busbw_bytes_per_s);
+    o << "run " << run.label << ": transport " << run.log.primary_transport() << ", busbw "
+      << gb(run.busbw_bytes_per_s);
     if (runs.front().busbw_bytes_per_s > 0 && run.busbw_bytes_per_s > 0)
-      std::cout << " (default / this = " << runs.front().busbw_bytes_per_s / run.busbw_bytes_per_s << ")";
-    if (!run.error.empty()) std::cout << "\n  failed: " << run.error;
-    std::cout << "\n";
+      o << " (default / this = " << runs.front().busbw_bytes_per_s / run.busbw_bytes_per_s << ")";
+    if (!run.error.empty()) o << "\n  failed: " << run.error;
+    o << "\n";
     for (const auto& line : run.log.evidence)
       if (line.find(" via ") != std::string::npos) {
-        std::cout << "  proof: " << line << "\n";
+        o << "  proof: " << line << "\n";
         break;
       }
   }
-  if (!r.logs.empty() || !runs.empty()) std::cout << "\n";
+  if (!r.logs.empty() || !runs.empty()) o << "\n";
   for (const auto& f : r.findings) {
-    std::cout << "[" << f.severity << "] " << f.title << "  (" << f.id << ")\n";
-    for (const auto& e : f.evidence) std::cout << "    evidence: " << e << "\n";
+    o << "[" << f.severity << "] " << f.title << "  (" << f.id << ")\n";
+    for (const auto& e : f.evidence) o << "    evidence: " << e << "\n";
     if (!f.fix.empty()) {
       std::istringstream fix(f.fix);
-      for (std::string line; std::getline(fix, line);) std::cout << "    fix: " << line << "\n";
+      for (std::string line; std::getline(fix, line);) o << "    fix: " << line << "\n";
     }
   }
+  return o.str();
 }
 
 }  // namespace
@@ -185,7 +192,7 @@ void add_doctor_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--nccl-log", opt->logs,
                   "NCCL_DEBUG=INFO log file(s) or plain nccl-tests output to analyse (repeat for several runs)")->check(CLI::ExistingFile);
   cmd->add_option("--root", opt->root, "Root of a captured tree instead of /");
-  cmd->add_option("--format", opt->format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  add_format_option(*cmd, opt->format, {out::Format::text, out::Format::json}, "text or json");
   // --out as every other command that writes a file spells it.
   cmd->add_option("--report,--out", opt->report, "Write the NCCL optimization report (markdown) here");
   cmd->add_flag("--force", opt->force, "Replace the --report file if it exists");
@@ -195,6 +202,7 @@ void add_doctor_command(CLI::App& app, Context& ctx) {
                 "Run bench nccl all-reduce with default settings and with P2P / P2P+SHM disabled (GPU machine)");
   cmd->add_option("--size", opt->size, "Message size for --compare-transports (default 64M)");
   cmd->callback([opt, &ctx] {
+    const out::Output output = chosen_output(opt->format);
     tune::DoctorInputs in;
     in.log_files = opt->logs;
     in.result_files = opt->results;
@@ -226,7 +234,9 @@ void add_doctor_command(CLI::App& app, Context& ctx) {
       tune::sort_findings(rep.findings);
     }
     if (!runs.empty()) tune::sort_findings(rep.findings);
-    if (opt->format == "json") {
+    out::Report out_rep;
+    out_rep.text.emplace_back(out::TextFn([&] { return doctor_text(rep, runs); }));
+    out_rep.json = [&] {
       auto j = tune::to_json(rep);
       if (plugin) j["net_plugin"] = plugin->to_json();
       nlohmann::json jr = nlohmann::json::array();
@@ -235,10 +245,9 @@ void add_doctor_command(CLI::App& app, Context& ctx) {
                       {"log", tune::to_json(r.log)}, {"error", r.error}});
       j["compare_transports"] = jr;
       j["metadata"] = run_metadata(ctx.argv);
-      std::cout << j.dump(2) << "\n";
-    } else {
-      print_text(rep, runs);
-    }
+      return out::JsonDoc(std::move(j));
+    };
+    std::cout << output.print(out_rep);
     if (!opt->report.empty()) {
       write_file_atomic(opt->report, tune::render_report(rep, have_topo ? &topo : nullptr, runs),
                         opt->force ? Replace::allow : Replace::refuse);

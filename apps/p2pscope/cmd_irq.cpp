@@ -2,6 +2,7 @@
 // TX/RX CPU plan, and applying/undoing it safely (dry run unless --yes, backup first).
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <set>
@@ -9,6 +10,7 @@
 #include <thread>
 
 #include "commands.hpp"
+#include "output_option.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
@@ -126,8 +128,17 @@ void print_apply(const tune::ApplyResult& r, const char* verb) {
   for (const auto& x : r.refused) std::cout << "REFUSED irq " << x.irq << ": " << x.reason << "\n";
 }
 
+// What irq diff and irq plan print: their text, or their JSON, each made only when printed.
+out::Report irq_report(out::TextFn text, std::function<nlohmann::json()> json) {
+  out::Report rep;
+  rep.text.emplace_back(std::move(text));
+  rep.json = std::move(json);
+  return rep;
+}
+
 // irq diff: two snapshot files, one file against the machine now, or the machine sampled twice.
 void run_irq_diff(const IrqOptions& o) {
+  const out::Output output = chosen_output(o.format);
   const FsRoot fs(o.root);
   tune::IrqSnapshot a, b;
   if (!o.a.empty() && !o.b.empty()) {
@@ -145,10 +156,7 @@ void run_irq_diff(const IrqOptions& o) {
     b = tune::take_snapshot(fs);
   }
   const auto r = tune::diff(a, b);
-  if (o.format == "json")
-    std::cout << tune::to_json(r).dump(2) << "\n";
-  else
-    std::cout << diff_text(r, o.top);
+  std::cout << output.print(irq_report([&] { return diff_text(r, o.top); }, [&] { return tune::to_json(r); }));
 }
 
 // One function per subcommand of `irq`; they share one IrqOptions (one subcommand runs).
@@ -171,7 +179,7 @@ void add_diff_command(CLI::App* irq, const std::shared_ptr<IrqOptions>& opt) {
   d->add_option("b", opt->b, "Later snapshot JSON (omit to compare A with the machine now)");
   d->add_option("--duration", opt->interval, "Sample this long when B is not given (default 5s; as monitor --duration)");
   d->add_option("--root", opt->root, "Root for live sampling");
-  d->add_option("--format", opt->format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  add_format_option(*d, opt->format, {out::Format::text, out::Format::json}, "text or json");
   d->add_option("--top", opt->top, "Rows of busiest IRQs/CPUs in text output");
   d->callback([opt] { run_irq_diff(*opt); });
 }
@@ -187,10 +195,11 @@ void add_plan_command(CLI::App* irq, const std::shared_ptr<IrqOptions>& opt) {
   plan->add_option("--rx-cores", opt->rx_cores, "RX cores, like --tx-cores");
   plan->add_flag("--move-irqs", opt->move_irqs, "Also plan IRQ affinities onto the TX/RX cores (default: leave IRQs alone)");
   plan->add_option("--root", opt->root, "Root of a captured tree instead of /");
-  plan->add_option("--format", opt->format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  add_format_option(*plan, opt->format, {out::Format::text, out::Format::json}, "text or json");
   plan->add_option("--out", opt->out, "Write the plan here instead of stdout");
   plan->add_flag("--force", opt->force, "Replace the --out file if it exists");
   plan->callback([opt] {
+    const out::Output output = chosen_output(opt->format);
     const FsRoot fs(opt->root);
     topo::DiscoverOptions dopts;
     dopts.use_nvml = false;
@@ -204,7 +213,8 @@ void add_plan_command(CLI::App* irq, const std::shared_ptr<IrqOptions>& opt) {
     po.rx_cores = opt->rx_cores;
     po.plan_irqs = opt->move_irqs;
     const auto p = tune::make_plan(t, po);
-    emit(opt->format == "json" ? tune::to_json(p).dump(2) + "\n" : plan_text(p), opt->out, opt->force);
+    emit(output.print(irq_report([&] { return plan_text(p); }, [&] { return tune::to_json(p); })), opt->out,
+         opt->force);
   });
 }
 

@@ -2,7 +2,6 @@
 // The run-time sampler on its own, around any command (nccl-tests, a training job):
 // a held child (p2pscope/child_process.hpp), SIGINT/SIGTERM sent with kill() forwarded to the child, the command's
 // exit status returned (127 when it cannot be found, 128+N when killed by signal N).
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,37 +23,12 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/monitor.hpp"
+#include "p2pscope/signals.hpp"
 #include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::app {
 namespace {
-// Signal handlers can only reach file-scope state: the child to forward to and the
-// signal that arrived. Set before the handlers are installed, read after.
-volatile sig_atomic_t g_child = 0;
-volatile sig_atomic_t g_signal = 0;
-
-void on_signal(int sig, siginfo_t* info, void*) {
-  g_signal = sig;
-  // A terminal's Ctrl-C already reaches the child (same process group, si_code
-  // SI_KERNEL); forward only signals sent with kill() to p2pscope itself.
-  if (g_child > 0 && info && info->si_code != SI_KERNEL) ::kill(static_cast<pid_t>(g_child), sig);
-}
-
-void install_handlers() {
-  struct sigaction sa {};
-  sa.sa_sigaction = on_signal;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
-
-void restore_handlers() {
-  signal(SIGINT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
-}
-
 // "CPU-bound on CPUs 0-1" is said of the machine's CPUs. Around a command, it is the
 // command's only when its own work explains most of that load: its sampled threads on
 // those CPUs, or, for a command that starts others (mpirun, a shell script), the CPU
@@ -143,12 +117,12 @@ monitor::Options sampler_options(const MonitorArgs& a, const std::string& out, d
 // Starts the sampler; when that fails, the held child (if any) exits without running the
 // command and the signal handlers are put back before the error goes on.
 void start_sampler(std::optional<monitor::Sampler>& slot, const MonitorArgs& a, const monitor::Options& opts,
-                   std::optional<ChildProcess>& held) {
+                   std::optional<ChildProcess>& held, SignalForwarder& signals) {
   try {
     slot.emplace(FsRoot(a.root), opts);
     slot->start();
   } catch (...) {
-    restore_handlers();
+    signals.restore();
     held.reset();  // never released: it exits without running the command
     throw;
   }
@@ -162,34 +136,35 @@ struct CommandEnd {
 
 // Releases the held command and waits for it; nullopt (and ctx.exit_code 126/127) when it
 // could not start.
-std::optional<CommandEnd> run_command(ChildProcess& held, monitor::Sampler& sampler, const MonitorArgs& a, Context& ctx) {
+std::optional<CommandEnd> run_command(ChildProcess& held, monitor::Sampler& sampler, SignalForwarder& signals,
+                                      const MonitorArgs& a, Context& ctx) {
   if (const int err = held.release(); err != 0) {
-    restore_handlers();
+    signals.restore();
     sampler.stop();
     std::fprintf(stderr, "p2pscope monitor: cannot run '%s': %s\n", a.command[0].c_str(), errno_text(err).c_str());
     ctx.exit_code = err == ENOENT ? 127 : 126;
     return std::nullopt;
   }
-  g_child = held.pid();
+  signals.forward_to(held.pid());
   // A signal that came between fork and the line above was not forwarded: do it now.
-  if (g_signal != 0) held.signal(static_cast<int>(g_signal));
+  if (signals.signal_number() != 0) held.signal(signals.signal_number());
   // Exited but not reaped: the sampler's last reading still finds its threads.
   CommandEnd end;
   ChildWait how;
   how.before_reap = [&] { end.summary = sampler.stop(); };
   const ChildResult done = held.wait(how);
-  g_child = 0;
+  signals.forward_to(0);
   end.tree_cpu_s = done.cpu_s;
   end.exit_code = done.exit_code;
   return end;
 }
 
 // --duration: sleeps until it is over or a signal comes (exit code 128+N then, else 0).
-int wait_for_duration(double duration_s) {
+int wait_for_duration(double duration_s, const SignalForwarder& signals) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(duration_s);
-  while (g_signal == 0 && std::chrono::steady_clock::now() < end)
+  while (signals.signal_number() == 0 && std::chrono::steady_clock::now() < end)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  return g_signal != 0 ? 128 + g_signal : 0;
+  return signals.signal_number() != 0 ? 128 + signals.signal_number() : 0;
 }
 
 // summary.json, then the verdicts and the one-line account on stdout.
@@ -229,8 +204,7 @@ void run_monitor(const MonitorArgs& a, Context& ctx) {
   // Handlers first: the child shows in /proc as soon as it is forked, and a SIGTERM sent
   // then (before they were installed) killed p2pscope instead of being forwarded; one
   // that comes while the child is held is forwarded once it is released (below).
-  g_signal = 0;
-  install_handlers();
+  SignalForwarder signals;
   // Around a command, the threads sampled are the command's: it is held (forked, not yet
   // exec'd) until the sampler points at its pid, not at this process's waiting thread.
   std::optional<ChildProcess> held;
@@ -242,16 +216,16 @@ void run_monitor(const MonitorArgs& a, Context& ctx) {
     opts.pid = held->pid();
   }
   std::optional<monitor::Sampler> sampler;
-  start_sampler(sampler, a, opts, held);
+  start_sampler(sampler, a, opts, held, signals);
   CommandEnd end;
   if (have_cmd) {
-    std::optional<CommandEnd> ran = run_command(*held, *sampler, a, ctx);
+    std::optional<CommandEnd> ran = run_command(*held, *sampler, signals, a, ctx);
     if (!ran) return;
     end = std::move(*ran);
   } else {
-    end.exit_code = wait_for_duration(duration_s);
+    end.exit_code = wait_for_duration(duration_s, signals);
   }
-  restore_handlers();
+  signals.restore();
   if (!have_cmd) end.summary = sampler->stop();
   if (tty) std::fprintf(stderr, "\n");
   report_monitor(a, end, out, opts.out_csv, ctx);

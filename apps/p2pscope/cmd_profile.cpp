@@ -2,7 +2,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -27,6 +26,7 @@
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/monitor.hpp"
 #include "p2pscope/profile.hpp"
+#include "p2pscope/signals.hpp"
 #include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 #include "profile/batching.hpp"
@@ -242,7 +242,7 @@ bool join_ranks(profile::Params& p, ProfileOptions& o, Context& ctx, std::shared
   bo.bootstrap = boot;
   bo.rank_device = launched.launch.local_rank;
   if (launched.launch.rank != 0) {
-    std::signal(SIGINT, SIG_IGN);  // rank 0 decides when to stop (it saves, then tells us)
+    ignore_interrupt();  // rank 0 decides when to stop (it saves, then tells us)
     auto b = bench::make_backend(p.backends->front(), bo);
     bench::serve_backend(*b, *boot);
     return false;
@@ -335,7 +335,7 @@ void run_isolated_campaign(profile::Params p, const ProfileOptions& o, Context& 
     std::fprintf(stderr, "%s\n", s.c_str());
   };
   p.setup_note_after_s = progress_after_s(1.0);
-  profile::InterruptFlag interrupt("p2pscope profile", o.process_share.empty());  // a child: the parent said it
+  InterruptFlag interrupt("p2pscope profile", o.process_share.empty());  // a child: the parent said it
   p.stop = interrupt.flag();
   std::unique_ptr<monitor::MonitorSession> mon = start_monitor(o, backends);
   int processes = o.processes;

@@ -22,6 +22,7 @@
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/profile.hpp"
+#include "p2pscope/signals.hpp"
 #include "p2pscope/units.hpp"
 #include "profile/setup.hpp"
 #include "headline.hpp"
@@ -230,7 +231,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
           if (other.name == need && other.args.empty() && !s.args.empty())
             s.args.clear(), s.skipped_because = "needs " + need + ", which is skipped";
 
-    const profile::InterruptFlag interrupt("p2pscope run");
+    const InterruptFlag interrupt("p2pscope run");
     const StepRunner runner(out, o->step_timeout_s, interrupt.flag());
     nlohmann::json record = run_metadata(ctx.argv);
     record["versions"] = gpu::to_json(rt);

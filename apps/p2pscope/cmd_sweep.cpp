@@ -20,6 +20,7 @@
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/netplugin.hpp"
 #include "p2pscope/profile.hpp"
+#include "p2pscope/signals.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/table.hpp"
 #include "p2pscope/tcp.hpp"
@@ -230,7 +231,7 @@ void run(const SweepTcpOptions& given, Context& ctx) {
   // after every run, and the files below keep every point measured before it.
   Table csv = runs_csv_header();
   const auto csv_path = std::filesystem::path(o.out) / "sweep.csv";
-  const profile::InterruptFlag interrupt("p2pscope sweep tcp");
+  const InterruptFlag interrupt("p2pscope sweep tcp");
   spec.stop = interrupt.flag();
   spec.on_run = [&](std::size_t, std::size_t, const tcp::SweepRun& r) {
     add_csv_row(csv, r);

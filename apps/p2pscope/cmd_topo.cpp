@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "output_option.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
 #include "p2pscope/fsroot.hpp"
@@ -26,7 +27,7 @@ void add_topo_command(CLI::App& app, Context& ctx) {
   auto opt = std::make_shared<TopoOptions>();
   auto* cmd = app.add_subcommand("topo", "CPUs, NUMA nodes, GPUs, NICs with their IRQs, RDMA, and GPU/NIC path classes");
   cmd->add_option("--root", opt->root, "Root of a captured tree (tools/capture-fsroot.sh) instead of /");
-  cmd->add_option("--format", opt->format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  add_format_option(*cmd, opt->format, {out::Format::text, out::Format::json}, "text or json");
   cmd->add_option("--out", opt->out, "Write here instead of stdout");
   cmd->add_flag("--force", opt->force, "Replace the --out file if it exists");
   cmd->callback([opt, &ctx] {
@@ -34,17 +35,17 @@ void add_topo_command(CLI::App& app, Context& ctx) {
     topo::Topology t = topo::discover(fs);
     // CUDA facts describe this machine, not a captured tree.
     if (fs.is_live()) gpu::enrich_with_cuda(t);
-    std::string text;
-    if (opt->format == "json") {
+    out::Report rep;
+    rep.text.emplace_back(out::TextFn([&t] { return topo::to_text(t); }));
+    rep.json = [&] {
       nlohmann::json j = topo::to_json(t);
       nlohmann::json meta = run_metadata(ctx.argv);
       meta["versions"] = gpu::to_json(gpu::runtime_info());
       meta["root"] = fs.root().string();
       j["metadata"] = std::move(meta);
-      text = j.dump(2) + "\n";
-    } else {
-      text = topo::to_text(t);
-    }
+      return out::JsonDoc(std::move(j));
+    };
+    const std::string text = chosen_output(opt->format).print(rep);
     if (opt->out.empty() || opt->out == "-") {
       std::cout << text;
       return;

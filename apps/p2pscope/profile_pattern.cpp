@@ -10,12 +10,13 @@
 
 #include <fmt/format.h>
 
-#include "p2pscope/profile.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/contention.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/metadata.hpp"
+#include "p2pscope/profile.hpp"
+#include "p2pscope/signals.hpp"
 #include "p2pscope/table.hpp"
 #include "p2pscope/units.hpp"
 #include "progress.hpp"
@@ -47,7 +48,7 @@ void run_profile_pattern(const PatternOptions& p, const std::string& gpus, const
   spec.warmup = warmup;
   spec.reps = reps;
   // Ctrl-C ends the run between repetitions; what was measured is written below.
-  const profile::InterruptFlag interrupt("p2pscope profile --pattern");
+  const InterruptFlag interrupt("p2pscope profile --pattern");
   spec.stop = interrupt.flag();
   RowProgress progress("profile --pattern", 2.0, "reps");
   spec.on_rep = [&](std::size_t done, std::size_t total, const std::string& current) { progress(done, total, current); };

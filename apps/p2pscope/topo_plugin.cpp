@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 
 #include "commands.hpp"
+#include "output_option.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/netplugin.hpp"
@@ -52,7 +53,7 @@ std::string plugin_text(const net::Plugin& p) {
   return s;
 }
 
-void run(const std::string& requested, const std::string& format, const std::string& out, const Context& ctx) {
+void run(const std::string& requested, const out::Output& output, const std::string& out_path, const Context& ctx) {
   const char* env = std::getenv("NCCL_NET_PLUGIN");
   // What NCCL would load; the plugin named on the command line replaces it when given.
   net::NcclPluginReport rep = net::report_nccl_plugin(env ? env : "");
@@ -63,25 +64,28 @@ void run(const std::string& requested, const std::string& format, const std::str
     rep.load_error.clear();
     rep.gpu_memory = net::gpu_memory_verdict(*rep.plugin);
   }
-  std::string text;
-  if (format == "json") {
-    nlohmann::json j = rep.to_json();
-    j["metadata"] = run_metadata(ctx.argv);
-    text = j.dump(2) + "\n";
-  } else {
+  out::Report report;
+  report.text.emplace_back(out::TextFn([&rep] {
+    std::string text;
     if (rep.plugin) text += plugin_text(*rep.plugin);
     if (!rep.load_error.empty()) text += "loading it failed: " + rep.load_error + "\n";
-    text += resolution_text(rep.resolution);
-  }
-  if (out.empty() || out == "-") {
+    return text + resolution_text(rep.resolution);
+  }));
+  report.json = [&rep, &ctx] {
+    nlohmann::json j = rep.to_json();
+    j["metadata"] = run_metadata(ctx.argv);
+    return out::JsonDoc(std::move(j));
+  };
+  const std::string text = output.print(report);
+  if (out_path.empty() || out_path == "-") {
     std::cout << text;
     return;
   }
-  std::ofstream f(out);
-  if (!f) throw Error("cannot write '" + out + "': " + errno_text(errno));
+  std::ofstream f(out_path);
+  if (!f) throw Error("cannot write '" + out_path + "': " + errno_text(errno));
   f << text;
-  if (!f.flush()) throw Error("write '" + out + "' failed: " + errno_text(errno));
-  std::cerr << "wrote " << out << "\n";
+  if (!f.flush()) throw Error("write '" + out_path + "' failed: " + errno_text(errno));
+  std::cerr << "wrote " << out_path << "\n";
 }
 
 }  // namespace
@@ -96,7 +100,9 @@ void add_topo_net_plugin_option(CLI::App& topo, Context& ctx) {
   topo.parse_complete_callback([&topo, &ctx, plugin, opt] {
     if (opt->count() == 0) return;
     topo.final_callback([&topo, &ctx, plugin] {
-      run(*plugin, topo.get_option("--format")->as<std::string>(), topo.get_option("--out")->as<std::string>(), ctx);
+      // topo's --format holds no default of its own here: not given means text.
+      const auto format = topo.get_option("--format")->as<std::string>();
+      run(*plugin, chosen_output(format.empty() ? "text" : format), topo.get_option("--out")->as<std::string>(), ctx);
     });
   });
 }

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "p2pscope/collective.hpp"
+
 namespace p2pscope::simulate {
 
 // ---- export -------------------------------------------------------------------
@@ -60,17 +62,19 @@ struct Exported {
 Exported export_campaign(const std::string& dir, ExportFormat format, const ExportOptions& options = {});
 
 // ---- predict ------------------------------------------------------------------
-enum class Collective { allreduce, allgather, reducescatter, alltoall, broadcast };
+// The collective table's ops (p2pscope/collective.hpp), names and busbw factors included;
+// predict and export model all of them but sendrecv, which parse_collective refuses.
+using Collective = CollectiveOp;
 enum class Algorithm { ring, tree };
-std::string to_string(Collective c);
+using p2pscope::to_string;
 std::string to_string(Algorithm a);
 Collective parse_collective(const std::string& text);  // throws UsageError listing the names
 Algorithm parse_algorithm(const std::string& text);    // ring | tree
 std::vector<Collective> parse_collective_list(const std::string& text);  // "allreduce,allgather"
 
 // nccl-tests' busbw factor (doc/PERFORMANCE.md): allreduce 2(p-1)/p; allgather,
-// reducescatter, alltoall (p-1)/p; broadcast 1.
-double busbw_factor(Collective c, int ranks);
+// reducescatter, alltoall (p-1)/p; broadcast 1. From the collective table's row.
+using p2pscope::busbw_factor;
 
 struct PredictOptions {
   std::vector<Collective> ops;

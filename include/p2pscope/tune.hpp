@@ -200,6 +200,8 @@ ApplyResult apply_plan(const FsRoot& fs, const IrqPlan& plan, bool dry_run, cons
 ApplyResult reset_from_backup(const FsRoot& fs, const IrqBackup& b, bool dry_run);
 
 // ------------------------------------------------------------------ findings
+// A diagnosis: what is wrong, the evidence, the fix. Not analyze's Finding (a measured
+// anomaly of one config, with its value), which analyze groups by kind.
 struct Finding {
   std::string id;        // stable, e.g. "env.unknown_variable"
   std::string severity;  // "error", "warning", "info"

@@ -181,6 +181,9 @@ struct LinkModel {
 inline constexpr double kModelTolerance = 0.10;
 std::vector<LinkModel> build_link_models(const Campaign& c, const std::vector<ConfigSummary>& s);
 
+// A measured anomaly of one config or link (subject, value), grouped by kind for the
+// report. Not tune::Finding, which is a diagnosis with evidence lines and a fix: the two
+// share only a severity word and are written to different JSON schemas.
 struct Finding {
   std::string kind;      // high_cv, non_monotone, asymmetry, class_outlier, temperature, drift, clock, throttling, data
   std::string severity;  // warning, info

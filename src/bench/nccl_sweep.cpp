@@ -139,18 +139,36 @@ NcclSweepResult run_nccl_sweep(const NcclSweepSpec& spec, CollectiveRanks* ranks
   return res;
 }
 
-Table nccl_rows_table(const NcclSweepResult& r) {
-  Table t({"size", "size_bytes", "count", "type", "time_us", "algbw_GBps", "busbw_GBps", "ip_time_us", "ip_algbw_GBps",
-           "ip_busbw_GBps", "p5_us", "p50_us", "p95_us", "cv_pct", "check"});
+out::ResultTable nccl_rows_table(const NcclSweepResult& r) {
+  using out::Hint;
+  using out::Unit;
+  const out::Column us{"", Hint::duration, Unit::us, 2}, gbps{"", Hint::byte_rate, Unit::GBps, 2};
+  auto named = [](out::Column c, const char* name) { return c.name = name, c; };
+  out::ResultTable t({{"size", Hint::size},
+                      {"size_bytes", Hint::bytes},
+                      {"count", Hint::count},
+                      {"type"},
+                      named(us, "time_us"),
+                      named(gbps, "algbw_GBps"),
+                      named(gbps, "busbw_GBps"),
+                      named(us, "ip_time_us"),
+                      named(gbps, "ip_algbw_GBps"),
+                      named(gbps, "ip_busbw_GBps"),
+                      named(us, "p5_us"),
+                      named(us, "p50_us"),
+                      named(us, "p95_us"),
+                      {"cv_pct", Hint::ratio, Unit::percent, 1},
+                      {"check"}});
   const std::string type = to_string(r.type);
+  // The rows hold GB/s (nccl-tests' figures); the table holds bytes/s, as every rate column.
+  const auto rate = [](double GBps) { return out::Cell(GBps * 1e9); };
   for (const auto& row : r.rows) {
     const Stats& s = row.time_ns;
     const bool ip = row.span_in_place_ns > 0;
-    t.add_row({format_size_compact(row.bytes), std::to_string(row.bytes), std::to_string(row.count), type,
-               fixed(row.span_ns / 1e3, 2), fixed(row.algbw_GBps, 2), fixed(row.busbw_GBps, 2),
-               ip ? fixed(row.span_in_place_ns / 1e3, 2) : "-", ip ? fixed(row.algbw_in_place_GBps, 2) : "-",
-               ip ? fixed(row.busbw_in_place_GBps, 2) : "-", fixed(s.p5 / 1e3, 2), fixed(s.median / 1e3, 2),
-               fixed(s.p95 / 1e3, 2), fixed(s.cv * 100, 1), row.check()});
+    t.add_row({row.bytes, row.bytes, row.count, type, row.span_ns, rate(row.algbw_GBps), rate(row.busbw_GBps),
+               ip ? out::Cell(row.span_in_place_ns) : out::Cell("-"),
+               ip ? rate(row.algbw_in_place_GBps) : out::Cell("-"), ip ? rate(row.busbw_in_place_GBps) : out::Cell("-"),
+               s.p5, s.median, s.p95, s.cv, row.check()});
   }
   return t;
 }

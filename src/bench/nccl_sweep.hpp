@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/nccl_collective.hpp"
+#include "p2pscope/output.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/table.hpp"
 
@@ -79,8 +80,9 @@ NcclSweepResult run_nccl_sweep(const NcclSweepSpec& spec, CollectiveRanks* ranks
 
 // nccl-tests-like rows: size, size_bytes, count, type, time_us, algbw_GBps, busbw_GBps
 // (out-of-place), ip_time_us, ip_algbw_GBps, ip_busbw_GBps ("-" when not measured), then
-// the event pass's p5/p50/p95_us and cv_pct, check.
-Table nccl_rows_table(const NcclSweepResult& r);
+// the event pass's p5/p50/p95_us and cv_pct, check. Typed (ns, bytes/s, a fraction);
+// the columns name the units they are shown in.
+out::ResultTable nccl_rows_table(const NcclSweepResult& r);
 // The JSON rows: size_bytes, count, type, time_us (nccl-tests' out-of-place time),
 // algbw_GBps, busbw_GBps, in_place {time_us, algbw_GBps, busbw_GBps} (null when not
 // measured), per_iteration_ns {median, p5, p95, cv, n} and samples_ns (the event pass),

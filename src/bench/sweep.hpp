@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "p2pscope/backend.hpp"
+#include "p2pscope/output.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/table.hpp"
 
@@ -91,11 +92,12 @@ inline double gbps(double bytes, double ns) { return ns > 0 ? bytes / ns : 0.0; 
 
 // nvbandwidth-like matrix for one size: row = source, column = destination, cells the
 // median bandwidth in GB/s (latency / blocking: microseconds), "n/a (reason)" where the
-// pair cannot run, "-" where it was not measured.
-Table matrix_table(const SweepResult& r, std::uint64_t bytes);
+// pair cannot run, "-" where it was not measured. Typed: the printers convert.
+out::ResultTable matrix_table(const SweepResult& r, std::uint64_t bytes);
 // nccl-tests-like rows: src, dst, size, time_us, algbw_GBps, p5/p50/p95_us, cv_pct, check
-// (+ reverse/total for bidirectional, device_us for blocking).
-Table rows_table(const SweepResult& r);
+// (+ reverse/total for bidirectional, device_us for blocking). Times stored in ns, rates
+// in bytes/s, cv as a fraction; each column names the unit it is shown in.
+out::ResultTable rows_table(const SweepResult& r);
 // A sentence on what the numbers are (units, what is timed, median first).
 std::string describe(const SweepResult& r);
 // rows with full Stats, the matrix (one size), units; the caller adds metadata.

@@ -12,6 +12,16 @@ namespace {
 
 bool is_time_mode(Mode m) { return m == Mode::latency || m == Mode::blocking; }
 
+// bytes over a time in ns as bytes per second, the base the GB/s columns convert from.
+double rate(double bytes, double ns) { return gbps(bytes, ns) * 1e9; }
+
+using out::Column;
+using out::Hint;
+using out::Unit;
+Column us_col(std::string name) { return {std::move(name), Hint::duration, Unit::us, 2}; }
+Column gbps_col(std::string name) { return {std::move(name), Hint::byte_rate, Unit::GBps, 2}; }
+Column cv_col() { return {"cv_pct", Hint::ratio, Unit::percent, 1}; }
+
 std::string device_label(const SweepResult& r, int d) {
   const auto& n = r.device_names[static_cast<std::size_t>(d)];
   return n.rfind("host pinned", 0) == 0 ? fmt::format("{} (host)", d) : std::to_string(d);
@@ -24,12 +34,13 @@ std::string check_text(const SweepRow& row) {
   return "ok";
 }
 
-// The matrix cell: GB/s from the median (bidirectional: the total), or us.
-std::string cell(const SweepResult& r, const SweepRow& row) {
+// The matrix cell: the rate from the median (bidirectional: the total), or the time;
+// the column says which unit (matrix_columns).
+out::Cell cell(const SweepResult& r, const SweepRow& row) {
   if (!row.support.ok) return "n/a (" + row.support.reason + ")";
-  if (is_time_mode(r.mode)) return fixed(row.time_ns.median / 1e3, 2);
-  if (r.mode == Mode::bidirectional) return fixed(gbps(2.0 * static_cast<double>(row.bytes), row.total_time_ns.median), 2);
-  return fixed(gbps(static_cast<double>(row.bytes), row.time_ns.median), 2);
+  if (is_time_mode(r.mode)) return row.time_ns.median;
+  if (r.mode == Mode::bidirectional) return rate(2.0 * static_cast<double>(row.bytes), row.total_time_ns.median);
+  return rate(static_cast<double>(row.bytes), row.time_ns.median);
 }
 
 nlohmann::json stats_json(const Stats& s) {
@@ -57,15 +68,16 @@ std::string describe(const SweepResult& r) {
   return base;
 }
 
-Table matrix_table(const SweepResult& r, std::uint64_t bytes) {
+out::ResultTable matrix_table(const SweepResult& r, std::uint64_t bytes) {
   const int n = static_cast<int>(r.device_names.size());
-  std::vector<std::string> head{"src\\dst"};
-  for (int d = 0; d < n; ++d) head.push_back(device_label(r, d));
-  Table t(head);
+  std::vector<Column> cols{{"src\\dst"}};
+  for (int d = 0; d < n; ++d)
+    cols.push_back(is_time_mode(r.mode) ? us_col(device_label(r, d)) : gbps_col(device_label(r, d)));
+  out::ResultTable t(cols);
   for (int s = 0; s < n; ++s) {
-    std::vector<std::string> row{device_label(r, s)};
+    std::vector<out::Cell> row{device_label(r, s)};
     for (int d = 0; d < n; ++d) {
-      std::string c = "-";
+      out::Cell c = "-";
       for (const auto& x : r.rows)
         if (x.src == s && x.dst == d && x.bytes == bytes) c = cell(r, x);
       row.push_back(c);
@@ -75,38 +87,45 @@ Table matrix_table(const SweepResult& r, std::uint64_t bytes) {
   return t;
 }
 
-Table rows_table(const SweepResult& r) {
-  std::vector<std::string> head{"src", "dst", "size", "size_bytes"};
-  if (r.mode == Mode::latency) {
-    head.insert(head.end(), {"one_way_us", "p5_us", "p50_us", "p95_us", "cv_pct"});
-  } else if (r.mode == Mode::blocking) {
-    head.insert(head.end(), {"host_us", "p5_us", "p50_us", "p95_us", "cv_pct", "device_us"});
+namespace {
+std::vector<Column> rows_columns(Mode mode) {
+  std::vector<Column> cols{
+      {"src", Hint::count}, {"dst", Hint::count}, {"size", Hint::size}, {"size_bytes", Hint::bytes}};
+  if (mode == Mode::latency) {
+    cols.insert(cols.end(), {us_col("one_way_us"), us_col("p5_us"), us_col("p50_us"), us_col("p95_us"), cv_col()});
+  } else if (mode == Mode::blocking) {
+    cols.insert(cols.end(), {us_col("host_us"), us_col("p5_us"), us_col("p50_us"), us_col("p95_us"), cv_col(),
+                             us_col("device_us")});
   } else {
-    head.insert(head.end(), {"time_us", "algbw_GBps", "p5_us", "p50_us", "p95_us", "cv_pct"});
-    if (r.mode == Mode::bidirectional) head.insert(head.end(), {"reverse_GBps", "total_GBps"});
+    cols.insert(cols.end(), {us_col("time_us"), gbps_col("algbw_GBps"), us_col("p5_us"), us_col("p50_us"),
+                             us_col("p95_us"), cv_col()});
+    if (mode == Mode::bidirectional) cols.insert(cols.end(), {gbps_col("reverse_GBps"), gbps_col("total_GBps")});
   }
-  head.push_back("check");
-  Table t(head);
+  cols.push_back({"check"});
+  return cols;
+}
+}  // namespace
+
+out::ResultTable rows_table(const SweepResult& r) {
+  out::ResultTable t(rows_columns(r.mode));
   for (const auto& x : r.rows) {
-    std::vector<std::string> row{std::to_string(x.src), std::to_string(x.dst), format_size_compact(x.bytes),
-                                 std::to_string(x.bytes)};
+    std::vector<out::Cell> row{x.src, x.dst, x.bytes, x.bytes};
     if (!x.support.ok) {
       row.push_back("n/a (" + x.support.reason + ")");
       t.add_row(row);
       continue;
     }
     const Stats& s = x.time_ns;
-    const auto us = [](double ns) { return fixed(ns / 1e3, 2); };
     const double b = static_cast<double>(x.bytes);
     if (r.mode == Mode::latency) {
-      row.insert(row.end(), {us(s.median), us(s.p5), us(s.median), us(s.p95), fixed(s.cv * 100, 1)});
+      row.insert(row.end(), {s.median, s.p5, s.median, s.p95, s.cv});
     } else if (r.mode == Mode::blocking) {
-      row.insert(row.end(), {us(s.median), us(s.p5), us(s.median), us(s.p95), fixed(s.cv * 100, 1),
-                             x.total_time_ns.n ? us(x.total_time_ns.median) : "-"});
+      row.insert(row.end(), {s.median, s.p5, s.median, s.p95, s.cv,
+                             x.total_time_ns.n ? out::Cell(x.total_time_ns.median) : out::Cell("-")});
     } else {
-      row.insert(row.end(), {us(s.median), fixed(gbps(b, s.median), 2), us(s.p5), us(s.median), us(s.p95), fixed(s.cv * 100, 1)});
+      row.insert(row.end(), {s.median, rate(b, s.median), s.p5, s.median, s.p95, s.cv});
       if (r.mode == Mode::bidirectional)
-        row.insert(row.end(), {fixed(gbps(b, x.reverse_time_ns.median), 2), fixed(gbps(2 * b, x.total_time_ns.median), 2)});
+        row.insert(row.end(), {rate(b, x.reverse_time_ns.median), rate(2 * b, x.total_time_ns.median)});
     }
     row.push_back(check_text(x));
     t.add_row(row);
@@ -158,7 +177,7 @@ nlohmann::json to_json(const SweepResult& r) {
   if (sizes.size() == 1) {
     out["matrix"] = {{"size_bytes", sizes[0]},
                      {"unit", is_time_mode(r.mode) ? "us" : "GB/s"},
-                     {"rows", matrix_table(r, sizes[0]).to_json()}};
+                     {"rows", matrix_table(r, sizes[0]).rendered().to_json()}};
   }
   return out;
 }

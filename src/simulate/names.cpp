@@ -1,34 +1,22 @@
 // Names of the export formats, collectives and algorithms, and nccl-tests' busbw factor.
-// A collective is the bench's NCCL op of the same row (issue 33, one fact in one place):
-// its name and its busbw factor come from bench's op table and formula.
+// A collective is a row of the one collective table (p2pscope/collective.hpp, issue 33):
+// its name and its busbw factor are the table's.
 #include <fmt/format.h>
 
-#include "bench/formulas.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/simulate.hpp"
 #include "p2pscope/text.hpp"
 
 namespace p2pscope::simulate {
 namespace {
-struct CollectiveRow {
-  Collective value;
-  bench::NcclOp op;
-};
-constexpr CollectiveRow kCollectives[] = {
-    {Collective::allreduce, bench::NcclOp::allreduce},         {Collective::allgather, bench::NcclOp::allgather},
-    {Collective::reducescatter, bench::NcclOp::reducescatter}, {Collective::alltoall, bench::NcclOp::alltoall},
-    {Collective::broadcast, bench::NcclOp::broadcast},
-};
-
-bench::NcclOp op_of(Collective c) {
-  for (const auto& row : kCollectives)
-    if (row.value == c) return row.op;
-  throw Error(fmt::format("collective {} has no row in the simulator's table", static_cast<int>(c)));
-}
+// The collectives predict models: every op of the table but sendrecv (a point-to-point
+// pair, not a schedule over the ranks).
+constexpr Collective kModelled[] = {Collective::allreduce, Collective::allgather, Collective::reducescatter,
+                                    Collective::alltoall, Collective::broadcast};
 
 std::vector<std::string> collective_names() {
   std::vector<std::string> out;
-  for (const auto& row : kCollectives) out.push_back(bench::to_string(row.op));
+  for (const Collective c : kModelled) out.push_back(to_string(c));
   return out;
 }
 }  // namespace
@@ -59,12 +47,11 @@ void check_endpoint_delay(std::int64_t ns) {
     throw UsageError(fmt::format("--endpoint-delay {}: more than 1000 s per message; give ns", ns));
 }
 
-std::string to_string(Collective c) { return bench::to_string(op_of(c)); }
 std::string to_string(Algorithm a) { return a == Algorithm::ring ? "ring" : "tree"; }
 
 Collective parse_collective(const std::string& text) {
-  for (const auto& row : kCollectives)
-    if (text == bench::to_string(row.op)) return row.value;
+  for (const Collective c : kModelled)
+    if (text == to_string(c)) return c;
   throw UsageError(fmt::format("--ops '{}': no such collective; the collectives are: {}", text, join(collective_names())));
 }
 
@@ -84,7 +71,5 @@ Algorithm parse_algorithm(const std::string& text) {
   if (text == "tree") return Algorithm::tree;
   throw UsageError(fmt::format("--algo '{}': expected ring or tree", text));
 }
-
-double busbw_factor(Collective c, int ranks) { return bench::busbw_factor(op_of(c), ranks); }
 
 }  // namespace p2pscope::simulate

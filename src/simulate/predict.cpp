@@ -265,6 +265,8 @@ void Predictor::Impl::ring(Collective op, double S, Schedule& sch) const {
       sch.whole(c, steps);
       break;
     }
+    case Collective::sendrecv:
+      break;  // no schedule over the ranks: predict() refuses it first
   }
 }
 
@@ -307,6 +309,8 @@ void Predictor::Impl::tree(Collective op, double S, Schedule& sch) const {
         sch.add(step(x, chunk * blocks), 1);
       }
       break;
+    case Collective::sendrecv:
+      break;  // no schedule over the ranks: predict() refuses it first
   }
 }
 
@@ -314,6 +318,10 @@ Prediction Predictor::predict(Collective op, Algorithm algo, std::uint64_t size_
   const Impl& s = *impl_;
   if (size_bytes == 0)
     throw UsageError("size 0: a collective of 0 bytes moves nothing and has no time to predict; give 1 byte or more");
+  if (op == Collective::sendrecv)
+    throw UsageError(
+        "sendrecv: a pair of ranks, not a schedule over them; predict models allreduce, allgather, "
+        "reducescatter, alltoall and broadcast");
   const int p = s.p();
   const double S = static_cast<double>(size_bytes);
   Prediction r;

@@ -262,16 +262,55 @@ TEST(BenchSweep, MatrixShowsNaWithTheReasonAndMediansAsGBps) {
   b.src = 2, b.dst = 0, b.bytes = 1000;
   b.support = {false, "no peer access"};
   r.rows = {a, b};
-  const Table t = matrix_table(r, 1000);
+  const Table t = matrix_table(r, 1000).rendered();
   ASSERT_EQ(t.rows().size(), 3u);
   EXPECT_EQ(t.rows()[0][2], "100.00");
   EXPECT_EQ(t.rows()[2][1], "n/a (no peer access)");
   EXPECT_EQ(t.rows()[1][1], "-");
-  const auto rows = rows_table(r);
+  const auto rows = rows_table(r).rendered();
   EXPECT_EQ(rows.rows()[1][4], "n/a (no peer access)");
+  EXPECT_EQ(rows.headers()[5], "algbw_GBps");
+  EXPECT_EQ(rows.rows()[0][5], "100.00") << "1000 B in 10 ns is 100 GB/s (1e9 B/s)";
+  EXPECT_EQ(rows.rows()[0][4], "0.01") << "10 ns is 0.01 us";
   EXPECT_TRUE(r.data_ok());
   r.rows[0].first_bad = 4096;
   EXPECT_NE(r.first_failure().find("offset 4096"), std::string::npos) << r.first_failure();
+}
+
+// Every figure of the rows and the matrix from bytes and time, in its column's unit:
+// GB/s = 1e9 bytes/s, us from ns, cv in percent, and the bidirectional total counts
+// both directions' bytes over the time until both are done.
+TEST(BenchSweep, RowsShowEachFigureFromBytesAndTimeInItsUnit) {
+  SweepResult r;
+  r.backend = "host";
+  r.mode = Mode::bidirectional;
+  r.device_names = {"a", "b"};
+  SweepRow x;
+  x.src = 0, x.dst = 1, x.bytes = 1000;
+  x.time_ns.n = 1, x.time_ns.median = 10, x.time_ns.cv = 0.05;  // 1000 B in 10 ns: 100 GB/s one way
+  x.reverse_time_ns.n = 1, x.reverse_time_ns.median = 20;       // 50 GB/s back
+  x.total_time_ns.n = 1, x.total_time_ns.median = 25;           // 2000 B in 25 ns: 80 GB/s in all
+  r.rows = {x};
+  const Table t = rows_table(r).rendered();
+  auto cell = [&](const std::string& head) {
+    for (std::size_t i = 0; i < t.headers().size(); ++i)
+      if (t.headers()[i] == head) return t.rows().at(0).at(i);
+    ADD_FAILURE() << "no column " << head;
+    return std::string();
+  };
+  EXPECT_EQ(cell("time_us"), "0.01");
+  EXPECT_EQ(cell("algbw_GBps"), "100.00");
+  EXPECT_EQ(cell("reverse_GBps"), "50.00");
+  EXPECT_EQ(cell("total_GBps"), "80.00");
+  EXPECT_EQ(cell("cv_pct"), "5.0");
+  EXPECT_EQ(cell("size"), "1000");
+  EXPECT_EQ(matrix_table(r, 1000).rendered().rows()[0][2], "80.00") << "the bidirectional matrix shows the total";
+  r.mode = Mode::latency;
+  r.rows[0].time_ns.median = 2500;
+  const Table lat = rows_table(r).rendered();
+  EXPECT_EQ(lat.headers()[4], "one_way_us");
+  EXPECT_EQ(lat.rows()[0][4], "2.50") << "2500 ns one way is 2.50 us";
+  EXPECT_EQ(matrix_table(r, 1000).rendered().rows()[0][2], "2.50");
 }
 
 TEST(BenchSweep, ABadCopyIsCaughtWithItsOffset) {

@@ -83,8 +83,19 @@ TEST(NcclSweep, RowsCarryNcclTestsFiguresAndTheCheck) {
   ASSERT_EQ(ranks.calls.size(), 3u);
   EXPECT_EQ(ranks.calls[2].bytes, 2u << 20);
   EXPECT_EQ(ranks.calls[2].iters, 4);
-  const auto t = nccl_rows_table(r);
-  EXPECT_EQ(t.rows()[1][6], "4.00");  // busbw_GBps
+  const auto typed = nccl_rows_table(r);
+  const auto t = typed.rendered();
+  EXPECT_EQ(t.headers()[6], "busbw_GBps");
+  EXPECT_EQ(t.rows()[1][6], "4.00");  // busbw_GBps: GB/s = 1e9 bytes/s
+  EXPECT_EQ(t.headers()[4], "time_us");
+  EXPECT_EQ(t.rows()[1][4], fixed(2.5 * (1u << 20) / 10.0 / 1e3, 2));  // the span in us, not ns
+  // The units travel with the figures: JSON of the table says them, csv holds the text's figures.
+  const auto tj = typed.to_json();
+  EXPECT_EQ(tj["columns"][6]["unit"], "GB/s");
+  EXPECT_EQ(tj["columns"][4]["unit"], "us");
+  EXPECT_EQ(tj["columns"][13]["unit"], "%");
+  EXPECT_NEAR(tj["rows"][1][6].get<double>(), 4.0, 1e-9);
+  EXPECT_NE(t.to_csv().find("\n1M,1048576,"), std::string::npos) << t.to_csv();
   EXPECT_EQ(t.rows()[1][9], "2.00");  // ip_busbw_GBps
   EXPECT_EQ(t.rows()[2][14], "BAD rank 1 @5");
   const auto j = nccl_rows_json(r);

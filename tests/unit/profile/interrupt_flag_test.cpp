@@ -1,9 +1,10 @@
 // InterruptFlag, in this process: the first signal sets the flag and says so on stderr
 // at once; the second only says the output is still being written (before, it killed
 // the process and everything measured but not yet written was lost); a third kills.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,9 +13,10 @@
 #include <sstream>
 
 #include "p2pscope/profile.hpp"
+#include "p2pscope/signals.hpp"
 
 namespace fs = std::filesystem;
-using p2pscope::profile::InterruptFlag;
+using p2pscope::InterruptFlag;
 
 namespace {
 // stderr into a file for the scope; what was written, read back after.
@@ -88,4 +90,32 @@ TEST(InterruptFlagDeathTest, ThirdSignalKills) {
         std::_Exit(0);  // not reached
       },
       ::testing::KilledBySignal(SIGINT), "");
+}
+
+// monitor -- CMD's handler, from the same module: a signal sent to p2pscope with kill()
+// is recorded and passed on to the command; restore() puts the default action back.
+TEST(SignalForwarder, RecordsAndForwardsToTheChildThenRestoresTheDefault) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    for (;;) pause();  // until a signal's default action ends it
+  }
+  {
+    p2pscope::SignalForwarder signals;
+    EXPECT_EQ(signals.signal_number(), 0);
+    signals.forward_to(child);
+    kill(getpid(), SIGTERM);  // sent with kill(): forwarded, and this process lives on
+    EXPECT_EQ(signals.signal_number(), SIGTERM);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+    signals.forward_to(0);
+    signals.restore();
+    struct sigaction now {};
+    sigaction(SIGTERM, nullptr, &now);
+    EXPECT_EQ(now.sa_handler, SIG_DFL);
+  }
+  struct sigaction after {};
+  sigaction(SIGINT, nullptr, &after);
+  EXPECT_EQ(after.sa_handler, SIG_DFL);
 }

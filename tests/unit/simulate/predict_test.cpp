@@ -1,6 +1,7 @@
 // predict on synthetic campaigns with known alpha and beta: the textbook ring and tree
 // formulas come out exactly, the slowest link sets each step, and bad input says why.
 #include <cmath>
+#include <type_traits>
 
 #include <gtest/gtest.h>
 
@@ -230,4 +231,33 @@ TEST(Predict, CollectivesAreTheBenchOpsWithTheirBusbwFactor) {
 }
 
 }  // namespace
+// One collective enum (issue 33): bench's NcclOp and the simulator's Collective are the
+// same type, read from one table; the simulator refuses the op it has no schedule for.
+TEST(Predict, OneCollectiveEnumForBenchAndSimulator) {
+  static_assert(std::is_same_v<Collective, bench::NcclOp>, "one enum, two names");
+  for (const auto& row : kCollectiveOps) {
+    SCOPED_TRACE(std::string(row.name));
+    EXPECT_EQ(to_string(row.value), bench::to_string(row.value));
+    EXPECT_EQ(busbw_formula_text(row.value), std::string(row.formula));
+    if (row.value == Collective::sendrecv) continue;
+    EXPECT_EQ(parse_collective(std::string(row.name)), row.value);
+  }
+  try {
+    parse_collective("sendrecv");
+    ADD_FAILURE() << "predict has no schedule for sendrecv";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("allreduce, allgather, reducescatter, alltoall, broadcast"), std::string::npos)
+        << e.what();
+  }
+  const Predictor pr(uniform4().string());
+  EXPECT_THROW(pr.predict(Collective::sendrecv, Algorithm::ring, 1024), UsageError);
+  // The factors in the formulas' words, at n = 4: 2(n-1)/n = 1.5, (n-1)/n = 0.75, 1.
+  EXPECT_DOUBLE_EQ(busbw_factor(Collective::allreduce, 4), 1.5);
+  EXPECT_NE(busbw_formula_text(Collective::allreduce).find("2(n-1)/n"), std::string::npos);
+  EXPECT_DOUBLE_EQ(busbw_factor(Collective::reducescatter, 4), 0.75);
+  EXPECT_NE(busbw_formula_text(Collective::reducescatter).find("(n-1)/n"), std::string::npos);
+  EXPECT_DOUBLE_EQ(busbw_factor(Collective::sendrecv, 4), 1.0);
+  EXPECT_DOUBLE_EQ(busbw_factor(Collective::allreduce, 0), 0.0);
+}
+
 }  // namespace p2pscope::simulate

@@ -1,15 +1,19 @@
-// SIGINT/SIGTERM -> an atomic flag the long runners poll between samples. A signal
-// handler can only reach static storage, hence the file-local flag and messages; it
-// writes them with write(2), the one output call that is async-signal-safe.
+// Every signal handler p2pscope installs (p2pscope/signals.hpp). A handler can reach only
+// static storage, hence the file-local state below; it writes with write(2), the one
+// output call that is async-signal-safe.
+#include "p2pscope/signals.hpp"
+
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 
-#include "p2pscope/profile.hpp"
-
-namespace p2pscope::profile {
+namespace p2pscope {
 namespace {
+
+// ---- InterruptFlag: SIGINT/SIGTERM -> an atomic flag the long runners poll -----------
 std::atomic<bool> g_stop{false};
 std::atomic<int> g_signal{0};
 std::atomic<int> g_count{0};
@@ -23,7 +27,7 @@ void say(const char* text) {
   if (write(STDERR_FILENO, text, n) < 0) return;
 }
 
-extern "C" void on_signal(int sig) {
+extern "C" void on_interrupt(int sig) {
   const int n = g_count.fetch_add(1) + 1;  // lock-free atomics: async-signal-safe
   if (n == 1) {
     g_signal.store(sig);
@@ -44,6 +48,18 @@ void copy_message(char* to, const std::string& text) {
   std::memcpy(to, text.data(), n);
   to[n] = '\0';
 }
+
+// ---- SignalForwarder: the child to pass signals to, and the last that arrived ---------
+volatile sig_atomic_t g_child = 0;
+volatile sig_atomic_t g_forwarded_signal = 0;
+
+extern "C" void on_forwarded(int sig, siginfo_t* info, void*) {
+  g_forwarded_signal = sig;
+  // A terminal's Ctrl-C already reaches the child (same process group, si_code
+  // SI_KERNEL); forward only signals sent with kill() to p2pscope itself.
+  if (g_child > 0 && info && info->si_code != SI_KERNEL) ::kill(static_cast<pid_t>(g_child), sig);
+}
+
 }  // namespace
 
 InterruptFlag::InterruptFlag(const std::string& command, bool announce) {
@@ -57,7 +73,7 @@ InterruptFlag::InterruptFlag(const std::string& command, bool announce) {
   g_signal.store(0);
   g_count.store(0);
   struct sigaction sa {};
-  sa.sa_handler = on_signal;
+  sa.sa_handler = on_interrupt;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0;  // stays installed: the second signal is counted, not the default kill
   sigaction(SIGINT, &sa, &g_old_int);
@@ -72,4 +88,30 @@ InterruptFlag::~InterruptFlag() {
 const std::atomic<bool>* InterruptFlag::flag() const { return &g_stop; }
 int InterruptFlag::signal_number() const { return g_signal.load(); }
 
-}  // namespace p2pscope::profile
+SignalForwarder::SignalForwarder() {
+  g_child = 0;
+  g_forwarded_signal = 0;
+  struct sigaction sa {};
+  sa.sa_sigaction = on_forwarded;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+SignalForwarder::~SignalForwarder() { restore(); }
+
+void SignalForwarder::forward_to(int pid) { g_child = pid; }
+int SignalForwarder::signal_number() const { return static_cast<int>(g_forwarded_signal); }
+
+void SignalForwarder::restore() {
+  if (!installed_) return;
+  installed_ = false;
+  g_child = 0;
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+}
+
+void ignore_interrupt() { std::signal(SIGINT, SIG_IGN); }
+
+}  // namespace p2pscope
