@@ -10,12 +10,7 @@ P=$D/p2pscope
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 { nvidia-smi -L; nproc; "$P" --version; date -u; } > "$OUT/machine.txt" 2>&1
-part() {  # NAME LIMIT_S CMD...
-  local name=$1 limit=$2; shift 2
-  local t0; t0=$(date +%s.%N)
-  timeout -k 5 "$limit" "$@" > "$OUT/$name.log" 2>&1; local rc=$?
-  echo "$name: rc $rc, $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f", b-a}') s" | tee -a "$OUT/walls.txt"
-}
+. "$(dirname "$0")/part.sh"  # part NAME LIMIT_S CMD...
 part run1 90 env P2PSCOPE_TRACE_PHASES=1 "$P" run --out "$OUT/run1"
 part run2 90 "$P" run --out "$OUT/run2"
 part clock 90 "$P" profile --backend ce --sizes 1:1G --reps 10 --drift 10s --thermal-warmup off --nccl-calibration off \

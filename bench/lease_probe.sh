@@ -12,12 +12,7 @@ OLD=${OLD:-}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 { nvidia-smi -L; nproc; nvidia-smi -q | grep -i -m4 "persistence\|Driver Version"; "$NEW" --version; date -u; } > "$OUT/machine.txt" 2>&1
-part() {  # NAME LIMIT_S CMD...
-  local name=$1 limit=$2; shift 2
-  local t0; t0=$(date +%s.%N)
-  timeout -k 5 "$limit" "$@" > "$OUT/$name.log" 2>&1; local rc=$?
-  echo "$name: rc $rc, $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f", b-a}') s" | tee -a "$OUT/walls.txt"
-}
+. "$(dirname "$0")/part.sh"  # part NAME LIMIT_S CMD...
 clock_of() {  # the campaign's clock line and each GPU's bound
   grep -h "clock alignment" "$1" | head -2
 }

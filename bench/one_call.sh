@@ -22,12 +22,7 @@ if [ -x "$D/iperf3/iperf3" ]; then
   export IPERF3=$D/iperf3/iperf3 LD_LIBRARY_PATH=$D/iperf3${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 { nvidia-smi -L; nproc; "$P2PSCOPE" --version; date -u; } > "$OUT/machine.txt" 2>&1
-part() {  # NAME LIMIT_S CMD...
-  local name=$1 limit=$2; shift 2
-  local t0; t0=$(date +%s.%N)
-  timeout -k 5 "$limit" "$@" > "$OUT/$name.log" 2>&1; local rc=$?
-  echo "$name: rc $rc, $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s" | tee -a "$OUT/walls.txt"
-}
+. "$(dirname "$0")/part.sh"  # part NAME LIMIT_S CMD...
 part predict "${PREDICT_S:-150}" bash "$ROOT/bench/predict_nccl.sh" "$OUT/predict"
 part engines "${ENGINES_S:-170}" env BUDGET_S=$((${ENGINES_S:-170} - 25)) RUN_S=30 bash "$ROOT/bench/engines.sh" "$OUT/engines"
 part test_gpu "${TESTS_S:-80}" "$D/test_gpu" --gtest_brief=1
