@@ -115,6 +115,11 @@ TEST(BenchNetMisreports, AClientsSendRateCountsWhatTheReceiverConfirmed) {
 // The server may open 16 descriptors more than it has at the start: a session of 64
 // links cannot be set up, and the client is told why.
 TEST(BenchNetMisreports, AServerOutOfFileDescriptorsSaysSo) {
+#if defined(__SANITIZE_ADDRESS__)
+  // Under ASan the forked server's first failure at 16 spare descriptors is the
+  // sanitizer's own (it opens files to report), not the session's: checked without it.
+  GTEST_SKIP() << "not under AddressSanitizer: its own descriptors make the limit's first victim unpredictable";
+#endif
   for (const bool net : {false, true}) {
     SCOPED_TRACE(net ? "bench net" : "bench tcp");
     const std::uint16_t port = pt::free_port();
