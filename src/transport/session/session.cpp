@@ -274,6 +274,19 @@ void collect_after_failure(Socket& ctrl, Results& r) {
   r.server.warnings.push_back("the server's figures did not arrive after the failure");
 }
 
+// The server's reason for a failed set-up, if it sends one within a second; "" if not.
+std::string peer_reason_after_setup(Socket& ctrl) noexcept {
+  try {
+    ctrl.set_timeout(1.0);
+    const Frame f = recv_frame(ctrl, false);
+    const auto it = f.body.find("reason");
+    if (f.type == FrameType::error && it != f.body.end() && it->is_string())
+      return "; " + it->get<std::string>().substr(0, 2000);
+  } catch (const std::exception&) {  // gone or silent: this side's error is what there is
+  }
+  return "";
+}
+
 std::string json_string(const nlohmann::json& j, const char* key, const std::string& context) {
   const auto it = j.find(key);
   if (it == j.end() || !it->is_string())
@@ -334,8 +347,16 @@ Results run_client(const ClientOptions& o, const Params& params) {
     s.warnings.push_back("the server runs this session with a timeout of " + fixed(t->get<double>(), 1) +
                          " s (its limits), not --timeout " + fixed(p.timeout_s, 1));
 
-  path->open_client(s, ctrl, o, session_id);
-  prepare_session(s);
+  try {
+    path->open_client(s, ctrl, o, session_id);
+    prepare_session(s);
+  } catch (const std::exception& e) {
+    // A server that failed its set-up (out of descriptors, say) resets the data links it
+    // had; its reason follows on the control connection and is what the user needs.
+    const std::string why = peer_reason_after_setup(ctrl);
+    if (why.empty()) throw;
+    throw Error(e.what() + why);
+  }
   const Outcome out = run_rounds(s, ctrl);
   Results r;
   r.params = p;
