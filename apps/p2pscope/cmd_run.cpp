@@ -213,7 +213,9 @@ void add_run_command(CLI::App& app, Context& ctx) {
     std::error_code ec;
     fs::create_directories(out, ec);
     if (ec) throw UsageError("cannot create --out " + out.string() + ": " + ec.message());
-    set_aside(out / "campaign");
+    // Only a profile step writes a new campaign: with it skipped, the later steps read the
+    // one that is there (run --skip profile re-analyzes it), so it stays in place.
+    if (std::find(o->skip.begin(), o->skip.end(), "profile") == o->skip.end()) set_aside(out / "campaign");
     const auto rt = gpu::runtime_info();
     trace_phase("run: CUDA runtime read, steps planned");
     std::cerr << "run: " << (rt.device_count > 0 ? fmt::format("{} GPU(s)", rt.device_count)
@@ -225,10 +227,12 @@ void add_run_command(CLI::App& app, Context& ctx) {
         if (s.name == k) s.args.clear(), s.skipped_because = "--skip";
     // A step reading a skipped step's output is skipped with it, said as such (analyze,
     // export and predict read the campaign): failing them would say nothing new.
+    // A campaign already in --out stands for a skipped profile (run --skip profile).
+    const bool campaign_there = fs::exists(out / "campaign" / "metadata.json");
     for (auto& s : steps)
       for (const auto& need : s.needs)
         for (const auto& other : steps)
-          if (other.name == need && other.args.empty() && !s.args.empty())
+          if (other.name == need && other.args.empty() && !s.args.empty() && !(need == "profile" && campaign_there))
             s.args.clear(), s.skipped_because = "needs " + need + ", which is skipped";
 
     const InterruptFlag interrupt("p2pscope run");

@@ -220,7 +220,9 @@ Result analyze(const std::string& dir, const Options& options) {
   nlohmann::json fj = {{"schema_version", kSchemaVersion}, {"kind", "p2pscope_findings"}, {"findings", nlohmann::json::array()}};
   for (const auto& f : findings)
     fj["findings"].push_back({{"kind", f.kind}, {"severity", f.severity}, {"subject", f.subject}, {"message", f.message},
-                              {"value", std::isfinite(f.value) ? nlohmann::json(f.value) : nlohmann::json(nullptr)}});
+                              {"value", std::isfinite(f.value) ? nlohmann::json(f.value) : nlohmann::json(nullptr)},
+                              // The report's split, so a reader (run's headline) need not repeat its rule.
+                              {"about", about_measurement(f) ? "measurement" : "hardware"}});
   write_file(d / "findings.json", fj.dump(1) + "\n", &r);
 
   std::optional<Comparison> cmp;

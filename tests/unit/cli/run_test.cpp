@@ -126,6 +126,17 @@ TEST(Run, ShortJobWritesReportAndRecordsEveryStep) {
   for (const auto& e : fs::directory_iterator(dir))
     kept += e.path().filename().string().rfind("campaign.prev-", 0) == 0;
   EXPECT_EQ(kept, 1);
+
+  // --skip profile re-analyzes the campaign that is there, in place.
+  const auto r3 = run("run --out " + dir.string() + " --skip "
+                      "topo,topo-text,profile,bench-gpu,bench-latency,nccl-allreduce,tcp-loopback,export,predict");
+  EXPECT_EQ(r3.code, 0) << r3.out;
+  EXPECT_EQ(step(read_json(dir / "run.json"), "analyze").at("status"), "ok") << r3.out;
+  EXPECT_TRUE(fs::exists(dir / "campaign" / "report.html"));
+  kept = 0;
+  for (const auto& e : fs::directory_iterator(dir))
+    kept += e.path().filename().string().rfind("campaign.prev-", 0) == 0;
+  EXPECT_EQ(kept, 1) << "nothing set aside when no profile runs";
   fs::remove_all(dir);
 }
 

@@ -70,7 +70,17 @@ TEST(FindingsView, RealCampaignReportAndTopLines) {
   const Result r = analyze(dir.string());
   const auto fj = nlohmann::json::parse(slurp(dir / "findings.json"));
   std::size_t high_cv = 0;
-  for (const auto& f : fj["findings"]) high_cv += f["kind"] == "high_cv";
+  for (const auto& f : fj["findings"]) {
+    high_cv += f["kind"] == "high_cv";
+    // Each says which side of the report it is on, as about_measurement does (run's
+    // headline reads this instead of repeating the rule).
+    if (f["kind"] == "high_cv") {
+      EXPECT_EQ(f.value("about", ""), "measurement") << f.dump();
+    }
+    if (f["kind"] == "asymmetry") {
+      EXPECT_EQ(f.value("about", ""), "hardware") << f.dump();
+    }
+  }
   ASSERT_GT(high_cv, 10u) << "the fixture was chosen for its many noisy configs";
   EXPECT_EQ(fj["findings"].size(), r.findings);
   ASSERT_FALSE(r.top_findings.empty());

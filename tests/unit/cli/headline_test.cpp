@@ -1,0 +1,114 @@
+// run's headline (apps/p2pscope/headline.cpp) from made-up step files: which finding
+// leads, the prediction's two errors, and a broken file costing only its own item.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "headline.hpp"
+
+namespace fs = std::filesystem;
+using p2pscope::app::read_headline;
+
+namespace {
+fs::path fresh(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("p2pscope-headline-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d / "campaign");
+  return d;
+}
+void put(const fs::path& p, const nlohmann::json& j) { std::ofstream(p) << j.dump(); }
+nlohmann::json finding(const char* kind, const char* severity, const char* about, const char* subject) {
+  nlohmann::json f = {{"kind", kind}, {"severity", severity}, {"subject", subject}, {"message", "m"}, {"value", 0.1}};
+  if (about) f["about"] = about;
+  return f;
+}
+const p2pscope::app::HeadlineItem* item(const p2pscope::app::Headline& h, const std::string& prefix) {
+  for (const auto& i : h.items)
+    if (i.label.rfind(prefix, 0) == 0) return &i;
+  return nullptr;
+}
+}  // namespace
+
+// The run on 4 x H200 (2026-11-27) led with a noise warning while the report's
+// conclusions named a finding about the hardware: both now pick the same one.
+TEST(Headline, AFindingAboutTheHardwareLeadsOverEarlierNoiseWarnings) {
+  const auto d = fresh("hw");
+  put(d / "campaign" / "findings.json",
+      {{"findings",
+        {finding("high_cv", "warning", "measurement", "ce 0->1 @ 2 B"),
+         finding("non_monotone", "warning", "measurement", "ce 0->1 @ 32 B"),
+         finding("non_monotone", "info", "hardware", "ce 1->3 @ 32 KiB"),
+         finding("drift", "warning", "measurement", "GPU 2")}}});
+  const auto h = read_headline(d);
+  const auto* top = item(h, "top finding");
+  ASSERT_NE(top, nullptr);
+  EXPECT_EQ(top->label, "top finding");
+  EXPECT_EQ(top->value, "ce 1->3 @ 32 KiB: m");
+  EXPECT_NE(top->detail.find("about the hardware"), std::string::npos) << top->detail;
+  EXPECT_EQ(h.numbers.at("top_finding").at("subject"), "ce 1->3 @ 32 KiB");
+  fs::remove_all(d);
+}
+
+TEST(Headline, OnlyNoiseIsLabelledNoise) {
+  const auto d = fresh("noise");
+  put(d / "campaign" / "findings.json",
+      {{"findings",
+        {finding("non_monotone", "info", "measurement", "a"), finding("high_cv", "warning", "measurement", "b")}}});
+  const auto h = read_headline(d);
+  const auto* top = item(h, "top finding");
+  ASSERT_NE(top, nullptr);
+  EXPECT_EQ(top->label, "top finding (noise)");
+  EXPECT_EQ(top->value, "b: m") << "a warning before an info among the noise";
+  EXPECT_NE(top->detail.find("nothing about the hardware"), std::string::npos) << top->detail;
+  fs::remove_all(d);
+}
+
+// Files written before the "about" field: high CV is noise, any other warning leads.
+TEST(Headline, FindingsWithoutTheAboutFieldStillPutHighCvLast) {
+  const auto d = fresh("old");
+  put(d / "campaign" / "findings.json",
+      {{"findings", {finding("high_cv", "warning", nullptr, "a"), finding("asymmetry", "warning", nullptr, "b")}}});
+  const auto* top = item(read_headline(d), "top finding");
+  ASSERT_NE(top, nullptr);
+  EXPECT_EQ(top->value, "b: m");
+  fs::remove_all(d);
+}
+
+// Only predicted rows count (calibration rows are the fit), as absolute percent; the GPU's
+// own time error is said beside nccl-tests' time.
+TEST(Headline, PredictionErrorCountsPredictedRowsAndSaysTheGpuTime) {
+  const auto d = fresh("pred");
+  put(d / "predict.json",
+      {{"rows",
+        {{{"role", "predicted"}, {"error_pct", -19.0}, {"gpu_error_pct", 9.0}},
+         {{"role", "predicted"}, {"error_pct", 3.0}, {"gpu_error_pct", -4.0}},
+         {{"role", "predicted"}, {"error_pct", 0.5}, {"gpu_error_pct", 0.2}},
+         {{"role", "calibration"}, {"error_pct", 80.0}, {"gpu_error_pct", 80.0}}}}});
+  const auto h = read_headline(d);
+  const auto* p = item(h, "prediction error");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->value, "0-19 % (median 3 %)");
+  EXPECT_NE(p->detail.find("GPU's own time per iteration 0-9 % (median 4 %)"), std::string::npos) << p->detail;
+  const auto& n = h.numbers.at("prediction_error_pct");
+  EXPECT_DOUBLE_EQ(n.at("max").get<double>(), 19.0);
+  EXPECT_DOUBLE_EQ(n.at("median").get<double>(), 3.0);
+  EXPECT_EQ(n.at("pairs").get<int>(), 3);
+  EXPECT_DOUBLE_EQ(h.numbers.at("prediction_gpu_error_pct").at("max").get<double>(), 9.0);
+  fs::remove_all(d);
+}
+
+// TCP in GB/s and Gbit/s from bytes per second; a garbled file gives no item, no error.
+TEST(Headline, TcpIsBytesAndBitsAndAGarbledStepCostsOnlyItself) {
+  const auto d = fresh("tcp");
+  put(d / "tcp-loopback.json", {{"client", {{"tx_bytes_per_s", 12.63e9}}}, {"params", {{"channels", 2}}}});
+  std::ofstream(d / "bench-gpu.json") << "{not json";
+  const auto h = read_headline(d);
+  const auto* t = item(h, "TCP");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->value, "12.63 GB/s = 101.0 Gbit/s");
+  EXPECT_EQ(item(h, "per-pair bandwidth"), nullptr);
+  EXPECT_DOUBLE_EQ(h.numbers.at("tcp_loopback_GBps").get<double>(), 12.63);
+  fs::remove_all(d);
+}
