@@ -146,6 +146,7 @@ struct ProfileFlags {
   CLI::Option* seed;
   CLI::Option* warmup;
   CLI::Option* reps;
+  CLI::Option* min_sample_time;
 };
 
 ProfileFlags add_profile_options(CLI::App& cmd, ProfileOptions& o) {
@@ -170,7 +171,7 @@ ProfileFlags add_profile_options(CLI::App& cmd, ProfileOptions& o) {
                  "batch: a record times transfers back to back, enough to span --min-sample-time (small sizes "
                  "are otherwise timer noise); single: one blocking transfer per record (seed 004's method)")
       ->capture_default_str();
-  cmd.add_option("--min-sample-time", o.min_sample_time, "batch timing: the least time one record spans (default 200us; e.g. 50us, 1ms)")
+  f.min_sample_time = cmd.add_option("--min-sample-time", o.min_sample_time, "batch timing: the least time one record spans (default 200us; e.g. 50us, 1ms)")
       ->capture_default_str();
   cmd.add_option("--nccl-calibration", o.nccl_calibration,
                  "After the campaign, the short NCCL runs predict's model is calibrated on (kept in DIR/nccl-calibration): "
@@ -212,6 +213,9 @@ profile::Params params_from_options(const ProfileOptions& o, const ProfileFlags&
   p.rewarm_every = o.rewarm_every;
   p.timing = profile::parse_timing(o.timing);
   p.min_sample_ns = profile::parse_min_sample_time(o.min_sample_time);
+  if (f.min_sample_time->count() && p.timing == profile::Timing::single)
+    throw UsageError("--min-sample-time applies to --timing batch (a record spans it); --timing single times one "
+                     "transfer per record: drop one of them");
   if (o.processes < 0) throw UsageError("--processes must be 1 or more");
   if (!o.process_share.empty() &&  // a child of --processes K
       std::sscanf(o.process_share.c_str(), "%d/%d", &p.share.index, &p.share.count) != 2)

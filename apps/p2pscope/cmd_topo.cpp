@@ -33,6 +33,15 @@ void add_topo_command(CLI::App& app, Context& ctx) {
   cmd->callback([opt, &ctx] {
     const FsRoot fs(opt->root);
     topo::Topology t = topo::discover(fs);
+    // A tree with no CPUs is a wrong --root (its proc/ or sys/ given for its top), not
+    // a machine without CPUs: said, not printed as one.
+    if (t.cpus.empty() && !fs.is_live()) {
+      const std::string base = fs.root().filename().string();
+      throw UsageError("--root '" + fs.root().string() + "' holds no CPUs (no sys/devices/system/cpu)" +
+                       (base == "proc" || base == "sys"
+                            ? "; give the tree's top, the folder holding proc/ and sys/: " + fs.root().parent_path().string()
+                            : "; give the top of a captured tree (tools/capture-fsroot.sh), the folder holding proc/ and sys/"));
+    }
     // CUDA facts describe this machine, not a captured tree.
     if (fs.is_live()) gpu::enrich_with_cuda(t);
     out::Report rep;

@@ -40,10 +40,20 @@ std::string read_token_file(const std::string& path) {
     throw UsageError(fmt::format("P2PSCOPE_TOKEN_FILE={}: cannot stat it: {}", path, errno_text(errno)));
   if (!S_ISREG(st.st_mode))
     throw UsageError(fmt::format("P2PSCOPE_TOKEN_FILE={}: not a regular file; put the token in a plain file", path));
-  if ((st.st_mode & 077) != 0)
-    throw UsageError(fmt::format(
-        "P2PSCOPE_TOKEN_FILE={}: its mode {:04o} lets group or others read or change the secret; run chmod 600 {}",
-        path, st.st_mode & 07777, path));
+  if ((st.st_mode & 077) != 0) {
+    // chmod is the fix only for a file of the user's own made for the secret: advising
+    // `chmod 600 /etc/passwd` would break the system (issue 31 item 7).
+    const bool system_file = st.st_uid != ::geteuid() || path.rfind("/etc/", 0) == 0 || path.rfind("/usr/", 0) == 0 ||
+                             path.rfind("/proc/", 0) == 0 || path.rfind("/sys/", 0) == 0;
+    const std::string fix =
+        system_file ? "it does not look like a file made for the secret: do not change its mode; write the token to a "
+                      "file of its own, `(umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' > "
+                      "~/.p2pscope-token)`, and set P2PSCOPE_TOKEN_FILE=~/.p2pscope-token"
+                    : "run chmod 600 " + path;
+    throw UsageError(fmt::format("P2PSCOPE_TOKEN_FILE={}: its mode {:04o} lets group or others read or change the "
+                                 "secret; {}",
+                                 path, st.st_mode & 07777, fix));
+  }
   if (st.st_size > static_cast<off_t>(kMaxTokenBytes + 2))  // + a trailing "\r\n"
     throw UsageError(fmt::format("P2PSCOPE_TOKEN_FILE={}: {} bytes, over the {} byte limit for a token", path,
                                  st.st_size, kMaxTokenBytes));

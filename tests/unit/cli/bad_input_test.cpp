@@ -32,6 +32,8 @@ TEST(BadInput, RefusedWithExit2NamingTheFlag) {
       {"run --step-timeout 0 --out /nonexistent-p2pscope-dir", "--step-timeout"},
       {"bench gpu --sizes 8:64K:x", "factor"},
       {"bench nccl -b 8 -e 1G --sizes 1M", "--sizes"},
+      {"profile --backend host --timing single --min-sample-time 1ms --out /nonexistent-p2pscope-dir",
+       "--min-sample-time"},
   };
   for (const auto& c : cases) {
     const auto r = run_binary(c.args);

@@ -147,6 +147,14 @@ TEST_F(TokenFile, ReadableByOthersOrGroupIsRefusedWithTheFix) {
   }
 }
 
+// A system file named by mistake is refused without advice to change its mode.
+TEST_F(TokenFile, ASystemFileIsNotToldToChmod) {
+  if (!fs::exists("/etc/passwd")) GTEST_SKIP() << "no /etc/passwd here";
+  const std::string why = error_of([&] { token_with({{"P2PSCOPE_TOKEN_FILE", "/etc/passwd"}}); });
+  EXPECT_EQ(why.find("chmod"), std::string::npos) << why;
+  EXPECT_NE(why.find("file of its own"), std::string::npos) << why;
+}
+
 TEST_F(TokenFile, OversizedEmptyMissingAndNonRegularFilesAreRefused) {
   const std::string big = write("big", std::string(4097, 'k'), 0600);
   EXPECT_NE(error_of([&] { token_with({{"P2PSCOPE_TOKEN_FILE", big}}); }).find("4096 byte limit"), std::string::npos);

@@ -211,6 +211,11 @@ TEST(TopoCommand, BadInputExitsTwo) {
   EXPECT_NE(a.out.find("is not a directory"), std::string::npos) << a.out;
   const CmdResult b = run("topo --root " + fixture("two-socket/proc/interrupts"));  // a file
   EXPECT_EQ(b.code, 2) << b.out;
+  // A tree's proc/ given for its top: no CPUs there, said with the folder to give instead.
+  const CmdResult p = run("topo --root " + fixture("two-socket/proc"));
+  EXPECT_EQ(p.code, 2) << p.out;
+  EXPECT_NE(p.out.find("holds no CPUs"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("give the tree's top"), std::string::npos) << p.out;
   const CmdResult c = run("topo --format xml");
   EXPECT_EQ(c.code, 2);
   EXPECT_NE(c.out.find("--format"), std::string::npos) << c.out;
