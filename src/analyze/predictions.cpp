@@ -10,6 +10,7 @@
 
 #include "analyze/campaign.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 #include "p2pscope/text.hpp"
 
 namespace p2pscope::analyze {
@@ -123,11 +124,11 @@ Comparison compare_predictions_text(const std::string& text, const std::string& 
 }
 
 Comparison compare_predictions(const std::string& path, const std::vector<ConfigSummary>& s) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError("--predictions " + path + ": cannot read the file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return compare_predictions_text(ss.str(), path, s);
+  // Not an ifstream: a directory opens as an empty file there and read "no header line".
+  std::string why;
+  const auto text = try_read_regular_file(path, kMaxReadBytes, &why);
+  if (!text) throw UsageError("--predictions " + path + ": cannot read it: " + why);
+  return compare_predictions_text(*text, path, s);
 }
 
 }  // namespace p2pscope::analyze

@@ -226,6 +226,13 @@ TEST(AnalyzeCampaign, PredictionsWrittenAndNoMatchIsReportedNotFatal) {
   r = analyze(dir.string(), o);
   EXPECT_TRUE(r.predictions_failed);
   EXPECT_TRUE(fs::exists(r.report_path));
+  // A directory given for the file is said as one (it read "empty predictions file").
+  o.predictions_path = dir.string();
+  r = analyze(dir.string(), o);
+  EXPECT_TRUE(r.predictions_failed);
+  const std::string report = slurp(r.report_path);
+  EXPECT_NE(report.find("a directory"), std::string::npos);
+  EXPECT_EQ(report.find("no header line"), std::string::npos);
   fs::remove_all(dir);
 }
 
