@@ -170,6 +170,14 @@ nlohmann::json best_json(const SweepTcpOptions& o, const tcp::SweepSpec& spec, c
                {"sockets_per_channel", best.sockets_per_channel}, {"GBps_median", st.median / 1e9},
                {"GBps_min", st.min / 1e9}, {"GBps_max", st.max / 1e9}, {"cv", st.cv}, {"reps", st.n}};
   j["command"] = best_command(o, spec.base, best);
+  // The best is a claim only where the noise cannot reorder it with the next point.
+  if (const auto next = r.runner_up()) {
+    const auto& [npt, nst] = *next;
+    j["next"] = {{"channels", npt.channels}, {"chunk_bytes", npt.chunk_bytes}, {"window", npt.window},
+                 {"sockets_per_channel", npt.sockets_per_channel}, {"GBps_median", nst.median / 1e9},
+                 {"GBps_min", nst.min / 1e9}, {"GBps_max", nst.max / 1e9}, {"reps", nst.n}};
+    j["separable_from_next"] = tcp::separable(st, nst);
+  }
   j["params"] = tcp::to_json(spec.base);
   j["points"] = r.samples().size();
   j["points_planned"] = r.grid.size();
@@ -205,6 +213,16 @@ void report(const SweepTcpOptions& o, const tcp::SweepSpec& spec, const tcp::Swe
   std::cout << points_table(r).to_text() << "\nbest: " << j["command"].get<std::string>() << "  -> "
             << fixed(st.median / 1e9, 3) << " GB/s\nwrote " << o.out << "/{sweep.csv,heatmap.svg,best.json"
             << (mon ? ",monitor.csv" : "") << "}\n";
+  if (j.contains("separable_from_next") && !j["separable_from_next"].get<bool>()) {
+    const auto& n = j["next"];
+    std::cout << fmt::format("note: the best is not ahead of the next point beyond the noise: channels {} chunk {} window {} "
+                             "sockets {} reached {} GB/s (median; {}-{} over its reps, the best's {}-{}): their "
+                             "repetitions overlap, so either is as good here; more --reps will order them\n",
+                             n["channels"].get<int>(), format_size_compact(n["chunk_bytes"].get<std::uint64_t>()),
+                             n["window"].get<int>(), n["sockets_per_channel"].get<int>(),
+                             fixed(n["GBps_median"].get<double>(), 3), fixed(n["GBps_min"].get<double>(), 3),
+                             fixed(n["GBps_max"].get<double>(), 3), fixed(st.min / 1e9, 3), fixed(st.max / 1e9, 3));
+  }
   std::cout.flush();
   if (mon) print_monitor_lines(mon_result, stdout);
   if (r.stopped.empty()) return;

@@ -57,6 +57,17 @@ std::optional<std::pair<SweepPoint, Stats>> SweepResult::best() const {
   return best;
 }
 
+std::optional<std::pair<SweepPoint, Stats>> SweepResult::runner_up() const {
+  const auto top = best();
+  std::optional<std::pair<SweepPoint, Stats>> next;
+  for (const auto& [pt, v] : samples())
+    if (const Stats s = compute_stats(v); !(pt == top->first) && (!next || s.median > next->second.median))
+      next.emplace(pt, s);
+  return next;
+}
+
+bool separable(const Stats& best, const Stats& next) { return best.n > 1 && next.n > 1 && best.min > next.max; }
+
 std::vector<SweepPoint> sweep_grid(const SweepSpec& s) {
   std::vector<SweepPoint> grid;
   for (std::uint32_t c : s.channels)

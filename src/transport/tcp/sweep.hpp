@@ -58,7 +58,15 @@ struct SweepResult {
   std::map<SweepPoint, std::vector<double>> samples() const;  // bytes_per_s per point measured
   // The point with the highest median and its Stats; nullopt when nothing was measured.
   std::optional<std::pair<SweepPoint, Stats>> best() const;
+  // The point with the next highest median; nullopt with fewer than two points.
+  std::optional<std::pair<SweepPoint, Stats>> runner_up() const;
 };
+
+// Whether `best` beats `next` beyond the noise: its slowest repetition is faster than
+// the other's fastest. With the few repetitions a sweep takes (2-5) the ranges are the
+// distribution-free 95 % intervals of the medians, so overlapping ranges mean the order
+// of the two could be the jitter's; one repetition each gives no interval (false).
+bool separable(const Stats& best, const Stats& next);
 
 // channels x chunks x windows x sockets, in that nesting order.
 std::vector<SweepPoint> sweep_grid(const SweepSpec& spec);
