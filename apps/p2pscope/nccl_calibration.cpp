@@ -18,6 +18,7 @@
 #include "bench/nccl_types.hpp"
 #include "p2pscope/child_process.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/hang_watchdog.hpp"
 #include "p2pscope/files.hpp"
 #include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
@@ -114,6 +115,10 @@ std::string timed_run(const CalibrationRun& r, const std::string& sizes, bench::
   return stopped;
 }
 
+// The whole calibration took about 11 s on 4 x H200 (issue 30); one of its runs going
+// on for minutes is a hang.
+constexpr double kTimedRunLimitS = 160;
+
 // The timed runs, in order, on one set of communicators per GPU set (the host run of
 // alltoall shares the all-GPU run's). NCCL's debug log is asked off first: it is read
 // at NCCL's first use in a process, and one line per call slows the launches 1.5-2x.
@@ -133,6 +138,12 @@ void run_timed(const std::vector<CalibrationRun>& runs, const CalibrationOptions
       auto& ranks = comms[r.gpus];
       const bool fresh = !ranks;
       if (fresh) ranks = bench::make_local_collectives(r.gpus);
+      // A hung collective holds this thread for ever and no stop flag reaches it: the
+      // campaign is on disk already, so a bound ends the process with that said.
+      const HangWatchdog watch(limit_from_env("P2PSCOPE_CALIBRATION_LIMIT_S", kTimedRunLimitS),
+                               fmt::format("nccl calibration {} on GPUs {}", r.ops, format_cpulist(r.gpus)),
+                               fmt::format("the campaign is complete without it; its calibration so far is in {} "
+                                           "(P2PSCOPE_CALIBRATION_LIMIT_S sets the limit)", dir.string()));
       const std::string stopped =
           timed_run(r, r.sizes.empty() ? o.sizes : r.sizes, *ranks, fresh, dir / (stem_of(r) + ".json"), o.stop);
       if (!stopped.empty()) throw Error(stopped);
