@@ -135,15 +135,15 @@ void run_timed(const std::vector<CalibrationRun>& runs, const CalibrationOptions
     const auto t0 = std::chrono::steady_clock::now();
     int exit_code = 0;
     try {
-      auto& ranks = comms[r.gpus];
-      const bool fresh = !ranks;
-      if (fresh) ranks = bench::make_local_collectives(r.gpus);
-      // A hung collective holds this thread for ever and no stop flag reaches it: the
+      // A hung collective (or communicator set-up) holds this thread for ever and no stop flag reaches it: the
       // campaign is on disk already, so a bound ends the process with that said.
       const HangWatchdog watch(limit_from_env("P2PSCOPE_CALIBRATION_LIMIT_S", kTimedRunLimitS),
                                fmt::format("nccl calibration {} on GPUs {}", r.ops, format_cpulist(r.gpus)),
                                fmt::format("the campaign is complete without it; its calibration so far is in {} "
                                            "(P2PSCOPE_CALIBRATION_LIMIT_S sets the limit)", dir.string()));
+      auto& ranks = comms[r.gpus];
+      const bool fresh = !ranks;
+      if (fresh) ranks = bench::make_local_collectives(r.gpus);
       const std::string stopped =
           timed_run(r, r.sizes.empty() ? o.sizes : r.sizes, *ranks, fresh, dir / (stem_of(r) + ".json"), o.stop);
       if (!stopped.empty()) throw Error(stopped);
