@@ -135,8 +135,9 @@ void run_timed(const std::vector<CalibrationRun>& runs, const CalibrationOptions
     const auto t0 = std::chrono::steady_clock::now();
     int exit_code = 0;
     try {
-      // A hung collective (or communicator set-up) holds this thread for ever and no stop flag reaches it: the
-      // campaign is on disk already, so a bound ends the process with that said.
+      // A hung collective (or communicator set-up) holds this thread for ever and no stop
+      // flag reaches it: the campaign is on disk already, so a bound ends the process with
+      // that said.
       const HangWatchdog watch(limit_from_env("P2PSCOPE_CALIBRATION_LIMIT_S", kTimedRunLimitS),
                                fmt::format("nccl calibration {} on GPUs {}", r.ops, format_cpulist(r.gpus)),
                                fmt::format("the campaign is complete without it; its calibration so far is in {} "
