@@ -67,6 +67,22 @@ TEST(NcclModel, ATimedCellIsItsMeasurement) {
   }
 }
 
+// The second H100 lease's 2-rank allreduce calibration was disturbed while timed: 82.8 us
+// at 1 MiB (its own GPU time 17.2 us, the launch cost about 10.6 us); NCCL took 14.3 us
+// there right after (measured-n2.json). Over launches + GPU time, a span is priced as
+// the untimed cells are and says why; a cell within it stays as timed.
+TEST(NcclModel, ASpanOverItsLaunchesPlusItsGpuTimeWasDisturbedAndIsPricedFromTheGpu) {
+  const NcclModel m(read_nccl_calibration((path(P2PSCOPE_FIXTURES_DIR) / "nccl-calibration" / "h100x4-b").string()));
+  const auto p = m.predict("allreduce", 2, 1u << 20);
+  EXPECT_EQ(p.role, "calibration");
+  EXPECT_NE(p.basis.find("disturbed while timed"), std::string::npos) << p.basis;
+  EXPECT_NEAR(p.time_ns, std::cbrt(std::pow(p.gpu_ns, 3) + std::pow(p.host_ns, 3)), 1e-6 * p.time_ns);
+  EXPECT_NEAR(p.time_ns / 14.32e3, 1.0, 0.35) << p.time_ns;  // was 5.8x
+  const auto big = m.predict("allreduce", 2, 16u << 20);
+  EXPECT_EQ(big.basis.find("disturbed"), std::string::npos) << big.basis;
+  EXPECT_GT(big.time_ns, big.gpu_ns * 0.9);
+}
+
 // allgather at 4 ranks from its 2-rank run: the same bytes per ring step (S/n), plus the
 // two middle steps 4 ranks add, each priced as allreduce's (4-rank less 2-rank time) / 4.
 TEST(NcclModel, AnotherRankCountAddsTheMiddleRingStepsAllreducePrices) {
