@@ -3,9 +3,6 @@
 // sizes run through `bench nccl`'s machinery, predicted against measured per size.
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
 #include <optional>
 
 #include <fmt/format.h>
@@ -18,14 +15,14 @@
 #include "p2pscope/backend_table.hpp"
 #include "p2pscope/charts.hpp"
 #include "p2pscope/error.hpp"
-#include "p2pscope/files.hpp"
 #include "p2pscope/gpu_runtime.hpp"
-#include "p2pscope/metadata.hpp"
+#include "p2pscope/output.hpp"
 #include "p2pscope/simulate.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/table.hpp"
 #include "p2pscope/units.hpp"
 #include "predict_nccl.hpp"
+#include "predict_output.hpp"
 #include "simulate/nccl_model.hpp"
 
 namespace p2pscope::app {
@@ -93,7 +90,7 @@ std::string predict_page(const std::string& what, const std::vector<std::string>
 
 // The table and curves of a run, filled op by op.
 struct PredictTable {
-  Table t;
+  out::ResultTable t;
   std::vector<std::pair<std::string, Curve>> curves;
   std::vector<std::string> unmeasured;
   std::size_t extrapolated = 0;
@@ -117,9 +114,9 @@ std::vector<bench::NcclSweepRow> measure_op(const PredictOptions& o, const simul
 // One op: predicted at each size (at the size NCCL ran, when measured: it rounds S to
 // whole elements per rank) and, where it ran, measured with the error.
 void add_op(const PredictOptions& o, const simulate::Predictor& pr, simulate::Collective op, simulate::Algorithm algo,
-            const std::vector<std::uint64_t>& sizes, bool measuring, PredictTable& out) {
+            const std::vector<std::uint64_t>& sizes, bool measuring, PredictTable& pt) {
   const auto measured = measuring ? measure_op(o, pr, op, sizes) : std::vector<bench::NcclSweepRow>{};
-  Curve& curve = out.curves.emplace_back(simulate::to_string(op), Curve{}).second;
+  Curve& curve = pt.curves.emplace_back(simulate::to_string(op), Curve{}).second;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const bench::NcclSweepRow* m = i < measured.size() ? &measured[i] : nullptr;
     const std::uint64_t at = m ? m->bytes : sizes[i];
@@ -127,61 +124,85 @@ void add_op(const PredictOptions& o, const simulate::Predictor& pr, simulate::Co
     curve.bytes.push_back(static_cast<double>(at));
     curve.predicted_ns.push_back(r.time_ns);
     curve.measured_ns.push_back(m ? m->span_ns : NAN);
-    std::vector<std::string> row = {simulate::to_string(op), simulate::to_string(algo), format_size_compact(at),
-                                    std::to_string(at), std::to_string(r.steps), fixed(r.time_ns / 1e3, 3),
-                                    fixed(r.algbw_bytes_per_s / 1e9, 3), fixed(r.busbw_bytes_per_s / 1e9, 3),
-                                    r.bottleneck, r.extrapolated ? "yes" : "no"};
-    out.extrapolated += r.extrapolated;
+    std::vector<out::Cell> row = {simulate::to_string(op), simulate::to_string(algo), at, at, r.steps, r.time_ns,
+                                  r.algbw_bytes_per_s, r.busbw_bytes_per_s, r.bottleneck,
+                                  r.extrapolated ? "yes" : "no"};
+    pt.extrapolated += r.extrapolated;
     if (m) {
       const double t = m->span_ns;  // nccl-tests' time
-      row.insert(row.end(), {fixed(t / 1e3, 3), fixed((r.time_ns - t) / t * 100, 2),
-                             m->first_bad < 0 ? "ok" : fmt::format("BAD rank {}", m->bad_rank)});
+      row.insert(row.end(), {t, (r.time_ns - t) / t, m->first_bad < 0 ? "ok" : fmt::format("BAD rank {}", m->bad_rank)});
     } else if (measuring) {
       row.insert(row.end(), {"", "", "not measured"});
     }
-    out.t.add_row(row);
+    pt.t.add_row(std::move(row));
   }
 }
 
-std::string render_json(const PredictOptions& o, const simulate::Predictor& pr, simulate::Algorithm algo,
-                        const std::string& what, bool measuring, const std::string& no_measure,
-                        const PredictTable& pt, Context& ctx) {
-  nlohmann::json j = run_metadata(ctx.argv);
+// The columns: times in ns shown in us, rates in bytes/s shown in GB/s (1e9 B/s), the
+// error a fraction shown in %.
+out::ResultTable predict_table(bool measuring) {
+  using out::Hint, out::Unit;
+  std::vector<out::Column> cols = {{"op"},
+                                   {"algo"},
+                                   {"size", Hint::size},
+                                   {"size_bytes", Hint::bytes},
+                                   {"steps", Hint::count},
+                                   {"predicted_us", Hint::duration, Unit::us, 3},
+                                   {"algbw_GBps", Hint::byte_rate, Unit::GBps, 3},
+                                   {"busbw_GBps", Hint::byte_rate, Unit::GBps, 3},
+                                   {"bottleneck"},
+                                   {"extrapolated"}};
+  if (measuring)
+    cols.insert(cols.end(),
+                {{"measured_us", Hint::duration, Unit::us, 3}, {"error_pct", Hint::ratio, Unit::percent, 2}, {"check"}});
+  return out::ResultTable(std::move(cols));
+}
+
+// What a ring or tree run holds besides its rows, for the JSON document and the text.
+struct RunFacts {
+  std::string what, no_measure;
+  std::vector<std::string> assumptions;
+  simulate::Algorithm algo;
+  bool measuring;
+};
+
+nlohmann::ordered_json predict_json(const PredictOptions& o, const simulate::Predictor& pr, const RunFacts& f,
+                                    const PredictTable& pt, const Context& ctx) {
+  nlohmann::ordered_json j = predict_json_head(ctx);
   j["kind"] = "p2pscope_predict";
   j["campaign"] = o.dir;
   j["backend"] = pr.backend();
   j["devices"] = pr.devices();
   j["time_source"] = pr.time_source();
-  j["algorithm"] = simulate::to_string(algo);
+  j["algorithm"] = simulate::to_string(f.algo);
   j["astra_backend"] = o.astra_backend;  // whose schedule --algo ring follows
   j["endpoint_delay_ns"] = o.endpoint_delay_ns;
-  j["description"] = what;
-  j["assumptions"] = pr.assumptions(algo);
+  j["description"] = f.what;
+  j["assumptions"] = f.assumptions;
   j["notes"] = pr.notes();
-  j["measure"] = {{"asked", o.measure}, {"ran", measuring}, {"why_not", no_measure}, {"dtype", o.dtype},
+  j["measure"] = {{"asked", o.measure}, {"ran", f.measuring}, {"why_not", f.no_measure}, {"dtype", o.dtype},
                   {"unmeasured", pt.unmeasured}};
-  j["rows"] = pt.t.to_json();
-  return j.dump(1) + "\n";
+  // The rows as text shows them (figures parsed back to numbers), as predict always wrote them.
+  j["rows"] = nlohmann::ordered_json::parse(pt.t.rendered().to_json().dump());
+  return j;
 }
 
-// --out (or stdout) and --html, then the notes on stderr.
-void write_outputs(const PredictOptions& o, const std::string& text, const std::string& page) {
-  if (o.out.empty() || o.out == "-") {
-    std::cout << text;
-    std::cout.flush();
-  } else {
-    write_file_atomic(o.out, text, o.force ? Replace::allow : Replace::refuse);
-    std::cerr << "wrote " << o.out << "\n";
-  }
-  if (!o.html.empty()) {
-    write_file_atomic(o.html, page, o.force ? Replace::allow : Replace::refuse);
-    std::cerr << "wrote " << o.html << "\n";
-  }
+// The run for every printer: the description, assumptions and table for people, the
+// table for csv, the JSON document, and the page of charts.
+out::Report predict_report(const PredictOptions& o, const simulate::Predictor& pr, const RunFacts& f,
+                           const PredictTable& pt, const Context& ctx) {
+  out::Report rep;
+  std::string head = "# p2pscope predict: " + f.what + "\n";
+  for (const auto& a : f.assumptions) head += "# assumes: " + a + "\n";
+  rep.text.emplace_back(std::move(head));
+  rep.tables.push_back(pt.t);
+  rep.text.emplace_back(pt.t);
+  rep.json = [&o, &pr, &f, &pt, &ctx] { return out::JsonDoc(predict_json(o, pr, f, pt, ctx)); };
+  rep.html = [&f, &pt] { return predict_page(f.what, f.assumptions, pt.curves, pt.t.rendered(), f.measuring); };
+  return rep;
 }
 
 std::vector<std::uint64_t> checked_sizes(const PredictOptions& o) {
-  if (o.format != "text" && o.format != "json" && o.format != "csv")
-    throw UsageError("--format '" + o.format + "': expected text, json or csv");
   const auto sizes = parse_size_list(o.sizes);
   if (sizes.empty()) throw UsageError("--sizes gave no sizes");
   for (const auto n : sizes)
@@ -206,6 +227,7 @@ std::vector<int> campaign_gpus(const std::string& dir, const std::string& backen
 }
 
 void run_predict(const PredictOptions& o, Context& ctx) {
+  const out::Output output = predict_output(o.format);  // before any work
   const auto sizes = checked_sizes(o);
   std::string algo_name = o.algo;
   if (algo_name == "auto") {  // NCCL's model where the campaign holds its calibration; the textbook ring otherwise
@@ -220,7 +242,6 @@ void run_predict(const PredictOptions& o, Context& ctx) {
     a.dir = o.dir;
     a.ops = o.ops;
     a.ranks = o.ranks;
-    a.format = o.format;
     a.out = o.out;
     a.html = o.html;
     a.dtype = o.dtype;
@@ -233,7 +254,7 @@ void run_predict(const PredictOptions& o, Context& ctx) {
     a.force = o.force;
     a.warmup = o.warmup;
     a.iters = o.iters;
-    run_predict_nccl(a, ctx);
+    run_predict_nccl(a, output, ctx);
     return;
   }
   if (!o.measured.empty()) throw UsageError("--measured compares with NCCL's model: use it with --algo nccl");
@@ -249,30 +270,17 @@ void run_predict(const PredictOptions& o, Context& ctx) {
   if (o.measure) bring_up_ranks(ctx, one_process_only("predict --measure"));  // it drives the campaign's GPUs itself
   if (o.measure) no_measure = why_no_measure(pr.devices(), pr.backend());
   const bool measuring = o.measure && no_measure.empty();
-  std::vector<std::string> head = {"op", "algo", "size", "size_bytes", "steps", "predicted_us", "algbw_GBps",
-                                   "busbw_GBps", "bottleneck", "extrapolated"};
-  if (measuring) head.insert(head.end(), {"measured_us", "error_pct", "check"});
-  PredictTable pt{Table(head), {}, {}, 0};
+  PredictTable pt{predict_table(measuring), {}, {}, 0};
   for (const auto op : ops) add_op(o, pr, op, algo, sizes, measuring, pt);
 
-  const auto assumptions = pr.assumptions(algo);
   std::string devs;
   for (int d : pr.devices()) devs += (devs.empty() ? "" : ",") + std::to_string(d);
-  const std::string what = fmt::format("collectives predicted from {}/links.json: backend {}, {} ranks (devices {}), {} "
-                                       "timing, {} algorithm; GB/s = 1e9 B/s; error_pct = (predicted - measured) / measured",
-                                       o.dir, pr.backend(), pr.devices().size(), devs, pr.time_source(),
-                                       simulate::to_string(algo));
-  std::string text;
-  if (o.format == "json") {
-    text = render_json(o, pr, algo, what, measuring, no_measure, pt, ctx);
-  } else if (o.format == "csv") {
-    text = pt.t.to_csv();
-  } else {
-    text = "# p2pscope predict: " + what + "\n";
-    for (const auto& a : assumptions) text += "# assumes: " + a + "\n";
-    text += pt.t.to_text();
-  }
-  write_outputs(o, text, o.html.empty() ? std::string() : predict_page(what, assumptions, pt.curves, pt.t, measuring));
+  const RunFacts facts{fmt::format("collectives predicted from {}/links.json: backend {}, {} ranks (devices {}), {} "
+                                   "timing, {} algorithm; GB/s = 1e9 B/s; error_pct = (predicted - measured) / measured",
+                                   o.dir, pr.backend(), pr.devices().size(), devs, pr.time_source(),
+                                   simulate::to_string(algo)),
+                       no_measure, pr.assumptions(algo), algo, measuring};
+  write_predict(predict_report(o, pr, facts, pt, ctx), output, {o.out, o.html, o.force});
   for (const auto& u : pt.unmeasured) std::fprintf(stderr, "note: not measured: %s\n", u.c_str());
   if (pt.extrapolated)
     std::fprintf(stderr,
@@ -315,7 +323,8 @@ void add_predict_command(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--sizes", o->sizes, "sizes S as nccl-tests counts them, e.g. 1K:1G")->capture_default_str();
   cmd->add_option("--backend", o->backend, "the links of this backend (default: the only one, else nccl, ce, sm, ...)");
-  cmd->add_option("--format", o->format, "text, json or csv")->capture_default_str();
+  cmd->add_option("--format", o->format, "text, json (with schema_version and run metadata) or csv")
+      ->capture_default_str();
   add_astra_options(cmd, o->astra_backend, o->endpoint_delay_ns,
                     "ring: the schedule ASTRA-sim's backend runs on `export --to astra-sim`'s file, unaware (a ring "
                     "per dimension) or aware (one flat ring)",

@@ -8,11 +8,12 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "p2pscope/output.hpp"
 
 namespace p2pscope::app {
 
 struct NcclPredictArgs {
-  std::string dir, ops, ranks, format = "text", out, html, dtype = "float";
+  std::string dir, ops, ranks, out, html, dtype = "float";
   std::vector<std::uint64_t> sizes;
   std::vector<int> devices;            // the campaign's GPUs, in order
   std::vector<std::string> measured;   // --measured files
@@ -22,6 +23,7 @@ struct NcclPredictArgs {
   int warmup = 5, iters = 20;
 };
 
-void run_predict_nccl(const NcclPredictArgs& a, Context& ctx);
+// Prints with `output` (--format, read once by the caller) to --out, and the page to --html.
+void run_predict_nccl(const NcclPredictArgs& a, const out::Output& output, Context& ctx);
 
 }  // namespace p2pscope::app

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "p2pscope/collective.hpp"
+#include "p2pscope/enum_names.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/units.hpp"
 #include "simulate/link_set.hpp"
@@ -32,14 +34,25 @@ double default_step_ns(const std::string& proto) {
 // within 1.5x of the sum is jitter, not a disturbance.
 constexpr double kDisturbedSpanFactor = 1.5;
 
-bool ring_op(const std::string& op) {
-  return op == "allreduce" || op == "allgather" || op == "reducescatter" || op == "broadcast";
+// The op's row of the collective table (its wire bytes, steps and calls live there), by
+// bench nccl's name; a calibration file naming another op is refused where it is read.
+CollectiveOp op_of(const std::string& op) {
+  if (const auto c = find_enum(kCollectiveOps, op)) return *c;
+  throw UsageError(fmt::format("NCCL model: no collective '{}'; the ops are {}", op, enum_choices(kCollectiveOps)));
 }
+bool ring_op(const std::string& op) { return collective_row(op_of(op)).schedule != NcclSchedule::p2p; }
+double wire_of(const std::string& op, int n, double S) { return wire_bytes(op_of(op), n, S); }
+int steps_of(const std::string& op, int n) { return ring_steps(op_of(op), n); }
+int calls_of(const std::string& op, int n) { return nccl_calls(op_of(op), n); }
 
 NcclCurve curve_from_json(const nlohmann::json& j, const std::string& where) {
   NcclCurve c;
   c.op = j.at("op").get<std::string>();
   c.ranks = j.at("ranks").get<int>();
+  if (!find_enum(kCollectiveOps, c.op))
+    throw UsageError(fmt::format("{}: op '{}' is no collective the model knows ({})", where, c.op,
+                                 enum_choices(kCollectiveOps)));
+  if (c.ranks < 1) throw UsageError(fmt::format("{}: {} at {} ranks: a rank count is 1 or more", where, c.op, c.ranks));
   for (const auto& r : j.at("rows")) {
     const double S = r.at("size_bytes").get<double>();
     const double span = r.at("time_us").get<double>() * 1e3;
@@ -109,25 +122,6 @@ std::pair<double, double> lower_line(const std::vector<std::pair<double, double>
 }
 
 }  // namespace
-
-double nccl_wire_bytes(const std::string& op, int n, double S) {
-  const double f = n > 0 ? static_cast<double>(n - 1) / n : 0;
-  if (op == "allreduce") return 2 * f * S;
-  if (op == "allgather" || op == "reducescatter" || op == "alltoall") return f * S;
-  return S;  // broadcast, sendrecv
-}
-
-int nccl_steps(const std::string& op, int n) {
-  if (op == "allreduce") return 2 * (n - 1);
-  if (op == "allgather" || op == "reducescatter" || op == "broadcast") return n - 1;
-  return 1;
-}
-
-int nccl_calls(const std::string& op, int n) {
-  if (op == "sendrecv") return 2 * n;
-  if (op == "alltoall") return 2 * n * n;
-  return n;
-}
 
 const NcclCurve* NcclCalibration::find(const std::string& op, int ranks) const {
   for (const auto& c : curves)
@@ -212,7 +206,7 @@ NcclModel::NcclModel(NcclCalibration cal) : cal_(std::move(cal)) {
     // first op can run slow for tens of ms (bench nccl --settle): on 4 x H100 the first
     // op's small sizes read 36-221 us where the quiet host took 24.
     std::sort(small.begin(), small.end());
-    pts[c.ranks].push_back({static_cast<double>(nccl_calls(c.op, c.ranks)), small[small.size() / 4]});
+    pts[c.ranks].push_back({static_cast<double>(calls_of(c.op, c.ranks)), small[small.size() / 4]});
   }
   for (const auto& [n, v] : pts) host_fit_[n] = v.size() == 1 ? std::make_pair(0.0, v[0].second / v[0].first) : lower_line(v);
 }
@@ -236,7 +230,7 @@ void NcclModel::scale_host(int ranks, double factor) {
 
 double NcclModel::gpu_from_curve(const NcclCurve& c, double wire, bool* extrapolated) const {
   std::vector<double> w;
-  for (double S : c.bytes) w.push_back(nccl_wire_bytes(c.op, c.ranks, S));
+  for (double S : c.bytes) w.push_back(wire_of(c.op, c.ranks, S));
   return interp(w, c.gpu_ns, wire, extrapolated);
 }
 
@@ -261,9 +255,9 @@ void NcclModel::ring_steps_from(const NcclCurve& same, int n, double S, NcclPred
   const double at_n0 = interp(same.bytes, same.gpu_ns, b * n0, &e0);
   const double ar_at_n = interp(ar_n->bytes, ar_n->gpu_ns, b * n, &e1);
   const double ar_at_n0 = interp(ar_0->bytes, ar_0->gpu_ns, b * n0, &e2);
-  const int middle_ar = nccl_steps("allreduce", n) - nccl_steps("allreduce", n0);
+  const int middle_ar = steps_of("allreduce", n) - steps_of("allreduce", n0);
   const double per_step = std::max(0.0, (ar_at_n - ar_at_n0) / middle_ar);
-  const int middle = nccl_steps(same.op, n) - nccl_steps(same.op, n0);
+  const int middle = steps_of(same.op, n) - steps_of(same.op, n0);
   p->gpu_ns = std::max(0.5 * at_n0, at_n0 + middle * per_step);
   p->extrapolated = e0 || e1 || e2;
   p->basis = fmt::format("{} timed at {} ranks at the same {} per ring step, {} {} middle step(s) priced by allreduce "
@@ -274,7 +268,7 @@ void NcclModel::ring_steps_from(const NcclCurve& same, int n, double S, NcclPred
 
 NcclPrediction NcclModel::predict(const std::string& op, int n, std::uint64_t S_bytes) const {
   NcclPrediction p;
-  const double S = static_cast<double>(S_bytes), wire = nccl_wire_bytes(op, n, S);
+  const double S = static_cast<double>(S_bytes), wire = wire_of(op, n, S);
   if (const auto it = cal_.choices.find(n); it != cal_.choices.end())
     if (const NcclChoice* c = find_choice(it->second, op, S_bytes, n)) {
       p.algo = c->algo;
@@ -287,12 +281,12 @@ NcclPrediction NcclModel::predict(const std::string& op, int n, std::uint64_t S_
     p.role = "calibration";
     bool ext = false;
     std::vector<double> w;
-    for (double x : own->bytes) w.push_back(nccl_wire_bytes(op, n, x));
+    for (double x : own->bytes) w.push_back(wire_of(op, n, x));
     p.gpu_ns = interp(w, own->gpu_ns, wire, &ext);
     const double as_timed = interp(w, own->span_ns, wire, &ext);  // nccl-tests' time as timed
     p.extrapolated = ext;
     p.basis = fmt::format("{} timed at {} ranks", op, n);
-    p.host_ns = host_ns(n, nccl_calls(op, n));
+    p.host_ns = host_ns(n, calls_of(op, n));
     p.time_ns = as_timed;
     // An iteration takes at most its launches plus its GPU work (no overlap at all). A
     // span far above that was disturbed while it was timed (the process descheduled,
@@ -325,23 +319,25 @@ NcclPrediction NcclModel::predict(const std::string& op, int n, std::uint64_t S_
     p.gpu_ns = gpu_from_curve(*same, wire, &ext);
     p.extrapolated = ext;
     p.basis = fmt::format("{} timed at {} ranks, at the same bytes per rank on the wire", op, same->ranks);
-    if (op == "allgather" || op == "reducescatter") ring_steps_from(*same, n, S, &p);
+    // Ring ops whose steps carry S/n each; allreduce is the yardstick (and not timed at n here).
+    if (collective_row(op_of(op)).schedule == NcclSchedule::ring_chunks && op != "allreduce")
+      ring_steps_from(*same, n, S, &p);
   } else if (const NcclCurve* m = cal_.find(mate, n)) {
     bool ext = false;
     p.gpu_ns = gpu_from_curve(*m, wire, &ext);
     const double step = default_step_ns(p.proto.empty() ? "SIMPLE" : p.proto);
-    p.gpu_ns = std::max(p.gpu_ns * 0.5, p.gpu_ns + (nccl_steps(op, n) - nccl_steps(mate, n)) * step);
+    p.gpu_ns = std::max(p.gpu_ns * 0.5, p.gpu_ns + (steps_of(op, n) - steps_of(mate, n)) * step);
     p.extrapolated = ext;
     p.defaults = true;  // the per-step latency is NCCL's default
     p.basis = fmt::format("{} at {} ranks at the same bytes per rank, {} steps apart at NCCL's default per-step latency",
-                          mate, n, nccl_steps(op, n) - nccl_steps(mate, n));
+                          mate, n, steps_of(op, n) - steps_of(mate, n));
   } else {
     p.defaults = true;
-    p.gpu_ns = kDefaultLaunchNs + nccl_steps(op, n) * kDefaultStepNs + wire / kDefaultBusBytesPerS * 1e9;
+    p.gpu_ns = kDefaultLaunchNs + steps_of(op, n) * kDefaultStepNs + wire / kDefaultBusBytesPerS * 1e9;
     p.basis = "NCCL's default model (no calibration at this rank count): 8 us + 0.6 us per step + bytes at 360 GB/s";
   }
   bool measured = false;
-  p.host_ns = host_ns(n, nccl_calls(op, n), &measured);
+  p.host_ns = host_ns(n, calls_of(op, n), &measured);
   p.time_ns = std::cbrt(std::pow(p.gpu_ns, 3) + std::pow(p.host_ns, 3));  // overlapped, see the host fit
   return p;
 }

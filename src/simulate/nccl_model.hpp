@@ -7,6 +7,8 @@
 // plus what imperfect overlap adds where they are close):
 //   host: the launch of every NCCL call of one iteration from one thread,
 //         h0(n) + h1(n) x calls (allreduce n calls, sendrecv 2n, alltoall 2n^2);
+//         calls, wire bytes and ring steps per op are the collective table's
+//         (p2pscope/collective.hpp), the same rows bench nccl's busbw reads;
 //   GPU:  the collective itself, priced from the calibration by what it moves: at n
 //         ranks an op moves W bytes per rank (allreduce 2(n-1)/n S, allgather and
 //         reducescatter (n-1)/n S, broadcast and sendrecv S, alltoall (n-1)/n S).
@@ -47,12 +49,6 @@ struct NcclCalibration {
 // Reads campaign_dir/nccl-calibration (absent: present = false, no error). Throws
 // UsageError naming the file when one is there but malformed.
 NcclCalibration read_nccl_calibration(const std::string& campaign_dir);
-
-// The op's bytes per rank on the wire and ring steps (see above).
-double nccl_wire_bytes(const std::string& op, int ranks, double S);
-int nccl_steps(const std::string& op, int ranks);
-// NCCL calls of one iteration when one process drives every rank (nccl-tests -g n).
-int nccl_calls(const std::string& op, int ranks);
 
 struct NcclPrediction {
   double time_ns = 0, gpu_ns = 0, host_ns = 0;

@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "p2pscope/collective.hpp"
+#include "p2pscope/enum_names.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/text.hpp"
 #include "p2pscope/tune.hpp"
@@ -171,10 +173,7 @@ PerfRun perf_from_bench_json(const nlohmann::json& j, const std::string& source)
   r.tool = "bench nccl";
   std::string op = j.value("op", std::string());
   // bench nccl says "allreduce"; nccl-tests says "all_reduce": compare in one language.
-  for (const auto& [a, b] : {std::pair{"allreduce", "all_reduce"}, {"allgather", "all_gather"},
-                             {"reducescatter", "reduce_scatter"}, {"alltoall", "alltoall"}, {"broadcast", "broadcast"},
-                             {"sendrecv", "sendrecv"}})
-    if (op == a) op = b;
+  if (const auto c = find_enum(kCollectiveOps, op)) op = std::string(collective_row(*c).nccl_tests_name);
   r.op = op;
   try {
     for (const auto& row : j["rows"]) {

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "p2pscope/collective.hpp"
 #include "p2pscope/error.hpp"
 #include "simulate/nccl_model.hpp"
 #include "support/run_binary.hpp"
@@ -31,6 +32,48 @@ const nlohmann::json& op_of(const nlohmann::json& doc, const std::string& op) {
   for (const auto& o : doc["ops"])
     if (o["op"] == op) return o;
   throw std::runtime_error("no " + op);
+}
+
+// What the model prices per op comes from the collective table, the rows bench nccl's
+// busbw reads: at 4 ranks, S = 1 MiB.
+TEST(NcclModel, StepsCallsAndWireBytesAreTheCollectiveTables) {
+  struct Want {
+    CollectiveOp op;
+    int steps, calls;
+    double wire_per_S;
+    const char* nccl_tests;
+  };
+  for (const Want& w : {Want{CollectiveOp::allreduce, 6, 4, 1.5, "all_reduce"},
+                        Want{CollectiveOp::allgather, 3, 4, 0.75, "all_gather"},
+                        Want{CollectiveOp::reducescatter, 3, 4, 0.75, "reduce_scatter"},
+                        Want{CollectiveOp::alltoall, 1, 32, 0.75, "alltoall"},
+                        Want{CollectiveOp::broadcast, 3, 4, 1.0, "broadcast"},
+                        Want{CollectiveOp::sendrecv, 1, 8, 1.0, "sendrecv"}}) {
+    SCOPED_TRACE(to_string(w.op));
+    EXPECT_EQ(ring_steps(w.op, 4), w.steps);
+    EXPECT_EQ(nccl_calls(w.op, 4), w.calls);
+    EXPECT_DOUBLE_EQ(wire_bytes(w.op, 4, 1 << 20), w.wire_per_S * (1 << 20));
+    EXPECT_EQ(find_collective(w.nccl_tests), w.op);
+    EXPECT_EQ(find_collective(to_string(w.op)), w.op);
+  }
+  EXPECT_FALSE(find_collective("all_to_all"));
+}
+
+// A calibration naming an op the table does not hold is refused, naming the file.
+TEST(NcclModel, ACalibrationOfAnUnknownOpIsRefused) {
+  const auto dir = test::copy_fixture("nccl-calibration/h100x4");
+  const auto file = dir / "nccl-calibration" / "timed-n2.json";
+  std::ifstream in(file);
+  auto j = nlohmann::json::parse(in);
+  in.close();
+  j["ops"][0]["op"] = "allmix";
+  std::ofstream(file) << j.dump();
+  try {
+    read_nccl_calibration(dir.string());
+    ADD_FAILURE() << "an unknown op was read";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("timed-n2.json: op 'allmix'"), std::string::npos) << e.what();
+  }
 }
 
 TEST(NcclModel, ReadsARealCalibration) {

@@ -1,0 +1,145 @@
+// predict --algo nccl's measurements (predict_nccl_parts.hpp): bench nccl JSON or
+// nccl-tests' output read back (--measured), or NCCL run here (--measure).
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "bench/nccl_collective.hpp"
+#include "bench/nccl_sweep.hpp"
+#include "p2pscope/collective.hpp"
+#include "p2pscope/error.hpp"
+#include "p2pscope/tune.hpp"
+#include "predict_nccl_parts.hpp"
+#include "simulate/link_set.hpp"
+
+namespace p2pscope::app::nccl_predict {
+namespace {
+
+double spread_of(const std::vector<double>& spans) {
+  if (spans.size() < 2) return NAN;
+  const auto [lo, hi] = std::minmax_element(spans.begin(), spans.end());
+  return *lo > 0 ? *hi / *lo - 1 : NAN;
+}
+
+// bench nccl's JSON: one op, or several under "ops".
+void read_bench_json(const std::string& file, const std::string& text, Measured& m) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(fmt::format("--measured {}: starts like JSON but does not parse ({}): a cut file?", file, e.what()));
+  }
+  const auto add = [&](const nlohmann::json& one) {
+    if (!one.contains("op") || !one.contains("ranks") || !one.contains("rows"))
+      throw UsageError(fmt::format("--measured {}: not bench nccl's JSON (no op, ranks or rows)", file));
+    const std::string op = one["op"].get<std::string>();
+    const int n = one["ranks"].get<int>();
+    for (const auto& r : one["rows"]) {
+      const double t = r.contains("time_us") ? r["time_us"].get<double>() * 1e3
+                                             : r.at("time_ns").value("median", NAN);  // before nccl-tests' timing
+      std::vector<double> spans;
+      if (r.contains("spans_us") && r["spans_us"].is_array())
+        for (const auto& x : r["spans_us"])
+          if (x.is_number()) spans.push_back(x.get<double>());
+      double gpu = NAN;
+      if (r.contains("per_iteration_ns") && r["per_iteration_ns"].is_object() &&
+          r["per_iteration_ns"].value("median", 0.0) > 0)
+        gpu = r["per_iteration_ns"]["median"].get<double>();
+      m[{op, n, r.at("size_bytes").get<std::uint64_t>()}] = {t, file, spread_of(spans), gpu};
+    }
+  };
+  if (j.contains("ops"))
+    for (const auto& one : j["ops"]) add(one);
+  else
+    add(j);
+}
+
+// nccl-tests' text output: its "#  Rank N" lines give the rank count, its header the op.
+void read_nccl_tests(const std::string& file, const std::string& text, Measured& m, const std::string& campaign_gpu) {
+  tune::PerfTableParser parser(file);
+  int ranks = 0;
+  std::istringstream in(text);
+  std::string line;
+  std::string gpu;  // the GPU model nccl-tests names at the end of each rank line
+  while (std::getline(in, line)) {
+    if (line.rfind("#  Rank", 0) == 0 || line.rfind("#   Rank", 0) == 0) {
+      ++ranks;
+      const auto bracket = line.rfind(']');
+      if (bracket != std::string::npos && gpu.empty()) gpu = line.substr(bracket + 1);
+    }
+    parser.line(line);
+  }
+  gpu.erase(0, gpu.find_first_not_of(' '));
+  gpu.erase(gpu.find_last_not_of(" \r") + 1);
+  // The campaign names a GPU "GPU 0 (NVIDIA H100 80GB HBM3)", nccl-tests "NVIDIA H100 80GB HBM3".
+  if (!gpu.empty() && !campaign_gpu.empty() && campaign_gpu.find(gpu) == std::string::npos)
+    throw UsageError(fmt::format("--measured {}: nccl-tests ran on {}, the campaign on {}: compare runs of the same "
+                                 "machine", file, gpu, campaign_gpu));
+  const auto runs = parser.finish();
+  if (runs.empty() || runs.front().rows.empty())
+    throw UsageError(fmt::format("--measured {}: no nccl-tests table and not bench nccl JSON; give nccl-tests' output "
+                                 "(e.g. all_reduce_perf -b 8 -e 1G -f 2 -g 4 > FILE) or bench nccl --format json",
+                                 file));
+  if (ranks < 1)
+    throw UsageError(fmt::format("--measured {}: its '#  Rank' lines are missing, so the rank count is unknown; keep "
+                                 "nccl-tests' whole output", file));
+  for (const auto& run : runs) {
+    // nccl-tests' names (all_reduce_perf prints "all_reduce") are the collective table's too.
+    const auto op = find_collective(run.op);
+    if (!op) throw UsageError(fmt::format("--measured {}: nccl-tests op '{}' is not one predict models", file, run.op));
+    for (const auto& r : run.rows) {
+      if (r.oop_time_us <= 0)
+        throw UsageError(fmt::format("--measured {}: the out-of-place time of {} is missing (in-place only?)", file,
+                                     r.size_bytes));
+      m[{to_string(*op), ranks, r.size_bytes}] = {r.oop_time_us * 1e3, file, NAN};
+    }
+  }
+}
+
+}  // namespace
+
+void read_measured(const std::string& file, Measured& m, const std::string& campaign_gpu) {
+  const std::string text = simulate::read_text_file(file);
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') read_bench_json(file, text, m);
+  else read_nccl_tests(file, text, m, campaign_gpu);
+}
+
+void measure_here(const NcclPredictArgs& a, const std::vector<std::string>& ops, const std::vector<int>& ranks,
+                  Measured& m) {
+  for (int n : ranks) {
+    if (static_cast<std::size_t>(n) > a.devices.size()) {
+      std::fprintf(stderr, "predict --measure: %d ranks need %d of the campaign's GPUs, it has %zu: not measured\n", n, n,
+                   a.devices.size());
+      continue;
+    }
+    const std::vector<int> gpus(a.devices.begin(), a.devices.begin() + n);
+    auto local = bench::make_local_collectives(gpus);
+    bool settled = false;
+    for (const std::string& op : ops) {
+      bench::NcclSweepSpec spec;
+      spec.settle_iters = settled ? 0 : 2000;  // once per set of communicators (bench nccl --settle)
+      settled = true;
+      spec.collective.op = bench::parse_nccl_op(op);
+      spec.collective.type = bench::parse_nccl_type(a.dtype);
+      spec.collective.gpus = gpus;
+      spec.collective.warmup = a.warmup;
+      spec.collective.iters = a.iters;
+      spec.collective.in_place = false;
+      spec.collective.per_iteration = true;  // the GPU's time per iteration, beside the span
+      spec.collective.check = false;
+      spec.collective.spans = 3;  // the median of three spans: one OS hiccup does not make the figure
+      spec.sizes = a.sizes;
+      std::fprintf(stderr, "predict --measure: %s on %d GPUs\n", op.c_str(), n);
+      const auto r = bench::run_nccl_sweep(spec, local.get());
+      for (std::size_t i = 0; i < r.rows.size(); ++i)
+        m[{op, n, a.sizes[i]}] = {r.rows[i].span_ns, "measured here", spread_of(r.rows[i].spans_ns),
+                                  r.rows[i].time_ns.median > 0 ? r.rows[i].time_ns.median : NAN};
+      if (!r.stopped.empty()) throw Error("predict --measure: " + op + ": " + r.stopped);
+    }
+  }
+}
+
+}  // namespace p2pscope::app::nccl_predict

@@ -1,0 +1,67 @@
+#pragma once
+// predict --algo nccl's pieces, one file per job: the measured runs, read from files or
+// made here (predict_nccl_measured.cpp); the error table, its summaries and the report
+// every format prints (predict_nccl_report.cpp); the model priced (predict_nccl.cpp).
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "p2pscope/output.hpp"
+#include "predict_nccl.hpp"
+#include "simulate/nccl_model.hpp"
+
+namespace p2pscope::app::nccl_predict {
+
+// A measured cell: nccl-tests' time, the file it came from, and how far its own spans
+// (bench nccl --spans K) lay apart: a model cannot be judged closer than that.
+struct MeasuredCell {
+  double ns = NAN;
+  std::string from;
+  double spread = NAN;
+  // The GPU's own time per iteration (bench nccl's event pass, p50): what a simulator
+  // models, and what repeats between processes where the span is the host's launch rate.
+  double gpu_ns = NAN;
+};
+// Measured cells by (op, ranks, S).
+using Measured = std::map<std::tuple<std::string, int, std::uint64_t>, MeasuredCell>;
+
+// One (op, ranks, S) priced, with its measurement where there is one.
+struct PricedCell {
+  std::string op;
+  int ranks = 0;
+  std::uint64_t bytes = 0;
+  simulate::NcclPrediction p;
+  double measured_ns = NAN;
+  std::string measured_from;
+  double spread = NAN;  // NCCL's own spans of this cell: max / min - 1 (NaN: one span, or text)
+  double measured_gpu_ns = NAN;  // bench nccl's per-iteration p50 (NaN: nccl-tests text, or not kept)
+};
+
+// --measured FILE: bench nccl JSON, or nccl-tests' text output (refused when it ran on
+// another GPU model than the campaign's, `campaign_gpu`; "" unknown).
+void read_measured(const std::string& file, Measured& m, const std::string& campaign_gpu);
+// --measure: every op at every rank count the campaign's GPUs hold, timed as nccl-tests times.
+void measure_here(const NcclPredictArgs& a, const std::vector<std::string>& ops, const std::vector<int>& ranks,
+                  Measured& m);
+
+// What the report says beside the cells: the model's lines and what the JSON records.
+struct ModelNotes {
+  std::string campaign, nccl_version;
+  std::vector<std::string> lines;  // model, calibrated by, defaults, host anchor, held out
+  std::vector<std::string> calibrated_by, defaults, anchored, held;
+};
+struct NcclReport {
+  out::Report report;
+  std::string headline;  // the one line said on stderr too
+};
+// The cells for every printer: text (headline, model lines, the table), the table for
+// csv, the JSON document, and the page with a chart per op and rank count.
+NcclReport nccl_report(const std::vector<PricedCell>& cells, bool measured, const ModelNotes& notes,
+                       const Context& ctx);
+
+}  // namespace p2pscope::app::nccl_predict
