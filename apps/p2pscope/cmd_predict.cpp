@@ -35,6 +35,7 @@ struct PredictOptions {
   std::vector<int> hold_out;
   std::string backend, format = "text", out, dtype = "float", html, astra_backend = "unaware";
   std::int64_t endpoint_delay_ns = 1;
+  bool astra_backend_given = false, endpoint_delay_given = false;  // refused where they do not apply
   bool measure = false, force = false;
   int warmup = 5, iters = 20;
 };
@@ -237,6 +238,14 @@ void run_predict(const PredictOptions& o, Context& ctx) {
                            "ring schedule of the link models; --algo nccl prices NCCL's collectives with its defaults\n",
                    o.dir.c_str());
   }
+  // ASTRA-sim's options shape the link models' schedules; a flag that would change
+  // nothing is refused rather than ignored (issue 31 item 7).
+  if (o.astra_backend_given && algo_name != "ring")
+    throw UsageError("--astra-backend applies to --algo ring (whose ring ASTRA-sim's backend runs); --algo " +
+                     algo_name + " does not use it: drop it");
+  if (o.endpoint_delay_given && algo_name == "nccl")
+    throw UsageError("--endpoint-delay applies to --algo ring and tree (ASTRA-sim's per-step charge); the NCCL model "
+                     "prices steps from its calibration: drop it");
   if (algo_name == "nccl") {
     NcclPredictArgs a;
     a.dir = o.dir;
@@ -343,7 +352,11 @@ void add_predict_command(CLI::App& app, Context& ctx) {
       "  p2pscope predict run/campaign --algo tree --format json --out predict.json\n"
       "  p2pscope predict run/campaign --ops allreduce --measure     # predicted vs NCCL, per size\n"
       "Assumptions (printed with every table): see docs/predict.md.");
-  cmd->callback([o, &ctx] { run_predict(*o, ctx); });
+  cmd->callback([o, cmd, &ctx] {
+    o->astra_backend_given = cmd->count("--astra-backend") > 0;
+    o->endpoint_delay_given = cmd->count("--endpoint-delay") > 0;
+    run_predict(*o, ctx);
+  });
 }
 
 }  // namespace p2pscope::app

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 #include "p2pscope/text.hpp"
 
 namespace p2pscope::simulate {
@@ -75,11 +76,15 @@ analyze::AlphaBeta alpha_beta(const nlohmann::json& j, const std::string& where)
 }  // namespace
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  // Not an ifstream: it opens a directory as an empty file, which then read as "no
+  // table" or "not JSON" (issue 31 item 7). A directory or device given for a file is
+  // the user's to change (exit 2); a file that cannot be read is an error.
+  std::string why;
+  if (auto text = try_read_regular_file(path, kMaxReadBytes, &why)) return std::move(*text);
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw UsageError(path + ": " + why + "; give a file");
+  throw Error("cannot read " + path + ": " + why);
 }
 
 analyze::LinkModel link_model_from_json(const nlohmann::json& j, const std::string& where) {

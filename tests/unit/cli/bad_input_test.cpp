@@ -66,3 +66,25 @@ TEST(BadInput, CompressedAndBinaryLogsAreSaidAsWhatTheyAre) {
 }
 
 }  // namespace
+
+// predict's flags that would change nothing for the algorithm asked, and a directory
+// given for --measured's file (it read as "no nccl-tests table").
+TEST(BadInput, PredictRefusesFlagsOfAnotherAlgorithmAndADirectoryForAFile) {
+  const std::string dir = std::string(P2PSCOPE_FIXTURES_DIR) + "/nccl-calibration/h100x4";
+  const struct {
+    std::string args, names;
+  } cases[] = {
+      {"predict " + dir + " --algo tree --astra-backend aware --sizes 1M", "--astra-backend"},
+      {"predict " + dir + " --algo nccl --astra-backend aware --sizes 1M", "--astra-backend"},
+      {"predict " + dir + " --algo nccl --endpoint-delay 5 --sizes 1M", "--endpoint-delay"},
+      {"predict " + dir + " --algo nccl --measured " + dir + " --sizes 1M", "is a directory"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_binary(c.args);
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.names), std::string::npos) << c.args << "\n" << r.out;
+  }
+  // The ring takes both.
+  const auto ok = run_binary("predict " + dir + " --algo ring --astra-backend aware --endpoint-delay 5 --sizes 1M");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+}
