@@ -16,44 +16,15 @@
 #include "p2pscope/table.hpp"
 #include "p2pscope/tcp.hpp"
 #include "support/csv_rows.hpp"
+#include "support/tcp_report.hpp"
 
 using namespace p2pscope;
 using namespace p2pscope::tcp;
 using p2pscope::test::csv_header;
 using p2pscope::test::csv_rows;
+using p2pscope::test::known_report;
 
 namespace {
-
-// A client that sent 5e9 bytes in 2 s on one channel (2.5e9 B/s), acks back in 1234.5 us
-// (p50) and 2500 us (p99); the server received them; totals 3.75e9 and 1.5e9 B/s.
-Results known() {
-  Results r;
-  r.params.channels = 1;
-  r.params.iters = 1;
-  ChannelReport c;
-  c.dir = "c2s";
-  c.sent = true;
-  c.nic = "lo";
-  c.bytes = 5'000'000'000ull;
-  c.elapsed_s = 2.0;
-  c.bytes_per_s = 2.5e9;
-  c.chunk_lat_p50_ns = 1'234'500;
-  c.chunk_lat_p99_ns = 2'500'000;
-  c.window_mean = 3.25;
-  c.window_max = 4;
-  r.client.side = "client";
-  r.client.channels = {c};
-  r.client.round_tx_bytes_per_s = {3.75e9};
-  r.client.tx_bytes_per_s = 3.75e9;
-  c.sent = false;
-  c.bytes_per_s = 1.25e9;
-  c.elapsed_s = 4.0;
-  r.server.side = "server";
-  r.server.channels = {c};
-  r.server.round_rx_bytes_per_s = {1.5e9};
-  r.server.rx_bytes_per_s = 1.5e9;
-  return r;
-}
 
 std::string print(const Results& r, out::Format f) { return out::Output(f).print(report(r)); }
 
@@ -67,9 +38,9 @@ const std::map<std::string, std::string>& row_of(const std::vector<std::map<std:
 }  // namespace
 
 TEST(TcpReportFormats, TextShowsGBpsAndMicrosecondsWithDashesWhereASideHasNoFigure) {
-  const std::string text = print(known(), out::Format::text);
-  // The client's channel: 2.5e9 B/s, 1234.5 us and 2500.0 us, window 3.25 of 4.
-  EXPECT_NE(text.find(" 2.500  1234.5      2500.0      3.25"), std::string::npos) << text;
+  const std::string text = print(known_report(), out::Format::text);
+  // The client's channel: 2.5e9 B/s, 1234.5 us and 2345.6 us, window 3.25 of 4.
+  EXPECT_NE(text.find(" 2.500  1234.5      2345.6      3.25"), std::string::npos) << text;
   // The server received: no ack latency, no window.
   EXPECT_NE(text.find(" 1.250  -           -           -         -"), std::string::npos) << text;
   EXPECT_NE(text.find("server  recv  lo   0.625"), std::string::npos) << "NIC: 5e9 B over 4 s\n" << text;
@@ -77,13 +48,13 @@ TEST(TcpReportFormats, TextShowsGBpsAndMicrosecondsWithDashesWhereASideHasNoFigu
   EXPECT_NE(text.find("server  -          1.500           1  off"), std::string::npos) << text;
   EXPECT_EQ(text.find("2500.000"), std::string::npos) << "MB/s where GB/s is said";
   EXPECT_EQ(text.find("20.000"), std::string::npos) << "Gbit/s where GB/s is said";
-  EXPECT_EQ(text, format_text(known()));
+  EXPECT_EQ(text, format_text(known_report()));
 }
 
 // One header line, no comment: pandas.read_csv reads it as it is. Rows: the channels,
 // the NICs, the totals, each named in the "table" column; figures as text shows them.
 TEST(TcpReportFormats, CsvIsOneTableOfChannelNicAndTotalRowsInTheirUnits) {
-  const std::string csv = print(known(), out::Format::csv);
+  const std::string csv = print(known_report(), out::Format::csv);
   EXPECT_EQ(csv_header(csv),
             (std::vector<std::string>{"table", "side", "dir", "role", "gpu", "ch", "nic", "local", "peer", "GB/s",
                                       "lat_p50_us", "lat_p99_us", "win_mean", "win_max", "retrans", "send_GB/s",
@@ -94,7 +65,7 @@ TEST(TcpReportFormats, CsvIsOneTableOfChannelNicAndTotalRowsInTheirUnits) {
   const auto& sent = row_of(rows, "channel", "client");
   EXPECT_EQ(sent.at("GB/s"), "2.500");
   EXPECT_EQ(sent.at("lat_p50_us"), "1234.5");
-  EXPECT_EQ(sent.at("lat_p99_us"), "2500.0");
+  EXPECT_EQ(sent.at("lat_p99_us"), "2345.6");
   EXPECT_EQ(sent.at("win_max"), "4");
   const auto& got = row_of(rows, "channel", "server");
   EXPECT_EQ(got.at("GB/s"), "1.250");
@@ -108,7 +79,7 @@ TEST(TcpReportFormats, CsvIsOneTableOfChannelNicAndTotalRowsInTheirUnits) {
 }
 
 TEST(TcpReportFormats, JsonKeepsBytesPerSecondAndNanoseconds) {
-  const auto j = nlohmann::json::parse(print(known(), out::Format::json));
+  const auto j = nlohmann::json::parse(print(known_report(), out::Format::json));
   EXPECT_DOUBLE_EQ(j["client"]["channels"][0]["bytes_per_s"].get<double>(), 2.5e9);
   EXPECT_DOUBLE_EQ(j["client"]["channels"][0]["chunk_lat_p50_ns"].get<double>(), 1'234'500);
   EXPECT_DOUBLE_EQ(j["client"]["tx_bytes_per_s"].get<double>(), 3.75e9);
@@ -116,7 +87,7 @@ TEST(TcpReportFormats, JsonKeepsBytesPerSecondAndNanoseconds) {
 }
 
 TEST(TcpReportFormats, LatencyModeIsOneTableOfPingsAndChannels) {
-  Results r = known();
+  Results r = known_report();
   r.params.mode = Mode::latency;
   r.client.latency_ns = {1000, 3000, 2000};  // median 2 us
   const std::string text = print(r, out::Format::text);
@@ -136,13 +107,7 @@ TEST(TcpReportFormats, LatencyModeIsOneTableOfPingsAndChannels) {
 
 // A real session: its CSV read back gives the JSON's figures in GB/s, row for row.
 TEST(TcpReportFormats, ALoopbackSessionsCsvAgreesWithItsJson) {
-  Params p;
-  p.channels = 2;
-  p.size_bytes = 2u << 20;
-  p.chunk_bytes = 256u << 10;
-  p.iters = 2;
-  p.warmup = 0;
-  const Results r = run_loopback(p);
+  const Results r = run_loopback({.channels = 2, .size_bytes = 2u << 20, .chunk_bytes = 256u << 10, .iters = 2, .warmup = 0});
   const auto j = nlohmann::json::parse(print(r, out::Format::json));
   const auto rows = csv_rows(print(r, out::Format::csv));
   std::size_t channels = 0;
