@@ -71,7 +71,7 @@ TEST_F(BenchTcpFormats, CsvIsOneHeaderAndTheChannelNicAndTotalRows) {
 
 // schema_version first, then the metadata block: as bench gpu, bench nccl and compare.
 TEST_F(BenchTcpFormats, JsonStartsWithSchemaVersionThenRunMetadata) {
-  for (const std::string args : {kTcp + " --format json", kTcp + " -J", std::string("bench gpu --backend host --warmup 0 "
+  for (const std::string& args : {kTcp + " --format json", kTcp + " -J", std::string("bench gpu --backend host --warmup 0 "
                                                                                     "--iters 1 --pairs 0:1 --sizes 4K --format json")}) {
     const auto r = run_binary_split(args);
     ASSERT_EQ(r.code, 0) << args << ": " << r.err;

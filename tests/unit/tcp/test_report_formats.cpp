@@ -43,7 +43,7 @@ TEST(TcpReportFormats, TextShowsGBpsAndMicrosecondsWithDashesWhereASideHasNoFigu
   EXPECT_NE(text.find(" 2.500  1234.5      2345.6      3.25"), std::string::npos) << text;
   // The server received: no ack latency, no window.
   EXPECT_NE(text.find(" 1.250  -           -           -         -"), std::string::npos) << text;
-  EXPECT_NE(text.find("server  recv  lo   0.625"), std::string::npos) << "NIC: 5e9 B over 4 s\n" << text;
+  EXPECT_NE(text.find("server  recv  lo   1.250"), std::string::npos) << "NIC: 5e9 B over 4 s\n" << text;
   EXPECT_NE(text.find("client  3.750      -               1  off"), std::string::npos) << text;
   EXPECT_NE(text.find("server  -          1.500           1  off"), std::string::npos) << text;
   EXPECT_EQ(text.find("2500.000"), std::string::npos) << "MB/s where GB/s is said";
@@ -71,7 +71,7 @@ TEST(TcpReportFormats, CsvIsOneTableOfChannelNicAndTotalRowsInTheirUnits) {
   EXPECT_EQ(got.at("GB/s"), "1.250");
   EXPECT_EQ(got.at("lat_p50_us"), "") << "an absent figure is an empty cell, not text, in CSV";
   EXPECT_EQ(row_of(rows, "nic", "client").at("GB/s"), "2.500");
-  EXPECT_EQ(row_of(rows, "nic", "server").at("GB/s"), "0.625");
+  EXPECT_EQ(row_of(rows, "nic", "server").at("GB/s"), "1.250");
   EXPECT_EQ(row_of(rows, "total", "client").at("send_GB/s"), "3.750");
   EXPECT_EQ(row_of(rows, "total", "client").at("recv_GB/s"), "");
   EXPECT_EQ(row_of(rows, "total", "server").at("recv_GB/s"), "1.500");
