@@ -44,31 +44,33 @@ void BenchMonitor::finish(nlohmann::json* j) {
   for (const auto& l : res.lines()) std::cerr << l << "\n";
 }
 
-out::Output check_bench_common(const BenchCommon& c) {
-  const std::initializer_list<out::Format> kOffered{out::Format::text, out::Format::csv, out::Format::json};
-  const auto format = out::find_format(c.format, kOffered);
-  if (!format) throw UsageError("--format '" + c.format + "': use " + out::format_choices(kOffered));
-  if (c.iters < 1) throw UsageError("--iters must be at least 1");
-  if (c.warmup < 0) throw UsageError("--warmup must be 0 or more");
-  return out::Output(*format);
+out::Output bench_output(const std::string& format) {
+  const auto f = out::find_format(format, kBenchFormats);
+  if (!f) throw UsageError("--format '" + format + "': use " + out::format_choices(kBenchFormats));
+  return out::Output(*f);
 }
 
-// run_metadata (with CUDA/NCCL versions) and the topology this ran on.
-void add_metadata(nlohmann::json& j, const Context& ctx) {
+out::Output check_bench_common(const BenchCommon& c) {
+  out::Output output = bench_output(c.format);
+  if (c.iters < 1) throw UsageError("--iters must be at least 1");
+  if (c.warmup < 0) throw UsageError("--warmup must be 0 or more");
+  return output;
+}
+
+// schema_version, run_metadata (with CUDA/NCCL versions), then `body` and the topology this ran on.
+out::JsonDoc bench_json(nlohmann::json body, const Context& ctx) {
   trace_phase("metadata: start");
   nlohmann::json meta = run_metadata(ctx.argv);
   meta["versions"] = gpu::to_json(gpu::runtime_info());
-  nlohmann::json topology;
   try {
     topo::Topology t = topo::discover(FsRoot("/"));
     gpu::enrich_with_cuda(t);
-    topology = topo::to_json(t);
+    body["topology"] = topo::to_json(t);
   } catch (const std::exception& e) {  // the measurement stands without it
-    topology = {{"error", e.what()}};
+    body["topology"] = {{"error", e.what()}};
   }
-  j["run_metadata"] = std::move(meta);
-  j["topology"] = std::move(topology);
   trace_phase("metadata: done");
+  return out::measured_json(meta, body, out::kRunMetadataKey);
 }
 
 // --out FILE, or DIR (an existing directory or a path ending in '/'): a named file in it.

@@ -25,6 +25,11 @@ struct BenchCommon {
 // `nccl_tests_names`: --iters and --warmup answer to nccl-tests' -n/--iters and
 // -w/--warmup_iters as well.
 void add_bench_common(CLI::App& c, BenchCommon& o, const char* sizes_help, bool nccl_tests_names = false);
+// The formats every bench offers, in the order their --format help names them.
+inline constexpr std::initializer_list<out::Format> kBenchFormats{out::Format::text, out::Format::csv,
+                                                                  out::Format::json};
+// --format's printer, chosen once; UsageError naming the flag and the choices.
+out::Output bench_output(const std::string& format);
 // Throws UsageError; returns --format's printer, chosen once (text, csv or json).
 out::Output check_bench_common(const BenchCommon& c);
 std::vector<std::uint64_t> sizes_or(const std::string& text, const std::string& fallback);
@@ -41,8 +46,9 @@ class BenchMonitor {
   bool done_ = false;
 };
 
-// run_metadata (with CUDA/NCCL versions) and the topology this ran on.
-void add_metadata(nlohmann::json& j, const Context& ctx);
+// The benches' JSON document: schema_version, run_metadata (with CUDA/NCCL versions),
+// then `body` with the topology this ran on (out::measured_json).
+out::JsonDoc bench_json(nlohmann::json body, const Context& ctx);
 // `text` (as `o` printed it) to stdout, --out FILE, or DIR (an existing directory or a
 // path ending in '/'): <stem>_<time>.<the format's extension> in it.
 void emit(const std::string& text, const out::Output& o, const BenchCommon& c, const std::string& stem);

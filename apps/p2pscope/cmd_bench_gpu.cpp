@@ -19,7 +19,6 @@
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/gpu_runtime.hpp"
-#include "p2pscope/metadata.hpp"
 #include "p2pscope/output.hpp"
 #include "p2pscope/profile.hpp"
 #include "p2pscope/signals.hpp"
@@ -127,7 +126,7 @@ std::string sum_line(const std::string& testcase, const bench::SweepResult& r, s
 // there is one size (and nvbandwidth's SUM under -t), the rows and their notes; the rows
 // for csv; `json` builds the document (with metadata) only when JSON is printed.
 out::Report gpu_report(const GpuOptions& o, const bench::SweepSpec& spec, const bench::SweepResult& r,
-                       std::function<nlohmann::json()> json) {
+                       std::function<out::JsonDoc()> json) {
   out::Report rep;
   std::string head = "# p2pscope bench gpu: " + bench::describe(r) + "\n";
   for (std::size_t d = 0; d < r.device_names.size(); ++d)
@@ -234,11 +233,9 @@ void run_gpu(GpuOptions& o, Context& ctx) {
 
   const std::string text = output.print(gpu_report(o, spec, r, [&] {
     nlohmann::json j = bench::to_json(r);
-    add_metadata(j, ctx);
-    j["schema_version"] = kSchemaVersion;
     j["launch"] = launch_json(launch, rank_cpus);
     mon.finish(&j);
-    return j;
+    return bench_json(std::move(j), ctx);
   }));
   mon.finish(nullptr);
   emit(text, output, o, fmt::format("bench_gpu_{}_{}", r.backend, bench::to_string(mode)));

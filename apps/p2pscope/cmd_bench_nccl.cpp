@@ -18,7 +18,6 @@
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/gpu_runtime.hpp"
-#include "p2pscope/metadata.hpp"
 #include "p2pscope/profile.hpp"
 #include "p2pscope/signals.hpp"
 #include "p2pscope/stats.hpp"
@@ -157,11 +156,9 @@ out::Report nccl_report(const NcclOptions& o, const std::vector<bench::NcclSweep
       j["ops"] = nlohmann::json::array();
       for (const auto& r : rs) j["ops"].push_back(op_json(o, r, launched));
     }
-    j["schema_version"] = kSchemaVersion;
     j["launch"] = launch_json(launched.launch, launched.rank_cpus);
-    add_metadata(j, ctx);
     mon.finish(&j);
-    return out::JsonDoc(std::move(j));
+    return bench_json(std::move(j), ctx);
   };
   return rep;
 }

@@ -1,5 +1,6 @@
 // `p2pscope bench tcp`: the multi-channel, multi-NIC TCP engine, as server, client,
-// or both in this process over 127.0.0.1 (--loopback).
+// or both in this process over 127.0.0.1 (--loopback). Text, CSV (channel, NIC and total
+// rows) or JSON with run metadata, through the printers (p2pscope/output.hpp); --out FILE or DIR.
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -9,15 +10,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <memory>
 #include <thread>
 
+#include "bench_common.hpp"
 #include "commands.hpp"
 #include "monitor_options.hpp"
 #include "p2pscope/auth.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/netplugin.hpp"
+#include "p2pscope/output.hpp"
 #include "p2pscope/profile.hpp"
 #include "p2pscope/table.hpp"
 #include "p2pscope/tcp.hpp"
@@ -38,7 +40,7 @@ struct BenchTcpOptions {
   int port = 18515;
   int sessions = 0;  // 0: until killed
   double accept_timeout_s = 0;
-  std::string format = "text";
+  BenchCommon out;  // --format, --out, --force: written as the other benches' results are
   std::string max_memory;  // server: host buffers one session may take (default a quarter of RAM)
   std::uint32_t max_conns = 1024;
   double max_timeout_s = 120;
@@ -63,10 +65,8 @@ void apply_iperf3_flags(BenchTcpOptions& o) {
     if (given(o, "--channels")) throw UsageError("-P/--parallel and --channels both set the streams: use one");
     o.engine.channels = o.parallel;
   }
-  if (o.json) {
-    if (given(o, "--format") && o.format != "json") throw UsageError("-J/--json and --format " + o.format + " disagree");
-    o.format = "json";
-  }
+  if (o.json && given(o, "--format") && out::find_format(o.out.format, kBenchFormats) != out::Format::json)
+    throw UsageError("-J/--json and --format " + o.out.format + " disagree");
   if (o.iperf_reverse) o.engine.reverse = true;
   for (auto& host : o.client) {
     in_addr a{};
@@ -109,23 +109,31 @@ std::string gbit_line(const tcp::Results& r) {
   return line.empty() ? std::string() : "in iperf3's unit: " + line + "\n";
 }
 
+// Where a session's results go: the format chosen once, --out, what the JSON adds.
+struct Printing {
+  const out::Output& output;
+  const BenchTcpOptions& o;
+  const Context& ctx;
+  const net::Plugin* plugin = nullptr;
+};
+
 // With --monitor, `mon` is the stopped monitor of the run: its summary goes into the
-// JSON ("monitor"), its verdicts under the text (stderr for json, to keep stdout JSON).
-void print(const tcp::Results& r, const std::string& format, const Context& ctx,
-           const monitor::SessionResult* mon = nullptr, const net::Plugin* plugin = nullptr) {
-  if (format == "json") {
-    nlohmann::json j = tcp::to_json(r);
-    j["run_metadata"] = run_metadata(ctx.argv);
-    if (plugin) j["plugin"] = net::properties_json(*plugin);
-    if (mon) j["monitor"] = mon->json;
-    std::cout << j.dump(2) << "\n";
-  } else {
-    if (plugin) std::cout << "data path: " << plugin->describe() << ", " << plugin->devices().size() << " device(s)\n";
-    std::cout << tcp::format_text(r);
-    std::cout << gbit_line(r);
-  }
-  std::cout.flush();
-  if (mon) print_monitor_lines(*mon, format == "json" ? stderr : stdout);
+// JSON ("monitor"), its verdicts under the text (stderr for csv and json, keeping
+// stdout a document).
+void print(const tcp::Results& r, const Printing& p, const monitor::SessionResult* mon = nullptr) {
+  out::Report rep = tcp::report(r);
+  if (p.plugin)
+    rep.text.insert(rep.text.begin(), "data path: " + p.plugin->describe() + ", " +
+                                          std::to_string(p.plugin->devices().size()) + " device(s)\n");
+  rep.text.emplace_back(gbit_line(r));
+  rep.json = [&] {
+    nlohmann::json body = tcp::to_json(r);
+    if (p.plugin) body["plugin"] = net::properties_json(*p.plugin);
+    if (mon) body["monitor"] = mon->json;
+    return out::JsonDoc(out::measured_json(run_metadata(p.ctx.argv), body, out::kRunMetadataKey));
+  };
+  emit(p.output.print(rep), p.output, p.o.out, p.o.net ? "bench_net" : "bench_tcp");
+  if (mon) print_monitor_lines(*mon, p.output.shows_text() ? stdout : stderr);
 }
 
 // The monitor around one run (nullptr without --monitor); also writes summary.json
@@ -152,7 +160,7 @@ monitor::SessionResult stop_monitor(monitor::MonitorSession& mon, const Context&
 const char* command_name(const BenchTcpOptions& o) { return o.net ? "p2pscope bench net" : "p2pscope bench tcp"; }
 
 void serve(const BenchTcpOptions& o, const tcp::LocalOptions& local, double monitor_interval_s, Context& ctx,
-           const net::Plugin* plugin) {
+           const Printing& printing) {
   if (o.sessions < 0) throw UsageError("--sessions must be 0 (serve until killed) or a count of sessions");
   tcp::ServerOptions so;
   so.bind_addrs = o.bind;
@@ -187,9 +195,9 @@ void serve(const BenchTcpOptions& o, const tcp::LocalOptions& local, double moni
       ++served;
       if (mon && o.sessions == 1) {
         const monitor::SessionResult m = stop_monitor(*mon, ctx);
-        print(r, o.format, ctx, &m, plugin);
+        print(r, printing, &m);
       } else {
-        print(r, o.format, ctx, nullptr, plugin);
+        print(r, printing);
       }
       if (!r.failure.empty()) report_failure(r, ctx);
     } catch (const tcp::NoClient& e) {
@@ -227,7 +235,11 @@ void run(BenchTcpOptions& o, Context& ctx) {
     if (!o.server && given(o, f))
       throw UsageError(std::string(f) + " is a server setting (--server / -s); " +
                        (o.loopback ? "--loopback runs one session in this process" : "a client does not take it"));
-  if (o.format != "text" && o.format != "json") throw UsageError("--format must be text or json");
+  const out::Output output = o.json ? out::Output(out::Format::json) : bench_output(o.out.format);
+  // One file holds one result: a server of several sessions prints each to stdout.
+  if (!o.out.out.empty() && o.out.out != "-" && o.server && o.sessions != 1)
+    throw UsageError("--out writes one session's results: give --server --sessions 1 with it (a server of several "
+                     "sessions prints each to stdout)");
   tcp::LocalOptions local = o.engine.local();
   const double monitor_interval_s = o.monitor.enabled ? o.monitor.interval_s() : 0;  // bad value: exit 2 now
   std::shared_ptr<net::Plugin> plugin;
@@ -246,7 +258,8 @@ void run(BenchTcpOptions& o, Context& ctx) {
     };
     std::fprintf(stderr, "p2pscope bench net: loaded %s\n", plugin->describe().c_str());
   }
-  if (o.server) return serve(o, local, monitor_interval_s, ctx, plugin.get());
+  const Printing printing{output, o, ctx, plugin.get()};
+  if (o.server) return serve(o, local, monitor_interval_s, ctx, printing);
   const tcp::Params p = o.engine.params();
   // Ctrl-C / SIGTERM stop the session within a chunk (or a ping): the rounds done are kept.
   const profile::InterruptFlag interrupt(command_name(o));
@@ -254,10 +267,10 @@ void run(BenchTcpOptions& o, Context& ctx) {
   const auto mon = start_monitor(o, monitor_interval_s);
   const tcp::Results r = run_as_client_or_loopback(o.client, o.port, local, p);  // --loopback: no --client (one role)
   if (!mon) {
-    print(r, o.format, ctx, nullptr, plugin.get());
+    print(r, printing);
   } else {
     const monitor::SessionResult m = stop_monitor(*mon, ctx);
-    print(r, o.format, ctx, &m, plugin.get());
+    print(r, printing, &m);
   }
   if (!r.failure.empty()) report_failure(r, ctx);
   if (interrupt.signal_number() != 0) ctx.exit_code = 128 + interrupt.signal_number();
@@ -294,7 +307,10 @@ CLI::App* add_engine_command(CLI::App& bench, Context& ctx, bool net) {
   o->cmd = c;
   c->add_option("--sessions", o->sessions, "server: sessions to serve, then exit (0 = until killed)")->capture_default_str();
   c->add_option("--accept-timeout", o->accept_timeout_s, "server: seconds to wait for a client (0 = forever)");
-  c->add_option("--format", o->format, "text or json")->capture_default_str();
+  c->add_option("--format", o->out.format, "text, csv (channel, NIC and total rows) or json (with run metadata)")
+      ->capture_default_str();
+  c->add_option("--out", o->out.out, "write to FILE, or into DIR (existing, or ending in /) under a dated name");
+  c->add_flag("--force", o->out.force, "replace the --out FILE if it exists");
   c->add_option("--max-memory", o->max_memory, "server: host buffer bytes one session may take (default: a quarter "
                                                "of RAM; K/M/G)");
   c->add_option("--max-conns", o->max_conns, "server: data connections one session may open")->capture_default_str();

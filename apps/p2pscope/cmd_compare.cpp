@@ -33,15 +33,7 @@ void run_compare(const CompareOptions& o, Context& ctx) {
   out::Report rep;
   rep.text.emplace_back(out::TextFn([&c] { return compare::to_text(c); }));
   rep.html = [&c] { return compare::to_html(c); };
-  rep.json = [&c, &ctx] {
-    // schema_version and the metadata block first in the file, whatever the keys' order.
-    nlohmann::ordered_json j;
-    j["schema_version"] = kSchemaVersion;
-    j["metadata"] = nlohmann::ordered_json::parse(run_metadata(ctx.argv).dump());
-    const nlohmann::json body = compare::to_json(c);
-    for (const auto& [k, v] : body.items()) j[k] = nlohmann::ordered_json::parse(v.dump());
-    return out::JsonDoc(std::move(j));
-  };
+  rep.json = [&c, &ctx] { return out::JsonDoc(out::measured_json(run_metadata(ctx.argv), compare::to_json(c))); };
   emit(output.print(rep), output, o.out, "compare");
   if (o.fail_on_change && c.changed() > 0) ctx.exit_code = 1;
 }

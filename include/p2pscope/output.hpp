@@ -60,6 +60,9 @@ struct Column {
   Hint hint = Hint::text;
   Unit unit = Unit::none;
   int digits = 2;  // decimals of a converted figure
+  // What text shows in an empty cell ("-": nothing to report there). CSV and JSON leave
+  // it empty (null), so a numeric column reads back as numbers.
+  std::string blank{};
 };
 
 // One cell: empty, a number in its column's base unit, an integer, or text (also in a
@@ -90,8 +93,9 @@ class ResultTable {
   void add_row(std::vector<Cell> cells);  // pads with empty cells to the column count
   const std::vector<Column>& columns() const { return columns_; }
   const std::vector<std::vector<Cell>>& rows() const { return rows_; }
-  // As people read it (the cells' text): aligned text and CSV go through it.
-  Table rendered() const;
+  // As people read it (the cells' text): aligned text and CSV go through it; CSV passes
+  // `blanks = false`, so an empty cell stays empty rather than showing its column's blank.
+  Table rendered(bool blanks = true) const;
   // {"columns": [{name, unit, hint}], "rows": [[...], ...]} with figures in their units.
   nlohmann::json to_json() const;
 
@@ -99,6 +103,16 @@ class ResultTable {
   std::vector<Column> columns_;
   std::vector<std::vector<Cell>> rows_;
 };
+
+// One table of several, for CSV's single header: a first column `key` names the part
+// each row came from, then the parts' columns by name in first-seen order (a name the
+// parts share is one column, so it must mean one figure in one unit); a row leaves the
+// columns of other parts empty.
+struct Part {
+  std::string name;
+  const ResultTable& table;
+};
+ResultTable stack(const std::string& key, std::initializer_list<Part> parts);
 
 // ---- the document a command hands to the printer -------------------------------------
 // A part of the text for people, in order: a verbatim string, a typed table, a table, or
@@ -116,6 +130,16 @@ struct Report {
   std::function<JsonDoc()> json;
   std::function<std::string()> html;  // a self-contained page, for commands that have one
 };
+
+// The JSON of every measuring command (bench gpu, nccl, tcp, net, compare, predict) is
+// made here, so each starts alike: schema_version, then the run's metadata block
+// (p2pscope/metadata.hpp, with what the command adds to it) under `metadata_key`, then
+// the body's keys in the body's order. Throws Error where the body holds either head key.
+inline constexpr std::string_view kMetadataKey = "metadata";
+// The benches' name for the block since their first JSON (compare reads it): kept for readers.
+inline constexpr std::string_view kRunMetadataKey = "run_metadata";
+nlohmann::ordered_json measured_json(const nlohmann::json& metadata, const nlohmann::json& body,
+                                     std::string_view metadata_key = kMetadataKey);
 
 // ---- formats and their printers ---------------------------------------------------------
 enum class Format { text, json, csv, html };
@@ -139,6 +163,7 @@ struct FormatRow {
   std::string_view help{};
   std::string_view extension;  // for a dated file under --out DIR
   bool one_table;              // holds a single table (one header line): csv
+  bool shows_text;             // prints the Report's text blocks: notes for people belong there
   std::unique_ptr<Printer> (*make)();
 };
 extern const std::array<FormatRow, 4> kFormats;
@@ -158,6 +183,9 @@ class Output {
   std::string_view name() const { return row_->name; }
   std::string_view extension() const { return row_->extension; }
   bool one_table() const { return row_->one_table; }
+  // False: what a command tells people besides the Report goes to stderr, keeping stdout
+  // a document a program reads.
+  bool shows_text() const { return row_->shows_text; }
 
  private:
   const FormatRow* row_;

@@ -23,6 +23,7 @@
 
 #include "p2pscope/bindings.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/output.hpp"
 
 namespace p2pscope::tcp {
 
@@ -183,7 +184,12 @@ Boundedness boundedness(const Results& r);
 nlohmann::json to_json(const SideReport& s);
 nlohmann::json to_json(const Results& r);
 SideReport side_from_json(const nlohmann::json& j);
-// Text tables: per channel, per NIC, per GPU, totals, latency, workers, warnings.
+// The figures for every printer (report_tables.cpp): text shows the tables per channel,
+// per NIC and the totals (or the latency table), the workers and the notes; CSV stacks the
+// figure tables into one, a "table" column naming each row's; JSON is to_json(r) (the
+// command puts its metadata around it). The Report refers to `r`: print it while r lives.
+out::Report report(const Results& r);
+// The report as text.
 std::string format_text(const Results& r);
 
 // Runs the client side against a server; returns both sides' figures. A session that

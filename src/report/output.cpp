@@ -11,10 +11,10 @@
 namespace p2pscope::out {
 
 const std::array<FormatRow, 4> kFormats{{
-    {Format::text, "text", {}, {}, "txt", false, make_text_printer},
-    {Format::json, "json", {}, {}, "json", false, make_json_printer},
-    {Format::csv, "csv", {}, {}, "csv", true, make_csv_printer},
-    {Format::html, "html", {}, {}, "html", false, make_html_printer},
+    {Format::text, "text", {}, {}, "txt", false, true, make_text_printer},
+    {Format::json, "json", {}, {}, "json", false, false, make_json_printer},
+    {Format::csv, "csv", {}, {}, "csv", true, false, make_csv_printer},
+    {Format::html, "html", {}, {}, "html", false, false, make_html_printer},
 }};
 
 const UnitRow& unit_row(Unit u) {
@@ -87,13 +87,14 @@ void ResultTable::add_row(std::vector<Cell> cells) {
   rows_.push_back(std::move(cells));
 }
 
-Table ResultTable::rendered() const {
+Table ResultTable::rendered(bool blanks) const {
   std::vector<std::string> head;
   for (const auto& c : columns_) head.push_back(c.name);
   Table t(head);
   for (const auto& row : rows_) {
     std::vector<std::string> cells;
-    for (std::size_t i = 0; i < row.size(); ++i) cells.push_back(row[i].text(columns_[i]));
+    for (std::size_t i = 0; i < row.size(); ++i)
+      cells.push_back(blanks && row[i].empty() ? columns_[i].blank : row[i].text(columns_[i]));
     t.add_row(std::move(cells));
   }
   return t;
@@ -112,6 +113,27 @@ nlohmann::json ResultTable::to_json() const {
     rows.push_back(std::move(r));
   }
   return {{"columns", cols}, {"rows", rows}};
+}
+
+ResultTable stack(const std::string& key, std::initializer_list<Part> parts) {
+  std::vector<Column> cols{{key}};
+  auto index = [&cols](const std::string& name) {  // cols.size() when there is none yet
+    std::size_t i = 1;
+    while (i < cols.size() && cols[i].name != name) ++i;
+    return i;
+  };
+  for (const Part& p : parts)
+    for (const Column& c : p.table.columns())
+      if (index(c.name) == cols.size()) cols.push_back(c);
+  ResultTable all(cols);
+  for (const Part& p : parts)
+    for (const auto& row : p.table.rows()) {
+      std::vector<Cell> cells(cols.size());
+      cells[0] = p.name;
+      for (std::size_t i = 0; i < row.size(); ++i) cells[index(p.table.columns()[i].name)] = row[i];
+      all.add_row(std::move(cells));
+    }
+  return all;
 }
 
 }  // namespace p2pscope::out

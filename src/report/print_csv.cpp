@@ -12,7 +12,7 @@ class CsvPrinter final : public Printer {
     // Commands refuse csv before any work where they would have several (FormatRow::one_table).
     if (r.tables.size() != 1)
       throw Error("csv holds one table and this result has " + std::to_string(r.tables.size()) + "; use json");
-    return r.tables.front().rendered().to_csv();
+    return r.tables.front().rendered(false).to_csv();
   }
 };
 

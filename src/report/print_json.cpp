@@ -1,5 +1,8 @@
 // --format json: the Report's document (built now, so metadata and topology are read
-// only for JSON), or its typed tables with their units when it has none.
+// only for JSON), or its typed tables with their units when it has none; and the head
+// every measuring command's document starts with.
+#include "p2pscope/error.hpp"
+#include "p2pscope/metadata.hpp"
 #include "p2pscope/output.hpp"
 
 namespace p2pscope::out {
@@ -19,5 +22,18 @@ class JsonPrinter final : public Printer {
 }  // namespace
 
 std::unique_ptr<Printer> make_json_printer() { return std::make_unique<JsonPrinter>(); }
+
+nlohmann::ordered_json measured_json(const nlohmann::json& metadata, const nlohmann::json& body,
+                                     std::string_view metadata_key) {
+  const std::string key(metadata_key);
+  // A body that sets either itself would move it out of its place at the head: a bug.
+  if (body.contains("schema_version") || body.contains(key))
+    throw Error("a measured document's body sets schema_version or " + key + " itself");
+  nlohmann::ordered_json j;
+  j["schema_version"] = kSchemaVersion;
+  j[key] = nlohmann::ordered_json(metadata);
+  for (const auto& [k, v] : body.items()) j[k] = nlohmann::ordered_json(v);
+  return j;
+}
 
 }  // namespace p2pscope::out

@@ -1,37 +1,16 @@
-// Results as JSON (also the wire form of the server's figures) and as text tables.
-#include <map>
+// Results as JSON (also the wire form of the server's figures) and the CPU-bound verdict;
+// the tables for every printer are in report_tables.cpp.
 #include <tuple>
 #include <utility>
 #include <vector>
-#include <sstream>
 
 #include "p2pscope/error.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/table.hpp"
 #include "p2pscope/tcp.hpp"
-#include "p2pscope/text.hpp"
-#include "p2pscope/units.hpp"
 
 namespace p2pscope::tcp {
 namespace {
-
-std::string gbps(double bytes_per_s) { return fixed(bytes_per_s / 1e9, 3); }
-
-// "regMrDmaBuf (dma-buf) on 4 of 4 links" or, mixed, which channel used which.
-std::string registration_text(const SideReport& s) {
-  std::map<std::string, std::vector<std::string>> by;
-  for (const auto& c : s.channels)
-    if (!c.registration.empty())
-      by[c.registration].push_back(c.dir + " gpu " + std::to_string(c.gpu) + " ch " + std::to_string(c.channel));
-  auto call = [](const std::string& r) {
-    if (r == "dmabuf") return std::string("regMrDmaBuf (dma-buf fd of the CUDA buffer)");
-    return "regMr of " + (r == "cuda" ? std::string("CUDA") : r) + " memory";
-  };
-  if (by.empty()) return "";
-  if (by.size() == 1) return call(by.begin()->first) + " on all " + std::to_string(by.begin()->second.size()) + " channel(s)";
-  return join(by, "; ", [&](const auto& kv) { return call(kv.first) + " on " + join(kv.second); });
-}
-std::string us(double ns) { return fixed(ns / 1e3, 1); }
 
 nlohmann::json stats_json(const std::vector<double>& v) {
   const Stats s = compute_stats(v);
@@ -189,83 +168,6 @@ nlohmann::json to_json(const Results& r) {
   if (!r.failure.empty())
     j["failure"] = {{"reason", r.failure}, {"cause", r.failure_cause}, {"rounds_completed", r.rounds_completed}};
   return j;
-}
-
-std::string format_text(const Results& r) {
-  std::ostringstream out;
-  const Params& p = r.params;
-  out << "mode " << to_string(p.mode) << ", mem " << (p.mem == MemKind::gpu ? "gpu" : "host") << ", " << p.gpus.size()
-      << " GPU pair(s) x " << p.channels << " channel(s) x " << p.sockets_per_channel << " socket(s), size "
-      << format_size(p.size_bytes) << ", chunk " << format_size(p.chunk_bytes) << ", window " << p.window << ", "
-      << p.iters << (p.mode == Mode::latency ? " pings" : " timed rounds") << (p.verify ? ", verified" : "")
-      << "  (GB/s = 1e9 B/s; sizes in KiB/MiB)\n\n";
-  if (p.mode == Mode::latency) {
-    Table t({"side", "channel", "nic", "n", "p50_us", "p99_us"});
-    for (const auto* s : {&r.client}) {
-      const Stats st = compute_stats(s->latency_ns);
-      t.add_row({s->side, "all", "", std::to_string(st.n), us(st.median), us(st.p99)});
-      for (const auto& c : s->channels)
-        t.add_row({s->side, std::to_string(c.channel), c.nic, "", us(c.chunk_lat_p50_ns), us(c.chunk_lat_p99_ns)});
-    }
-    out << "Latency (half round trip of a " << format_size(p.size_bytes) << " message)\n" << t.to_text() << "\n";
-  } else {
-    Table t({"side", "dir", "role", "gpu", "ch", "nic", "local", "peer", "GB/s", "lat_p50_us", "lat_p99_us",
-             "win_mean", "win_max", "retrans"});
-    std::map<std::string, std::pair<std::uint64_t, double>> per_nic;  // side/role/nic -> bytes, max elapsed
-    for (const auto* s : {&r.client, &r.server})
-      for (const auto& c : s->channels) {
-        t.add_row({s->side, c.dir, c.sent ? "send" : "recv", std::to_string(c.gpu), std::to_string(c.channel), c.nic,
-                   c.local_addr, c.peer_addr, gbps(c.bytes_per_s), c.sent ? us(c.chunk_lat_p50_ns) : "-",
-                   c.sent ? us(c.chunk_lat_p99_ns) : "-", c.sent ? fixed(c.window_mean, 2) : "-",
-                   c.sent ? std::to_string(c.window_max) : "-", std::to_string(c.retransmits)});
-        auto& e = per_nic[s->side + "\t" + (c.sent ? "send" : "recv") + "\t" + c.nic];
-        e.first += c.bytes;
-        e.second = std::max(e.second, c.elapsed_s);
-      }
-    out << "Per channel\n" << t.to_text() << "\n";
-    Table n({"side", "role", "nic", "GB/s"});
-    for (const auto& [key, v] : per_nic) {
-      std::vector<std::string> cells;
-      std::istringstream ks(key);
-      for (std::string part; std::getline(ks, part, '\t');) cells.push_back(part);
-      cells.push_back(v.second > 0 ? gbps(static_cast<double>(v.first) / v.second) : "-");
-      n.add_row(cells);
-    }
-    out << "Per NIC (bytes over the slowest channel's active time)\n" << n.to_text() << "\n";
-    Table tot({"side", "send_GB/s", "recv_GB/s", "rounds", "verified"});
-    for (const auto* s : {&r.client, &r.server})
-      tot.add_row({s->side, s->round_tx_bytes_per_s.empty() ? "-" : gbps(s->tx_bytes_per_s),
-                   s->round_rx_bytes_per_s.empty() ? "-" : gbps(s->rx_bytes_per_s),
-                   std::to_string(std::max(s->round_tx_bytes_per_s.size(), s->round_rx_bytes_per_s.size())),
-                   p.verify ? format_size(s->verified_bytes) : "off"});
-    out << "Total (median over rounds)\n" << tot.to_text() << "\n";
-  }
-  Table w({"side", "role", "dir", "gpu", "ch", "sock", "nic", "expected_cpus", "actual_cpus", "", "cpu_s", "busy_%",
-           "runq_%", "syscalls", "vol_sw", "invol_sw"});
-  for (const auto* s : {&r.client, &r.server})
-    for (const auto& x : s->workers)
-      w.add_row({s->side, x.role, x.dir, std::to_string(x.gpu), std::to_string(x.channel), std::to_string(x.socket),
-                 x.nic, x.expected_cpus.empty() ? "(unbound)" : format_cpulist(x.expected_cpus),
-                 format_cpulist(x.actual_cpus), x.mismatch ? "MISMATCH" : "", fixed(x.cpu_time_s, 3),
-                 x.wall_time_s > 0 ? fixed(100 * x.cpu_time_s / x.wall_time_s, 0) : "-",
-                 x.wall_time_s > 0 ? fixed(100 * x.runqueue_wait_s / x.wall_time_s, 0) : "-", std::to_string(x.syscalls),
-                 std::to_string(x.voluntary_switches), std::to_string(x.involuntary_switches)});
-  out << "Workers (binding, CPU time, busy = CPU / wall time of its rounds, runq = waiting for a CPU, data-path "
-         "syscalls, context switches)\n"
-      << w.to_text();
-  if (p.mode != Mode::latency) out << boundedness(r).text << "\n";
-  // Set-up is outside every timed round but inside the command's wall time: say it.
-  for (const auto* s : {&r.client, &r.server})
-    if (!s->buffer_layout.empty())
-      out << s->side << " setup: " << fixed(s->setup_s, 3) << " s for " << format_size(s->buffer_bytes)
-          << " of data buffers (" << s->buffer_layout << "); rounds " << fixed(s->rounds_s, 3) << " s\n";
-  for (const auto* s : {&r.client, &r.server})
-    if (const std::string reg = registration_text(*s); !reg.empty()) out << s->side << " registration: " << reg << "\n";
-  for (const auto* s : {&r.client, &r.server}) {
-    for (const auto& b : s->buffer_numa) out << s->side << " buffer: " << b << "\n";
-    for (const auto& x : s->warnings) out << "warning (" << s->side << "): " << x << "\n";
-  }
-  return out.str();
 }
 
 }  // namespace p2pscope::tcp

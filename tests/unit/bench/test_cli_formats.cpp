@@ -16,9 +16,11 @@
 #include <nlohmann/json.hpp>
 
 #include "p2pscope/table.hpp"
+#include "support/csv_rows.hpp"
 #include "support/run_binary.hpp"
 
 using p2pscope::fixed;
+using p2pscope::test::csv_rows;
 using p2pscope::test::run_binary_split;
 
 namespace {
@@ -28,30 +30,6 @@ class FormatsCli : public ::testing::Test {
     if (!std::filesystem::exists(P2PSCOPE_BINARY)) GTEST_SKIP() << "p2pscope binary not built (make build)";
   }
 };
-
-std::vector<std::string> split(const std::string& line, char sep) {
-  std::vector<std::string> out;
-  std::string cell;
-  std::istringstream s(line);
-  while (std::getline(s, cell, sep)) out.push_back(cell);
-  return out;
-}
-
-// The CSV as header -> cell, one map per row.
-std::vector<std::map<std::string, std::string>> csv_rows(const std::string& csv) {
-  std::istringstream s(csv);
-  std::string line;
-  std::getline(s, line);
-  const auto head = split(line, ',');
-  std::vector<std::map<std::string, std::string>> rows;
-  while (std::getline(s, line)) {
-    const auto cells = split(line, ',');
-    std::map<std::string, std::string> row;
-    for (std::size_t i = 0; i < head.size() && i < cells.size(); ++i) row[head[i]] = cells[i];
-    rows.push_back(row);
-  }
-  return rows;
-}
 
 // The text rows table's data line for pair src:dst (after the table's rule).
 std::vector<std::string> text_row(const std::string& text, const std::string& size) {

@@ -110,6 +110,40 @@ TEST(Output, AnEmptyOrTextCellInANumericColumnShowsAsIs) {
   EXPECT_TRUE(t.to_json()["rows"][0][2].is_null());
 }
 
+// A blank is for people: text shows "-" where CSV and JSON leave the cell empty.
+TEST(Output, AnEmptyCellShowsItsColumnsBlankInTextOnly) {
+  Report r;
+  r.tables.push_back(ResultTable({{"side"}, {"lat_us", Hint::duration, Unit::us, 1, "-"}}));
+  r.tables[0].add_row({"server"});
+  r.text.emplace_back(r.tables[0]);
+  EXPECT_NE(make_text_printer()->print(r).find("server  -"), std::string::npos) << make_text_printer()->print(r);
+  EXPECT_EQ(make_csv_printer()->print(r), "side,lat_us\nserver,\n");
+  EXPECT_TRUE(r.tables[0].to_json()["rows"][0][1].is_null());
+}
+
+// Several tables as CSV's one: a key column, the columns by name once, others' cells empty.
+TEST(Output, StackedTablesShareColumnsByName) {
+  ResultTable a({{"side"}, {"GB/s", Hint::byte_rate, Unit::GBps, 3}}), b({{"side"}, {"rounds", Hint::count}});
+  a.add_row({"client", 2.5e9});
+  b.add_row({"server", 3});
+  const ResultTable t = stack("table", {{"channel", a}, {"total", b}});
+  EXPECT_EQ(t.rendered(false).to_csv(), "table,side,GB/s,rounds\nchannel,client,2.500,\ntotal,server,,3\n");
+}
+
+// Every measuring command's JSON starts alike: schema_version, then the metadata block.
+TEST(Output, MeasuredJsonStartsWithSchemaVersionThenMetadata) {
+  const nlohmann::json meta = {{"argv", {"p2pscope"}}}, body = {{"a", 1}, {"b", {{"c", 2}}}};
+  const nlohmann::ordered_json j = measured_json(meta, body, kRunMetadataKey);
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : j.items()) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"schema_version", "run_metadata", "a", "b"}));
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["b"]["c"], 2);
+  EXPECT_EQ(measured_json(meta, body).begin().value(), 1);
+  EXPECT_EQ(std::next(measured_json(meta, body).begin()).key(), "metadata");
+  EXPECT_THROW(measured_json(meta, {{"schema_version", 2}}), p2pscope::Error) << "the body may not move the head";
+}
+
 TEST(Output, FormatsComeFromOneTable) {
   EXPECT_EQ(format_choices({Format::text, Format::csv, Format::json}), "text, csv or json");
   EXPECT_EQ(format_choices({Format::text, Format::json, Format::html}), "text, json or html");
@@ -125,6 +159,9 @@ TEST(Output, FormatsComeFromOneTable) {
   EXPECT_EQ(Output(Format::json).extension(), "json");
   EXPECT_TRUE(Output(Format::csv).one_table());
   EXPECT_FALSE(Output(Format::json).one_table());
+  EXPECT_TRUE(Output(Format::text).shows_text());
+  EXPECT_FALSE(Output(Format::csv).shows_text()) << "notes for people would break the CSV";
+  EXPECT_FALSE(Output(Format::json).shows_text());
 }
 
 TEST(Output, HtmlIsTheReportsPage) {

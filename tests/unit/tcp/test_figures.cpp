@@ -122,28 +122,7 @@ TEST(TcpFigures, BidirReportsEachDirectionApart) {
 // The printed figures: GB/s is 1e9 B/s with three decimals in text, B/s in JSON, on a
 // report of known numbers.
 TEST(TcpFigures, TextAndJsonCarryTheSameFigureInTheirOwnUnit) {
-  Results r;
-  r.params = base();
-  r.params.iters = 1;
-  ChannelReport c;
-  c.dir = "c2s";
-  c.sent = true;
-  c.channel = 0;
-  c.nic = "lo";
-  c.bytes = 5'000'000'000ull;
-  c.elapsed_s = 2.0;
-  c.bytes_per_s = 2.5e9;
-  r.client.side = "client";
-  r.client.channels = {c};
-  r.client.round_tx_bytes_per_s = {3.75e9};
-  r.client.tx_bytes_per_s = 3.75e9;
-  ChannelReport rc = c;
-  rc.sent = false;
-  rc.bytes_per_s = 1.25e9;
-  r.server.side = "server";
-  r.server.channels = {rc};
-  r.server.round_rx_bytes_per_s = {1.5e9};
-  r.server.rx_bytes_per_s = 1.5e9;
+  const Results r = test::known_report();
   const std::string text = format_text(r);
   EXPECT_NE(text.find("GB/s = 1e9 B/s"), std::string::npos) << text;
   EXPECT_NE(text.find(" 2.500 "), std::string::npos) << text;  // the client's channel
