@@ -57,7 +57,7 @@ out::Output check_bench_common(const BenchCommon& c) {
   return output;
 }
 
-// schema_version, run_metadata (with CUDA/NCCL versions), then `body` and the topology this ran on.
+// schema_version, metadata (with CUDA/NCCL versions), then `body` and the topology this ran on.
 out::JsonDoc bench_json(nlohmann::json body, const Context& ctx) {
   trace_phase("metadata: start");
   nlohmann::json meta = run_metadata(ctx.argv);
@@ -70,7 +70,7 @@ out::JsonDoc bench_json(nlohmann::json body, const Context& ctx) {
     body["topology"] = {{"error", e.what()}};
   }
   trace_phase("metadata: done");
-  return out::measured_json(meta, body, out::kRunMetadataKey);
+  return out::measured_json(meta, body);
 }
 
 // --out FILE, or DIR (an existing directory or a path ending in '/'): a named file in it.

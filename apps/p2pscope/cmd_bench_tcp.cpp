@@ -130,7 +130,7 @@ void print(const tcp::Results& r, const Printing& p, const monitor::SessionResul
     nlohmann::json body = tcp::to_json(r);
     if (p.plugin) body["plugin"] = net::properties_json(*p.plugin);
     if (mon) body["monitor"] = mon->json;
-    return out::JsonDoc(out::measured_json(run_metadata(p.ctx.argv), body, out::kRunMetadataKey));
+    return out::JsonDoc(out::measured_json(run_metadata(p.ctx.argv), body));
   };
   emit(p.output.print(rep), p.output, p.o.out, p.o.net ? "bench_net" : "bench_tcp");
   if (mon) print_monitor_lines(*mon, p.output.shows_text() ? stdout : stderr);
@@ -146,7 +146,7 @@ std::unique_ptr<monitor::MonitorSession> start_monitor(const BenchTcpOptions& o,
 monitor::SessionResult stop_monitor(monitor::MonitorSession& mon, const Context& ctx) {
   monitor::SessionResult r = mon.stop();
   if (!r.ok) return r;
-  nlohmann::json doc = {{"metadata", run_metadata(ctx.argv)}, {"monitor", r.json}};
+  const auto doc = out::measured_json(run_metadata(ctx.argv), {{"monitor", r.json}});
   std::ofstream f(std::filesystem::path(r.csv_path).parent_path() / "summary.json");
   f << doc.dump(2) << "\n";
   if (!f) r.json["notes"].push_back("summary.json beside monitor.csv could not be written");

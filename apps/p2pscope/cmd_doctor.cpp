@@ -244,8 +244,7 @@ void add_doctor_command(CLI::App& app, Context& ctx) {
         jr.push_back({{"label", r.label}, {"busbw_bytes_per_s", r.busbw_bytes_per_s}, {"exit_code", r.exit_code},
                       {"log", tune::to_json(r.log)}, {"error", r.error}});
       j["compare_transports"] = jr;
-      j["metadata"] = run_metadata(ctx.argv);
-      return out::JsonDoc(std::move(j));
+      return out::JsonDoc(out::measured_json(run_metadata(ctx.argv), j));
     };
     std::cout << output.print(out_rep);
     if (!opt->report.empty()) {

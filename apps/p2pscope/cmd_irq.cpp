@@ -167,8 +167,7 @@ void add_snapshot_command(CLI::App* irq, const std::shared_ptr<IrqOptions>& opt,
   snap->add_flag("--force", opt->force, "Replace the --out file if it exists");
   snap->callback([opt, &ctx] {
     const FsRoot fs(opt->root);
-    auto j = tune::to_json(tune::take_snapshot(fs));
-    j["metadata"] = run_metadata(ctx.argv);
+    const auto j = out::measured_json(run_metadata(ctx.argv), tune::to_json(tune::take_snapshot(fs)));
     emit(j.dump(2) + "\n", opt->out, opt->force);
   });
 }

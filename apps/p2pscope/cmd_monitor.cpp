@@ -18,6 +18,7 @@
 
 #include "commands.hpp"
 #include "monitor/collect.hpp"
+#include "p2pscope/output.hpp"
 #include "p2pscope/child_process.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
@@ -172,11 +173,9 @@ void report_monitor(const MonitorArgs& a, const CommandEnd& end, const std::stri
                     Context& ctx) {
   namespace fs = std::filesystem;
   const monitor::Summary& summary = end.summary;
-  nlohmann::json doc;
-  doc["metadata"] = run_metadata(ctx.argv);
-  doc["command"] = a.command;
-  doc["exit_code"] = end.exit_code;
-  doc["monitor"] = monitor::summary_to_json(summary);
+  const auto doc = out::measured_json(run_metadata(ctx.argv), {{"command", a.command},
+                                                                {"exit_code", end.exit_code},
+                                                                {"monitor", monitor::summary_to_json(summary)}});
   const std::string json_path = (fs::path(out) / "summary.json").string();
   std::ofstream f(json_path);
   f << doc.dump(2) << "\n";

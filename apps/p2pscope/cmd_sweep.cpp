@@ -14,6 +14,7 @@
 #include "bench_common.hpp"
 #include "commands.hpp"
 #include "monitor_options.hpp"
+#include "p2pscope/output.hpp"
 #include "p2pscope/auth.hpp"
 #include "p2pscope/charts.hpp"
 #include "p2pscope/clock.hpp"
@@ -163,7 +164,7 @@ tcp::SweepSpec make_spec(const SweepTcpOptions& o) {
 }
 
 // best.json: the best point with its figures, the command that runs it, how far it got.
-nlohmann::json best_json(const SweepTcpOptions& o, const tcp::SweepSpec& spec, const tcp::SweepResult& r,
+nlohmann::ordered_json best_json(const SweepTcpOptions& o, const tcp::SweepSpec& spec, const tcp::SweepResult& r,
                          const tcp::SweepPoint& best, const Stats& st, Context& ctx) {
   nlohmann::json j;
   j["best"] = {{"channels", best.channels}, {"chunk_bytes", best.chunk_bytes}, {"window", best.window},
@@ -182,8 +183,7 @@ nlohmann::json best_json(const SweepTcpOptions& o, const tcp::SweepSpec& spec, c
   j["points"] = r.samples().size();
   j["points_planned"] = r.grid.size();
   if (!r.stopped.empty()) j["stopped"] = r.stopped;
-  j["run_metadata"] = run_metadata(ctx.argv);
-  return j;
+  return out::measured_json(run_metadata(ctx.argv), j);
 }
 
 Table runs_csv_header() {
@@ -207,8 +207,8 @@ void report(const SweepTcpOptions& o, const tcp::SweepSpec& spec, const tcp::Swe
   if (mon) mon_result = mon->stop();  // the whole sweep; per point: monitor.csv's timeline
   const auto [best, st] = *r.best();
   write_heatmap(o, spec, r, best);
-  nlohmann::json j = best_json(o, spec, r, best, st, ctx);
-  if (mon) j["monitor"] = mon_result.json;
+  nlohmann::ordered_json j = best_json(o, spec, r, best, st, ctx);
+  if (mon) j["monitor"] = nlohmann::ordered_json(mon_result.json);
   write_file(std::filesystem::path(o.out) / "best.json", j.dump(2) + "\n");
   std::cout << points_table(r).to_text() << "\nbest: " << j["command"].get<std::string>() << "  -> "
             << fixed(st.median / 1e9, 3) << " GB/s\nwrote " << o.out << "/{sweep.csv,heatmap.svg,best.json"

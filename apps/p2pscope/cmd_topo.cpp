@@ -47,12 +47,10 @@ void add_topo_command(CLI::App& app, Context& ctx) {
     out::Report rep;
     rep.text.emplace_back(out::TextFn([&t] { return topo::to_text(t); }));
     rep.json = [&] {
-      nlohmann::json j = topo::to_json(t);
       nlohmann::json meta = run_metadata(ctx.argv);
       meta["versions"] = gpu::to_json(gpu::runtime_info());
       meta["root"] = fs.root().string();
-      j["metadata"] = std::move(meta);
-      return out::JsonDoc(std::move(j));
+      return out::JsonDoc(out::measured_json(meta, topo::to_json(t)));
     };
     const std::string text = chosen_output(opt->format).print(rep);
     if (opt->out.empty() || opt->out == "-") {

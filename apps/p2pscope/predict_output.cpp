@@ -17,12 +17,7 @@ out::Output predict_output(const std::string& format) {
 }
 
 nlohmann::ordered_json predict_json_head(const Context& ctx) {
-  nlohmann::ordered_json j;
-  j["schema_version"] = kSchemaVersion;
-  const nlohmann::json meta = run_metadata(ctx.argv);  // items() refers to it: not a temporary
-  for (const auto& [k, v] : meta.items())
-    if (k != "schema_version") j[k] = nlohmann::ordered_json::parse(v.dump());
-  return j;
+  return out::measured_json(run_metadata(ctx.argv), nlohmann::json::object());
 }
 
 void write_predict(const out::Report& rep, const out::Output& output, const PredictFiles& files) {

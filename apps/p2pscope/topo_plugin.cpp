@@ -72,9 +72,7 @@ void run(const std::string& requested, const out::Output& output, const std::str
     return text + resolution_text(rep.resolution);
   }));
   report.json = [&rep, &ctx] {
-    nlohmann::json j = rep.to_json();
-    j["metadata"] = run_metadata(ctx.argv);
-    return out::JsonDoc(std::move(j));
+    return out::JsonDoc(out::measured_json(run_metadata(ctx.argv), rep.to_json()));
   };
   const std::string text = output.print(report);
   if (out_path.empty() || out_path == "-") {

@@ -131,15 +131,14 @@ struct Report {
   std::function<std::string()> html;  // a self-contained page, for commands that have one
 };
 
-// The JSON of every measuring command (bench gpu, nccl, tcp, net, compare, predict) is
-// made here, so each starts alike: schema_version, then the run's metadata block
-// (p2pscope/metadata.hpp, with what the command adds to it) under `metadata_key`, then
-// the body's keys in the body's order. Throws Error where the body holds either head key.
+// Every JSON document p2pscope prints or writes (bench gpu, nccl, tcp, net, compare,
+// predict, topo, doctor, irq, monitor, sweep's best.json) is made here, so each starts
+// alike: schema_version, then the run's metadata block (p2pscope/metadata.hpp, with what
+// the command adds to it) under "metadata", then the body's keys in the body's order.
+// (The benches named the block "run_metadata" until 2026-11-27; compare reads both.)
+// Throws Error where the body holds either head key.
 inline constexpr std::string_view kMetadataKey = "metadata";
-// The benches' name for the block since their first JSON (compare reads it): kept for readers.
-inline constexpr std::string_view kRunMetadataKey = "run_metadata";
-nlohmann::ordered_json measured_json(const nlohmann::json& metadata, const nlohmann::json& body,
-                                     std::string_view metadata_key = kMetadataKey);
+nlohmann::ordered_json measured_json(const nlohmann::json& metadata, const nlohmann::json& body);
 
 // ---- formats and their printers ---------------------------------------------------------
 enum class Format { text, json, csv, html };

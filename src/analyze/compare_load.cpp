@@ -33,6 +33,14 @@ std::string kind_text(Kind k) {
 
 namespace {
 
+// The run's start from its metadata block: "metadata" since 2026-11-27, "run_metadata"
+// in the benches' JSON before.
+std::string started_of(const nlohmann::json& j) {
+  for (const char* key : {"metadata", "run_metadata"})
+    if (j.contains(key) && j[key].is_object()) return j[key].value("start_time", "");
+  return "";
+}
+
 constexpr const char* kWhatWeRead =
     "compare reads bench gpu and bench nccl JSON (--format json), profile campaign directories and sweep tcp CSVs "
     "(sweep.csv)";
@@ -102,7 +110,7 @@ Loaded load_bench_gpu(const std::string& shown, const nlohmann::json& j) {
   r.unit = "ns";
   r.mode = j.value("pattern", "");
   const std::string backend = j.value("backend", "");
-  if (j.contains("run_metadata") && j["run_metadata"].is_object()) r.started = j["run_metadata"].value("start_time", "");
+  r.started = started_of(j);
   r.description = fmt::format("bench gpu, backend {}, {}, {} iterations", backend, r.mode, j.value("iters", 0));
   for (const auto& row : j["rows"]) {
     if (!row.is_object() || !row.value("supported", true)) continue;
@@ -122,7 +130,7 @@ Loaded load_bench_nccl(const std::string& shown, const nlohmann::json& j) {
   r.path = shown;
   r.unit = "ns";
   r.mode = j["op"].is_string() ? j["op"].get<std::string>() : "";
-  if (j.contains("run_metadata") && j["run_metadata"].is_object()) r.started = j["run_metadata"].value("start_time", "");
+  r.started = started_of(j);
   const int ranks = j.contains("ranks") && j["ranks"].is_number_integer() ? j["ranks"].get<int>() : 0;
   r.description = fmt::format("bench nccl, {}{}", r.mode, ranks > 0 ? fmt::format(", {} ranks", ranks) : "");
   for (const auto& row : j["rows"]) {

@@ -23,9 +23,8 @@ class JsonPrinter final : public Printer {
 
 std::unique_ptr<Printer> make_json_printer() { return std::make_unique<JsonPrinter>(); }
 
-nlohmann::ordered_json measured_json(const nlohmann::json& metadata, const nlohmann::json& body,
-                                     std::string_view metadata_key) {
-  const std::string key(metadata_key);
+nlohmann::ordered_json measured_json(const nlohmann::json& metadata, const nlohmann::json& body) {
+  const std::string key(kMetadataKey);
   // A body that sets either itself would move it out of its place at the head: a bug.
   if (body.contains("schema_version") || body.contains(key))
     throw Error("a measured document's body sets schema_version or " + key + " itself");

@@ -62,8 +62,8 @@ TEST_F(BenchGpuCli, UnidirectionalJsonHasSamplesChecksMetadataAndTopology) {
   }
   EXPECT_EQ(j["rows"][0]["src"], 0);
   EXPECT_EQ(j["rows"][1]["src"], 1);
-  EXPECT_TRUE(j["run_metadata"].contains("argv"));
-  EXPECT_TRUE(j["run_metadata"].contains("versions"));
+  EXPECT_TRUE(j["metadata"].contains("argv"));
+  EXPECT_TRUE(j["metadata"].contains("versions"));
   EXPECT_TRUE(j["topology"].is_object());
   EXPECT_EQ(j["matrix"]["size_bytes"], 1u << 20);
   EXPECT_EQ(j["matrix"]["unit"], "GB/s");

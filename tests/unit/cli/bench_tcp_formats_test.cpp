@@ -75,10 +75,10 @@ TEST_F(BenchTcpFormats, JsonStartsWithSchemaVersionThenRunMetadata) {
                                                                                     "--iters 1 --pairs 0:1 --sizes 4K --format json")}) {
     const auto r = run_binary_split(args);
     ASSERT_EQ(r.code, 0) << args << ": " << r.err;
-    EXPECT_EQ(head_keys(r.out), std::make_pair(std::string("schema_version"), std::string("run_metadata"))) << args;
+    EXPECT_EQ(head_keys(r.out), std::make_pair(std::string("schema_version"), std::string("metadata"))) << args;
     const auto j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["schema_version"], 1);
-    EXPECT_TRUE(j["run_metadata"].contains("argv")) << args;
+    EXPECT_TRUE(j["metadata"].contains("argv")) << args;
   }
 }
 

@@ -133,10 +133,10 @@ TEST(Output, StackedTablesShareColumnsByName) {
 // Every measuring command's JSON starts alike: schema_version, then the metadata block.
 TEST(Output, MeasuredJsonStartsWithSchemaVersionThenMetadata) {
   const nlohmann::json meta = {{"argv", {"p2pscope"}}}, body = {{"a", 1}, {"b", {{"c", 2}}}};
-  const nlohmann::ordered_json j = measured_json(meta, body, kRunMetadataKey);
+  const nlohmann::ordered_json j = measured_json(meta, body);
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{"schema_version", "run_metadata", "a", "b"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"schema_version", "metadata", "a", "b"}));
   EXPECT_EQ(j["schema_version"], 1);
   EXPECT_EQ(j["b"]["c"], 2);
   EXPECT_EQ(measured_json(meta, body).begin().value(), 1);

@@ -34,7 +34,7 @@ TEST_F(TcpCli, LoopbackJsonCarriesBothSidesAndMetadata) {
   EXPECT_EQ(j["params"]["channels"], 2);
   EXPECT_GT(j["server"]["rx_bytes_per_s"].get<double>(), 0);
   EXPECT_EQ(j["server"]["verified_bytes"].get<std::uint64_t>(), 3u * (4u << 20));
-  EXPECT_TRUE(j["run_metadata"].contains("schema_version"));
+  EXPECT_TRUE(j["metadata"].contains("schema_version"));
 }
 
 TEST_F(TcpCli, BadInputExitsTwoWithTheReason) {
