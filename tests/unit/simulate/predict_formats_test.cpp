@@ -78,17 +78,18 @@ void expect_text_matches_csv(const std::string& text, const Rows& csv) {
   }
 }
 
-// schema_version first, then the run's metadata, then the command's keys.
+// schema_version first, then the run's metadata block, then the command's keys.
 void expect_json_head(const std::string& out) {
   const auto j = nlohmann::ordered_json::parse(out);
   ASSERT_TRUE(j.is_object());
   auto it = j.begin();
   EXPECT_EQ(it.key(), "schema_version");
   EXPECT_EQ(it.value(), kSchemaVersion);
-  std::vector<std::string> before_kind;
-  for (++it; it != j.end() && it.key() != "kind"; ++it) before_kind.push_back(it.key());
+  ++it;
+  ASSERT_NE(it, j.end());
+  EXPECT_EQ(it.key(), "metadata");
   for (const char* k : {"tool", "argv", "env", "hostname", "start_time"})
-    EXPECT_NE(std::find(before_kind.begin(), before_kind.end(), k), before_kind.end()) << k << " before kind";
+    EXPECT_TRUE(it.value().contains(k)) << k << " in the metadata block";
 }
 
 double num(const std::string& s) { return std::stod(s); }
