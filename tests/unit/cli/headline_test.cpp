@@ -70,7 +70,8 @@ TEST(Headline, FindingsWithoutTheAboutFieldStillPutHighCvLast) {
   const auto d = fresh("old");
   put(d / "campaign" / "findings.json",
       {{"findings", {finding("high_cv", "warning", nullptr, "a"), finding("asymmetry", "warning", nullptr, "b")}}});
-  const auto* top = item(read_headline(d), "top finding");
+  const auto h = read_headline(d);  // held: item() points into it
+  const auto* top = item(h, "top finding");
   ASSERT_NE(top, nullptr);
   EXPECT_EQ(top->value, "b: m");
   fs::remove_all(d);
