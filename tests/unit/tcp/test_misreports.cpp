@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -17,7 +18,6 @@
 #include "p2pscope/netplugin.hpp"
 #include "p2pscope/tcp.hpp"
 #include "support/hooked_path.hpp"
-#include "support/loopback_port.hpp"
 #include "support/server_thread.hpp"
 #include "support/tcp_session.hpp"
 #include "unit/net/net_test_util.hpp"
@@ -32,54 +32,78 @@ namespace {
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// A server in a child process on `port`, serving one session; set up by `setup` in the
-// child (a plugin loaded after the fork: its threads do not survive one).
+// A server in a child process, serving one session; set up by `setup` in the child (a
+// plugin loaded after the fork: its threads do not survive one). It listens on a port of
+// its own choosing and tells it through a pipe: a port picked by the parent could be
+// taken by a parallel test before the child binds it (CI read 5 s of "connection
+// refused"). A child that fails to start says why instead.
+struct Child {
+  pid_t pid = -1;
+  std::uint16_t port = 0;
+  std::string why;  // the child's error when port is 0
+};
+
 template <class Setup>
-pid_t forked_server(std::uint16_t port, Setup setup) {
+Child forked_server(Setup setup) {
+  int fds[2];
+  if (::pipe(fds) != 0) return {};
   const pid_t pid = fork();
   if (pid == 0) {
+    ::close(fds[0]);
+    std::string said;
     try {
       ServerOptions so = pt::loopback_server();
-      so.port = port;
+      so.port = 0;
       setup(so);
-      Server(so).serve_one();
-    } catch (...) {
+      Server srv(so);
+      said = std::to_string(srv.port()) + "\n";
+      (void)!::write(fds[1], said.data(), said.size());
+      ::close(fds[1]);
+      srv.serve_one();
+    } catch (const std::exception& e) {
+      said = "0 " + std::string(e.what()) + "\n";
+      (void)!::write(fds[1], said.data(), said.size());
     }
     _exit(0);
   }
-  return pid;
+  ::close(fds[1]);
+  Child c{pid, 0, ""};
+  std::string line;
+  char ch = 0;
+  while (::read(fds[0], &ch, 1) == 1 && ch != '\n') line += ch;
+  ::close(fds[0]);
+  c.port = static_cast<std::uint16_t>(std::atoi(line.c_str()));
+  if (c.port == 0) c.why = line.empty() ? "the child server ended without a word" : line;
+  return c;
 }
 
-// run_client, retried while the child server is not listening yet.
-Results client_when_up(ClientOptions co, const Params& p, std::string& error) {
-  for (int i = 0; i < 200; ++i) {
-    try {
-      return run_client(co, p);
-    } catch (const Error& e) {
-      error = e.what();
-      if (!has(error, "Connection refused")) return {};
-      std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    }
+// run_client against the child's server (it listens before it says its port).
+Results client_of(ClientOptions co, const Params& p, std::string& error) {
+  try {
+    return run_client(co, p);
+  } catch (const Error& e) {
+    error = e.what();
+    return {};
   }
-  return {};
 }
 
 }  // namespace
 
 TEST(BenchNetMisreports, AKilledServerIsThePeerClosingNotAnIoError) {
-  const std::uint16_t port = pt::free_port();
-  const pid_t child = forked_server(port, [](ServerOptions& so) { so.local = over(nettest::load_refnet()); });
+  const Child server = forked_server([](ServerOptions& so) { so.local = over(nettest::load_refnet()); });
+  const pid_t child = server.pid;
   ASSERT_GT(child, 0);
+  ASSERT_NE(server.port, 0) << server.why;
   std::thread killer([child] {
     std::this_thread::sleep_for(std::chrono::milliseconds(2000));
     kill(child, SIGKILL);
   });
   ClientOptions co;
-  co.port = port;
+  co.port = server.port;
   co.local = over(nettest::load_refnet());
   std::string error;
   const Params p{.size_bytes = 64u << 20, .chunk_bytes = 1u << 20, .iters = 100000, .timeout_s = 5};
-  const Results r = client_when_up(co, p, error);
+  const Results r = client_of(co, p, error);
   killer.join();
   waitpid(child, nullptr, 0);
   ASSERT_FALSE(r.failure.empty()) << error;
@@ -122,21 +146,22 @@ TEST(BenchNetMisreports, AServerOutOfFileDescriptorsSaysSo) {
 #endif
   for (const bool net : {false, true}) {
     SCOPED_TRACE(net ? "bench net" : "bench tcp");
-    const std::uint16_t port = pt::free_port();
-    const pid_t child = forked_server(port, [net](ServerOptions& so) {
+    const Child server = forked_server([net](ServerOptions& so) {
       if (net) so.local = over(nettest::load_refnet());
       std::size_t open = 0;
       for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) open += e.exists() ? 1 : 0;
       const rlimit rl{open + 16, open + 16};
       setrlimit(RLIMIT_NOFILE, &rl);
     });
+    const pid_t child = server.pid;
     ASSERT_GT(child, 0);
+    ASSERT_NE(server.port, 0) << server.why;
     ClientOptions co;
-    co.port = port;
+    co.port = server.port;
     if (net) co.local = over(nettest::load_refnet());
     std::string error;
     const Params p{.channels = 64, .size_bytes = 64u << 20, .chunk_bytes = 1u << 20, .iters = 1, .timeout_s = 3};
-    const Results r = client_when_up(co, p, error);
+    const Results r = client_of(co, p, error);
     kill(child, SIGKILL);
     waitpid(child, nullptr, 0);
     const std::string said = error + r.failure;
