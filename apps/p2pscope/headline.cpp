@@ -165,6 +165,7 @@ void finding(Headline& h, const fs::path& dir) {
   }
   if (!best) {
     h.items.push_back({"top finding", "none", "the campaign's analysis found nothing to flag", "campaign/report.html"});
+    h.numbers["top_finding"] = nullptr;  // analyzed, nothing found: said, not left out
     return;
   }
   const bool noise = best_rank >= 2;

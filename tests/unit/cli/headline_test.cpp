@@ -113,3 +113,16 @@ TEST(Headline, TcpIsBytesAndBitsAndAGarbledStepCostsOnlyItself) {
   EXPECT_DOUBLE_EQ(h.numbers.at("tcp_loopback_GBps").get<double>(), 12.63);
   fs::remove_all(d);
 }
+
+// A campaign with nothing to flag says so, in the box and in the JSON (a null, not absent).
+TEST(Headline, NothingToFlagIsSaidNotLeftOut) {
+  const auto d = fresh("none");
+  put(d / "campaign" / "findings.json", {{"findings", nlohmann::json::array()}});
+  const auto h = read_headline(d);
+  const auto* top = item(h, "top finding");
+  ASSERT_NE(top, nullptr);
+  EXPECT_EQ(top->value, "none");
+  ASSERT_TRUE(h.numbers.contains("top_finding"));
+  EXPECT_TRUE(h.numbers["top_finding"].is_null());
+  fs::remove_all(d);
+}
