@@ -117,6 +117,14 @@ std::string describe(const NcclOptions& o, const bench::NcclSweepResult& r, cons
   if (r.settle_iters > 0)
     what += fmt::format("; {} untimed calls of the first size first ({:.0f} ms): a process's first NCCL calls are slow "
                         "on the host side (--settle)", r.settle_iters, r.settle_s * 1e3);
+  if (o.spans > 1) {
+    bool spread = false;
+    for (const auto& row : r.rows) spread = spread || row.spans_spread;
+    what += fmt::format("; the median of {} spans{}", o.spans,
+                        spread ? fmt::format(", taken in {} passes over the sizes up to {} (a host pause then meets one span "
+                                             "of a size, not all of them)", o.spans, format_size(bench::NcclSweepSpec{}.spread_spans_max_bytes))
+                               : "");
+  }
   if (!r.all_held()) what += "; no blocking start (too many queued ops: lower --iters)";
   return what;
 }
@@ -264,7 +272,8 @@ void add_bench_nccl_command(CLI::App& bench, Context& ctx) {
   cn->add_option("--in-place", n->in_place, "also time the in-place variant, as nccl-tests does: on or off")
       ->capture_default_str();
   cn->add_option("--spans", n->spans, "take nccl-tests' span this many times and keep the median (1 = nccl-tests "
-                                      "exactly; 3 resists an OS hiccup at host-bound sizes)")
+                                      "exactly; 3 resists an OS hiccup at host-bound sizes: up to 8 MiB, one span per "
+                                      "pass over the sizes)")
       ->capture_default_str();
   cn->add_option("--settle", n->settle, "untimed calls of the first size before anything is timed: a process's first "
                                         "NCCL calls are slow on the host side for tens of ms (0 = nccl-tests exactly)")

@@ -14,21 +14,26 @@
 namespace p2pscope::bench {
 namespace {
 
-NcclSweepRow to_row(const NcclSweepResult& res, CollectiveResult&& c) {
-  NcclSweepRow row;
-  row.bytes = c.bytes;
-  row.count = c.bytes / type_size(res.type);
-  row.time_ns = compute_stats(c.elapsed_ns);
-  row.span_ns = c.span_ns;
-  row.spans_ns = c.spans_ns;
-  row.span_in_place_ns = c.span_in_place_ns;
-  const double S = static_cast<double>(c.bytes);
+// nccl-tests' algbw and busbw of the row's spans (formulas.hpp).
+void set_rates(const NcclSweepResult& res, NcclSweepRow& row) {
+  const double S = static_cast<double>(row.bytes);
   row.algbw_GBps = algbw_gbps(S, row.span_ns * 1e-9);
   row.busbw_GBps = busbw_gbps(res.op, res.ranks, S, row.span_ns * 1e-9);
   if (row.span_in_place_ns > 0) {
     row.algbw_in_place_GBps = algbw_gbps(S, row.span_in_place_ns * 1e-9);
     row.busbw_in_place_GBps = busbw_gbps(res.op, res.ranks, S, row.span_in_place_ns * 1e-9);
   }
+}
+
+NcclSweepRow to_row(const NcclSweepResult& res, CollectiveResult&& c) {
+  NcclSweepRow row;
+  row.bytes = c.bytes;
+  row.count = c.bytes / type_size(res.type);
+  row.time_ns = compute_stats(c.elapsed_ns);
+  row.span_ns = c.span_ns;
+  row.spans_ns = c.spans_ns.empty() ? std::vector<double>{c.span_ns} : c.spans_ns;
+  row.span_in_place_ns = c.span_in_place_ns;
+  set_rates(res, row);
   row.samples_ns = std::move(c.elapsed_ns);
   row.by_rank_ns = std::move(c.by_rank_ns);
   row.first_bad = c.first_bad;
@@ -82,6 +87,48 @@ void settle(CollectiveRanks& ranks, CollectiveSpec one, std::uint64_t bytes, int
   res.settle_s = static_cast<double>(monotonic_ns() - t0) * 1e-9;
 }
 
+// The later spans of the spread sizes (NcclSweepSpec::spread_spans_max_bytes): one pass
+// over them per span, each a whole nccl-tests measurement (warm-up, one op and a wait,
+// the span), unchecked and without the event pass, which the first pass made. A failure
+// or a stop keeps every span taken so far. Every rank of a launch makes the same calls.
+void spread_spans(const NcclSweepSpec& spec, CollectiveRanks& ranks, CollectiveSpec one, NcclSweepResult& res) {
+  const int spans = std::max(1, spec.collective.spans);
+  one.spans = 1;
+  one.check = false;
+  one.per_iteration = false;
+  std::vector<std::vector<double>> in_place(res.rows.size());
+  for (std::size_t i = 0; i < res.rows.size(); ++i)
+    if (res.rows[i].span_in_place_ns > 0) in_place[i].push_back(res.rows[i].span_in_place_ns);
+  for (int pass = 1; pass < spans && res.stopped.empty(); ++pass)
+    for (std::size_t i = 0; i < res.rows.size(); ++i) {
+      NcclSweepRow& row = res.rows[i];
+      if (row.bytes > spec.spread_spans_max_bytes) continue;
+      if (spec.stop && spec.stop->load()) {
+        res.interrupted = true;
+        res.stopped = fmt::format("interrupted in pass {} of {} over the sizes up to {}: those sizes keep {} span(s)",
+                                  pass + 1, spans, format_size(spec.spread_spans_max_bytes), pass);
+        break;
+      }
+      one.bytes = row.bytes;
+      try {
+        const CollectiveResult c = ranks.run(one);
+        row.spans_ns.push_back(c.span_ns);
+        if (c.span_in_place_ns > 0) in_place[i].push_back(c.span_in_place_ns);
+      } catch (const std::exception& e) {
+        res.stopped = fmt::format("stopped in pass {} of {} at {}: {}", pass + 1, spans, format_size(row.bytes), e.what());
+        break;
+      }
+    }
+  for (std::size_t i = 0; i < res.rows.size(); ++i) {
+    NcclSweepRow& row = res.rows[i];
+    if (row.bytes > spec.spread_spans_max_bytes) continue;
+    row.spans_spread = true;
+    row.span_ns = median_of(row.spans_ns);
+    if (!in_place[i].empty()) row.span_in_place_ns = median_of(in_place[i]);
+    set_rates(res, row);
+  }
+}
+
 }  // namespace
 
 std::string NcclSweepRow::check() const {
@@ -116,7 +163,10 @@ NcclSweepResult run_nccl_sweep(const NcclSweepSpec& spec, CollectiveRanks* ranks
   trace_phase("bench nccl: communicators ready");
   if (spec.settle_iters > 0) settle(*ranks, one, spec.sizes.front(), spec.settle_iters, res);
   trace_phase("bench nccl: settled");
+  const int spans = std::max(1, one.spans);
+  const bool spread = spans > 1 && spec.spread_spans_max_bytes > 0;
   for (std::uint64_t bytes : spec.sizes) {
+    one.spans = spread && bytes <= spec.spread_spans_max_bytes ? 1 : spans;
     if (spec.stop && spec.stop->load()) {
       res.interrupted = true;
       res.stopped = fmt::format("interrupted before {}: {} of {} sizes measured", format_size(bytes), res.rows.size(),
@@ -136,6 +186,7 @@ NcclSweepResult run_nccl_sweep(const NcclSweepSpec& spec, CollectiveRanks* ranks
     res.rows.push_back(to_row(res, std::move(c)));
     if (spec.on_row) spec.on_row(res.rows.size(), spec.sizes.size(), res.rows.back());
   }
+  if (spread) spread_spans(spec, *ranks, one, res);
   return res;
 }
 
@@ -194,6 +245,7 @@ nlohmann::json nccl_rows_json(const NcclSweepResult& r) {
                        for (double x : row.spans_ns) v.push_back(x / 1e3);
                        return v;
                      }()},
+                    {"spans_spread", row.spans_spread},
                     {"per_iteration_ns", {{"median", s.median}, {"p5", s.p5}, {"p95", s.p95}, {"cv", s.cv}, {"n", s.n}}},
                     {"samples_ns", row.samples_ns},
                     {"check", row.check()}});

@@ -36,6 +36,14 @@ struct NcclSweepSpec {
   // per-size warm-up of nccl-tests does not cover. A count, not a time: every rank of a
   // launch must make the same calls. 0: none (the caller settled already).
   int settle_iters = 0;
+  // With collective.spans K > 1, sizes up to this many bytes take their K spans in K
+  // passes over the sweep instead of back to back: the host-bound sizes' spans meet
+  // OS and launch disturbances that last tens of milliseconds (4 x H200: reducescatter
+  // at 16 B and 32 B read 43 us where 64 B read 27.5, all three spans agreeing, the
+  // GPU's own time 9.3 us in each), and spans taken a pass apart meet them at most
+  // once. Each later pass is nccl-tests' method again: warm-up, one op and a wait,
+  // the span. Larger sizes run long enough spans to average such a pause. 0: never.
+  std::uint64_t spread_spans_max_bytes = 8ull << 20;
 };
 
 struct NcclSweepRow {
@@ -44,6 +52,7 @@ struct NcclSweepRow {
   // mean of the ranks), out-of-place; in place when measured (< 0: not).
   double span_ns = 0, span_in_place_ns = -1;
   std::vector<double> spans_ns;  // every span taken (--spans K > 1), in order
+  bool spans_spread = false;     // those spans came from K passes over the sweep (spread_spans_max_bytes)
   Stats time_ns;  // the distribution: per iteration (event pass); with ranks, the mean of the ranks' times
   std::vector<double> samples_ns;
   std::vector<std::vector<double>> by_rank_ns;  // each rank's own samples

@@ -4,7 +4,9 @@
 // are a test double: the sweep's own logic needs no GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 
 #include "bench/nccl_sweep.hpp"
 #include "p2pscope/error.hpp"
@@ -154,4 +156,92 @@ TEST(NcclSweep, ABadSpecIsAUsageError) {
   spec.collective.iters = 0;
   EXPECT_THROW(run_nccl_sweep(spec, &ranks), UsageError);
   EXPECT_TRUE(ranks.calls.empty());
+}
+
+namespace {
+
+// Every span takes bytes / 10 GB/s, except in calls that `disturbed` names: 3x there, as a
+// host pause of tens of milliseconds makes every span of a size taken back to back.
+class PausingRanks : public CollectiveRanks {
+ public:
+  std::vector<CollectiveSpec> calls;
+  std::vector<std::size_t> disturbed;
+  std::size_t fail_at_call = SIZE_MAX;
+  int ranks() const override { return 2; }
+  int rank() const override { return 0; }
+  std::string rank_name(int r) const override { return "rank " + std::to_string(r); }
+  CollectiveResult run(const CollectiveSpec& spec) override {
+    const std::size_t call = calls.size();
+    calls.push_back(spec);
+    if (call == fail_at_call) throw Error("rank 1 is gone");
+    const bool slow = std::find(disturbed.begin(), disturbed.end(), call) != disturbed.end();
+    CollectiveResult r;
+    r.bytes = spec.bytes;
+    const double ns = static_cast<double>(spec.bytes) / 10.0 * (slow ? 3 : 1);
+    for (int k = 0; k < spec.spans; ++k) r.spans_ns.push_back(ns);
+    r.span_ns = ns;
+    if (spec.in_place) r.span_in_place_ns = 2 * ns;
+    r.elapsed_ns.assign(static_cast<std::size_t>(spec.iters), ns);
+    return r;
+  }
+};
+
+}  // namespace
+
+TEST(NcclSweep, SmallSizesTakeTheirSpansInPassesSoOnePauseCannotMakeTheFigure) {
+  PausingRanks ranks;
+  ranks.disturbed = {0, 1};  // a pause over the first two sizes of the first pass
+  auto spec = spec_of({1000, 2000, 16u << 20});
+  spec.collective.spans = 3;
+  const auto r = run_nccl_sweep(spec, &ranks);
+  ASSERT_EQ(r.rows.size(), 3u);
+  // Pass 1: every size once (16 MiB with its 3 spans back to back); passes 2 and 3: the
+  // two sizes up to 8 MiB again, unchecked, without the event pass, one span each.
+  ASSERT_EQ(ranks.calls.size(), 7u);
+  EXPECT_EQ(ranks.calls[0].spans, 1);
+  EXPECT_EQ(ranks.calls[2].spans, 3);
+  EXPECT_EQ(ranks.calls[3].bytes, 1000u);
+  EXPECT_EQ(ranks.calls[6].bytes, 2000u);
+  EXPECT_FALSE(ranks.calls[4].check);
+  EXPECT_FALSE(ranks.calls[4].per_iteration);
+  EXPECT_TRUE(ranks.calls[0].check);
+  for (std::size_t i : {0u, 1u}) {
+    const auto& row = r.rows[i];
+    EXPECT_TRUE(row.spans_spread);
+    ASSERT_EQ(row.spans_ns.size(), 3u);
+    EXPECT_DOUBLE_EQ(row.spans_ns[0], 3 * row.bytes / 10.0) << "the paused span is kept in the list";
+    EXPECT_DOUBLE_EQ(row.span_ns, row.bytes / 10.0) << "the median is the two undisturbed spans'";
+    EXPECT_DOUBLE_EQ(row.span_in_place_ns, 2 * row.bytes / 10.0);
+    // The rates follow the median: S / t = 10 GB/s, busbw = algbw at 2 ranks.
+    EXPECT_NEAR(row.algbw_GBps, 10.0, 1e-9);
+    EXPECT_NEAR(row.busbw_GBps, 10.0, 1e-9);
+    EXPECT_NEAR(row.busbw_in_place_GBps, 5.0, 1e-9);
+  }
+  EXPECT_FALSE(r.rows[2].spans_spread);
+  EXPECT_EQ(r.rows[2].spans_ns.size(), 3u);
+  EXPECT_EQ(nccl_rows_json(r)[0]["spans_spread"], true);
+
+  // Back to back (spreading off), the same pause makes both sizes' figures.
+  PausingRanks back;
+  back.disturbed = {0, 1};
+  spec.spread_spans_max_bytes = 0;
+  const auto b = run_nccl_sweep(spec, &back);
+  EXPECT_EQ(back.calls.size(), 3u);
+  EXPECT_DOUBLE_EQ(b.rows[0].span_ns, 3 * 1000 / 10.0);
+  EXPECT_FALSE(b.rows[0].spans_spread);
+}
+
+TEST(NcclSweep, AFailureInALaterPassKeepsEverySpanTaken) {
+  PausingRanks ranks;
+  ranks.fail_at_call = 3;  // 2000 B in pass 2 (calls: 1000, 2000, then 1000, 2000 again)
+  auto spec = spec_of({1000, 2000});
+  spec.collective.spans = 3;
+  const auto r = run_nccl_sweep(spec, &ranks);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.stopped.rfind("stopped in pass 2 of 3 at ", 0), 0u) << r.stopped;
+  EXPECT_NE(r.stopped.find(": rank 1 is gone"), std::string::npos) << r.stopped;
+  EXPECT_EQ(ranks.calls.size(), 4u) << "nothing runs after the failure";
+  EXPECT_EQ(r.rows[0].spans_ns.size(), 2u);
+  EXPECT_EQ(r.rows[1].spans_ns.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.rows[1].span_ns, 2000 / 10.0);
 }
