@@ -18,12 +18,13 @@ mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 { nvidia-smi -L; nproc; "$P" --version; date -u; } > "$OUT/machine.txt" 2>&1
 . "$(dirname "$0")/part.sh"  # part NAME LIMIT_S CMD...
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 part run1 90 "$P" run --out "$OUT/run1"
 PLAN="--backend nccl --sizes 1:1G --reps 10 --warmup 5 --drift 0 --thermal-warmup off --nccl-calibration off"
 TORCHRUN=(python3 -m torch.distributed.run); command -v torchrun > /dev/null && TORCHRUN=(torchrun)
 part nccl-one 90 "$P" profile $PLAN --out "$OUT/nccl-one"
 for s in 200 1000 5000; do
-  part "torchrun-$s" 120 env P2PSCOPE_BOOTSTRAP_SPIN_US=$s "${TORCHRUN[@]}" --nproc-per-node 4 --no-python "$P" profile \
+  part "torchrun-$s" 120 env P2PSCOPE_BOOTSTRAP_SPIN_US=$s "${TORCHRUN[@]}" --nproc-per-node "$NGPU" --no-python "$P" profile \
     $PLAN --out "$OUT/torchrun-$s"
 done
 part nccl-one-b 90 "$P" profile $PLAN --out "$OUT/nccl-one-b"
@@ -32,8 +33,12 @@ part predict-new 200 env P2PSCOPE="$P" bash "$ROOT/bench/predict_nccl.sh" "$OUT/
 if [ -x "$D/iperf3/iperf3" ]; then
   export IPERF3=$D/iperf3/iperf3 LD_LIBRARY_PATH=$D/iperf3${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
-part engines-128k 170 env P2PSCOPE="$P" PLUGIN="$D/libnccl-net-p2pscope.so" CHANNELS=16,32 CHUNK=128K BUDGET_S=140 \
+# 32 channels where the host has 64 CPUs or more (two threads a channel), else 16.
+CH=${ENGINE_CHANNELS:-$( [ "$(nproc)" -ge 64 ] && echo 16,32 || echo 16 )}
+part engines-128k 170 env P2PSCOPE="$P" PLUGIN="$D/libnccl-net-p2pscope.so" CHANNELS=$CH CHUNK=128K BUDGET_S=140 \
   bash "$ROOT/bench/engines.sh" "$OUT/engines-128k"
+[ -n "${ENGINE_1M:-}" ] && part engines-1m 120 env P2PSCOPE="$P" PLUGIN="$D/libnccl-net-p2pscope.so" CHANNELS=$CH BUDGET_S=90 \
+  bash "$ROOT/bench/engines.sh" "$OUT/engines-1m"
 echo "== walls"; cat "$OUT/walls.txt"
 echo "== run"; grep -h "ok in\|failed in\|timed out" "$OUT/run1.log" | tr '\n' ' '; echo; grep -A7 "^Results" "$OUT/run1.log"
 echo "== torchrun"; grep -h "launcher path" "$OUT"/torchrun-*.log | cut -c1-200
@@ -41,6 +46,7 @@ python3 "$ROOT/bench/campaign_rates.py" "$OUT/nccl-one" "$OUT/nccl-one-b" "$OUT/
   "$OUT/torchrun-5000" || echo "torchrun rates failed"
 for v in old new; do echo "== predict-$v"; tail -32 "$OUT/predict-$v.log" | cut -c1-220; done
 echo "== engines 128K"; tail -30 "$OUT/engines-128k.log" | cut -c1-220
+[ -f "$OUT/engines-1m.log" ] && { echo "== engines 1M"; tail -30 "$OUT/engines-1m.log" | cut -c1-220; }
 rm -f "$OUT"/*/trace*.json "$OUT"/*/*/trace*.json 2>/dev/null
 tar czf "$OUT.tar.gz" -C "$(dirname "$OUT")" "$(basename "$OUT")" && rm -rf "$OUT"
 ls -la "$OUT.tar.gz"
