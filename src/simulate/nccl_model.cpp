@@ -245,6 +245,13 @@ double NcclModel::gpu_from_curve(const NcclCurve& c, double wire, bool* extrapol
 // from the 2-rank runs, against 7.1-7.8 % for allreduce's plain time ratio: the middle
 // steps run at the link's speed (~365 GB/s, as broadcast and sendrecv do), the edge
 // steps slower (an allgather of 2 ranks moves 270 GB/s).
+//
+// Where NCCL runs the op at n ranks in another protocol than the n0-rank run at the same
+// bytes per step, the step times differ in kind: on 4 x H100 and 4 x H200 NCCL's allgather
+// and reducescatter switch from LL to Simple at S = 4 MiB at both 2 and 4 ranks, so the
+// 4-rank call of 4 MiB (1 MiB a step) was priced from the 2-rank LL call of 2 MiB and its
+// GPU time came out 35 % short on both machines. Then every term is taken from the sizes
+// each curve ran in the n-rank protocol (gpu_in_proto), and the basis says so.
 void NcclModel::ring_steps_from(const NcclCurve& same, int n, double S, NcclPrediction* p) const {
   const NcclCurve* ar_n = cal_.find("allreduce", n);
   const NcclCurve* ar_0 = cal_.find("allreduce", same.ranks);
@@ -252,18 +259,57 @@ void NcclModel::ring_steps_from(const NcclCurve& same, int n, double S, NcclPred
   const int n0 = same.ranks;
   const double b = S / n;  // bytes per step
   bool e0 = false, e1 = false, e2 = false;
-  const double at_n0 = interp(same.bytes, same.gpu_ns, b * n0, &e0);
-  const double ar_at_n = interp(ar_n->bytes, ar_n->gpu_ns, b * n, &e1);
-  const double ar_at_n0 = interp(ar_0->bytes, ar_0->gpu_ns, b * n0, &e2);
+  double at_n0 = interp(same.bytes, same.gpu_ns, b * n0, &e0);
+  double ar_at_n = interp(ar_n->bytes, ar_n->gpu_ns, b * n, &e1);
+  double ar_at_n0 = interp(ar_0->bytes, ar_0->gpu_ns, b * n0, &e2);
+  const std::string want = proto_at(same.op, n, S), had = proto_at(same.op, n0, b * n0);
+  std::string switched;
+  if (!want.empty() && !had.empty() && want != had) {
+    bool f0 = false, f1 = false, f2 = false;
+    const double a = gpu_in_proto(same, want, b * n0, &f0), c = gpu_in_proto(*ar_n, want, b * n, &f1),
+                 d = gpu_in_proto(*ar_0, want, b * n0, &f2);
+    if (std::isfinite(a) && std::isfinite(c) && std::isfinite(d)) {
+      at_n0 = a, ar_at_n = c, ar_at_n0 = d;
+      e0 = f0, e1 = f1, e2 = f2;
+      switched = fmt::format("; NCCL runs {} at {} ranks here but {} at {} ranks at these bytes per step, so each term "
+                             "is taken from the sizes its run made in {}", want, n, had, n0, want);
+    } else {
+      switched = fmt::format("; NCCL runs {} at {} ranks here but {} at {} ranks at these bytes per step, and the "
+                             "calibration has too few {} sizes to price it so: expect this cell off", want, n, had, n0, want);
+    }
+  }
   const int middle_ar = steps_of("allreduce", n) - steps_of("allreduce", n0);
   const double per_step = std::max(0.0, (ar_at_n - ar_at_n0) / middle_ar);
   const int middle = steps_of(same.op, n) - steps_of(same.op, n0);
   p->gpu_ns = std::max(0.5 * at_n0, at_n0 + middle * per_step);
   p->extrapolated = e0 || e1 || e2;
   p->basis = fmt::format("{} timed at {} ranks at the same {} per ring step, {} {} middle step(s) priced by allreduce "
-                         "({:.2f} us each there: its {}-rank time less its {}-rank time, per step)",
+                         "({:.2f} us each there: its {}-rank time less its {}-rank time, per step){}",
                          same.op, n0, format_size(static_cast<std::uint64_t>(b)), middle >= 0 ? "plus" : "less",
-                         std::abs(middle), per_step / 1e3, n, n0);
+                         std::abs(middle), per_step / 1e3, n, n0, switched);
+}
+
+std::string NcclModel::proto_at(const std::string& op, int ranks, double S) const {
+  const auto it = cal_.choices.find(ranks);
+  if (it == cal_.choices.end()) return "";
+  const NcclChoice* c = find_choice(it->second, op, static_cast<std::uint64_t>(std::llround(S)), ranks);
+  return c ? c->proto : "";
+}
+
+// Between two of its sizes in that protocol: log-log, as everywhere. Beyond them, the
+// line time = a + S / B through the two nearest (a protocol's time grows linearly with
+// bytes past its latency), held at or above half the nearest point's time.
+double NcclModel::gpu_in_proto(const NcclCurve& c, const std::string& proto, double S, bool* extrapolated) const {
+  std::vector<double> x, y;
+  for (std::size_t i = 0; i < c.bytes.size(); ++i)
+    if (proto_at(c.op, c.ranks, c.bytes[i]) == proto) x.push_back(c.bytes[i]), y.push_back(c.gpu_ns[i]);
+  if (x.size() < 2) return NAN;
+  if (S >= x.front() && S <= x.back()) return interp(x, y, S, extrapolated);
+  *extrapolated = true;
+  const std::size_t i = S < x.front() ? 0 : x.size() - 2;
+  const double slope = std::max(0.0, (y[i + 1] - y[i]) / (x[i + 1] - x[i]));
+  const std::size_t near = S < x.front() ? 0 : x.size() - 1;
+  return std::max(0.5 * y[near], y[near] + slope * (S - x[near]));
 }
 
 NcclPrediction NcclModel::predict(const std::string& op, int n, std::uint64_t S_bytes) const {

@@ -144,6 +144,68 @@ TEST(NcclModel, AnotherRankCountAddsTheMiddleRingStepsAllreducePrices) {
   // only, so that direction is not reachable here; the sign is in the basis above).
 }
 
+// Where NCCL switches protocol at n ranks at other bytes per step than at n0 (allgather of
+// 4 MiB: Simple at 4 ranks, while the 2-rank call of 2 MiB, the same 1 MiB a step, runs
+// LL), every term comes from the sizes each run made in the n-rank protocol. Known answer:
+// the 2-rank allgather runs LL at 1-2 MiB (10, 12 us) and Simple from 4 MiB (12 us + 2 us
+// per MiB), so in Simple its 2 MiB would take 16 us; allreduce runs Simple throughout, 10 +
+// 1 us per MiB at 2 ranks and 14 + 1.5 us per MiB at 4, so a middle step of 1 MiB costs
+// (20 - 12) / 4 = 2 us; the 4-rank allgather of 4 MiB is 16 + 2 x 2 = 20 us (LL's 12 us as
+// the base put it at 16).
+TEST(NcclModel, AProtocolSwitchAtAnotherRankCountIsPricedInTheNRankProtocol) {
+  const auto curve = [](const std::string& op, int n, std::vector<std::pair<double, double>> mib_us) {
+    NcclCurve c;
+    c.op = op;
+    c.ranks = n;
+    for (const auto& [mib, us] : mib_us) {
+      c.bytes.push_back(mib * (1 << 20));
+      c.gpu_ns.push_back(us * 1e3);
+      c.span_ns.push_back(us * 1e3);
+    }
+    return c;
+  };
+  const auto ar = [](double base, double per_mib) {
+    std::vector<std::pair<double, double>> v;
+    for (double mib : {1.0, 2.0, 4.0, 8.0, 16.0}) v.push_back({mib, base + per_mib * mib});
+    return v;
+  };
+  NcclCalibration cal;
+  cal.present = true;
+  cal.curves = {curve("allgather", 2, {{1, 10}, {2, 12}, {4, 20}, {8, 28}, {16, 44}}), curve("allreduce", 2, ar(10, 1)),
+                curve("allreduce", 4, ar(14, 1.5))};
+  const NcclModel plain(cal);  // no TUNING logs: the protocols are unknown
+  const auto before = plain.predict("allgather", 4, 4u << 20);
+  EXPECT_NEAR(before.gpu_ns, 16e3, 1) << before.basis;
+  EXPECT_EQ(before.basis.find("NCCL runs"), std::string::npos) << before.basis;
+
+  const auto choose = [](NcclTuning& t, const std::string& op, std::uint64_t call_bytes, const char* proto) {
+    t.choices[{op, call_bytes}] = NcclChoice{"RING", proto, 24, 1};
+  };
+  for (std::uint64_t S : {1u << 20, 2u << 20, 4u << 20, 8u << 20, 16u << 20}) {
+    choose(cal.choices[2], "allgather", S / 2, S < (4u << 20) ? "LL" : "SIMPLE");
+    choose(cal.choices[4], "allgather", S / 4, S < (4u << 20) ? "LL" : "SIMPLE");
+    choose(cal.choices[2], "allreduce", S, "SIMPLE");
+    choose(cal.choices[4], "allreduce", S, "SIMPLE");
+  }
+  const NcclModel m(cal);
+  const auto p = m.predict("allgather", 4, 4u << 20);
+  EXPECT_EQ(p.proto, "SIMPLE");
+  EXPECT_NEAR(p.gpu_ns, 20e3, 1) << p.basis;
+  EXPECT_NE(p.basis.find("NCCL runs SIMPLE at 4 ranks here but LL at 2 ranks"), std::string::npos) << p.basis;
+  EXPECT_TRUE(p.extrapolated);  // 2 MiB lies below the 2-rank run's Simple sizes
+  // Where both rank counts run the same protocol nothing changes (8 MiB: 2 MiB a step,
+  // Simple at 2 ranks too).
+  const auto same = m.predict("allgather", 4, 8u << 20);
+  EXPECT_EQ(same.basis.find("NCCL runs"), std::string::npos) << same.basis;
+  EXPECT_NEAR(same.gpu_ns, plain.predict("allgather", 4, 8u << 20).gpu_ns, 1);
+  // Too few sizes in the n-rank protocol: priced as before, and the basis says to expect it off.
+  cal.curves[0] = curve("allgather", 2, {{1, 10}, {2, 12}, {4, 20}});
+  for (std::uint64_t S : {8u << 20, 16u << 20}) cal.choices[2].choices.erase({"allgather", S / 2});
+  const auto few = NcclModel(cal).predict("allgather", 4, 4u << 20);
+  EXPECT_NEAR(few.gpu_ns, 16e3, 1) << few.basis;
+  EXPECT_NE(few.basis.find("too few SIMPLE sizes"), std::string::npos) << few.basis;
+}
+
 TEST(NcclModel, TheHostLaunchCostBoundsSmallSizes) {
   const NcclModel m(read_nccl_calibration(h100x4().string()));
   const auto p = m.predict("broadcast", 4, 1024);
