@@ -153,8 +153,8 @@ if [ -n "${EXTRA_CHUNK:-}" ]; then
   echo
   echo "| channels | bench tcp --chunk $CHUNK GB/s | bench tcp --chunk $EXTRA_CHUNK GB/s | iperf3 128K (default) GB/s | iperf3 -l $ILEN GB/s | tcp $EXTRA_CHUNK / iperf3 128K | tcp $CHUNK / iperf3 -l $ILEN | runs tcp $EXTRA_CHUNK / iperf3 -l $ILEN |"
   echo "|---:|---:|---:|---:|---:|---:|---:|---|"
-  for c in ${EXTRA_CHANNELS:-16,32}; do
-    c=${c//,/}
+  EXTRA_CHANNELS=${EXTRA_CHANNELS:-16,32}
+  for c in ${EXTRA_CHANNELS//,/ }; do
     if [ "$(limit)" = 0 ]; then
       echo "| $c | skipped: the script's time budget (BUDGET_S=$BUDGET_S s) was spent | | | | | | |"
       continue
