@@ -43,7 +43,8 @@ if [ -z "${IPERF3:-}" ]; then
   if command -v iperf3 >/dev/null 2>&1; then IPERF3=iperf3
   elif [ -x "$ROOT/.device/iperf3/iperf3" ]; then
     IPERF3=$ROOT/.device/iperf3/iperf3; export LD_LIBRARY_PATH=$ROOT/.device/iperf3${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  elif [ -f "$ROOT/.device/iperf3" ]; then IPERF3=$ROOT/.device/iperf3
+  elif [ -f "$ROOT/.device/iperf3" ]; then  # its libiperf.so.0 beside it, if carried
+    IPERF3=$ROOT/.device/iperf3; export LD_LIBRARY_PATH=$ROOT/.device${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   else IPERF3=iperf3; fi
 fi
 CHANNELS=${CHANNELS:-1,2,4,8,16,32}
