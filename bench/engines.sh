@@ -19,6 +19,11 @@
 #   SIZE      bytes per round; default 1G up to 4 channels, 256M x channels above (a
 #             round of 1 GiB at 32 channels lasts ~10 ms, shorter than the set-up noise)
 #   MONITOR=1 adds --monitor to every p2pscope run (its summary lands in the JSON)
+#   EXTRA_CHUNK (unset: off), e.g. 128K: a second table at EXTRA_CHANNELS (16,32) that swaps
+#             the buffer sizes: bench tcp with --chunk EXTRA_CHUNK (iperf3's 128 KiB buffer)
+#             and iperf3 with -l EXTRA_IPERF_LEN (CHUNK: bench tcp's chunk), REPS each, beside
+#             the first table's figures at the same channel counts: one call tells whether
+#             the gap between them is the size of the buffer sent from (cache vs memory)
 #   BUDGET_S (330): no run starts after BUDGET_S seconds and none outlives it by more than
 #             RUN_S (60, each run's own limit); skipped runs are said (a device call is bounded)
 # A bench net run that fails (no figure) stops the bench net column, said, so a broken
@@ -32,7 +37,16 @@ first() { local f; for f in "$@"; do [ -e "$f" ] && { echo "$f"; return; }; done
 P2PSCOPE=${P2PSCOPE:-$(first "$ROOT/build/p2pscope" "$ROOT/.device/p2pscope" "$(command -v p2pscope 2>/dev/null || echo "$ROOT/build/p2pscope")")}
 REFNET=${PLUGIN:-${REFNET:-$(first "$ROOT/build/lib/libnccl-net-p2pscope.so" "$ROOT/.device/libnccl-net-p2pscope.so" \
                                    "$(dirname "$P2PSCOPE")/libnccl-net-p2pscope.so" "$(dirname "$P2PSCOPE")/lib/libnccl-net-p2pscope.so")}}
-IPERF3=${IPERF3:-iperf3}
+# iperf3: IPERF3, else PATH, else what a device call carries in .device/ (a binary, or a
+# folder with the binary and its libraries, as bench/one_call.sh copies it).
+if [ -z "${IPERF3:-}" ]; then
+  if command -v iperf3 >/dev/null 2>&1; then IPERF3=iperf3
+  elif [ -x "$ROOT/.device/iperf3/iperf3" ]; then
+    IPERF3=$ROOT/.device/iperf3/iperf3; export LD_LIBRARY_PATH=$ROOT/.device/iperf3${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  elif [ -f "$ROOT/.device/iperf3" ]; then  # its libiperf.so.0 beside it, if carried
+    IPERF3=$ROOT/.device/iperf3; export LD_LIBRARY_PATH=$ROOT/.device${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  else IPERF3=iperf3; fi
+fi
 CHANNELS=${CHANNELS:-1,2,4,8,16,32}
 REPS=${REPS:-3}; CHUNK=${CHUNK:-1M}; WINDOW=${WINDOW:-4}; ITERS=${ITERS:-5}; SECS=${SECS:-2}
 BASE=${PORT:-$((21000 + RANDOM % 20000))}
@@ -63,10 +77,10 @@ try: print("%.3f" % (json.load(open(sys.argv[1]))["server"]["rx_bytes_per_s"]/1e
 except Exception: pass' "$1"
 }
 
-p2p() {  # engine C rep [plugin tag]: one bench tcp / bench net --loopback run, its GB/s on stdout
-  local engine=$1 c=$2 r=$3 tag=${4:-$1}
+p2p() {  # engine C rep [tag [plugin [chunk]]]: one bench tcp / bench net --loopback run, its GB/s on stdout
+  local engine=$1 c=$2 r=$3 tag=${4:-$1} chunk=${6:-$CHUNK}
   local f="$OUT/$tag-$c-$r.json"
-  local args=(--loopback --channels "$c" --size "$(size_for "$c")" --chunk "$CHUNK" --window "$WINDOW"
+  local args=(--loopback --channels "$c" --size "$(size_for "$c")" --chunk "$chunk" --window "$WINDOW"
               --iters "$ITERS" --format json)
   [ "${MONITOR:-0}" = 1 ] && args+=(--monitor --monitor-dir "$OUT/mon-$tag-$c-$r")
   local t; t=$(limit)
@@ -79,23 +93,24 @@ p2p() {  # engine C rep [plugin tag]: one bench tcp / bench net --loopback run, 
   rate "$f"
 }
 
-iperf_procs() {  # C rep: C iperf3 servers and C clients at once; the summed GB/s
-  local c=$1 r=$2 i spids=()
+iperf_procs() {  # C rep [tag [client args...]]: C iperf3 servers and C clients at once; the summed GB/s
+  local c=$1 r=$2 tag=${3:-iperf} i spids=()
+  shift; shift; [ $# -gt 0 ] && shift
   if [ "$(limit)" = 0 ]; then skipped=$((skipped + 1)); return 3; fi
   for i in $(seq 0 $((c - 1))); do
     timeout $((SECS + 15)) "$IPERF3" -s -1 -p $((BASE + i)) -B 127.0.0.1 >/dev/null 2>&1 & spids+=($!)
   done
   sleep 0.3
   for i in $(seq 0 $((c - 1))); do
-    timeout $((SECS + 15)) "$IPERF3" -c 127.0.0.1 -p $((BASE + i)) -t "$SECS" -J > "$OUT/iperf-$c-$r-$i.json" 2>/dev/null &
+    timeout $((SECS + 15)) "$IPERF3" -c 127.0.0.1 -p $((BASE + i)) -t "$SECS" "$@" -J > "$OUT/$tag-$c-$r-$i.json" 2>/dev/null &
   done
   wait
   BASE=$((BASE + c + 1))
-  python3 - "$OUT" "$c" "$r" <<'PY'
+  python3 - "$OUT" "$c" "$r" "$tag" <<'PY'
 import json, sys
-out, c, r = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+out, c, r, tag = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 try:
-    print("%.3f" % sum(json.load(open(f"{out}/iperf-{c}-{r}-{i}.json"))["end"]["sum_received"]["bits_per_second"] / 8e9
+    print("%.3f" % sum(json.load(open(f"{out}/{tag}-{c}-{r}-{i}.json"))["end"]["sum_received"]["bits_per_second"] / 8e9
                        for i in range(c)))
 except Exception:
     pass
@@ -130,6 +145,32 @@ for c in ${CHANNELS//,/ }; do
   echo "| $c | $(size_for "$c") | $t | $n | $(ratio "$n" "$t") | $i | $(ratio "$t" "$i") | $(paste -sd, "$OUT/t-$c") / $(paste -sd, "$OUT/n-$c") / $(paste -sd, "$OUT/i-$c") |"
 done
 
+if [ -n "${EXTRA_CHUNK:-}" ]; then
+  # The buffer sizes swapped: does bench tcp reach iperf3 from a cache-sized chunk, and
+  # iperf3 fall to bench tcp from a chunk-sized buffer? (issue 34's 32-channel ceiling)
+  ILEN=${EXTRA_IPERF_LEN:-$CHUNK}
+  echo
+  echo "Buffer sizes swapped (EXTRA_CHUNK=$EXTRA_CHUNK): bench tcp --chunk $EXTRA_CHUNK, iperf3 -l $ILEN, beside the table above (chunk $CHUNK, iperf3's default 128K):"
+  echo
+  echo "| channels | bench tcp --chunk $CHUNK GB/s | bench tcp --chunk $EXTRA_CHUNK GB/s | iperf3 128K (default) GB/s | iperf3 -l $ILEN GB/s | tcp $EXTRA_CHUNK / iperf3 128K | tcp $CHUNK / iperf3 -l $ILEN | runs tcp $EXTRA_CHUNK / iperf3 -l $ILEN |"
+  echo "|---:|---:|---:|---:|---:|---:|---:|---|"
+  EXTRA_CHANNELS=${EXTRA_CHANNELS:-16,32}
+  for c in ${EXTRA_CHANNELS//,/ }; do
+    if [ "$(limit)" = 0 ]; then
+      echo "| $c | skipped: the script's time budget (BUDGET_S=$BUDGET_S s) was spent | | | | | | |"
+      continue
+    fi
+    : > "$OUT/tx-$c"; : > "$OUT/ix-$c"
+    for r in $(seq "$REPS"); do
+      p2p tcp "$c" "$r" tcpx "" "$EXTRA_CHUNK" >> "$OUT/tx-$c"
+      [ $have_iperf = 1 ] && iperf_procs "$c" "$r" iperfx -l "$ILEN" >> "$OUT/ix-$c"
+    done
+    t1=$( [ -s "$OUT/t-$c" ] && median < "$OUT/t-$c" || echo n/a); i1=$( [ -s "$OUT/i-$c" ] && median < "$OUT/i-$c" || echo n/a)
+    tx=$(median < "$OUT/tx-$c"); ix=$(median < "$OUT/ix-$c")
+    echo "| $c | $t1 | $tx | $i1 | $ix | $(ratio "$tx" "$i1") | $(ratio "$t1" "$ix") | $(paste -sd, "$OUT/tx-$c") / $(paste -sd, "$OUT/ix-$c") |"
+  done
+fi
+
 [ "$skipped" -gt 0 ] && notes+=("$skipped runs not started: the time budget (BUDGET_S=$BUDGET_S s) was spent")
 for n in "${notes[@]}"; do echo; echo "note: $n"; done
 
@@ -151,14 +192,15 @@ fi
 echo
 echo "Where the time went (the last repetition run of each; per chunk = per $CHUNK chunk moved, both sides' threads):"
 echo
-python3 - "$OUT" "$CHANNELS" "$REPS" "$(nproc)" <<'PY'
+python3 - "$OUT" "$CHANNELS" "$REPS" "$(nproc)" "${EXTRA_CHUNK:+${EXTRA_CHANNELS:-16,32}}" <<'PY'
 import json, os, sys
 out, lst, reps, ncpu = sys.argv[1], sys.argv[2].split(","), sys.argv[3], int(sys.argv[4])
+extra = [c for c in sys.argv[5].split(",") if c]
 print("| engine | C | threads / CPUs | verdict | tx busy % mean (max) | rx busy % mean (max) | runq % max | "
       "tx calls/chunk | rx calls/chunk | tx vol sw/chunk | rx vol sw/chunk | invol sw/chunk |")
 print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-for tag in ("tcp", "net"):
-    for c in lst:
+for tag in ("tcp", "net", "tcpx"):  # tcpx: bench tcp at EXTRA_CHUNK
+    for c in (extra if tag == "tcpx" else lst):
         got = [r for r in range(int(reps), 0, -1) if os.path.exists(f"{out}/{tag}-{c}-{r}.json")]
         if not got:
             continue
@@ -179,7 +221,8 @@ for tag in ("tcp", "net"):
         runq = max((100 * w.get("runqueue_wait_s", 0) / w["wall_time_s"] for w in ws if w["wall_time_s"] > 1e-3), default=0)
         inv = agg("tx", "involuntary_switches") + agg("rx", "involuntary_switches")
         verdict = j.get("bound", {}).get("verdict", "?")
-        print(f"| {tag} | {c} | {len(ws)} / {ncpu} | {verdict} | {busy('tx')} | {busy('rx')} | {runq:.0f} | "
+        name = f"tcp (chunk {p['chunk_bytes'] // 1024}K)" if tag == "tcpx" else tag
+        print(f"| {name} | {c} | {len(ws)} / {ncpu} | {verdict} | {busy('tx')} | {busy('rx')} | {runq:.0f} | "
               f"{agg('tx','syscalls')/chunks:.2f} | {agg('rx','syscalls')/chunks:.2f} | "
               f"{agg('tx','voluntary_switches')/chunks:.2f} | {agg('rx','voluntary_switches')/chunks:.2f} | {inv/chunks:.2f} |")
 PY

@@ -1,6 +1,11 @@
-// The reference plugin's data path: one nonblocking TCP socket per comm, messages
-// framed by an 8-byte length, every test() progressing its comm with large
-// send/recv calls straight into the caller's buffers (no copies, no threads).
+// The reference plugin's data path: one TCP socket per comm, messages framed by an
+// 8-byte length, test() moving the tested request's bytes straight between the socket
+// and the caller's buffers (no copies, no threads). test() of an incomplete request
+// sleeps in the kernel until its bytes are in or out (one recv of the header and one
+// MSG_WAITALL recv of the payload; one sendmsg), each call bounded by
+// P2PSCOPE_REFNET_WAIT_US (1 ms): a progress loop costs a few calls per message, not
+// one nonblocking recv per kernel wake-up (55-74 per 1 MiB chunk on 64 cores, issue 34).
+// With P2PSCOPE_REFNET_WAIT_US=0 every call is nonblocking and test() polls.
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <ifaddrs.h>
@@ -55,8 +60,10 @@ std::size_t page_slot(std::size_t page, std::size_t npages) {
   return q < npages ? q : page;
 }
 
-// readv on the comm's socket, served first from the carry (one source per call).
-ssize_t pull(Comm* c, iovec* iov, int n) {
+// recvmsg on the comm's socket, served first from the carry (one source per call).
+// `wait`: sleep in the kernel until every byte asked for is in (MSG_WAITALL), at most
+// g.wait_us; else nonblocking.
+ssize_t pull(Comm* c, iovec* iov, int n, bool wait) {
   if (c->carry_off < c->carry.size()) {
     std::size_t got = 0;
     for (int i = 0; i < n && c->carry_off < c->carry.size(); ++i) {
@@ -72,7 +79,16 @@ ssize_t pull(Comm* c, iovec* iov, int n) {
     }
     return static_cast<ssize_t>(got);
   }
-  return ::readv(c->fd, iov, n);
+  msghdr mh{};
+  mh.msg_iov = iov;
+  mh.msg_iovlen = static_cast<std::size_t>(n);
+  return ::recvmsg(c->fd, &mh, wait ? MSG_WAITALL : MSG_DONTWAIT);
+}
+
+std::size_t iov_bytes(const iovec* iov, int n) {
+  std::size_t t = 0;
+  for (int i = 0; i < n; ++i) t += iov[i].iov_len;
+  return t;
 }
 
 // The steps of progress() below return whether it goes on with the next request; when
@@ -105,13 +121,14 @@ bool fault_fires(Comm* c, const Req& r, std::uint64_t& limit) {
 }
 
 // Every posted send in one sendmsg (headers and payloads): small chunks cost one system
-// call per window, not one per chunk.
-bool send_window(Comm* c, const Req& r, std::uint64_t limit) {
+// call per window, not one per chunk. `wait`: only the requests up to the tested one
+// (`upto`), in one sendmsg that sleeps until the socket took them (at most g.wait_us).
+bool send_window(Comm* c, const Req& r, std::uint64_t limit, bool wait, std::uint64_t upto) {
   iovec iov[kMaxRequests * 2];
   int n = 0;
   std::uint64_t budget = limit;
   std::size_t asked = 0;
-  for (std::uint64_t q = c->active; q < c->tail; ++q) {
+  for (std::uint64_t q = c->active; q < c->tail && (!wait || q <= upto); ++q) {
     Req& x = c->reqs[q % kMaxRequests];
     if (x.hdr_done < 8) {
       iov[n++] = {reinterpret_cast<char*>(&x.hdr) + x.hdr_done, 8 - x.hdr_done};
@@ -129,7 +146,7 @@ bool send_window(Comm* c, const Req& r, std::uint64_t limit) {
   msghdr mh{};
   mh.msg_iov = iov;
   mh.msg_iovlen = static_cast<std::size_t>(n);
-  ssize_t k = ::sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+  ssize_t k = ::sendmsg(c->fd, &mh, wait ? MSG_NOSIGNAL : MSG_DONTWAIT | MSG_NOSIGNAL);
   if (k < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
     WARN("refnet: send on device %d failed after %llu bytes, request #%llu: %s (the peer closed?)", c->dev,
@@ -158,15 +175,17 @@ bool send_window(Comm* c, const Req& r, std::uint64_t limit) {
 }
 
 // Reads (the rest of) a message's 8-byte header, and its payload in the same call when
-// the last message filled its receive. The readv result; c->err set when the message is
-// larger than the posted receive.
-ssize_t recv_header(Comm* c, Req& r) {
+// the last message filled its receive (nonblocking only: a waiting read of a shorter
+// message would wait for the next one). The recvmsg result; `asked` the bytes asked
+// for; c->err set when the message is larger than the posted receive.
+ssize_t recv_header(Comm* c, Req& r, bool wait, std::size_t& asked) {
   iovec iov[2];
   int n = 0;
   iov[n++] = {reinterpret_cast<char*>(&r.hdr) + r.hdr_done, 8 - r.hdr_done};
-  const bool both = c->exact && !c->meta && !c->faulty() && r.hdr_done == 0 && r.posted > 0;
+  const bool both = !wait && c->exact && !c->meta && !c->faulty() && r.hdr_done == 0 && r.posted > 0;
   if (both) iov[n++] = {r.data, r.posted};
-  const ssize_t k = pull(c, iov, n);
+  asked = iov_bytes(iov, n);
+  const ssize_t k = pull(c, iov, n, wait);
   if (k <= 0) return k;
   std::size_t got = static_cast<std::size_t>(k);
   const std::size_t h = std::min(got, 8 - r.hdr_done);
@@ -191,10 +210,11 @@ ssize_t recv_header(Comm* c, Req& r) {
 }
 
 // Reads payload bytes, at most `limit`; nullopt when the fault limit stops the message.
-std::optional<ssize_t> recv_payload(Comm* c, Req& r, std::uint64_t limit) {
+std::optional<ssize_t> recv_payload(Comm* c, Req& r, std::uint64_t limit, bool wait, std::size_t& asked) {
   const std::size_t want = std::min<std::uint64_t>(r.total - r.done, limit);
   if (want == 0 && r.done < r.total) return std::nullopt;
   ssize_t k;
+  asked = want;
   if (c->meta) {
     // UNPACK: pages of this message go to the slot's bounce area, out of order.
     const std::size_t slot = r.seq % abi::kUnpackQueueDepth;
@@ -210,16 +230,17 @@ std::optional<ssize_t> recv_payload(Comm* c, Req& r, std::uint64_t limit) {
       off += len;
       left -= len;
     }
-    k = n ? pull(c, iov, n) : 0;
+    asked = iov_bytes(iov, n);
+    k = n ? pull(c, iov, n, wait) : 0;
   } else {
     iovec iov{r.data + r.done, want};
-    k = want ? pull(c, &iov, 1) : 0;
+    k = want ? pull(c, &iov, 1, wait) : 0;
   }
   if (k > 0) {
     r.done += static_cast<std::size_t>(k);
     c->moved += static_cast<std::uint64_t>(k);
   }
-  if (want == 0) k = 1;  // an empty message completes without a read
+  if (want == 0) k = 1, asked = 1;  // an empty message completes without a read
   return k;
 }
 
@@ -249,13 +270,14 @@ bool complete_receive(Comm* c, Req& r) {
   return true;
 }
 
-bool receive_step(Comm* c, Req& r, std::uint64_t limit) {
+bool receive_step(Comm* c, Req& r, std::uint64_t limit, bool wait) {
   ssize_t k;
+  std::size_t asked = 0;
   if (r.hdr_done < 8) {
-    k = recv_header(c, r);
+    k = recv_header(c, r, wait, asked);
     if (c->err != abi::kSuccess) return false;
   } else {
-    const std::optional<ssize_t> got = recv_payload(c, r, limit);
+    const std::optional<ssize_t> got = recv_payload(c, r, limit, wait, asked);
     if (!got) return false;
     k = *got;
   }
@@ -274,17 +296,19 @@ bool receive_step(Comm* c, Req& r, std::uint64_t limit) {
     return false;
   }
   if (r.hdr_done == 8 && r.done == r.total) return complete_receive(c, r);
-  return true;
+  return !wait || static_cast<std::size_t>(k) >= asked;  // a waiting read cut short: its time ran out
 }
 
-// Move bytes of the oldest incomplete request(s) until the socket would block.
-Result progress(Comm* c) {
+// Move bytes of the oldest incomplete request(s) until the socket would block; with
+// `wait`, only until request #upto is complete, sleeping in each socket call (at most
+// g.wait_us each; a call whose time ran out ends the pass).
+Result progress(Comm* c, bool wait = false, std::uint64_t upto = 0) {
   if (c->err != abi::kSuccess) return c->err;
-  while (c->active < c->tail) {
+  while (c->active < c->tail && (!wait || c->active <= upto)) {
     Req& r = c->reqs[c->active % kMaxRequests];
     std::uint64_t limit = SIZE_MAX;  // bytes this comm may still move before a fault
     if (fault_fires(c, r, limit)) break;
-    if (!(c->send ? send_window(c, r, limit) : receive_step(c, r, limit))) break;
+    if (!(c->send ? send_window(c, r, limit, wait, upto) : receive_step(c, r, limit, wait))) break;
   }
   return c->err;  // kSuccess unless a step failed the comm
 }
@@ -450,7 +474,9 @@ Result test(void* request, int* done, int* size) {
   Comm* c = r->comm;
   *done = 0;
   if (g.test_delay_us && !c->send) ::usleep(static_cast<useconds_t>(g.test_delay_us));
-  Result res = progress(c);
+  // Waiting sockets: only an incomplete request moves bytes, and its test() sleeps in
+  // the kernel for them; polling sockets: every test() moves what the socket has.
+  Result res = g.wait_us ? (r->complete ? c->err : progress(c, true, r->seq)) : progress(c);
   if (res != abi::kSuccess) return res;
   // P2PSCOPE_REFNET_EOF_FAILS: as plugins that read their socket until EAGAIN (NCCL's
   // socket transport, google/nccl-fastsocket), the peer's close is an error even when

@@ -21,6 +21,8 @@
 //   P2PSCOPE_REFNET_INIT_FAIL=1         init fails (tests the caller's error)
 //   P2PSCOPE_REFNET_SIZE_SHORT=1        test() of a receive reports one byte less than came
 //                                      (a plugin's wrong size: callers that use it must check)
+//   P2PSCOPE_REFNET_WAIT_US=N           test() of an incomplete request sleeps in each socket
+//                                      call up to N us for its bytes (default 1000); 0: polls
 #include <cstddef>
 #include <cstdint>
 

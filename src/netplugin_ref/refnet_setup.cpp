@@ -2,6 +2,7 @@
 // per interface), and connection establishment that never blocks (NULL comm = later).
 #include <arpa/inet.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -11,6 +12,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -84,6 +86,23 @@ bool ip_of(const std::string& ifname, sockaddr_in* out) {
   return ok;
 }
 
+// A comm's socket once it is connected: blocking, each call bounded by g.wait_us, so
+// that test() sleeps in one recv/send for the tested request (MSG_WAITALL) instead of
+// polling. Calls that must not wait (isend's first push, the EOF peek) pass
+// MSG_DONTWAIT. Without a wait the socket stays nonblocking.
+bool make_waiting(int fd) {
+  if (g.wait_us == 0) return true;
+  const int fl = ::fcntl(fd, F_GETFL);
+  timeval tv{static_cast<time_t>(g.wait_us / 1000000), static_cast<suseconds_t>(g.wait_us % 1000000)};
+  if (fl < 0 || ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 ||
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
+      ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0) {
+    WARN("refnet: making a comm's socket wait %llu us per call: %s", (unsigned long long)g.wait_us,
+         std::strerror(errno));
+    return false;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -107,6 +126,7 @@ Result init(abi::Logger log) {
   g.eof_fails = env_u64("P2PSCOPE_REFNET_EOF_FAILS", 0) != 0;
   g.test_delay_us = env_u64("P2PSCOPE_REFNET_TEST_DELAY_US", 0);
   g.size_short = env_u64("P2PSCOPE_REFNET_SIZE_SHORT", 0) != 0;
+  g.wait_us = std::min<std::uint64_t>(env_u64("P2PSCOPE_REFNET_WAIT_US", kDefaultWaitUs), 1000000);
   g.fail_after = env_u64("P2PSCOPE_REFNET_FAIL_AFTER_BYTES", kOff);
   g.die_after = env_u64("P2PSCOPE_REFNET_DIE_AFTER_BYTES", kOff);
   const char* side = std::getenv("P2PSCOPE_REFNET_FAULT_SIDE");
@@ -283,6 +303,10 @@ Result connect(int dev, void* handle, void** send_comm) {
     return abi::kSystemError;
   }
   forget(false);
+  if (!make_waiting(fd)) {
+    ::close(fd);
+    return abi::kSystemError;
+  }
   auto* c = new Comm;
   c->fd = fd;
   c->send = true;
@@ -325,6 +349,11 @@ Result accept(void* listen_comm, void** recv_comm, abi::DeviceHandle** dev_handl
   l->pending_fd = -1;
   int one = 1;
   ::setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (!make_waiting(c->fd)) {
+    ::close(c->fd);
+    delete c;
+    return abi::kSystemError;
+  }
   if (g.unpack) {
     // As TCPX: a metadata queue the kernel reads and a bounce area, one slot per request.
     std::size_t bytes = kUnpackSliceBytes * abi::kUnpackQueueDepth;

@@ -14,6 +14,7 @@ namespace refnet::detail {
 
 inline constexpr std::uint64_t kMagic = 0x5032505352454631ull;  // "P2PSREF1"
 inline constexpr std::uint64_t kOff = UINT64_MAX;
+inline constexpr std::uint64_t kDefaultWaitUs = 1000;
 
 struct Dev {
   std::string name;
@@ -35,6 +36,10 @@ struct Config {
   bool eof_fails = false;           // P2PSCOPE_REFNET_EOF_FAILS: a receive comm whose peer closed fails test()
   std::uint64_t test_delay_us = 0;  // P2PSCOPE_REFNET_TEST_DELAY_US: each test() of a receive comm sleeps first
   bool size_short = false;          // P2PSCOPE_REFNET_SIZE_SHORT: test() of a receive reports a byte less
+  // P2PSCOPE_REFNET_WAIT_US: how long one socket call of test() may sleep in the kernel
+  // for the tested request (blocking socket, SO_RCVTIMEO/SO_SNDTIMEO); 0: never (every
+  // call nonblocking, test() polls, as before issue 34).
+  std::uint64_t wait_us = kDefaultWaitUs;
   abi::Logger log = nullptr;
 };
 extern Config g;  // set by init; read-only while comms exist

@@ -373,10 +373,14 @@ TEST(NetRefPlugin, RegionOutlivingItsCommIsNotDeregisteredOnAClosedComm) {
   EXPECT_THROW(p.send.reg_mr(buf.data(), buf.size(), MemType::host), UsageError);
 }
 
-// Once messages fill their receives exactly, the plugin reads header and payload in
-// one call; a shorter message then leaves the next one's bytes in its buffer, which
-// must reach the next receive intact.
-TEST(NetRefPlugin, ShorterMessageAfterExactOnesKeepsTheStreamIntact) {
+// Once messages fill their receives exactly, the polling plugin (P2PSCOPE_REFNET_WAIT_US=0)
+// reads header and payload in one call; a shorter message then leaves the next one's
+// bytes in its buffer, which must reach the next receive intact. The waiting plugin (the
+// default) reads each header alone; the stream must come out the same.
+class ShorterMessage : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ShorterMessage, AfterExactOnesKeepsTheStreamIntact) {
+  Env env({{"P2PSCOPE_REFNET_WAIT_US", GetParam()}});
   Pair p = connect_pair();
   const std::vector<std::size_t> sent = {1000, 1000, 10, 1000, 0, 1000};
   std::vector<std::vector<unsigned char>> in;
@@ -402,3 +406,6 @@ TEST(NetRefPlugin, ShorterMessageAfterExactOnesKeepsTheStreamIntact) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(NetRefPlugin, ShorterMessage, ::testing::Values("0", "1000"),
+                         [](const auto& i) { return std::string(i.param[0] == '0' ? "Polling" : "Waiting"); });
