@@ -7,8 +7,8 @@
 #       moves with the CPUs the process runs on: bench nccl on all GPUs at 1 B - 32 KiB, 3
 #       times each, free and bound to each NUMA node's CPUs (taskset).
 #   34: bench/engines.sh with the reference plugin as built now (.device/) and as before
-#       (.device/old/), Fast Socket at 4 channels (.device/fastsocket/), and bench tcp at 32
-#       channels with 128 KiB chunks beside iperf3 (is the 32-channel ceiling memory traffic?).
+#       (.device/old/), Fast Socket at 4 channels (.device/fastsocket/), and bench tcp at 16
+#       and 32 channels with 128 KiB chunks beside iperf3 -l 1M (is the ceiling memory traffic?).
 #   test_gpu on every GPU.
 # Usage: bench/lease_x4.sh OUTDIR; binaries in .device/; packs OUTDIR.tar.gz. SKIP="a b"
 # leaves parts out (run torchrun predict numa engines test_gpu).
@@ -61,12 +61,11 @@ if want engines; then
     export IPERF3=$D/iperf3/iperf3 LD_LIBRARY_PATH=$D/iperf3${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   fi
   FS=; [ -f "$D/fastsocket/libnccl-net-fastsocket.so" ] && FS=$D/fastsocket/libnccl-net-fastsocket.so
-  part engines-new 120 env P2PSCOPE="$P" PLUGIN="$D/libnccl-net-p2pscope.so" FASTSOCKET="$FS" MONITOR=1 BUDGET_S=100 \
-    bash "$ROOT/bench/engines.sh" "$OUT/engines-new"
-  part engines-old 70 env P2PSCOPE="$P" PLUGIN="$D/old/libnccl-net-p2pscope.so" CHANNELS=2,4,8,16 BUDGET_S=55 \
-    bash "$ROOT/bench/engines.sh" "$OUT/engines-old"
-  part engines-128k 40 env P2PSCOPE="$P" PLUGIN="$D/libnccl-net-p2pscope.so" CHANNELS=32 CHUNK=128K BUDGET_S=25 \
-    bash "$ROOT/bench/engines.sh" "$OUT/engines-128k"
+  # EXTRA_CHUNK: bench tcp at 16 and 32 channels with 128 KiB chunks, iperf3 with -l 1M.
+  part engines-new 150 env P2PSCOPE="$P" PLUGIN="$D/libnccl-net-p2pscope.so" FASTSOCKET="$FS" MONITOR=1 SECS=1 \
+    BUDGET_S=125 RUN_S=30 EXTRA_CHUNK=128K bash "$ROOT/bench/engines.sh" "$OUT/engines-new"
+  part engines-old 70 env P2PSCOPE="$P" PLUGIN="$D/old/libnccl-net-p2pscope.so" CHANNELS=2,4,8,16 SECS=1 BUDGET_S=55 \
+    RUN_S=30 bash "$ROOT/bench/engines.sh" "$OUT/engines-old"
 fi
 
 want test_gpu && part test_gpu 100 env P2PSCOPE_BIN="$P" P2PSCOPE_REFNET="$D/libnccl-net-p2pscope.so" "$D/test_gpu" \
@@ -103,7 +102,7 @@ for f in sorted(os.listdir(d)):
         print(f, "unreadable:", e)
 PY
 fi
-for e in new old 128k; do
+for e in new old; do
   [ -f "$OUT/engines-$e.log" ] && { echo "== engines-$e"; grep '^|' "$OUT/engines-$e.log" | cut -c1-230; grep -i fast "$OUT/engines-$e.log" | head -5; }
 done
 [ -f "$OUT/test_gpu.log" ] && { echo "== test_gpu"; grep -E "PASSED|FAILED|SKIPPED|tests ran" "$OUT/test_gpu.log" | tail -15; }
