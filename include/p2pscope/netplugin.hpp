@@ -206,6 +206,11 @@ class MemRegion {
   MemType type_ = MemType::host;
 };
 
+// What Request::reported_bytes holds when the plugin's test() left the size unset (Fast
+// Socket never sets it): the API's own "no size" would be 0, which bench net reads as an
+// end-of-round mark.
+inline constexpr int kSizeNotReported = -2;
+
 // A posted isend/irecv/iflush. `seq` numbers requests per comm from 0.
 struct Request {
   void* raw = nullptr;

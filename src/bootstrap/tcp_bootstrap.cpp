@@ -90,14 +90,18 @@ std::string resolve_ipv4(const std::string& host) {
 }
 
 // How long a bootstrap read spins (non-blocking polls) before it sleeps in the kernel:
-// P2PSCOPE_BOOTSTRAP_SPIN_US, 200 by default (where each rank can have two cores), 0 =
+// P2PSCOPE_BOOTSTRAP_SPIN_US, 5000 by default (where each rank can have two cores), 0 =
 // never. Under a launcher every op of a campaign is an announcement and a gather on
 // these sockets; a reader asleep in recv() pays its wake-up (tens of microseconds in a
-// VM) twice per op, as much as an 8 MiB transfer over NVLink takes.
+// VM) twice per op, as much as an 8 MiB transfer over NVLink takes. With 4 ranks a rank
+// sits out half the ops and waits through them, and rank 0 waits out every op in the
+// gather: a spin shorter than an op (200 us) let them fall asleep at 1-64 MiB. 4 x H200,
+// the seed's torchrun campaign against one process in one call: worst size 0.70x at 200
+// us, 0.81x at 5000 us (bench/results/multigpu.md).
 std::int64_t bootstrap_spin_ns() {
   static const std::int64_t ns = [] {
     const char* v = std::getenv("P2PSCOPE_BOOTSTRAP_SPIN_US");
-    const long us = v ? std::strtol(v, nullptr, 10) : 200;
+    const long us = v ? std::strtol(v, nullptr, 10) : 5000;
     return static_cast<std::int64_t>(std::clamp(us, 0L, 100'000L)) * 1000;
   }();
   return ns;

@@ -124,7 +124,7 @@ bool CommBase::test_front(std::deque<Request>& q, const char* call, bool receive
   if (q.empty()) throw UsageError(fmt::format("{}: {} with no outstanding request", plugin_->describe(), call));
   auto& I = impl_of(plugin_);
   int done = 0;
-  int size = 0;
+  int size = kSizeNotReported;  // a plugin may leave it unset (Fast Socket does)
   Request& r = q.front();
   I.check(I.ops->test(r.raw, &done, &size),
           fmt::format("{}(request #{} of {} bytes)", call, r.seq, r.size_bytes));

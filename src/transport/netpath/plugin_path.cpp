@@ -369,6 +369,11 @@ void plugin_receiver_dealt(WorkerArgs a) {
       ++a.rep.syscalls;
       if (done < posted && l.recv.test_oldest()) {
         const std::int64_t got = l.recv.last_reported_bytes();
+        if (got == net::kSizeNotReported)
+          throw UsageError(l.recv.plugin()->describe() +
+                           ": its test() does not report a receive's size, and bench net deals chunks as they go only "
+                           "where the receiver learns each size from test(); run with --verify (each comm's share "
+                           "fixed ahead, every byte checked) to drive this plugin");
         char* into = where(done);
         ++done;
         dog.moved();
