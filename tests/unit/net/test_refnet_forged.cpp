@@ -82,4 +82,18 @@ TEST(NetRefPluginForged, AHandleNamingNoListenerAddressIsRefusedBeforeAnyConnect
   no_port.sin_family = AF_INET;
   no_port.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   EXPECT_NE(connect_error(plugin, forged(no_port, 0, 0)), "");
+  // The cases above fail in connect() even without the check (nothing listens on port 9
+  // or 0, no IPv6 address fits an IPv4 socket). The wildcard with the port of a listener
+  // bound to it does not: to connect() 0.0.0.0 is this host, and the old plugin connected.
+  const int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(lfd, 0);
+  sockaddr_in wild{};
+  wild.sin_family = AF_INET;
+  wild.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t len = sizeof wild;
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&wild), sizeof wild), 0);
+  ASSERT_EQ(::listen(lfd, 4), 0);
+  ASSERT_EQ(::getsockname(lfd, reinterpret_cast<sockaddr*>(&wild), &len), 0);
+  EXPECT_NE(connect_error(plugin, forged(wild, 0, 0)), "") << "a handle naming the wildcard address was connected";
+  ::close(lfd);
 }

@@ -47,6 +47,10 @@ TEST(SessionBookkeeping, TruncateForgetsAFailedRoundAsIfItNeverRan) {
   b.truncate(5000);
   EXPECT_EQ(b.seen(), 5000u);
   const auto va = a.values(), vb = b.values();
+  // Both within their cap, before and after the truncation (a vector of every sample, as
+  // the old code kept, truncates exactly too: this is what tells them apart).
+  EXPECT_LE(va.size(), 256u);
+  EXPECT_LE(vb.size(), 256u);
   for (double v : vb) EXPECT_LT(v, 5000);
   // b rose a level or more past a (more samples came): it keeps a subset of a's.
   EXPECT_LE(vb.size(), va.size());
