@@ -101,6 +101,50 @@ struct PrepareSpec {
   double announce_after_s = 1.0;
 };
 
+// The device's own timer in ns (GPU %globaltimer read by a tiny kernel), with the
+// host CLOCK_MONOTONIC read just before and after, for clock-drift fits.
+struct TimerReading {
+  std::int64_t device_ns = -1;  // -1: this device has no clock (staged's host memory)
+  std::int64_t host_before_ns = 0, host_after_ns = 0;
+};
+
+// `count` readings as close together as the backend can take them, for the clock
+// sync: each reading's device time lies between its host_before and host_after.
+struct TimerBurst {
+  std::vector<TimerReading> readings;  // empty: no device clock
+  std::int64_t step_ns = 0;            // the device timer's update step; 0 unknown
+  std::string method;                  // how the readings were taken
+  std::string note;                    // why there are fewer than asked
+};
+
+// Optional: a device clock the host can read (Backend::device_timer()), for the
+// profile campaign's clock sync and drift fits.
+class DeviceTimer {
+ public:
+  virtual ~DeviceTimer() = default;
+  virtual TimerReading read_device_timer(int device) = 0;
+  // The default brackets a kernel launch and a synchronize per reading (tens of us).
+  virtual TimerBurst read_device_timer_burst(int device, int count) {
+    TimerBurst b;
+    b.method = "launch: a timer kernel between two host reads";
+    for (int i = 0; i < count; ++i) {
+      const TimerReading r = read_device_timer(device);
+      if (r.device_ns < 0) break;
+      b.readings.push_back(r);
+    }
+    return b;
+  }
+};
+
+// Optional: compute load for the thermal warm-up (Backend::heater()).
+class Heater {
+ public:
+  virtual ~Heater() = default;
+  // Keeps the device busy with compute for about `seconds`; called from one thread
+  // per device. A device with nothing to heat (host memory) returns at once.
+  virtual void busy_compute(int device, double seconds) = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -152,38 +196,12 @@ class Backend {
   // that issues it (for the staged backend's host end, the GPU; ce-pull, the destination).
   virtual int clock_device(int src, int dst) const { (void)dst; return src; }
 
-  // The device's own timer in ns (GPU %globaltimer read by a tiny kernel), with the
-  // host CLOCK_MONOTONIC read just before and after, for clock-drift fits. Backends
-  // without a device clock return {-1, ...}.
-  struct TimerReading {
-    std::int64_t device_ns = -1;
-    std::int64_t host_before_ns = 0, host_after_ns = 0;
-  };
-  virtual TimerReading read_device_timer(int device) { (void)device; return {}; }
-
-  // `count` readings as close together as the backend can take them, for the clock
-  // sync: each reading's device time lies between its host_before and host_after.
-  struct TimerBurst {
-    std::vector<TimerReading> readings;  // empty: no device clock
-    std::int64_t step_ns = 0;            // the device timer's update step; 0 unknown
-    std::string method;                  // how the readings were taken
-    std::string note;                    // why there are fewer than asked
-  };
-  // The default brackets a kernel launch and a synchronize per reading (tens of us).
-  virtual TimerBurst read_device_timer_burst(int device, int count) {
-    TimerBurst b;
-    b.method = "launch: a timer kernel between two host reads";
-    for (int i = 0; i < count; ++i) {
-      const TimerReading r = read_device_timer(device);
-      if (r.device_ns < 0) break;
-      b.readings.push_back(r);
-    }
-    return b;
-  }
-
-  // Keeps the device busy with compute for about `seconds` (thermal warm-up).
-  // No-op where there is nothing to heat.
-  virtual void busy_compute(int device, double seconds) { (void)device; (void)seconds; }
+  // Optional parts (below): a backend that offers one derives from it too and returns
+  // `this`; nullptr means it has none (the host backend: no device clock, nothing to heat).
+  // Accessors rather than dynamic_cast, so a wrapper (the driven backend) can offer a
+  // part exactly when the backend it wraps does.
+  virtual DeviceTimer* device_timer() { return nullptr; }
+  virtual Heater* heater() { return nullptr; }
 
   // Where a device is, for whoever reads its sensors (NVML) from this process: on
   // this host or another one (one process per GPU across hosts), and its PCI bus id

@@ -14,7 +14,9 @@ namespace {
 
 using nlohmann::json;
 
-class DrivenBackend final : public Backend {
+// The optional parts (timer, heater) are offered exactly when the wrapped backend offers
+// them; privately inherited, so callers reach them only through the accessors.
+class DrivenBackend final : public Backend, DeviceTimer, Heater {
  public:
   DrivenBackend(std::unique_ptr<Backend> inner, std::shared_ptr<Bootstrap> boot)
       : inner_(std::move(inner)), boot_(std::move(boot)) {}
@@ -61,23 +63,26 @@ class DrivenBackend final : public Backend {
     announce({{"call", "verify"}, {"src", src}, {"dst", dst}, {"bytes", bytes}});
     return inner_->verify(src, dst, bytes);
   }
+  DeviceTimer* device_timer() override { return inner_->device_timer() ? this : nullptr; }
+  Heater* heater() override { return inner_->heater() ? this : nullptr; }
+
+ private:
   TimerReading read_device_timer(int device) override {
     std::lock_guard<std::mutex> lk(m_);
     announce({{"call", "read_device_timer"}, {"device", device}});
-    return inner_->read_device_timer(device);
+    return inner_->device_timer()->read_device_timer(device);
   }
   TimerBurst read_device_timer_burst(int device, int count) override {
     std::lock_guard<std::mutex> lk(m_);
     announce({{"call", "read_device_timer_burst"}, {"device", device}, {"count", count}});
-    return inner_->read_device_timer_burst(device, count);
+    return inner_->device_timer()->read_device_timer_burst(device, count);
   }
   void busy_compute(int device, double seconds) override {
     std::lock_guard<std::mutex> lk(m_);
     announce({{"call", "busy_compute"}, {"device", device}, {"seconds", seconds}});
-    inner_->busy_compute(device, seconds);
+    inner_->heater()->busy_compute(device, seconds);
   }
 
- private:
   // Callers hold m_: an announcement and its collective call must not interleave
   // with another thread's (their frames would mix on the bootstrap's sockets).
   void announce(const json& cmd) { boot_->broadcast(0, cmd.dump()); }
@@ -93,6 +98,16 @@ std::unique_ptr<Backend> make_driven_backend(std::unique_ptr<Backend> inner, std
   if (!boot || boot->rank() != 0) throw Error("make_driven_backend: only rank 0 drives; the other ranks serve_backend()");
   return std::make_unique<DrivenBackend>(std::move(inner), std::move(boot));
 }
+
+namespace {
+// The serving rank's part that rank 0 asked for: rank 0 announces a part's calls only
+// when its backend offers it, and every rank runs the same backend.
+template <class Part>
+Part& part(Part* p, const std::string& call) {
+  if (!p) throw Error("rank 0 asked for '" + call + "', which this rank's backend does not offer: use the same backend on every rank");
+  return *p;
+}
+}  // namespace
 
 void serve_backend(Backend& b, Bootstrap& boot) {
   for (;;) {
@@ -118,11 +133,11 @@ void serve_backend(Backend& b, Bootstrap& boot) {
     } else if (call == "verify") {
       b.verify(c["src"], c["dst"], c["bytes"]);
     } else if (call == "read_device_timer") {
-      b.read_device_timer(c["device"]);
+      part(b.device_timer(), call).read_device_timer(c["device"]);
     } else if (call == "read_device_timer_burst") {
-      b.read_device_timer_burst(c["device"], c["count"]);
+      part(b.device_timer(), call).read_device_timer_burst(c["device"], c["count"]);
     } else if (call == "busy_compute") {
-      b.busy_compute(c["device"], c["seconds"]);
+      part(b.heater(), call).busy_compute(c["device"], c["seconds"]);
     } else {
       throw Error("rank 0 asked for '" + call + "', which this p2pscope does not know: use the same binary on every rank");
     }

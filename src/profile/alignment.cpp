@@ -49,9 +49,11 @@ void SyncDuringRun::maybe_sync() {
   const std::int64_t now = monotonic_ns();
   if (now - last_ns_ < kPeriodNs) return;
   last_ns_ = now;
+  bench::DeviceTimer* timer = b_.device_timer();
+  if (!timer) return;  // no device clock: nothing to sync
   for (int dev : devices_) {
     if (dead_[dev]) continue;
-    const auto burst = b_.read_device_timer_burst(dev, kPokes);
+    const auto burst = timer->read_device_timer_burst(dev, kPokes);
     if (burst.readings.empty()) {
       dead_[dev] = true;
       continue;

@@ -31,7 +31,7 @@ double DriftFit::uncertainty_over(std::int64_t h0, std::int64_t h1) const {
 
 void DriftFit::shift_offset(double delta_ns) { device_ref_ns += static_cast<std::int64_t>(std::llround(delta_ns)); }
 
-TimerPoint timer_point(const bench::Backend::TimerReading& r) {
+TimerPoint timer_point(const bench::TimerReading& r) {
   return {r.host_before_ns + (r.host_after_ns - r.host_before_ns) / 2, r.device_ns, r.host_after_ns - r.host_before_ns};
 }
 
@@ -113,12 +113,13 @@ std::vector<TimerSamples> sample_timers(bench::Backend& b, const std::vector<int
   const std::int64_t window_ns = static_cast<std::int64_t>(window_s * 1e9);
   // ~200 rounds per device over a long window is plenty for a line fit.
   const auto period = std::chrono::nanoseconds(std::max<std::int64_t>(window_ns / 200, 0));
-  std::vector<bool> has_timer(devices.size(), true);
+  bench::DeviceTimer* timer = b.device_timer();
+  std::vector<bool> has_timer(devices.size(), timer != nullptr);  // none: every device has no timer
   for (int round = 0;; ++round) {
     bool any = false;
     for (std::size_t i = 0; i < devices.size(); ++i) {
       if (!has_timer[i]) continue;
-      const auto burst = b.read_device_timer_burst(devices[i], kBurst);
+      const auto burst = timer->read_device_timer_burst(devices[i], kBurst);
       if (!burst.note.empty()) out[i].note = burst.note;
       if (burst.readings.empty()) {
         has_timer[i] = false;

@@ -22,7 +22,7 @@ struct TimerPoint {
   std::int64_t host_before_ns() const { return host_ns - bracket_ns / 2; }
   std::int64_t host_after_ns() const { return host_before_ns() + bracket_ns; }
 };
-TimerPoint timer_point(const bench::Backend::TimerReading& r);
+TimerPoint timer_point(const bench::TimerReading& r);
 
 // device = host_ref-relative line: device_ns ~ device_ref + slope * (host_ns - host_ref),
 // the least-squares line (its rate is what clock_drift.json reports), and around it

@@ -21,10 +21,12 @@ WarmupOutcome heat_until(bench::Backend& b, const nvml::Nvml* nvml, const std::m
                          const std::atomic<bool>* stop) {
   const std::int64_t t0 = monotonic_ns();
   const auto elapsed_s = [t0] { return static_cast<double>(monotonic_ns() - t0) * 1e-9; };
+  bench::Heater* heater = b.heater();
+  const std::vector<int> none;
   std::mutex mu;
   std::exception_ptr failure;
   std::vector<std::thread> threads;
-  for (int dev : devices)
+  for (int dev : heater ? devices : none)  // no Heater: nothing to heat, no threads
     threads.emplace_back([&, dev] {
       try {
         while (!(stop && stop->load())) {
@@ -32,7 +34,7 @@ WarmupOutcome heat_until(bench::Backend& b, const nvml::Nvml* nvml, const std::m
           if (left <= 0) break;
           const int t = temperature_of(nvml, to_nvml, dev);
           if (t >= 0 && t >= target_c) break;
-          b.busy_compute(dev, std::min(1.0, left));
+          heater->busy_compute(dev, std::min(1.0, left));
         }
       } catch (...) {
         std::lock_guard<std::mutex> lock(mu);

@@ -18,7 +18,7 @@ struct WarmupOutcome {
 
 // One thread per device calls busy_compute in 1 s (or shorter) slices until that GPU
 // reads >= target_c (never, without NVML) or max_s has passed. Rethrows a slice's
-// Error after all threads joined.
+// Error after all threads joined. A backend without a Heater has nothing to heat: at once.
 WarmupOutcome heat_until(bench::Backend& b, const nvml::Nvml* nvml, const std::map<int, int>& to_nvml,
                          const std::vector<int>& devices, double target_c, double max_s,
                          const std::atomic<bool>* stop);

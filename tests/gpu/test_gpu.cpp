@@ -100,7 +100,8 @@ TEST(GpuCuda, PingPongDataArrivesAtEverySizeAndGrid) {
 TEST(GpuCuda, ClockPokesAreTightAndBatchStampsLieInsideTheHostBracket) {
   NEED_GPUS(1);
   auto b = make_backend("staged");
-  const auto burst = b->read_device_timer_burst(0, 64);
+  ASSERT_NE(b->device_timer(), nullptr);
+  const auto burst = b->device_timer()->read_device_timer_burst(0, 64);
   ASSERT_EQ(burst.readings.size(), 64u) << burst.note;
   EXPECT_GT(burst.step_ns, 0);
   std::int64_t tightest = INT64_MAX;
@@ -206,10 +207,12 @@ TEST(GpuCuda, ProfileHooksTimerBusyComputeAndBlocking) {
   auto b = make_backend("ce");
   // busy_compute before prepare: the profile campaign heats GPUs first.
   const auto t0 = monotonic_ns();
-  b->busy_compute(0, 0.2);
+  ASSERT_NE(b->heater(), nullptr);
+  ASSERT_NE(b->device_timer(), nullptr);
+  b->heater()->busy_compute(0, 0.2);
   EXPECT_GE(monotonic_ns() - t0, 190'000'000);
-  const auto a = b->read_device_timer(0);
-  const auto c = b->read_device_timer(0);
+  const auto a = b->device_timer()->read_device_timer(0);
+  const auto c = b->device_timer()->read_device_timer(0);
   EXPECT_GT(a.device_ns, 0);
   EXPECT_GT(c.device_ns, a.device_ns);
   EXPECT_LE(a.host_before_ns, a.host_after_ns);

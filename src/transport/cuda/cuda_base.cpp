@@ -253,7 +253,7 @@ OpTiming CudaBase::run_blocking_batch(int src, int dst, std::uint64_t bytes, int
   return t;
 }
 
-Backend::TimerBurst CudaBase::read_device_timer_burst(int device, int count) {
+TimerBurst CudaBase::read_device_timer_burst(int device, int count) {
   check_device(device);
   if (is_host(device)) return {};
   auto& x = ensure_basics(device);
@@ -272,7 +272,7 @@ std::int64_t CudaBase::verify(int src, int dst, std::uint64_t bytes) {
   return first_bad_offset(x.recv.get(), bytes, src, x.scratch.get(), x.s0.get(), dst);
 }
 
-Backend::TimerReading CudaBase::read_device_timer(int device) {
+TimerReading CudaBase::read_device_timer(int device) {
   check_device(device);
   if (is_host(device)) return {};
   auto& x = ensure_basics(device);

@@ -22,7 +22,8 @@ namespace p2pscope::bench::cuda {
 
 constexpr std::size_t kScratchBytes = 1 << 16;  // flags, verify result, latency samples
 
-class CudaBase : public Backend {
+// A GPU has a timer and can be heated: CudaBase offers both optional parts.
+class CudaBase : public Backend, public DeviceTimer, public Heater {
  public:
   // Throws Error naming `kind` when CUDA sees no GPU. `host_devices`: 1 when device N
   // is host memory.
@@ -39,9 +40,11 @@ class CudaBase : public Backend {
   OpTiming run_blocking(int src, int dst, std::uint64_t bytes) override;
   OpTiming run_blocking_batch(int src, int dst, std::uint64_t bytes, int count) override;
   int clock_device(int src, int dst) const override { return initiator(src, dst); }
-  TimerBurst read_device_timer_burst(int device, int count) override;
   std::int64_t verify(int src, int dst, std::uint64_t bytes) override;
+  DeviceTimer* device_timer() override { return this; }
+  Heater* heater() override { return this; }
   TimerReading read_device_timer(int device) override;
+  TimerBurst read_device_timer_burst(int device, int count) override;
   void busy_compute(int device, double seconds) override;
 
  protected:

@@ -22,8 +22,8 @@ struct FinishPokes {
 };
 }  // namespace
 
-Backend::TimerBurst poke_device_timer(int device, cudaStream_t stream, volatile unsigned long long* words, int count) {
-  Backend::TimerBurst burst;
+TimerBurst poke_device_timer(int device, cudaStream_t stream, volatile unsigned long long* words, int count) {
+  TimerBurst burst;
   burst.method = "poke: a resident kernel answers host writes through mapped memory";
   if (count < 1) return burst;
   // The request word and the answers sit on different 128-byte lines.
@@ -46,7 +46,7 @@ Backend::TimerBurst poke_device_timer(int device, cudaStream_t stream, volatile 
     constexpr unsigned long long kLow48 = (1ull << 48) - 1;
     unsigned long long jitter = 0x9e3779b97f4a7c15ull;  // a fixed seed: runs pause alike
     for (int k = 1; k <= count && burst.step_ns > 0; ++k) {
-      Backend::TimerReading r;
+      TimerReading r;
       // A varying pause (0-1 us) before each poke. Without it every poke followed the
       // last answer by the same delay and so met the GPU's polling read at the same
       // phase, mostly a late one: on 4 x H200 the intervals' median was 2.5 us and the

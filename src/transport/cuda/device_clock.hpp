@@ -14,6 +14,6 @@ namespace p2pscope::bench::cuda {
 // burst at a time. Runs `count` pokes on `stream` (of `device`, which must be current).
 // A GPU that does not answer within a second yields the readings taken so far.
 inline constexpr int kClockWords = 32;
-Backend::TimerBurst poke_device_timer(int device, cudaStream_t stream, volatile unsigned long long* words, int count);
+TimerBurst poke_device_timer(int device, cudaStream_t stream, volatile unsigned long long* words, int count);
 
 }  // namespace p2pscope::bench::cuda

@@ -43,7 +43,7 @@ std::vector<double> unpack(const std::string& s) {
   return v;
 }
 
-class NcclRanksBackend final : public Backend {
+class NcclRanksBackend final : public Backend, public DeviceTimer, public Heater {
  public:
   explicit NcclRanksBackend(const BackendOptions& o)
       : rc_(std::make_unique<nccl::RankComm>(o.bootstrap, o.rank_device, "backend nccl")),
@@ -196,6 +196,9 @@ class NcclRanksBackend final : public Backend {
       return me;
     });
   }
+
+  DeviceTimer* device_timer() override { return this; }
+  Heater* heater() override { return this; }
 
   // Collective: the device's own rank reads its GPU timer and tells everyone. The
   // host times are that rank's CLOCK_MONOTONIC: comparable with rank 0's on one host.

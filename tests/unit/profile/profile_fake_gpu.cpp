@@ -17,7 +17,9 @@
 #include "p2pscope/backend.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/profile.hpp"
+#include "profile/alignment.hpp"
 #include "profile/execution_log.hpp"
+#include "profile/thermal.hpp"
 #include "support/campaign.hpp"
 #include "support/files.hpp"
 
@@ -27,7 +29,7 @@ using namespace p2pscope::bench;
 
 namespace {
 
-class FakeGpu final : public Backend {
+class FakeGpu final : public Backend, public DeviceTimer {
  public:
   explicit FakeGpu(std::int64_t stamp_bias_ns, bool timer_readable = true, bool faster_after_large = false)
       : bias_(stamp_bias_ns), readable_(timer_readable), faster_after_large_(faster_after_large), t0_(monotonic_ns()) {}
@@ -61,6 +63,11 @@ class FakeGpu final : public Backend {
     return t;
   }
   std::int64_t verify(int, int, std::uint64_t) override { return -1; }
+  DeviceTimer* device_timer() override { return this; }
+  TimerReading read_device_timer(int d) override {
+    const TimerBurst b = read_device_timer_burst(d, 1);
+    return b.readings.empty() ? TimerReading{} : b.readings[0];
+  }
   TimerBurst read_device_timer_burst(int, int count) override {
     TimerBurst b;
     if (!readable_) {
@@ -228,4 +235,22 @@ TEST(FakeGpuCampaign, ASplitCampaignIsAlignedWithEverySessionsReadings) {
   EXPECT_FALSE(first_readings["start"]["devices"]["0"]["points"].empty());
   EXPECT_GE(drift["devices"][0]["clock_map"]["pieces_with_ops"].get<int>(), 3) << drift["devices"][0].dump(1);
   fs::remove_all(dir);
+}
+
+// A backend that offers no timer and no heater (host memory): the drift window names
+// each device "no device timer", as before these became optional parts, and the
+// warm-up has nothing to heat, so it returns at once instead of running its time.
+TEST(FakeGpu, ABackendWithoutATimerOrHeaterIsSkippedWithTheReason) {
+  auto host = make_backend("host");
+  ASSERT_EQ(host->device_timer(), nullptr);
+  const auto w = profile::measure_drift(*host, {0}, 0.5, nullptr);
+  EXPECT_TRUE(w.samples.empty());
+  EXPECT_EQ(w.no_timer.at(0), "no device timer");
+  const auto heat = profile::heat_until(*host, nullptr, {}, {0}, 80, 30, nullptr);
+  EXPECT_LT(heat.seconds, 5.0);
+  // The fake GPU offers a timer: its window has readings.
+  FakeGpu gpu(0);
+  const auto g = profile::measure_drift(gpu, {0, 1}, 0, nullptr);
+  EXPECT_EQ(g.samples.size(), 2u);
+  EXPECT_TRUE(g.no_timer.empty());
 }

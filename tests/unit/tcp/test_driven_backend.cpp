@@ -15,9 +15,11 @@ using namespace p2pscope::bench;
 
 namespace {
 
-// A backend that records the calls it gets (a test double beside the real ones).
-class Recorder final : public Backend {
+// A backend that records the calls it gets (a test double beside the real ones); it
+// offers a timer and a heater unless told not to.
+class Recorder final : public Backend, public DeviceTimer, public Heater {
  public:
+  explicit Recorder(bool parts = true) : parts_(parts) {}
   std::vector<std::string> calls;
   std::string name() const override { return "recorder"; }
   // Says its own capabilities (outside the table): the driven wrapper must pass them on.
@@ -43,18 +45,30 @@ class Recorder final : public Backend {
     calls.push_back("verify " + std::to_string(s) + ">" + std::to_string(d) + " " + std::to_string(n));
     return -1;
   }
+  DeviceTimer* device_timer() override { return parts_ ? this : nullptr; }
+  Heater* heater() override { return parts_ ? this : nullptr; }
   TimerReading read_device_timer(int d) override {
     calls.push_back("timer " + std::to_string(d));
-    return {};
+    return {12345, 1, 2};
+  }
+  TimerBurst read_device_timer_burst(int d, int count) override {
+    calls.push_back("burst " + std::to_string(d) + " x" + std::to_string(count));
+    TimerBurst b;
+    b.readings.assign(static_cast<std::size_t>(count), {777, 3, 4});
+    b.method = "recorded";
+    return b;
   }
   void busy_compute(int d, double s) override { calls.push_back("busy " + std::to_string(d) + " " + std::to_string(s)); }
+
+ private:
+  bool parts_;
 };
 
 
 // Rank 1 of 2 serving a Recorder; what stopped it.
-std::string serve_until_error(std::uint16_t port) {
+std::string serve_until_error(std::uint16_t port, bool parts = true) {
   auto boot = make_tcp_bootstrap(1, 2, "127.0.0.1", port, 10);
-  Recorder rec;
+  Recorder rec(parts);
   try {
     serve_backend(rec, *boot);
   } catch (const Error& e) {
@@ -89,12 +103,20 @@ TEST(DrivenBackend, ServingRanksMakeRankZerosCallsInOrderAndStopWithIt) {
     b->run_batch({1, 0, 4096, Pattern::bidirectional, 3, 7});
     b->run_blocking(0, 1, 8);
     b->verify(1, 0, 4096);
-    b->read_device_timer(1);
-    b->busy_compute(0, 0.5);
+    ASSERT_NE(b->device_timer(), nullptr);  // the inner backend's parts, offered and forwarded
+    ASSERT_NE(b->heater(), nullptr);
+    EXPECT_EQ(b->device_timer()->read_device_timer(1).device_ns, 12345);
+    const TimerBurst burst = b->device_timer()->read_device_timer_burst(0, 3);
+    EXPECT_EQ(burst.readings.size(), 3u);
+    EXPECT_EQ(burst.method, "recorded");
+    b->heater()->busy_compute(0, 0.5);
     expected = mine->calls;
   }
-  ASSERT_EQ(expected.size(), 6u);
+  ASSERT_EQ(expected.size(), 7u);
   EXPECT_EQ(expected[1], "run_batch 1>0 4096 bidirectional 3/7");
+  EXPECT_EQ(expected[4], "timer 1");
+  EXPECT_EQ(expected[5], "burst 0 x3");
+  EXPECT_EQ(expected[6], "busy 0 0.500000");
   for (auto& s : servants) EXPECT_EQ(s.get(), expected);
 }
 
@@ -115,4 +137,25 @@ TEST(DrivenBackend, AnUnknownCommandIsRefusedWithTheReason) {
   auto boot = make_tcp_bootstrap(0, 2, "127.0.0.1", port, 10);
   boot->broadcast(0, R"({"call":"format_disk"})");
   EXPECT_NE(servant.get().find("same binary on every rank"), std::string::npos);
+}
+
+TEST(DrivenBackend, OffersNoTimerOrHeaterWhereTheBackendItWrapsHasNone) {
+  const std::uint16_t port = free_port();
+  auto servant = std::async(std::launch::async, [=] { return serve_until_error(port, false); });
+  std::shared_ptr<Bootstrap> boot = make_tcp_bootstrap(0, 2, "127.0.0.1", port, 10);
+  {
+    auto b = make_driven_backend(std::make_unique<Recorder>(false), boot);
+    EXPECT_EQ(b->device_timer(), nullptr);
+    EXPECT_EQ(b->heater(), nullptr);
+  }  // stop: the serving rank returns
+  EXPECT_EQ(servant.get(), "(returned without error)");
+}
+
+TEST(DrivenBackend, AServingRankWithoutTheAskedPartSaysSo) {
+  const std::uint16_t port = free_port();
+  auto servant = std::async(std::launch::async, [=] { return serve_until_error(port, false); });
+  auto boot = make_tcp_bootstrap(0, 2, "127.0.0.1", port, 10);
+  boot->broadcast(0, R"({"call":"read_device_timer_burst","device":0,"count":4})");
+  const std::string why = servant.get();
+  EXPECT_NE(why.find("'read_device_timer_burst', which this rank's backend does not offer"), std::string::npos) << why;
 }
