@@ -109,7 +109,10 @@ TEST(RankOp, AnOpOrABatchCostsEachPeerOneRoundTripAndRankZeroGetsBothSides) {
 
 // The time of one op against the time of one bootstrap round trip (a barrier), both
 // medians: an op is a command and a gather, one round trip. A Nagle stall (40 ms) or a
-// polling interval (ms) would make it hundreds of round trips.
+// polling interval of milliseconds would make it hundreds of round trips. The slack is
+// 1 ms: under ASan+UBSan on 2 loaded cores, 4 rank threads took 504.6 us an op against
+// 101 us a barrier (the command's JSON is built and parsed in a Debug build), over a
+// bound of 3 round trips + 200 us.
 TEST(RankOp, OneOpCostsAFewRoundTripsNotAStall) {
   constexpr int kRounds = 200;
   with_ranks(
@@ -129,7 +132,7 @@ TEST(RankOp, OneOpCostsAFewRoundTripsNotAStall) {
         const double r = median(rtt), o = median(op);
         RecordProperty("round_trip_us", std::to_string(r / 1e3));
         RecordProperty("op_us", std::to_string(o / 1e3));
-        EXPECT_LE(o, 3 * r + 200'000) << "median op " << o / 1e3 << " us, median round trip " << r / 1e3 << " us";
+        EXPECT_LE(o, 3 * r + 1'000'000) << "median op " << o / 1e3 << " us, median round trip " << r / 1e3 << " us";
         EXPECT_LT(o, 10e6) << "an op took " << o / 1e6 << " ms: Nagle or a polling interval?";
       },
       kRounds);
