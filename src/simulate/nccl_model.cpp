@@ -360,7 +360,19 @@ NcclPrediction NcclModel::predict(const std::string& op, int n, std::uint64_t S_
       if (c.op == op && c.ranks != n && (!same || same->ranks == n || std::abs(c.ranks - n) < std::abs(same->ranks - n)))
         same = &c;
   const std::string mate = ring_op(op) ? "allreduce" : "sendrecv";
-  if (same) {
+  const NcclCurve* pair_sendrecv = n == 2 && op == "alltoall" ? cal_.find("sendrecv", 2) : nullptr;
+  if (pair_sendrecv) {
+    // Alltoall of 2 ranks is one sendrecv of S/2 each way, the same peer, the same p2p
+    // channels (plus the copy of a rank's own half, which runs beside it). Priced so
+    // where alltoall itself was not timed at 2 ranks (predict --hold-out 2): on six 4-GPU
+    // leases (H100, H200) its GPU time came within 0.8-3.2 % geomean (worst 6.7-12.8 %)
+    // at 64 KiB - 1 GiB, where alltoall of 3 ranks (3 peers sharing each GPU's links)
+    // put it up to 148 % off.
+    bool ext = false;
+    p.gpu_ns = gpu_from_curve(*pair_sendrecv, S / 2, &ext);
+    p.extrapolated = ext;
+    p.basis = "sendrecv timed at 2 ranks at S/2 (alltoall of 2 ranks is one sendrecv of S/2 each way)";
+  } else if (same) {
     bool ext = false;
     p.gpu_ns = gpu_from_curve(*same, wire, &ext);
     p.extrapolated = ext;
