@@ -4,8 +4,10 @@
 #  1. the GPUs' persistence mode (read, never changed) and the CPU governor;
 #  2. `bench gpu --pattern latency --sizes 8` and `bench nccl --op allreduce --sizes 1M`,
 #     3 each, with no other CUDA process, then 3 each while a keeper process holds a
-#     context on every GPU (python3 torch, idle): the difference is the driver's
-#     per-process GPU bring-up that nvidia-persistenced would otherwise keep;
+#     context on every GPU (python3 torch, idle). NOT alternated: on 4 x H200 the keeper's
+#     runs were 0.6-0.8 s shorter, but `p2pscope run` with a context holder built on that,
+#     alternated on and off in one call (bench/lease_hold.sh), was 1-2 s longer: the
+#     first runs of a call are slower, not the lone processes (bench/results/multigpu.md);
 #  3. bench nccl alltoall and allreduce on every GPU at 16 B - 4 KiB, 5 spans spread over
 #     passes, 4 runs, with the CPUs' MHz sampled beside: the two launch regimes (32-35 us
 #     and 43-49 us per 4-GPU alltoall iteration on earlier leases) against the clock.

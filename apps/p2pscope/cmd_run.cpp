@@ -3,10 +3,7 @@
 // benchmark, then analyze, each as a child p2pscope process: one step failing or
 // hanging (killed at --step-timeout) loses nothing the others measured, and each
 // step's own output and log stay in DIR for anyone to rerun by hand.
-#include <unistd.h>
-
 #include <csignal>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -42,7 +39,6 @@ struct RunOptions {
   std::string backend;  // campaign backend; default ce with 2+ GPUs, staged with one, else host
   std::vector<std::string> skip;
   double step_timeout_s = 600;
-  bool hold_gpus = true;  // gpu::ContextHolder for the steps' sake
 };
 
 const std::vector<std::string> kStepNames{"topo",          "topo-text",      "profile",      "bench-gpu",
@@ -202,12 +198,6 @@ void add_run_command(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember(kStepNames));
   cmd->add_option("--step-timeout", o->step_timeout_s, "Seconds a step may run before it is stopped")
       ->capture_default_str();
-  cmd->add_option_function<std::string>(
-         "--hold-gpus",
-         [o](const std::string& v) { o->hold_gpus = v == "on"; },
-         "on: hold a CUDA context on every GPU while the steps run, so each step's process skips the GPUs' "
-         "bring-up (0.6-0.8 s a process on 4 x H200); off: each step brings the GPUs up itself (default on)")
-      ->check(CLI::IsMember({"on", "off"}));
   cmd->callback([o, &ctx] {
     // Every option checked before the first step runs (exit 2, nothing measured yet).
     if (o->reps < 1) throw UsageError("--reps must be 1 or more (repetitions of each campaign size)");
@@ -231,12 +221,6 @@ void add_run_command(CLI::App& app, Context& ctx) {
     std::cerr << "run: " << (rt.device_count > 0 ? fmt::format("{} GPU(s)", rt.device_count)
                                                  : "no GPU (" + rt.why_no_gpu + "): host backend")
               << ", output in " << out.string() << "\n";
-    // Before the first step starts, so every step finds the contexts held (or being made).
-    std::unique_ptr<gpu::ContextHolder> holder;
-    if (o->hold_gpus && rt.device_count > 0) {
-      holder = std::make_unique<gpu::ContextHolder>(rt.device_count);
-      ::setenv(gpu::kContextHolderPidEnv, std::to_string(::getpid()).c_str(), 1);
-    }
     auto steps = plan_steps(*o, rt, out);
     for (auto& s : steps)
       for (const auto& k : o->skip)
@@ -255,7 +239,6 @@ void add_run_command(CLI::App& app, Context& ctx) {
     const StepRunner runner(out, o->step_timeout_s, interrupt.flag());
     nlohmann::json record = run_metadata(ctx.argv);
     record["versions"] = gpu::to_json(rt);
-    record["gpu_contexts_held"] = nullptr;  // filled once the holder has made them
     record["steps"] = nlohmann::json::array();
     const auto write_record = [&] { write_file_atomic(out / "run.json", record.dump(2) + "\n", Replace::allow); };
     int failed = 0, ok = 0, skipped = 0;
@@ -267,9 +250,6 @@ void add_run_command(CLI::App& app, Context& ctx) {
       skipped += r.status == "skipped";
       record["steps"].push_back(to_json(r));
       results.push_back(r);
-      if (holder && record["gpu_contexts_held"].is_null())
-        record["gpu_contexts_held"] = {{"gpus", holder->held()}, {"bring_up_s", holder->seconds()},
-                                       {"why", "each step's process skips the GPUs' bring-up (--hold-gpus off: none)"}};
       write_record();  // after every step: a kill loses nothing already done
       if (r.status == "interrupted") {
         const Headline h = write_headline(out);

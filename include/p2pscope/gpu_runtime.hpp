@@ -33,30 +33,6 @@ nlohmann::json to_json(const RuntimeInfo& info);
 std::string cuda_version_text(int v);
 std::string nccl_version_text(int v);
 
-// Holds the primary CUDA context of every GPU while it lives (`p2pscope run`, so that each
-// step's process finds the GPUs brought up: on 4 x H200 a process that was alone on the
-// GPUs took 0.6-0.8 s longer to start its CUDA work than one started while another
-// process held a context, with persistence mode on; bench/lease_init_cost.sh). Made in
-// a thread of its own, so the caller goes on at once. Idle contexts run nothing; each
-// takes some GPU memory. Without CUDA or a GPU: holds nothing.
-class ContextHolder {
- public:
-  explicit ContextHolder(int device_count);
-  ~ContextHolder();
-  ContextHolder(const ContextHolder&) = delete;
-  ContextHolder& operator=(const ContextHolder&) = delete;
-  // Waits for the contexts; then how many are held, and the seconds their bring-up took.
-  int held();
-  double seconds();
-
- private:
-  struct State;
-  State* s_;
-};
-// The environment variable through which `run` names its own pid to its steps: NVML lists
-// the holder among each GPU's users, and a step does not warn about it as a stranger.
-inline constexpr const char* kContextHolderPidEnv = "P2PSCOPE_CONTEXT_HOLDER_PID";
-
 // Adds CUDA facts (cuda_index by PCI bus id, name, memory, SM count, UUID) to the
 // topology's GPUs. No-op without CUDA or a driver.
 void enrich_with_cuda(topo::Topology& t);

@@ -10,9 +10,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <cstdio>
-#include <thread>
 
 namespace p2pscope::gpu {
 
@@ -67,49 +65,6 @@ RuntimeInfo runtime_info() {
   if (ncclGetVersion(&nv) == ncclSuccess) r.nccl_version = nv;
 #endif
   return r;
-}
-
-struct ContextHolder::State {
-  std::thread bring_up;
-  int held = 0;
-  double seconds = 0;
-  bool joined = false;
-  void join() {
-    if (!joined && bring_up.joinable()) bring_up.join();
-    joined = true;
-  }
-};
-
-ContextHolder::ContextHolder(int device_count) : s_(new State) {
-#if P2PSCOPE_HAVE_CUDA
-  if (device_count <= 0) return;
-  s_->bring_up = std::thread([s = s_, device_count] {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int d = 0; d < device_count; ++d)
-      if (cudaSetDevice(d) == cudaSuccess && cudaFree(nullptr) == cudaSuccess) ++s->held;
-    cudaGetLastError();  // a GPU that refused is left alone; nothing sticky stays behind
-    s->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  });
-#else
-  (void)device_count;
-#endif
-}
-
-// The contexts go with the process (the driver releases them at exit): tearing them
-// down here would only add the time the holder is meant to save.
-ContextHolder::~ContextHolder() {
-  s_->join();
-  delete s_;
-}
-
-int ContextHolder::held() {
-  s_->join();
-  return s_->held;
-}
-
-double ContextHolder::seconds() {
-  s_->join();
-  return s_->seconds;
 }
 
 nlohmann::json to_json(const RuntimeInfo& r) {

@@ -341,7 +341,6 @@ void CampaignRun::warn_other_gpu_users() {
     for (const auto& [dev, idx] : to_nvml_) {
       std::vector<std::int64_t> own = p_.own_pids;
       own.push_back(static_cast<std::int64_t>(getpid()));
-      for (const std::int64_t holder : context_holder_pids()) own.push_back(holder);  // `run`'s, not a stranger
       if (std::string w = other_gpu_users_warning(dev, nvml_->compute_processes(idx), own); !w.empty())
         res_.warnings.push_back(std::move(w));
     }

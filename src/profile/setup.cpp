@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -270,37 +269,6 @@ std::vector<SizeSummary> summarize(const Plan& plan, const std::vector<LogRow>& 
 nlohmann::json to_json(const SizeSummary& s) {
   return {{"backend", s.backend}, {"size_bytes", s.size_bytes}, {"timed_on", s.device_timed ? "device" : "host"},
           {"median_ns", s.median_ns}, {"bytes_per_s", s.bytes_per_s}, {"worst_cv", s.worst_cv}, {"pairs", s.pairs}};
-}
-
-namespace {
-// The parent pid in /proc/PID/stat ("pid (comm) state ppid ..."; comm may hold spaces
-// and parentheses, so read after the last ')'); -1 when unreadable.
-std::int64_t parent_of(const std::string& proc_root, std::int64_t pid) {
-  std::ifstream f(proc_root + "/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(f, line)) return -1;
-  const auto close = line.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream rest(line.substr(close + 1));
-  std::string state;
-  std::int64_t ppid = -1;
-  rest >> state >> ppid;
-  return rest ? ppid : -1;
-}
-}  // namespace
-
-std::vector<std::int64_t> context_holder_pids(const std::string& proc_root) {
-  const char* v = std::getenv(gpu::kContextHolderPidEnv);
-  if (!v || !*v) return {};
-  char* end = nullptr;
-  const long long holder = std::strtoll(v, &end, 10);
-  if (*end != '\0' || holder <= 1) return {};
-  std::int64_t pid = static_cast<std::int64_t>(::getpid());
-  for (int depth = 0; depth < 64 && pid > 1; ++depth) {  // a bounded walk: /proc may change under it
-    pid = parent_of(proc_root, pid);
-    if (pid == holder) return {holder};
-  }
-  return {};
 }
 
 std::string other_gpu_users_warning(int device, const std::vector<unsigned>& users, const std::vector<std::int64_t>& own) {

@@ -71,12 +71,6 @@ nlohmann::json gpu_facts(const nvml::Nvml& nvml, const std::map<int, int>& to_nv
 // when no stranger is left.
 std::string other_gpu_users_warning(int device, const std::vector<unsigned>& users, const std::vector<std::int64_t>& own);
 
-// The pid that `p2pscope run` names in gpu::kContextHolderPidEnv (it holds a context on
-// every GPU for its steps), when that pid is this process's parent or an ancestor under
-// `proc_root` (/proc); none when the variable is unset, not a pid, or names a process
-// that did not start this one (a value left in a shell's environment names a stranger).
-std::vector<std::int64_t> context_holder_pids(const std::string& proc_root = "/proc");
-
 std::vector<SizeSummary> summarize(const Plan& plan, const std::vector<LogRow>& rows);
 nlohmann::json to_json(const SizeSummary& s);
 
