@@ -1,4 +1,6 @@
 #!/bin/bash
+# (Ran once, on the binary of 561feff, which had `run --hold-gpus`; that option was taken out
+# after this call showed the holder slower. Kept as the record of the check.)
 # Issue 30's main job with and without the GPU context holder, and the checks that go
 # with it, in one call on four GPUs:
 #  1. `p2pscope run` 4 times, --hold-gpus on and off alternating (on first), each timed
