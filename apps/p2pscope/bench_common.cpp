@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -57,18 +58,37 @@ out::Output check_bench_common(const BenchCommon& c) {
   return output;
 }
 
+namespace {
+nlohmann::json discover_topology_json() {
+  try {
+    topo::Topology t = topo::discover(FsRoot("/"));
+    gpu::enrich_with_cuda(t);
+    return topo::to_json(t);
+  } catch (const std::exception& e) {  // the measurement stands without it
+    return {{"error", e.what()}};
+  }
+}
+std::future<nlohmann::json>& topology_discovery() {
+  static std::future<nlohmann::json> f;
+  return f;
+}
+}  // namespace
+
+void start_topology_discovery() {
+  if (!topology_discovery().valid()) topology_discovery() = std::async(std::launch::async, discover_topology_json);
+}
+
+void wait_topology_discovery() {
+  if (topology_discovery().valid()) topology_discovery().wait();
+  trace_phase("topology read");
+}
+
 // schema_version, metadata (with CUDA/NCCL versions), then `body` and the topology this ran on.
 out::JsonDoc bench_json(nlohmann::json body, const Context& ctx) {
   trace_phase("metadata: start");
   nlohmann::json meta = run_metadata(ctx.argv);
   meta["versions"] = gpu::to_json(gpu::runtime_info());
-  try {
-    topo::Topology t = topo::discover(FsRoot("/"));
-    gpu::enrich_with_cuda(t);
-    body["topology"] = topo::to_json(t);
-  } catch (const std::exception& e) {  // the measurement stands without it
-    body["topology"] = {{"error", e.what()}};
-  }
+  body["topology"] = topology_discovery().valid() ? topology_discovery().get() : discover_topology_json();
   trace_phase("metadata: done");
   return out::measured_json(meta, body);
 }

@@ -49,6 +49,14 @@ class BenchMonitor {
 // The benches' JSON document: schema_version, run_metadata (with CUDA/NCCL versions),
 // then `body` with the topology this ran on (out::measured_json).
 out::JsonDoc bench_json(nlohmann::json body, const Context& ctx);
+// The topology for bench_json, read in a thread of its own from here on: it took 0.25 s
+// of each bench process on 4 x H200 (sysfs and the GPUs' CUDA facts), after the
+// measurement, where the main job's steps paid it one after the other (issue 30). A
+// bench starts it before its set-up (CUDA, buffers, NCCL's communicators) and waits
+// for it before timing where that set-up may be shorter (wait_topology_discovery), so
+// nothing runs beside a timed op. bench_json takes the result, or reads it then.
+void start_topology_discovery();
+void wait_topology_discovery();
 // `text` (as `o` printed it) to stdout, --out FILE, or DIR (an existing directory or a
 // path ending in '/'): <stem>_<time>.<the format's extension> in it.
 void emit(const std::string& text, const out::Output& o, const BenchCommon& c, const std::string& stem);

@@ -163,6 +163,7 @@ void run_gpu(GpuOptions& o, Context& ctx) {
   const auto mode = bench::parse_mode(o.pattern);
   const auto rt = gpu::runtime_info();
   trace_phase("bench gpu: CUDA runtime read");
+  start_topology_discovery();
   // Under mpirun/srun/torchrun: one process per GPU, meeting through the bootstrap;
   // every rank measures, rank 0 alone reports.
   std::string backend = o.backend;
@@ -209,6 +210,7 @@ void run_gpu(GpuOptions& o, Context& ctx) {
   mon_opts.host_waits_on_gpu = can.gpu_memory;
   BenchMonitor mon(mon_opts);
   trace_phase("bench gpu: backend made, monitor started");
+  wait_topology_discovery();  // the backend's start is shorter than the read: nothing beside a timed copy
   if (interrupt) spec.stop = interrupt->flag();
   if (reporter) {
     spec.on_setup = setup_printer("bench gpu");

@@ -78,7 +78,9 @@ std::vector<bench::NcclOp> ops_of(const std::string& list) {
 }
 
 // One timed run in this process, as `bench nccl --check off --in-place off --warmup 5
-// --iters 20 --spans 3` times it, written as its JSON would be (the rows predict reads).
+// --iters 20 --spans 3` times it, except that sizes whose 20 iterations outlast 20 ms
+// run fewer (NcclSweepSpec::span_target_ns), written as its JSON would be (the rows
+// predict reads).
 // `settle`: the communicators' first use, so their first calls are made untimed first.
 // A child per run paid a process start, CUDA's contexts, NCCL's communicators and its
 // teardown each time: 2.5 s for a run of 13 small sizes on 4 x H200.
@@ -94,6 +96,7 @@ std::string timed_run(const CalibrationRun& r, const std::string& sizes, bench::
     spec.collective.warmup = 5;
     spec.collective.iters = 20;
     spec.collective.spans = 3;
+    spec.span_target_ns = bench::kCalibrationSpanTargetNs;
     spec.collective.check = false;
     spec.collective.in_place = false;
     spec.sizes = parse_size_list(sizes);

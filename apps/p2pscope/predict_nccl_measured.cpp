@@ -131,6 +131,7 @@ void measure_here(const NcclPredictArgs& a, const std::vector<std::string>& ops,
       spec.collective.per_iteration = true;  // the GPU's time per iteration, beside the span
       spec.collective.check = false;
       spec.collective.spans = 3;  // the median of three spans: one OS hiccup does not make the figure
+      spec.span_target_ns = bench::kCalibrationSpanTargetNs;  // as the calibration it is compared with
       spec.sizes = a.sizes;
       std::fprintf(stderr, "predict --measure: %s on %d GPUs\n", op.c_str(), n);
       const auto r = bench::run_nccl_sweep(spec, local.get());

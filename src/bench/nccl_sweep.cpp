@@ -3,6 +3,7 @@
 #include "bench/nccl_sweep.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -40,6 +41,20 @@ NcclSweepRow to_row(const NcclSweepResult& res, CollectiveResult&& c) {
   row.bad_rank = c.bad_rank;
   row.held_start = c.held_start;
   return row;
+}
+
+// Iterations a span at `bytes` (NcclSweepSpec::span_target_ns): the size before it,
+// scaled by bytes, estimates an iteration; a latency-bound size's estimate is high,
+// which only keeps its count at collective.iters.
+// Ranks of a launch each time their own spans, so they could choose different counts
+// and leave NCCL calls unmatched: there every size runs collective.iters.
+int iters_for(const NcclSweepSpec& spec, bool one_process, const std::vector<NcclSweepRow>& rows, std::uint64_t bytes) {
+  const int most = spec.collective.iters;
+  if (!one_process || !(spec.span_target_ns > 0) || rows.empty() || rows.back().bytes == 0) return most;
+  const double est = rows.back().span_ns * static_cast<double>(bytes) / static_cast<double>(rows.back().bytes);
+  if (!(est > 0)) return most;
+  const double want = std::ceil(spec.span_target_ns / est);
+  return static_cast<int>(std::clamp(want, static_cast<double>(std::min(kMinSpanIters, most)), static_cast<double>(most)));
 }
 
 NcclSweepResult start_result(const NcclSweepSpec& spec, CollectiveRanks* ranks) {
@@ -110,6 +125,7 @@ void spread_spans(const NcclSweepSpec& spec, CollectiveRanks& ranks, CollectiveS
         break;
       }
       one.bytes = row.bytes;
+      one.iters = row.iters;  // as its first span ran
       try {
         const CollectiveResult c = ranks.run(one);
         row.spans_ns.push_back(c.span_ns);
@@ -160,6 +176,7 @@ NcclSweepResult run_nccl_sweep(const NcclSweepSpec& spec, CollectiveRanks* ranks
   one.gpus = res.gpus;
   std::unique_ptr<CollectiveRanks> local;  // one process: communicators made once for every size
   if (!ranks) ranks = (local = make_local_collectives(res.gpus)).get();
+  const bool one_process = !ranks->local_gpus().empty();
   trace_phase("bench nccl: communicators ready");
   if (spec.settle_iters > 0) settle(*ranks, one, spec.sizes.front(), spec.settle_iters, res);
   trace_phase("bench nccl: settled");
@@ -174,6 +191,7 @@ NcclSweepResult run_nccl_sweep(const NcclSweepSpec& spec, CollectiveRanks* ranks
       break;
     }
     one.bytes = bytes;
+    one.iters = iters_for(spec, one_process, res.rows, bytes);
     trace_phase("bench nccl: " + to_string(spec.collective.op) + " " + format_size(bytes));
     CollectiveResult c;
     try {
@@ -184,6 +202,7 @@ NcclSweepResult run_nccl_sweep(const NcclSweepSpec& spec, CollectiveRanks* ranks
       break;
     }
     res.rows.push_back(to_row(res, std::move(c)));
+    res.rows.back().iters = one.iters;
     if (spec.on_row) spec.on_row(res.rows.size(), spec.sizes.size(), res.rows.back());
   }
   if (spread) spread_spans(spec, *ranks, one, res);
@@ -246,6 +265,7 @@ nlohmann::json nccl_rows_json(const NcclSweepResult& r) {
                        return v;
                      }()},
                     {"spans_spread", row.spans_spread},
+                    {"iters", row.iters},
                     {"per_iteration_ns", {{"median", s.median}, {"p5", s.p5}, {"p95", s.p95}, {"cv", s.cv}, {"n", s.n}}},
                     {"samples_ns", row.samples_ns},
                     {"check", row.check()}});

@@ -44,10 +44,25 @@ struct NcclSweepSpec {
   // once. Each later pass is nccl-tests' method again: warm-up, one op and a wait,
   // the span. Larger sizes run long enough spans to average such a pause. 0: never.
   std::uint64_t spread_spans_max_bytes = 8ull << 20;
+  // 0: every size runs collective.iters iterations a span (nccl-tests). Above 0: a size
+  // whose span of collective.iters would last longer than this runs the fewest
+  // iterations that still fill it (never fewer than kMinSpanIters, never more than
+  // collective.iters), its time estimated from the size before it scaled by bytes.
+  // The calibration and predict --measure use 20 ms: at 1 GiB on 2 x H200 an allreduce
+  // iteration takes 3.25 ms and its spans agree within 0.1-1 %, so 20 iterations a span
+  // (with 3 spans and the event pass, 85 calls, 0.28 s) bought no precision; the
+  // calibration took 1.7 s of the main job's 29 there (issue 30).
+  double span_target_ns = 0;
 };
+
+inline constexpr int kMinSpanIters = 5;
+// The target of predict's NCCL calibration and of predict --measure (the same method on
+// both sides of the comparison).
+inline constexpr double kCalibrationSpanTargetNs = 20e6;
 
 struct NcclSweepRow {
   std::uint64_t bytes = 0, count = 0;  // S as run (rounded to whole elements per rank), elements
+  int iters = 0;                       // iterations a span at this size (NcclSweepSpec::span_target_ns)
   // The figure: nccl-tests' time per iteration (span of iters back-to-back ops / iters,
   // mean of the ranks), out-of-place; in place when measured (< 0: not).
   double span_ns = 0, span_in_place_ns = -1;

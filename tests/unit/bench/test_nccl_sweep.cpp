@@ -245,3 +245,48 @@ TEST(NcclSweep, AFailureInALaterPassKeepsEverySpanTaken) {
   EXPECT_EQ(r.rows[1].spans_ns.size(), 1u);
   EXPECT_DOUBLE_EQ(r.rows[1].span_ns, 2000 / 10.0);
 }
+
+namespace {
+// PausingRanks as one process's GPUs (the calibration's and predict --measure's case).
+class LocalPausingRanks : public PausingRanks {
+ public:
+  std::vector<int> local_gpus() const override { return {0, 1}; }
+};
+}  // namespace
+
+// NcclSweepSpec::span_target_ns: a size whose 20 iterations would outlast the target runs
+// the fewest that fill it, estimated from the size before it. Known answer at 10 GB/s an
+// iteration and a 20 ms target: 8 MiB (0.84 ms) keeps 20; 32 MiB (3.36 ms from 8 MiB's
+// figure x 4) needs ceil(5.96) = 6; 128 MiB (13.4 ms) would need 2 and gets the floor, 5.
+TEST(NcclSweep, ASpanTargetCutsTheIterationsOfLongSizesOnly) {
+  auto spec = spec_of({8u << 20, 32u << 20, 128u << 20});
+  spec.collective.iters = 20;
+  spec.collective.spans = 3;
+  spec.span_target_ns = 20e6;
+  LocalPausingRanks local;
+  const auto r = run_nccl_sweep(spec, &local);
+  ASSERT_EQ(r.rows.size(), 3u);
+  EXPECT_EQ(r.rows[0].iters, 20);
+  EXPECT_EQ(r.rows[1].iters, 6);
+  EXPECT_EQ(r.rows[2].iters, kMinSpanIters);
+  EXPECT_EQ(nccl_rows_json(r)[1]["iters"], 6);
+  // 8 MiB's later spans (passes 2 and 3) run as its first did: 20 iterations, not the
+  // count the last size left behind.
+  ASSERT_EQ(local.calls.size(), 5u);
+  EXPECT_EQ(local.calls[3].bytes, 8u << 20);
+  EXPECT_EQ(local.calls[3].iters, 20);
+  EXPECT_EQ(local.calls[4].iters, 20);
+  // The time per iteration does not depend on the count: the figure is the same.
+  EXPECT_DOUBLE_EQ(r.rows[2].span_ns, static_cast<double>(128u << 20) / 10.0);
+
+  // Off (nccl-tests), or ranks of a launch (each times its own spans and could choose
+  // another count, leaving NCCL calls unmatched): every size keeps 20.
+  for (const bool launched : {false, true}) {
+    auto s = spec;
+    if (!launched) s.span_target_ns = 0;
+    LocalPausingRanks one;
+    PausingRanks ranks;
+    const auto o = launched ? run_nccl_sweep(s, &ranks) : run_nccl_sweep(s, &one);
+    for (const auto& row : o.rows) EXPECT_EQ(row.iters, 20) << launched;
+  }
+}
