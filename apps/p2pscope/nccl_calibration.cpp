@@ -1,6 +1,9 @@
-// profile's NCCL calibration (nccl_calibration.hpp): the timed runs in this process,
-// NCCL's choices in child processes (its debug log is set once per process).
+// profile's NCCL calibration (nccl_calibration.hpp): the timed runs in this process, then
+// NCCL's choices on the same communicators with its debug log turned on for them, or in
+// child processes where this NCCL cannot turn its log on again (choices_here).
 #include "nccl_calibration.hpp"
+
+#include <dlfcn.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -20,8 +23,11 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/hang_watchdog.hpp"
 #include "p2pscope/files.hpp"
+#include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
+#include "simulate/link_set.hpp"
+#include "simulate/nccl_tuning.hpp"
 
 namespace p2pscope::app {
 namespace fs = std::filesystem;
@@ -84,6 +90,8 @@ std::vector<bench::NcclOp> ops_of(const std::string& list) {
 // `settle`: the communicators' first use, so their first calls are made untimed first.
 // A child per run paid a process start, CUDA's contexts, NCCL's communicators and its
 // teardown each time: 2.5 s for a run of 13 small sizes on 4 x H200.
+// With r.log (NCCL's choices): one warm-up and one call per size, one span, no event
+// pass, as the choices child ran `bench nccl --warmup 1 --iters 1 --spans 1`.
 std::string timed_run(const CalibrationRun& r, const std::string& sizes, bench::CollectiveRanks& ranks, bool settle,
                       const fs::path& json, const std::atomic<bool>* stop) {
   nlohmann::json doc = {{"schema_version", 1}, {"ops", nlohmann::json::array()}};
@@ -93,10 +101,11 @@ std::string timed_run(const CalibrationRun& r, const std::string& sizes, bench::
     spec.collective.op = op;
     spec.collective.type = bench::parse_nccl_type("float");
     spec.collective.gpus = r.gpus;
-    spec.collective.warmup = 5;
-    spec.collective.iters = 20;
-    spec.collective.spans = 3;
-    spec.span_target_ns = bench::kCalibrationSpanTargetNs;
+    spec.collective.warmup = r.log ? 1 : 5;
+    spec.collective.iters = r.log ? 1 : 20;
+    spec.collective.spans = r.log ? 1 : 3;
+    spec.collective.per_iteration = !r.log;
+    spec.span_target_ns = r.log ? 0 : bench::kCalibrationSpanTargetNs;
     spec.collective.check = false;
     spec.collective.in_place = false;
     spec.sizes = parse_size_list(sizes);
@@ -125,10 +134,11 @@ constexpr double kTimedRunLimitS = 160;
 // The timed runs, in order, on one set of communicators per GPU set (the host run of
 // alltoall shares the all-GPU run's). NCCL's debug log is asked off first: it is read
 // at NCCL's first use in a process, and one line per call slows the launches 1.5-2x.
-void run_timed(const std::vector<CalibrationRun>& runs, const CalibrationOptions& o, const fs::path& dir,
+using Comms = std::map<std::vector<int>, std::unique_ptr<bench::CollectiveRanks>>;
+
+void run_timed(const std::vector<CalibrationRun>& runs, const CalibrationOptions& o, const fs::path& dir, Comms& comms,
                nlohmann::json& list) {
   for (const char* v : {"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"}) ::unsetenv(v);
-  std::map<std::vector<int>, std::unique_ptr<bench::CollectiveRanks>> comms;
   std::size_t i = 0;
   for (const auto& r : runs) {
     ++i;
@@ -161,6 +171,49 @@ void run_timed(const std::vector<CalibrationRun>& runs, const CalibrationOptions
   }
 }
 
+// NCCL's choices in this process, on the timed runs' communicators, with NCCL's debug log
+// turned on for these calls only: ncclResetDebugInit makes NCCL read NCCL_DEBUG* again at
+// its next log line (NCCL >= 2.24 exports it; deprecated as API, so looked up, not
+// linked). Each child process paid CUDA's contexts and NCCL's communicators again: 4.7
+// s of the main job's 29 on 4 x H200 (issue 30). False, and nothing written, where the
+// symbol is missing or the log holds no choice (then the children run as before).
+bool choices_here(const CalibrationRun& r, const CalibrationOptions& o, Comms& comms, const fs::path& dir,
+                  nlohmann::json& list) {
+  using ResetFn = void (*)();
+  const auto reset = reinterpret_cast<ResetFn>(::dlsym(RTLD_DEFAULT, "ncclResetDebugInit"));
+  const auto it = comms.find(r.gpus);
+  if (!reset || it == comms.end() || !it->second) return false;
+  const fs::path log = dir / (stem_of(r) + ".nccl.log");
+  const nlohmann::json env = {{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "TUNING"}, {"NCCL_DEBUG_FILE", log.string()}};
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const auto& [k, v] : env.items()) ::setenv(k.c_str(), v.get<std::string>().c_str(), 1);
+  reset();
+  std::string failed;
+  try {
+    failed = timed_run(r, r.sizes.empty() ? o.sizes : r.sizes, *it->second, false, dir / (stem_of(r) + ".json"), o.stop);
+  } catch (const std::exception& e) {
+    failed = e.what();
+  }
+  for (const auto& [k, v] : env.items()) ::unsetenv(k.c_str());
+  reset();  // quiet again from NCCL's next line on (which also closes the file)
+  std::error_code ec;
+  std::string text = fs::is_regular_file(log, ec) ? simulate::read_text_file(log.string()) : "";
+  if (!failed.empty() || simulate::parse_nccl_tuning(text).choices.empty()) {
+    std::cerr << fmt::format("nccl calibration: NCCL's choices on GPUs {} in this process gave {}; asking a child "
+                             "process instead\n", format_cpulist(r.gpus), failed.empty() ? "no TUNING line" : failed);
+    return false;
+  }
+  // The version line NCCL prints at a communicator's set-up, which these calls did not see.
+  text += fmt::format("p2pscope: NCCL version {} (ncclGetVersion; NCCL's log was on for these calls only)\n",
+                      gpu::nccl_version_text(gpu::runtime_info().nccl_version));
+  write_file_atomic(log, text, Replace::allow);
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  nlohmann::json entry = manifest_entry(r, env, 0, false, sec, true);
+  entry["process"] = "profile's own, on the timed runs' communicators (NCCL's log on for these calls only)";
+  list.push_back(std::move(entry));
+  return true;
+}
+
 ChildSpec choices_child(const CalibrationRun& r, const CalibrationOptions& o, const fs::path& dir, const fs::path& self) {
   const std::string stem = stem_of(r);
   ChildSpec spec;
@@ -181,10 +234,17 @@ ChildSpec choices_child(const CalibrationRun& r, const CalibrationOptions& o, co
 // chooses depends on its tuning model, not on how fast the calls ran), so they need not
 // wait for each other.
 void run_choices(const std::vector<CalibrationRun>& runs, const CalibrationOptions& o, const fs::path& dir,
-                 const fs::path& self, nlohmann::json& list) {
-  std::vector<std::pair<const CalibrationRun*, ChildSpec>> specs;
+                 const fs::path& self, Comms& comms, nlohmann::json& list) {
+  if (o.stop && o.stop->load()) return;
+  std::vector<const CalibrationRun*> left;
   for (const auto& r : runs)
-    if (r.log) specs.emplace_back(&r, choices_child(r, o, dir, self));
+    if (r.log) {
+      std::cerr << fmt::format("nccl calibration: NCCL's choices on GPUs {} (logged, not timed)\n", format_cpulist(r.gpus));
+      if (!choices_here(r, o, comms, dir, list)) left.push_back(&r);
+    }
+  comms.clear();  // the children need the GPUs' memory
+  std::vector<std::pair<const CalibrationRun*, ChildSpec>> specs;
+  for (const CalibrationRun* r : left) specs.emplace_back(r, choices_child(*r, o, dir, self));
   if (specs.empty() || (o.stop && o.stop->load())) return;
   std::string what;
   for (const auto& [r, spec] : specs) what += (what.empty() ? "" : " and ") + fmt::format("GPUs {}", format_cpulist(r->gpus));
@@ -227,8 +287,9 @@ void run_nccl_calibration(const fs::path& campaign_dir, const CalibrationOptions
 
   nlohmann::json manifest = {{"kind", "p2pscope nccl calibration"}, {"schema_version", 1}, {"sizes", o.sizes}};
   nlohmann::json& list = manifest["runs"] = nlohmann::json::array();
-  run_timed(runs, o, dir, list);  // its communicators are gone before the children start
-  run_choices(runs, o, dir, self, list);
+  Comms comms;  // one set per GPU set: the timed runs', then NCCL's choices on them
+  run_timed(runs, o, dir, comms, list);
+  run_choices(runs, o, dir, self, comms, list);  // the communicators are gone before any child starts
   write_file_atomic(dir / "manifest.json", manifest.dump(2) + "\n", Replace::allow);
 }
 
