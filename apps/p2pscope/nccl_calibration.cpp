@@ -53,8 +53,9 @@ std::vector<CalibrationRun> calibration_runs(const CalibrationOptions& o) {
     // thread) at small sizes only: it grows faster with the ranks than the call count says.
     if (!o.quick) runs.push_back({"alltoall", o.gpus, false, "1:4K", "host"});
   }
-  // What NCCL chose at each size (algorithm, protocol, channels) and its own tuning
-  // table, for every collective it tunes, at both rank counts.
+  // What NCCL chose at each size (algorithm, protocol, channels), for every collective it
+  // tunes, at both rank counts (choices_here: on the timed runs' communicators; a child
+  // process, where that cannot be, also logs NCCL's tuning table from its set-up).
   runs.push_back({"allreduce,allgather,reducescatter,broadcast", two, true, "", "choices"});
   if (o.gpus.size() > 2) runs.push_back({"allreduce,allgather,reducescatter,broadcast", o.gpus, true, "", "choices"});
   return runs;
