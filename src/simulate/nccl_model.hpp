@@ -82,6 +82,9 @@ class NcclModel {
   double gpu_from_curve(const NcclCurve& c, double wire, bool* extrapolated) const;
   // allgather / reducescatter at n from the same op at another rank count (see the .cpp).
   void ring_steps_from(const NcclCurve& same, int n, double S, NcclPrediction* p) const;
+  // allgather / reducescatter at n from allreduce at n, less the steps allreduce has more
+  // (see the .cpp); false where allreduce is not timed at n and at one other rank count.
+  bool allreduce_less_steps(const std::string& op, int n, double S, NcclPrediction* p) const;
   // NCCL's protocol for (op, ranks, S) from its TUNING log; "" where the log does not say.
   std::string proto_at(const std::string& op, int ranks, double S) const;
   // c's GPU time at S from the sizes NCCL ran in `proto` only; NaN with fewer than two.
