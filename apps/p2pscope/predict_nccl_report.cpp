@@ -230,6 +230,15 @@ NcclReport nccl_report(const std::vector<PricedCell>& cells, bool measured, cons
   if (sum.gpu_big.n && sum.gpu_small.n)
     head += fmt::format(" The GPU's own time per iteration: {:.1f} % and {:.1f} % (geomean).", sum.gpu_big.geomean_pct,
                         sum.gpu_small.geomean_pct);
+  // The floor under those figures: the cells the calibration timed, timed again by the
+  // measured run. On the lent 4 x H200 VMs NCCL's own launch rate took one of two regimes
+  // per run (bench/results/predict.md), so these read 14-21 % at 1 B - 32 KiB: a
+  // prediction cannot be held closer to one run than NCCL is to itself.
+  if (measured && sum.fit_big.n && sum.fit_small.n)
+    head += fmt::format(" NCCL against itself (the calibration's cells, timed again): {:.1f} % and {:.1f} % (geomean, "
+                        "worst {:.1f} %).",
+                        sum.fit_big.geomean_pct, sum.fit_small.geomean_pct,
+                        std::max(sum.fit_big.worst_pct, sum.fit_small.worst_pct));
   std::vector<std::string> lines = notes.lines;
   if (measured) sum.add_lines(lines);
   NcclReport r{{}, head};

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <regex>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -542,6 +543,15 @@ TEST(NcclModelCli, TheGpusOwnTimeIsComparedBesideTheSpan) {
   EXPECT_LT(s["predicted_gpu_1_32K"]["geomean_abs_error_pct"].get<double>(),
             s["predicted_1_32K"]["geomean_abs_error_pct"].get<double>());
   EXPECT_NE(j["headline"].get<std::string>().find("The GPU's own time per iteration"), std::string::npos);
+  // And the floor: NCCL against itself on the cells the calibration timed, as the summary has them.
+  const auto& fit = j["summary"]["calibration_1_32K"];
+  ASSERT_GT(fit["cells"].get<int>(), 0);
+  EXPECT_NE(j["headline"].get<std::string>().find(fmt::format("NCCL against itself (the calibration's cells, timed "
+                                                              "again): {:.1f} % and {:.1f} %",
+                                                              j["summary"]["calibration_64K_1G"]["geomean_abs_error_pct"].get<double>(),
+                                                              fit["geomean_abs_error_pct"].get<double>())),
+            std::string::npos)
+      << j["headline"];
 }
 
 }  // namespace
