@@ -10,22 +10,51 @@
 
 using namespace nettest;
 
-TEST(NetRefPluginPerf, LoopbackMovesAGigabyteFast) {
-  Pair p = connect_pair();
+// A comm pair over loopback with a sender and a receiver ring of `window` chunks each,
+// registered. The plugin reads its environment at load: Env set before connect_pair.
+class NetRefPluginPerf : public ::testing::Test {
+ protected:
+  void open(std::size_t chunk_bytes, std::size_t window_chunks) {
+    chunk = chunk_bytes;
+    window = window_chunks;
+    p = connect_pair();
+    sbuf.assign(chunk * window, 7);
+    rbuf.assign(chunk * window, 0);
+    ms = p.send.reg_mr(sbuf.data(), sbuf.size(), MemType::host);
+    mr = p.recv.reg_mr(rbuf.data(), rbuf.size(), MemType::host);
+  }
+  bool post_send(std::size_t i) { return p.send.isend(sbuf.data() + (i % window) * chunk, chunk, ms).has_value(); }
+  bool post_recv(std::size_t i) { return p.recv.irecv(rbuf.data() + (i % window) * chunk, chunk, mr).has_value(); }
+  // n chunks from this thread: posts while the window allows, else tests the oldest,
+  // yielding when neither moved (two threads spinning starve each other on 2 cores).
+  void send_all(std::size_t n) {
+    for (std::size_t posted = 0, done = 0; done < n;) {
+      if (posted < n && posted - done < window && post_send(posted))
+        ++posted;
+      else if (done < posted && p.send.test_oldest())
+        ++done;
+      else
+        std::this_thread::yield();
+    }
+  }
+
+  std::size_t chunk = 0, window = 0;
+  Pair p;
+  std::vector<unsigned char> sbuf, rbuf;
+  MemRegion ms, mr;
+};
+
+TEST_F(NetRefPluginPerf, LoopbackMovesAGigabyteFast) {
   const char* ce = std::getenv("P2PSCOPE_TEST_CHUNK");
-  const std::size_t chunk = ce ? std::strtoull(ce, nullptr, 0) : (1u << 20), total = 1u << 30, window = 8;
-  std::vector<unsigned char> sbuf(chunk * window, 7), rbuf(chunk * window);
-  MemRegion ms = p.send.reg_mr(sbuf.data(), sbuf.size(), MemType::host);
-  MemRegion mr = p.recv.reg_mr(rbuf.data(), rbuf.size(), MemType::host);
-  const std::size_t n = total / chunk;
+  open(ce ? std::strtoull(ce, nullptr, 0) : (1u << 20), 8);
+  const std::size_t total = 1u << 30, n = total / chunk;
   auto t0 = Clock::now();
   std::exception_ptr err;
   std::thread rx([&] {
     try {
       std::size_t posted = 0, done = 0;
       while (done < n) {
-        if (posted < n && posted - done < window &&
-            p.recv.irecv(rbuf.data() + (posted % window) * chunk, chunk, mr))
+        if (posted < n && posted - done < window && post_recv(posted))
           ++posted;
         else if (done < posted && p.recv.test_oldest())
           ++done;
@@ -36,15 +65,7 @@ TEST(NetRefPluginPerf, LoopbackMovesAGigabyteFast) {
       err = std::current_exception();
     }
   });
-  std::size_t posted = 0, done = 0;
-  while (done < n) {
-    if (posted < n && posted - done < window && p.send.isend(sbuf.data() + (posted % window) * chunk, chunk, ms))
-      ++posted;
-    else if (done < posted && p.send.test_oldest())
-      ++done;
-    else
-      std::this_thread::yield();
-  }
+  send_all(n);
   rx.join();
   if (err) std::rethrow_exception(err);
   double s = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -58,21 +79,17 @@ TEST(NetRefPluginPerf, LoopbackMovesAGigabyteFast) {
 // P2PSCOPE_REFNET_WAIT_US per call), so a receiver that spins on test() without yielding
 // makes about one call per message, plus one per wait period that ran out. A plugin
 // whose test() polled would make one per spin: thousands per message.
-TEST(NetRefPluginPerf, ASpinningReceiverTestsAboutOncePerMessage) {
+TEST_F(NetRefPluginPerf, ASpinningReceiverTestsAboutOncePerMessage) {
   Env env({{"P2PSCOPE_REFNET_WAIT_US", "1000"}});
-  Pair p = connect_pair();
-  const std::size_t chunk = 1u << 20, n = 64, window = 4;
-  std::vector<unsigned char> sbuf(chunk * window, 7), rbuf(chunk * window);
-  MemRegion ms = p.send.reg_mr(sbuf.data(), sbuf.size(), MemType::host);
-  MemRegion mr = p.recv.reg_mr(rbuf.data(), rbuf.size(), MemType::host);
+  open(1u << 20, 4);
+  const std::size_t n = 64;
   std::size_t tests = 0;
   const auto t0 = Clock::now();
   std::exception_ptr err;
   std::thread rx([&] {
     try {
       for (std::size_t posted = 0, done = 0; done < n;) {
-        while (posted < n && posted - done < window && p.recv.irecv(rbuf.data() + (posted % window) * chunk, chunk, mr))
-          ++posted;
+        while (posted < n && posted - done < window && post_recv(posted)) ++posted;
         ++tests;
         if (p.recv.test_oldest()) ++done;  // no yield: the plugin's own wait is the back-off
       }
@@ -80,14 +97,7 @@ TEST(NetRefPluginPerf, ASpinningReceiverTestsAboutOncePerMessage) {
       err = std::current_exception();
     }
   });
-  for (std::size_t posted = 0, done = 0; done < n;) {
-    if (posted < n && posted - done < window && p.send.isend(sbuf.data() + (posted % window) * chunk, chunk, ms))
-      ++posted;
-    else if (done < posted && p.send.test_oldest())
-      ++done;
-    else
-      std::this_thread::yield();
-  }
+  send_all(n);
   rx.join();
   if (err) std::rethrow_exception(err);
   const double ms_taken = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
