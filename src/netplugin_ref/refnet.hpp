@@ -23,6 +23,8 @@
 //                                      (a plugin's wrong size: callers that use it must check)
 //   P2PSCOPE_REFNET_WAIT_US=N           test() of an incomplete request sleeps in each socket
 //                                      call up to N us for its bytes (default 1000); 0: polls
+//   P2PSCOPE_REFNET_RCVLOWAT=0          such a waiting read is one MSG_WAITALL recv, woken per
+//                                      arriving segment, instead of SO_RCVLOWAT and poll
 #include <cstddef>
 #include <cstdint>
 

@@ -40,6 +40,9 @@ struct Config {
   // for the tested request (blocking socket, SO_RCVTIMEO/SO_SNDTIMEO); 0: never (every
   // call nonblocking, test() polls, as before issue 34).
   std::uint64_t wait_us = kDefaultWaitUs;
+  // P2PSCOPE_REFNET_RCVLOWAT (default 1): a waiting read sets SO_RCVLOWAT to the bytes it
+  // still misses and polls; 0: one MSG_WAITALL recv, woken per arriving segment.
+  bool rcvlowat = true;
   abi::Logger log = nullptr;
 };
 extern Config g;  // set by init; read-only while comms exist
@@ -131,6 +134,7 @@ struct Comm {
   bool exact = false;
   std::vector<char> carry;
   std::size_t carry_off = 0;
+  int lowat = 1;  // SO_RCVLOWAT as last set on fd (the kernel's default: 1)
   bool faulty() const { return send ? g.fault_send : g.fault_recv; }
 };
 
