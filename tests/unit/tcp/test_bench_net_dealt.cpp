@@ -62,8 +62,15 @@ TEST_P(Dealt, EveryByteOnceBothWays) {
   p.gpus = {0, 1};
   const Results r = run_loopback(p, over(plugin), over(plugin));
   expect_every_byte_once(r, p);
-  // The plugin path keeps a window of ring slots: an isend reads its buffer until done.
-  EXPECT_TRUE(has(r.server.buffer_layout, "ring of 3 x 300 KiB per socket")) << r.server.buffer_layout;
+  // A receive holds its ring slot until done: a window of slots per comm. An isend only
+  // reads its buffer: the sends in flight share one slot (issue 34: the sender's copy
+  // reads from its cache), and every byte above still arrived once.
+  for (const SideReport* s : {&r.client, &r.server}) {
+    EXPECT_TRUE(has(s->buffer_layout, "source ring of 1 x 300 KiB per socket")) << s->buffer_layout;
+    EXPECT_TRUE(has(s->buffer_layout, "destination ring of 3 x 300 KiB per socket")) << s->buffer_layout;
+    // Per GPU slot: channels x comms x (1 source + 3 destination slots).
+    EXPECT_EQ(s->buffer_bytes, p.gpus.size() * p.channels * p.sockets_per_channel * (1 + 3) * p.chunk_bytes);
+  }
 }
 INSTANTIATE_TEST_SUITE_P(Versions, Dealt, ::testing::Range(net::kMinAbiVersion, net::kMaxAbiVersion + 1),
                          [](const auto& info) { return "v" + std::to_string(info.param); });
