@@ -206,6 +206,7 @@ bool send_window(Comm* c, const Req& r, std::uint64_t limit, bool wait, std::uin
   ssize_t k = ::sendmsg(c->fd, &mh, wait ? MSG_NOSIGNAL : MSG_DONTWAIT | MSG_NOSIGNAL);
   if (k < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
+    if (g.send_stalls && (errno == EPIPE || errno == ECONNRESET)) return false;  // never done, never failed
     WARN("refnet: send on device %d failed after %llu bytes, request #%llu: %s (the peer closed?)", c->dev,
          (unsigned long long)c->moved, (unsigned long long)r.seq, std::strerror(errno));
     fail(c, abi::kRemoteError);
@@ -547,7 +548,7 @@ Result test(void* request, int* done, int* size) {
   }
   if (!r->complete) return abi::kSuccess;
   *done = 1;
-  if (size) *size = static_cast<int>(std::min<std::size_t>(r->total, INT_MAX)) - (g.size_short && !c->send && r->total > 0);
+  if (size && !(g.size_unset && !c->send)) *size = static_cast<int>(std::min<std::size_t>(r->total, INT_MAX)) - (g.size_short && !c->send && r->total > 0);
   if (!(c->meta && !c->send)) retire(c, r);  // UNPACK receives retire at irecvConsumed
   return abi::kSuccess;
 }

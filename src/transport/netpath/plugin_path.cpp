@@ -28,6 +28,7 @@
 #include "transport/net/handle_check.hpp"
 #include "transport/session/channel.hpp"
 #include "transport/session/datapath.hpp"
+#include "transport/session/peer_watch.hpp"
 #include "transport/session/protocol.hpp"
 #include "transport/session/worker.hpp"
 
@@ -585,6 +586,9 @@ class PluginPath final : public DataPath {
 
   void run_workers(Session& s, std::uint32_t round, bool timed) override {
     RoundCtl ctl;  // no sockets to shut: the workers poll ctl.failed between plugin calls
+    // A peer that failed the round is heard at once, not after --timeout on a link whose
+    // plugin does not fail when the peer closes (Fast Socket).
+    const PeerWatch watch(s.ctrl, ctl, s.is_client ? "server" : "client");
     const bool latency = s.p.mode == Mode::latency, dealt = dealt_as_they_go(s.p);
     run_worker_threads(s, round, timed, ctl, [latency, dealt](const WorkerReport& w) -> WorkerFn {
       if (latency) return w.role == "tx" ? plugin_ping : plugin_pong;

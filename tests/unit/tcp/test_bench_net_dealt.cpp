@@ -4,6 +4,7 @@
 // answers; a plugin whose test() sizes do not add up fails the round, said.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <string>
 
@@ -101,6 +102,23 @@ TEST(DealtFaults, SizesThatDoNotAddUpFailTheRound) {
   const Params p = unverified();
   const Results r = run_loopback(p, over(plugin), over(plugin));
   EXPECT_TRUE(has(r.failure, "test() sizes do not add up")) << r.failure;
+  EXPECT_EQ(r.rounds_completed, 0u);
+}
+
+// A plugin whose test() never sets a receive's size (Google's Fast Socket) is named by
+// the server's receiver at once; its sends stayed not done once the server closed, and
+// the client waited out its --timeout (10 s) before it read the server's reason. The
+// client's round now fails when the server's error arrives on the control connection.
+TEST(DealtFaults, TheServersReasonReachesTheClientBeforeItsTimeout) {
+  auto plugin = load(net::kMaxAbiVersion, {{"P2PSCOPE_REFNET_SIZE_UNSET", "1"}, {"P2PSCOPE_REFNET_SEND_STALLS", "1"}});
+  Params p = unverified();
+  p.timeout_s = 10;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Results r = run_loopback(p, over(plugin), over(plugin));
+  const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(has(r.failure, "does not report a receive's size")) << r.failure;
+  EXPECT_TRUE(has(r.failure, "--verify")) << r.failure;  // what to do
+  EXPECT_LT(took_s, p.timeout_s / 2) << "the client waited for its timeout: " << r.failure;
   EXPECT_EQ(r.rounds_completed, 0u);
 }
 
