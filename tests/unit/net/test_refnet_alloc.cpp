@@ -41,8 +41,7 @@ TEST(NetRefPluginAlloc, RequestsAndTestsAllocateNothingPerCall) {
   t_counting = true;
   for (std::size_t sent = 0, sdone = 0, recvd = 0, rdone = 0; sdone < n || rdone < n;) {
     if (sent < n && sent - sdone < window && p.send.isend(sbuf.data() + (sent % window) * chunk, chunk, ms)) ++sent;
-    if (recvd < n && recvd - rdone < window && p.recv.irecv(rbuf.data() + (recvd % window) * chunk, chunk, mr))
-      ++recvd;
+    if (recvd < n && recvd - rdone < window && p.recv.irecv(rbuf.data() + (recvd % window) * chunk, chunk, mr)) ++recvd;
     if (sdone < sent && p.send.test_oldest()) ++sdone;
     if (rdone < recvd && p.recv.test_oldest()) ++rdone;
     calls += 4;
