@@ -5,6 +5,8 @@
 // MSG_WAITALL recv of the payload; one sendmsg), each call bounded by
 // P2PSCOPE_REFNET_WAIT_US (1 ms): a progress loop costs a few calls per message, not
 // one nonblocking recv per kernel wake-up (55-74 per 1 MiB chunk on 64 cores, issue 34).
+// A waiting read asks the kernel to wake it once its bytes are in (SO_RCVLOWAT and
+// poll), not once per arriving segment (P2PSCOPE_REFNET_RCVLOWAT=0: MSG_WAITALL, as before).
 // With P2PSCOPE_REFNET_WAIT_US=0 every call is nonblocking and test() polls.
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -60,9 +62,69 @@ std::size_t page_slot(std::size_t page, std::size_t npages) {
   return q < npages ? q : page;
 }
 
+std::size_t iov_bytes(const iovec* iov, int n) {
+  std::size_t t = 0;
+  for (int i = 0; i < n; ++i) t += iov[i].iov_len;
+  return t;
+}
+
+ssize_t recv_iov(int fd, iovec* iov, int n, int flags) {
+  msghdr mh{};
+  mh.msg_iov = iov;
+  mh.msg_iovlen = static_cast<std::size_t>(n);
+  return ::recvmsg(fd, &mh, flags);
+}
+
+// A waiting read that the kernel wakes once, when all the bytes asked for are in. A
+// reader asleep in recv() is woken at SO_RCVLOWAT bytes, 1 by default: once per arriving
+// segment (5-6 times per 1 MiB on loopback), each wake-up and each small read's window
+// update paid by the sender's thread (issue 34: a quarter of its CPU). SO_RCVLOWAT set to
+// the bytes still missing does it, but only across calls: inside one MSG_WAITALL recv
+// the kernel keeps comparing new bytes with the value set when it began, so a reader
+// woken early (memory pressure) would sleep out its wait for bytes that already came.
+// Hence: take what is there, set the mark to the rest, poll (woken at the mark), take it.
+// Reads of at most kMarkedMinBytes (headers, small messages: one segment brings them)
+// stay one MSG_WAITALL recv with the mark at 1: the three calls cost a ping 2 us more.
+constexpr std::size_t kMarkedMinBytes = 4096;
+
+void set_mark(Comm* c, std::size_t bytes) {
+  // The kernel caps the mark (half of tcp_rmem's max) and grows the receive buffer to fit it.
+  const int mark = static_cast<int>(std::min<std::size_t>(bytes, INT_MAX));
+  if (mark != c->lowat && ::setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &mark, sizeof mark) == 0) c->lowat = mark;
+}
+
+ssize_t pull_marked(Comm* c, iovec* iov, int n) {
+  const std::size_t asked = iov_bytes(iov, n);
+  ssize_t k = recv_iov(c->fd, iov, n, MSG_DONTWAIT);
+  if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return k;
+  std::size_t got = k > 0 ? static_cast<std::size_t>(k) : 0;
+  if (got == asked) return k;
+  set_mark(c, asked - got);
+  pollfd pfd{c->fd, POLLIN, 0};
+  const timespec limit{static_cast<time_t>(g.wait_us / 1000000), static_cast<long>(g.wait_us % 1000000) * 1000};
+  if (::ppoll(&pfd, 1, &limit, nullptr) <= 0) {
+    if (got > 0) return static_cast<ssize_t>(got);
+    errno = EAGAIN;  // the wait ran out with nothing in
+    return -1;
+  }
+  int i = 0;  // past the bytes already taken
+  for (std::size_t skip = got; skip > 0 && i < n; ++i) {
+    if (skip < iov[i].iov_len) {
+      iov[i].iov_base = static_cast<char*>(iov[i].iov_base) + skip;
+      iov[i].iov_len -= skip;
+      break;
+    }
+    skip -= iov[i].iov_len;
+  }
+  k = recv_iov(c->fd, iov + i, n - i, MSG_DONTWAIT);
+  if (k > 0) return static_cast<ssize_t>(got + static_cast<std::size_t>(k));
+  if (got > 0) return static_cast<ssize_t>(got);  // an error or EOF shows on the next call
+  return k;
+}
+
 // recvmsg on the comm's socket, served first from the carry (one source per call).
-// `wait`: sleep in the kernel until every byte asked for is in (MSG_WAITALL), at most
-// g.wait_us; else nonblocking.
+// `wait`: sleep in the kernel until every byte asked for is in, at most g.wait_us
+// (pull_marked; MSG_WAITALL with P2PSCOPE_REFNET_RCVLOWAT=0); else nonblocking.
 ssize_t pull(Comm* c, iovec* iov, int n, bool wait) {
   if (c->carry_off < c->carry.size()) {
     std::size_t got = 0;
@@ -79,16 +141,11 @@ ssize_t pull(Comm* c, iovec* iov, int n, bool wait) {
     }
     return static_cast<ssize_t>(got);
   }
-  msghdr mh{};
-  mh.msg_iov = iov;
-  mh.msg_iovlen = static_cast<std::size_t>(n);
-  return ::recvmsg(c->fd, &mh, wait ? MSG_WAITALL : MSG_DONTWAIT);
-}
-
-std::size_t iov_bytes(const iovec* iov, int n) {
-  std::size_t t = 0;
-  for (int i = 0; i < n; ++i) t += iov[i].iov_len;
-  return t;
+  if (wait && g.rcvlowat) {
+    if (iov_bytes(iov, n) > kMarkedMinBytes) return pull_marked(c, iov, n);
+    set_mark(c, 1);  // a mark a payload left would hold a small read past its bytes
+  }
+  return recv_iov(c->fd, iov, n, wait ? MSG_WAITALL : MSG_DONTWAIT);
 }
 
 // The steps of progress() below return whether it goes on with the next request; when
@@ -149,6 +206,7 @@ bool send_window(Comm* c, const Req& r, std::uint64_t limit, bool wait, std::uin
   ssize_t k = ::sendmsg(c->fd, &mh, wait ? MSG_NOSIGNAL : MSG_DONTWAIT | MSG_NOSIGNAL);
   if (k < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
+    if (g.send_stalls && (errno == EPIPE || errno == ECONNRESET)) return false;  // never done, never failed
     WARN("refnet: send on device %d failed after %llu bytes, request #%llu: %s (the peer closed?)", c->dev,
          (unsigned long long)c->moved, (unsigned long long)r.seq, std::strerror(errno));
     fail(c, abi::kRemoteError);
@@ -490,7 +548,7 @@ Result test(void* request, int* done, int* size) {
   }
   if (!r->complete) return abi::kSuccess;
   *done = 1;
-  if (size) *size = static_cast<int>(std::min<std::size_t>(r->total, INT_MAX)) - (g.size_short && !c->send && r->total > 0);
+  if (size && !(g.size_unset && !c->send)) *size = static_cast<int>(std::min<std::size_t>(r->total, INT_MAX)) - (g.size_short && !c->send && r->total > 0);
   if (!(c->meta && !c->send)) retire(c, r);  // UNPACK receives retire at irecvConsumed
   return abi::kSuccess;
 }

@@ -21,8 +21,14 @@
 //   P2PSCOPE_REFNET_INIT_FAIL=1         init fails (tests the caller's error)
 //   P2PSCOPE_REFNET_SIZE_SHORT=1        test() of a receive reports one byte less than came
 //                                      (a plugin's wrong size: callers that use it must check)
+//   P2PSCOPE_REFNET_SEND_STALLS=1       a send whose peer closed stays not done instead of failing
+//                                      (as Fast Socket's sends did after the peer gave up)
+//   P2PSCOPE_REFNET_SIZE_UNSET=1        test() of a receive leaves *size as it was (as Google's
+//                                      Fast Socket: upstream ncclFastSocketTest never sets it)
 //   P2PSCOPE_REFNET_WAIT_US=N           test() of an incomplete request sleeps in each socket
 //                                      call up to N us for its bytes (default 1000); 0: polls
+//   P2PSCOPE_REFNET_RCVLOWAT=0          such a waiting read is one MSG_WAITALL recv, woken per
+//                                      arriving segment, instead of SO_RCVLOWAT and poll
 #include <cstddef>
 #include <cstdint>
 

@@ -126,7 +126,10 @@ Result init(abi::Logger log) {
   g.eof_fails = env_u64("P2PSCOPE_REFNET_EOF_FAILS", 0) != 0;
   g.test_delay_us = env_u64("P2PSCOPE_REFNET_TEST_DELAY_US", 0);
   g.size_short = env_u64("P2PSCOPE_REFNET_SIZE_SHORT", 0) != 0;
+  g.size_unset = env_u64("P2PSCOPE_REFNET_SIZE_UNSET", 0) != 0;
+  g.send_stalls = env_u64("P2PSCOPE_REFNET_SEND_STALLS", 0) != 0;
   g.wait_us = std::min<std::uint64_t>(env_u64("P2PSCOPE_REFNET_WAIT_US", kDefaultWaitUs), 1000000);
+  g.rcvlowat = env_u64("P2PSCOPE_REFNET_RCVLOWAT", 1) != 0;
   g.fail_after = env_u64("P2PSCOPE_REFNET_FAIL_AFTER_BYTES", kOff);
   g.die_after = env_u64("P2PSCOPE_REFNET_DIE_AFTER_BYTES", kOff);
   const char* side = std::getenv("P2PSCOPE_REFNET_FAULT_SIDE");

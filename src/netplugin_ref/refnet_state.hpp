@@ -36,10 +36,15 @@ struct Config {
   bool eof_fails = false;           // P2PSCOPE_REFNET_EOF_FAILS: a receive comm whose peer closed fails test()
   std::uint64_t test_delay_us = 0;  // P2PSCOPE_REFNET_TEST_DELAY_US: each test() of a receive comm sleeps first
   bool size_short = false;          // P2PSCOPE_REFNET_SIZE_SHORT: test() of a receive reports a byte less
+  bool send_stalls = false;         // P2PSCOPE_REFNET_SEND_STALLS: a send whose peer closed stays not done
+  bool size_unset = false;          // P2PSCOPE_REFNET_SIZE_UNSET: test() of a receive leaves *size (Fast Socket)
   // P2PSCOPE_REFNET_WAIT_US: how long one socket call of test() may sleep in the kernel
   // for the tested request (blocking socket, SO_RCVTIMEO/SO_SNDTIMEO); 0: never (every
   // call nonblocking, test() polls, as before issue 34).
   std::uint64_t wait_us = kDefaultWaitUs;
+  // P2PSCOPE_REFNET_RCVLOWAT (default 1): a waiting read sets SO_RCVLOWAT to the bytes it
+  // still misses and polls; 0: one MSG_WAITALL recv, woken per arriving segment.
+  bool rcvlowat = true;
   abi::Logger log = nullptr;
 };
 extern Config g;  // set by init; read-only while comms exist
@@ -131,6 +136,7 @@ struct Comm {
   bool exact = false;
   std::vector<char> carry;
   std::size_t carry_off = 0;
+  int lowat = 1;  // SO_RCVLOWAT as last set on fd (the kernel's default: 1)
   bool faulty() const { return send ? g.fault_send : g.fault_recv; }
 };
 

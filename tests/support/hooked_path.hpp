@@ -31,6 +31,7 @@ class HookedPath final : public session::DataPath {
     if (after_) after_(s, round);
   }
   std::uint64_t ring_slots(const tcp::Params& p) const override { return in_->ring_slots(p); }
+  std::uint64_t src_ring_slots(const tcp::Params& p) const override { return in_->src_ring_slots(p); }
   std::uint32_t threads_per_link(const tcp::Params& p, bool sends) const override {
     return in_->threads_per_link(p, sends);
   }

@@ -126,8 +126,8 @@ bool CommBase::test_front(std::deque<Request>& q, const char* call, bool receive
   int done = 0;
   int size = kSizeNotReported;  // a plugin may leave it unset (Fast Socket does)
   Request& r = q.front();
-  I.check(I.ops->test(r.raw, &done, &size),
-          fmt::format("{}(request #{} of {} bytes)", call, r.seq, r.size_bytes));
+  if (const abi::Result res = I.ops->test(r.raw, &done, &size); res != abi::kSuccess)
+    throw Error(I.failure(fmt::format("{}(request #{} of {} bytes)", call, r.seq, r.size_bytes), res));
   if (!done) return false;
   r.reported_bytes = size;
   last_done_ = r;
@@ -166,8 +166,10 @@ std::optional<Request> SendComm::isend(const void* data, std::size_t size_bytes,
                                  "chunks", I.describe(), size_bytes,
                                  std::min<std::uint64_t>(I.ops->max_call_bytes, plugin_->device(dev_).max_p2p_bytes)));
   void* req = nullptr;
-  I.check(I.ops->isend(comm_, const_cast<void*>(data), size_bytes, tag, mr.mhandle(), &req),
-          fmt::format("isend(request #{} of {} bytes)", next_seq_, size_bytes));
+  // The call's name is formatted only when it failed: per request it was an allocation.
+  if (const abi::Result res = I.ops->isend(comm_, const_cast<void*>(data), size_bytes, tag, mr.mhandle(), &req);
+      res != abi::kSuccess)
+    throw Error(I.failure(fmt::format("isend(request #{} of {} bytes)", next_seq_, size_bytes), res));
   if (!req) return std::nullopt;
   Request r{req, next_seq_++, size_bytes, const_cast<void*>(data)};
   queue_.push_back(r);
@@ -214,8 +216,8 @@ std::optional<Request> RecvComm::irecv(void* data, std::size_t size_bytes, const
     throw UsageError(fmt::format("{}: irecv of {} bytes exceeds what one call carries: use smaller chunks",
                                  I.describe(), size_bytes));
   void* req = nullptr;
-  I.check(I.ops->irecv(comm_, data, size_bytes, tag, mr.mhandle(), &req),
-          fmt::format("irecv(request #{} of {} bytes)", next_seq_, size_bytes));
+  if (const abi::Result res = I.ops->irecv(comm_, data, size_bytes, tag, mr.mhandle(), &req); res != abi::kSuccess)
+    throw Error(I.failure(fmt::format("irecv(request #{} of {} bytes)", next_seq_, size_bytes), res));
   if (!req) return std::nullopt;
   Request r{req, next_seq_++, size_bytes, data};
   queue_.push_back(r);

@@ -88,7 +88,7 @@ BufferPlan plan_buffers(const Params& p, const DataPath& path, bool sends, bool 
   const std::uint64_t slots = path.ring_slots(p);
   BufferPlan b;
   b.dst = host && bw ? Layout::ring_if_smaller(p, slots) : Layout{};
-  b.src = host && bw && !p.verify ? Layout::ring_if_smaller(p, slots) : Layout{};
+  b.src = host && bw && !p.verify ? Layout::ring_if_smaller(p, path.src_ring_slots(p)) : Layout{};
   b.src_bytes = sends ? b.src.bytes(p) : 0;  // latency: the client pings
   b.dst_bytes = p.mode == Mode::latency || receives ? b.dst.bytes(p) : 0;
   return b;

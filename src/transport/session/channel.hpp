@@ -83,6 +83,7 @@ struct Session {
   Params p;
   bool is_client = true;
   DataPath* path = nullptr;  // not owned: the options' path outlives the session
+  Socket* ctrl = nullptr;  // the control connection while the rounds run (run_rounds); not owned
   bool reveal_host = true;   // the server's hostname goes to an authenticated client only
   LocalOptions local;
   std::vector<std::unique_ptr<Conn>> conns;

@@ -52,6 +52,9 @@ class DataPath {
   // Host-memory rings: chunk slots a link needs at once. A sender's buffer may be read
   // until its send completes, so up to the window by default; sockets copy in send().
   virtual std::uint64_t ring_slots(const Params& p) const { return p.window; }
+  // The source ring's slots (host memory, no --verify): ring_slots unless sends in
+  // flight may read one slot at once (a plugin's isend only reads its buffer).
+  virtual std::uint64_t src_ring_slots(const Params& p) const { return ring_slots(p); }
   // Workers this side runs per link (for the server's thread limit).
   virtual std::uint32_t threads_per_link(const Params& p, bool sends) const = 0;
   // Server, its figures sent: keep the links open until the client closes the control

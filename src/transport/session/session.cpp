@@ -185,6 +185,11 @@ Outcome run_rounds(Session& s, Socket& ctrl) {
   Outcome out;
   std::int64_t rounds0 = 0;  // from the first go: not the peer's set-up
   std::optional<Figures> before;  // set while a timed round's figures are not yet confirmed
+  s.ctrl = &ctrl;
+  struct Forget {
+    Session& s;
+    ~Forget() { s.ctrl = nullptr; }
+  } forget{s};
   try {
     // The server says when its buffers are ready, so no timed round includes its setup;
     // it fills the next round's sources before reporting a round done, for the same reason.

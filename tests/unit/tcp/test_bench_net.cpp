@@ -311,7 +311,7 @@ TEST_P(BenchNetMidFault, BothSidesStopAndKeepTheRoundsMeasured) {
 
 INSTANTIATE_TEST_SUITE_P(
     Switches, BenchNetMidFault,
-    ::testing::Values(FaultCase{"ErrorOnSend", "FAIL_AFTER_BYTES", "send", "injected error", "closed"},
+    ::testing::Values(FaultCase{"ErrorOnSend", "FAIL_AFTER_BYTES", "send", "injected error", "closed|the client failed the round: client: "},
                       FaultCase{"ErrorOnReceive", "FAIL_AFTER_BYTES", "recv", "injected error", "peer failed: server: |ncclRemoteError"},
                       FaultCase{"SenderDies", "DIE_AFTER_BYTES", "send", "comm dies", "closed by the peer"},
                       FaultCase{"ReceiverDies", "DIE_AFTER_BYTES", "recv", "comm dies", "peer failed: server: |ncclRemoteError"}),

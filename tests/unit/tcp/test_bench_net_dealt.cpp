@@ -4,6 +4,7 @@
 // answers; a plugin whose test() sizes do not add up fails the round, said.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <string>
 
@@ -62,8 +63,15 @@ TEST_P(Dealt, EveryByteOnceBothWays) {
   p.gpus = {0, 1};
   const Results r = run_loopback(p, over(plugin), over(plugin));
   expect_every_byte_once(r, p);
-  // The plugin path keeps a window of ring slots: an isend reads its buffer until done.
-  EXPECT_TRUE(has(r.server.buffer_layout, "ring of 3 x 300 KiB per socket")) << r.server.buffer_layout;
+  // A receive holds its ring slot until done: a window of slots per comm. An isend only
+  // reads its buffer: the sends in flight share one slot (issue 34: the sender's copy
+  // reads from its cache), and every byte above still arrived once.
+  for (const SideReport* s : {&r.client, &r.server}) {
+    EXPECT_TRUE(has(s->buffer_layout, "source ring of 1 x 300 KiB per socket")) << s->buffer_layout;
+    EXPECT_TRUE(has(s->buffer_layout, "destination ring of 3 x 300 KiB per socket")) << s->buffer_layout;
+    // Per GPU slot: channels x comms x (1 source + 3 destination slots).
+    EXPECT_EQ(s->buffer_bytes, p.gpus.size() * p.channels * p.sockets_per_channel * (1 + 3) * p.chunk_bytes);
+  }
 }
 INSTANTIATE_TEST_SUITE_P(Versions, Dealt, ::testing::Range(net::kMinAbiVersion, net::kMaxAbiVersion + 1),
                          [](const auto& info) { return "v" + std::to_string(info.param); });
@@ -94,6 +102,23 @@ TEST(DealtFaults, SizesThatDoNotAddUpFailTheRound) {
   const Params p = unverified();
   const Results r = run_loopback(p, over(plugin), over(plugin));
   EXPECT_TRUE(has(r.failure, "test() sizes do not add up")) << r.failure;
+  EXPECT_EQ(r.rounds_completed, 0u);
+}
+
+// A plugin whose test() never sets a receive's size (Google's Fast Socket) is named by
+// the server's receiver at once; its sends stayed not done once the server closed, and
+// the client waited out its --timeout (10 s) before it read the server's reason. The
+// client's round now fails when the server's error arrives on the control connection.
+TEST(DealtFaults, TheServersReasonReachesTheClientBeforeItsTimeout) {
+  auto plugin = load(net::kMaxAbiVersion, {{"P2PSCOPE_REFNET_SIZE_UNSET", "1"}, {"P2PSCOPE_REFNET_SEND_STALLS", "1"}});
+  Params p = unverified();
+  p.timeout_s = 10;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Results r = run_loopback(p, over(plugin), over(plugin));
+  const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(has(r.failure, "does not report a receive's size")) << r.failure;
+  EXPECT_TRUE(has(r.failure, "--verify")) << r.failure;  // what to do
+  EXPECT_LT(took_s, p.timeout_s / 2) << "the client waited for its timeout: " << r.failure;
   EXPECT_EQ(r.rounds_completed, 0u);
 }
 

@@ -1,0 +1,64 @@
+#include "transport/session/peer_watch.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+
+#include "transport/session/protocol.hpp"
+
+namespace p2pscope::session {
+
+PeerWatch::PeerWatch(Socket* ctrl, RoundCtl& ctl, std::string peer) {
+  if (!ctrl || ctrl->fd() < 0) return;
+  stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stop_fd_ < 0) return;  // no watch: a failed peer is then found by the timeout, as before
+  thread_ = std::thread([this, ctrl, &ctl, peer = std::move(peer)] { loop(*ctrl, ctl, peer); });
+}
+
+PeerWatch::~PeerWatch() {
+  if (thread_.joinable()) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const ssize_t n = ::write(stop_fd_, &one, sizeof one);
+    thread_.join();
+  }
+  if (stop_fd_ >= 0) ::close(stop_fd_);
+}
+
+void PeerWatch::loop(Socket& ctrl, RoundCtl& ctl, const std::string& peer) {
+  const int ctrl_fd = ctrl.fd();
+  while (!ctl.failed.load(std::memory_order_relaxed)) {
+    pollfd pf[2] = {{ctrl_fd, POLLIN | POLLRDHUP, 0}, {stop_fd_, POLLIN, 0}};
+    if (::poll(pf, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (pf[1].revents) return;  // the round ended
+    FrameHeader h;
+    const ssize_t n = ::recv(ctrl_fd, &h, sizeof h, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      ctl.fail("the " + peer + "'s control connection " + (n == 0 ? "closed" : "was reset") +
+                   " while this side's workers ran: its process ended (killed?) or closed the session",
+               n == 0 ? IoCause::closed : IoCause::reset, "");
+      return;
+    }
+    if (n < static_cast<ssize_t>(sizeof h)) continue;  // a header on its way: look again
+    const auto type = static_cast<FrameType>(h.type);
+    if (type != FrameType::error && type != FrameType::reject) return;
+    std::string why = "the " + peer + " failed the round";
+    try {  // the peer sent the frame whole (tell_peer); recv_frame is bounded by the timeout
+      const Frame f = recv_frame(ctrl, false);
+      const auto it = f.body.find("reason");
+      if (it != f.body.end() && it->is_string()) why += ": " + it->get<std::string>().substr(0, 2000);
+    } catch (const std::exception& e) {
+      why += std::string(" (its reason could not be read: ") + e.what() + ")";
+    }
+    ctl.fail(why, IoCause::other, "");
+    return;  // an error, or a frame of the session's (the peer's done): the watch is over
+  }
+}
+
+}  // namespace p2pscope::session
