@@ -49,14 +49,19 @@ void PeerWatch::loop(Socket& ctrl, RoundCtl& ctl, const std::string& peer) {
     const auto type = static_cast<FrameType>(h.type);
     if (type != FrameType::error && type != FrameType::reject) return;
     std::string why = "the " + peer + " failed the round";
+    IoCause cause = IoCause::other;
     try {  // the peer sent the frame whole (tell_peer); recv_frame is bounded by the timeout
       const Frame f = recv_frame(ctrl, false);
       const auto it = f.body.find("reason");
       if (it != f.body.end() && it->is_string()) why += ": " + it->get<std::string>().substr(0, 2000);
+      // The peer's cause, as its report names it (a timeout stays a timeout here).
+      if (const auto c = f.body.find("cause"); c != f.body.end() && c->is_string())
+        for (const IoCause k : {IoCause::closed, IoCause::reset, IoCause::timeout, IoCause::unreachable})
+          if (c->get<std::string>() == to_string(k)) cause = k;
     } catch (const std::exception& e) {
       why += std::string(" (its reason could not be read: ") + e.what() + ")";
     }
-    ctl.fail(why, IoCause::other, "");
+    ctl.fail(why, cause, "");
     return;  // an error, or a frame of the session's (the peer's done): the watch is over
   }
 }

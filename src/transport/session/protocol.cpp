@@ -206,7 +206,10 @@ namespace {
 // A frame arrives whole by its deadline: SO_RCVTIMEO alone bounds each recv, and a
 // peer trickling a byte a second would renew it for ever (deadline 0: no deadline).
 void recv_by(Socket& s, void* data, std::size_t n, std::int64_t deadline_ns, double budget_s) {
-  if (deadline_ns == 0) return s.recv_all(data, n);
+  if (deadline_ns == 0) {
+    s.recv_all(data, n);
+    return;
+  }
   auto* p = static_cast<char*>(data);
   for (std::size_t got = 0; got < n;) {
     const std::size_t k = s.recv_now(p + got, n - got);

@@ -172,10 +172,12 @@ struct Outcome {
 };
 
 // Tells the peer this side failed; never throws (the peer may be gone).
-void tell_peer(Socket& ctrl, const std::string& why) noexcept {
+void tell_peer(Socket& ctrl, const std::string& why, const std::string& cause = "") noexcept {
   try {
     ctrl.set_timeout(1.0);
-    send_frame(ctrl, FrameType::error, {{"reason", why}});
+    nlohmann::json body = {{"reason", why}};
+    if (!cause.empty()) body["cause"] = cause;  // the peer's watch keeps it (peer_watch.cpp)
+    send_frame(ctrl, FrameType::error, body);
   } catch (const std::exception&) {
   }
 }
@@ -249,7 +251,7 @@ Outcome run_rounds(Session& s, Socket& ctrl) {
     out.cause = "error";
   }
   if (!out.failure.empty() && s.local.stop && s.local.stop->load()) out.cause = "interrupted by a signal";
-  if (!out.failure.empty()) tell_peer(ctrl, out.failure);
+  if (!out.failure.empty()) tell_peer(ctrl, out.failure, out.cause);
   if (!out.failure.empty() && before) restore(s, *before);
   if (s.p.mode == Mode::latency && out.failure.empty()) out.timed_done = 1;
   s.report.rounds_s = rounds0 ? static_cast<double>(monotonic_ns() - rounds0) * 1e-9 : 0;

@@ -306,8 +306,7 @@ void rx_worker(WorkerArgs a) {
     std::size_t j = 0;
     for (;; ++j) {
       ChunkHeader h;
-      a.c.sock.recv_all(&h, sizeof h);
-      a.rep.syscalls += 2;  // header, payload (MSG_WAITALL: one call unless interrupted)
+      a.rep.syscalls += a.c.sock.recv_all(&h, sizeof h);
       const std::int64_t t0 = monotonic_ns();
       if (h.round != a.round)
         throw Error("chunk header of round " + std::to_string(h.round) + " in round " + std::to_string(a.round));
@@ -320,7 +319,7 @@ void rx_worker(WorkerArgs a) {
       const std::uint64_t off = h.offset, len = h.length;
       const int slot = static_cast<int>(j % 2);
       char* into = st ? st->slot(slot) : dst.data() + a.s.dst_layout.offset(p, a.c.channel, a.c.socket, j, off);
-      a.c.sock.recv_all(into, len);
+      a.rep.syscalls += a.c.sock.recv_all(into, len);  // with its SO_RCVLOWAT and poll calls
       std::uint32_t status = 0;
       if (p.verify) {
         const std::uint64_t bad = pattern_first_mismatch(into, len, seed, off);

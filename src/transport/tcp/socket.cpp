@@ -10,7 +10,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -84,6 +87,7 @@ Socket& Socket::operator=(Socket&& o) noexcept {
     fd_ = o.fd_;
     label_ = std::move(o.label_);
     timeout_s_ = o.timeout_s_;
+    lowat_ = o.lowat_;
     o.fd_ = -1;
   }
   return *this;
@@ -228,12 +232,74 @@ void Socket::send_two(const void* a, std::size_t an, const void* b, std::size_t 
   }
 }
 
-void Socket::recv_all(void* data, std::size_t n) {
+namespace {
+bool marked_reads() {
+  static const bool on = [] {
+    const char* v = std::getenv("P2PSCOPE_TCP_RCVLOWAT");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
+}
+}  // namespace
+
+// A reader asleep in recv() is woken at SO_RCVLOWAT bytes, 1 by default: once per
+// arriving segment. On a 64-core host bench tcp's receiver slept 3.9-4.1 times per 1 MiB
+// chunk at 16-32 channels, where the plugin path's, which reads this way since e814896,
+// slept 0.6-0.7, and bench net passed bench tcp there (83.6 against 64.1 GB/s at 32
+// channels; bench/results/engines.md): each wake-up, and each small read's window update,
+// is paid by the sender's thread on loopback. So: take what is there, set the mark to the
+// bytes still missing (across calls: inside one MSG_WAITALL recv the kernel keeps the
+// mark the call began with), poll until it is reached (or a slice of the timeout passes:
+// the silence is counted as recv_all counts it), take the rest. The kernel caps the mark
+// at half its largest receive buffer and grows the buffer to fit it.
+std::size_t Socket::recv_marked(void* data, std::size_t n) {
   auto* p = static_cast<char*>(data);
   const std::size_t whole = n;
+  std::size_t calls = 0;
+  Wait w;
+  const int slice_ms = timeout_s_ > 0 ? std::max(1, static_cast<int>(std::min(timeout_s_, slice_of(timeout_s_)) * 1e3)) : -1;
+  while (n > 0) {
+    const ssize_t r = ::recv(fd_, p, n, MSG_DONTWAIT);
+    ++calls;
+    if (r == 0) throw IoError(label_ + ": peer closed the connection (its process ended or closed it)", IoCause::closed);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) throw io_error(label_, "recv", errno);
+    } else {
+      p += r;
+      n -= static_cast<std::size_t>(r);
+      if (n == 0) break;
+    }
+    const int mark = static_cast<int>(std::min<std::size_t>(n, INT_MAX));
+    if (mark != lowat_) {
+      ++calls;
+      if (::setsockopt(fd_, SOL_SOCKET, SO_RCVLOWAT, &mark, sizeof mark) == 0) lowat_ = mark;
+    }
+    pollfd pfd{fd_, POLLIN, 0};
+    const int k = ::poll(&pfd, 1, slice_ms);
+    ++calls;
+    if (k < 0 && errno != EINTR) throw io_error(label_, "poll", errno);
+    if (k == 0 || r > 0) after_short_call(w, whole, r > 0, "recv");  // a slice passed, or bytes moved short
+  }
+  // Back to the kernel's 1 byte: the socket's other readers (a frame's poll, a small
+  // MSG_WAITALL read, the peer watch) would not be woken below a stale mark.
+  if (lowat_ != 1) {
+    const int one = 1;
+    ++calls;
+    if (::setsockopt(fd_, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one) == 0) lowat_ = 1;
+  }
+  return calls;
+}
+
+std::size_t Socket::recv_all(void* data, std::size_t n) {
+  if (n >= kMarkedReadBytes && marked_reads()) return recv_marked(data, n);
+  auto* p = static_cast<char*>(data);
+  const std::size_t whole = n;
+  std::size_t calls = 0;
   Wait w;
   while (n > 0) {
     const ssize_t r = ::recv(fd_, p, n, MSG_WAITALL);
+    ++calls;
     if (r == 0) throw IoError(label_ + ": peer closed the connection (its process ended or closed it)", IoCause::closed);
     if (r < 0) {
       if (errno == EINTR) continue;
@@ -245,6 +311,7 @@ void Socket::recv_all(void* data, std::size_t n) {
     n -= static_cast<std::size_t>(r);
     if (n > 0) after_short_call(w, whole, true, "recv");
   }
+  return calls;
 }
 
 std::size_t Socket::recv_now(void* data, std::size_t n) {

@@ -32,7 +32,9 @@ class Socket {
   Socket() = default;
   explicit Socket(int fd) : fd_(fd) {}
   ~Socket();
-  Socket(Socket&& o) noexcept : fd_(o.fd_), label_(std::move(o.label_)), timeout_s_(o.timeout_s_) { o.fd_ = -1; }
+  Socket(Socket&& o) noexcept : fd_(o.fd_), label_(std::move(o.label_)), timeout_s_(o.timeout_s_), lowat_(o.lowat_) {
+    o.fd_ = -1;
+  }
   Socket& operator=(Socket&& o) noexcept;
   Socket(const Socket&) = delete;
   Socket& operator=(const Socket&) = delete;
@@ -62,7 +64,11 @@ class Socket {
   void send_all(const void* data, std::size_t n);
   // header then payload in one sendmsg where possible.
   void send_two(const void* a, std::size_t an, const void* b, std::size_t bn);
-  void recv_all(void* data, std::size_t n);
+  // A read of kMarkedReadBytes or more sleeps until the bytes are in, not per arriving
+  // segment (recv_marked); P2PSCOPE_TCP_RCVLOWAT=0 keeps one MSG_WAITALL recv (A/B runs).
+  // Returns the system calls it made (the engines count them per chunk).
+  std::size_t recv_all(void* data, std::size_t n);
+  static constexpr std::size_t kMarkedReadBytes = 64u << 10;
   // A message that moves slower than this after its first timeout is a stalled peer's.
   static constexpr double kMinBytesPerS = 1e6;
   // Whatever is readable now, at most n bytes, without waiting: 0 when nothing is.
@@ -80,6 +86,8 @@ class Socket {
   int fd_ = -1;
   std::string label_;
   double timeout_s_ = 0;  // 0: no deadline
+  int lowat_ = 1;         // SO_RCVLOWAT as last set (the kernel's default: 1 byte)
+  std::size_t recv_marked(void* data, std::size_t n);
   struct Wait {
     std::int64_t start_ns = 0, silent_since_ns = 0;  // 0: not yet known
   };
