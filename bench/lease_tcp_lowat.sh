@@ -33,7 +33,7 @@ for c in (16, 32):
         v = []
         for f in sorted(glob.glob(f"{out}/ab-{c}-{mode}-*.json")):
             try:
-                j = json.load(open(f)); v.append(round(j["client"]["tx_bytes_per_s"] / 1e9, 2))
+                j = json.load(open(f)); v.append(round(j["server"]["rx_bytes_per_s"] / 1e9, 2))
             except Exception as e:
                 v.append(None)
         row.append(v)
