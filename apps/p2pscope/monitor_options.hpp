@@ -7,7 +7,6 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include "p2pscope/clock.hpp"
 #include "p2pscope/monitor.hpp"

@@ -9,8 +9,6 @@
 #include <tuple>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "p2pscope/output.hpp"
 #include "predict_nccl.hpp"
 #include "simulate/nccl_model.hpp"

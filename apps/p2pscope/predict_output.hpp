@@ -4,7 +4,7 @@
 // format table, the JSON document's head, and where the report and its page go.
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "commands.hpp"
 #include "p2pscope/output.hpp"

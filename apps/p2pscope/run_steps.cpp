@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "p2pscope/child_process.hpp"
 #include "p2pscope/clock.hpp"

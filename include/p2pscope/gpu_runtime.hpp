@@ -3,7 +3,7 @@
 // Implemented in p2pscope_gpu; safe to call on a machine with no GPU or driver.
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "p2pscope/topo.hpp"
 

@@ -10,8 +10,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "p2pscope/collective.hpp"
 
 namespace p2pscope::simulate {

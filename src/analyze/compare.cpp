@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "p2pscope/compare.hpp"
 #include "p2pscope/error.hpp"

@@ -12,6 +12,8 @@
 #include <cctype>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 namespace p2pscope::gpu {
 
 std::string cuda_version_text(int v) {

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <map>
 
+#include <nlohmann/json.hpp>
+
 #include "p2pscope/build_config.hpp"
 #include "p2pscope/clock.hpp"
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 namespace p2pscope::profile {
 
 CausalityCheck check_causality(const std::vector<OpSpan>& ops, DriftFit* fit) {

@@ -6,8 +6,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "p2pscope/backend.hpp"
 #include "profile/feasible_lines.hpp"
 

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <nlohmann/json.hpp>
+
 namespace p2pscope {
 namespace {
 bool looks_numeric(const std::string& s, double* value = nullptr) {

@@ -1,6 +1,8 @@
 // The `p2pscope topo --format json` document (metadata is added by the command).
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "topo/detail.hpp"
 
 namespace p2pscope::topo {

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include "p2pscope/text.hpp"
 #include "transport/net/loader.hpp"
