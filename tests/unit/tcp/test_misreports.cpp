@@ -197,8 +197,10 @@ TEST(BenchNetMisreports, ALyingServersFiguresAreRefused) {
     pt::ServerThread srv(so);
     ClientOptions co;
     co.port = srv.port();
-    // Rounds of about 0.1 s or more on loopback: long enough to judge rates.
-    Params p{.size_bytes = 256u << 20, .chunk_bytes = 1u << 20, .iters = 2, .warmup = 0, .timeout_s = 10};
+    // Rounds of 0.1 s or more on loopback, long enough to judge rates (kJudgedRoundS, 50
+    // ms): 1 GiB, since 256 MiB took 45 ms on an idle 2-core machine once bench tcp's
+    // receiver stopped waking per segment (fd2d544), and the lie went unjudged.
+    Params p{.size_bytes = 1u << 30, .chunk_bytes = 1u << 20, .iters = 2, .warmup = 0, .timeout_s = 10};
     p.reverse = lie.reverse;
     const Results r = run_client(co, p);
     EXPECT_EQ(r.failure_cause, "server's figures refused") << r.failure;
