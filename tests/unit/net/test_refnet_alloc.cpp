@@ -17,13 +17,26 @@ thread_local bool t_counting = false;
 thread_local std::size_t t_allocs = 0;
 }  // namespace
 
+// Every unaligned form, so that each new pairs with its delete through malloc / free: the
+// plugin allocates with new (std::nothrow), and under ASan a nothrow new left to the
+// runtime freed by this delete is an alloc-dealloc mismatch.
 void* operator new(std::size_t n) {
   if (t_counting) ++t_allocs;
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
+void* operator new[](std::size_t n) { return ::operator new(n); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  if (t_counting) ++t_allocs;
+  return std::malloc(n ? n : 1);
+}
+void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return ::operator new(n, t); }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 using namespace nettest;
 
