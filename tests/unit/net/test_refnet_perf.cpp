@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "net_test_util.hpp"
+#include "support/thread_state.hpp"
 
 using namespace nettest;
 
@@ -122,14 +123,6 @@ TEST_F(NetRefPluginPerf, ASpinningReceiverTestsAboutOncePerMessage) {
   EXPECT_LE(static_cast<double>(tests), 2.0 * n + 2.0 * ms_taken + 16) << ms_taken << " ms";
 }
 
-// Whether thread `tid` of this process is asleep (state S in /proc: in a blocking call).
-bool asleep(pid_t tid) {
-  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const std::size_t paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'S';
-}
-
 // issue 34: a receiver asleep in test() for a message is woken by the kernel when
 // SO_RCVLOWAT bytes are in: at the default of 1 byte, once per arriving segment (5-6
 // times per 1 MiB message in bench net on loopback; each wake-up, and each small read's
@@ -185,7 +178,7 @@ TEST_F(NetRefPluginPerf, AReceiverWakesOnceForAPayloadArrivingInPieces) {
     }
   });
   auto when_asleep = [&] {
-    while (rx_tid == 0 || !asleep(rx_tid)) std::this_thread::yield();
+    while (rx_tid == 0 || !p2pscope::test::thread_asleep(rx_tid)) std::this_thread::yield();
   };
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint64_t len = msg;

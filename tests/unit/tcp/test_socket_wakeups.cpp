@@ -23,18 +23,14 @@
 
 #include <gtest/gtest.h>
 
+#include "support/thread_state.hpp"
 #include "transport/tcp/listener.hpp"
 #include "transport/tcp/socket.hpp"
 
 namespace p2pscope::tcp {
 namespace {
 
-bool asleep(pid_t tid) {
-  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const std::size_t paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'S';
-}
+using p2pscope::test::thread_asleep;
 
 TEST(SocketWakeups, AReadOfAMegabyteWakesOnceNotPerPiece) {
   Listener l({"127.0.0.1"}, 0);
@@ -64,7 +60,7 @@ TEST(SocketWakeups, AReadOfAMegabyteWakesOnceNotPerPiece) {
   });
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t off = 0; off < msg; off += piece) {
-      while (rx_tid == 0 || !asleep(rx_tid)) std::this_thread::yield();
+      while (rx_tid == 0 || !thread_asleep(rx_tid)) std::this_thread::yield();
       tx.send_all(out.data() + off, piece);
     }
   reader.join();
