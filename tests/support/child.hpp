@@ -36,6 +36,26 @@ inline int wait_exit(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// Waits until the child catches `sig` (its handler is in place: a signal sent before
+// that would end it by the default action, with nothing written) and runs at least
+// `threads` threads; false after 30 s or when the child is gone. Under ASan and a loaded
+// ctest the start-up alone can take longer than any fixed sleep a test would pick.
+inline bool wait_catching(pid_t pid, int sig, int threads = 1) {
+  for (int i = 0; i < 3000; ++i) {
+    std::ifstream st("/proc/" + std::to_string(pid) + "/status");
+    if (!st) return false;
+    unsigned long long caught = 0;
+    int running = 0;
+    for (std::string line; std::getline(st, line);) {
+      if (line.rfind("SigCgt:", 0) == 0) caught = std::stoull(line.substr(7), nullptr, 16);
+      if (line.rfind("Threads:", 0) == 0) running = std::stoi(line.substr(8));
+    }
+    if ((caught & (1ull << (sig - 1))) && running >= threads) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 // Lines of a CSV file after its header.
 inline std::size_t data_lines(const std::filesystem::path& csv) {
   std::ifstream in(csv);

@@ -26,7 +26,10 @@ TEST(BenchInterrupt, SigintKeepsTheRowsMeasuredAndExits130) {
   // here), so the signal lands in one of the first rows and the later ones stay unmeasured.
   const pid_t pid = spawn({"bench", "gpu", "--backend", "host", "--pairs", "0:1", "--sizes", "256K:64M", "--warmup", "0",
                            "--iters", "20000", "--format", "json", "--out", out.string()});
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // The handler first (CI under ASan once took more than 1.5 s to reach it, and the
+  // signal killed the run with nothing written), then a few rows' time.
+  ASSERT_TRUE(p2pscope::test::wait_catching(pid, SIGINT)) << "the run never set its SIGINT handler";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   kill(pid, SIGINT);
   EXPECT_EQ(wait_exit(pid), 130);
   std::ifstream in(out);

@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/child.hpp"
+
 namespace fs = std::filesystem;
 
 TEST(TcpSignal, SigintStopsALoopbackSessionAndKeepsItsRounds) {
@@ -36,20 +38,7 @@ TEST(TcpSignal, SigintStopsALoopbackSessionAndKeepsItsRounds) {
   // workers run (under ASan and a loaded ctest, 1.5 s was not always enough: the signal
   // came before the handler and killed the child with nothing written). Then a few
   // rounds' time, so there are rounds to keep.
-  bool running = false;
-  for (int i = 0; i < 3000 && !running; ++i) {
-    std::ifstream st("/proc/" + std::to_string(pid) + "/status");
-    std::string line;
-    unsigned long long caught = 0;
-    int threads = 0;
-    while (std::getline(st, line)) {
-      if (line.rfind("SigCgt:", 0) == 0) caught = std::stoull(line.substr(7), nullptr, 16);
-      if (line.rfind("Threads:", 0) == 0) threads = std::stoi(line.substr(8));
-    }
-    running = (caught & (1ull << (SIGINT - 1))) && threads >= 5;
-    if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_TRUE(running) << "the child never started its session";
+  ASSERT_TRUE(p2pscope::test::wait_catching(pid, SIGINT, 5)) << "the child never started its session";
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const auto t0 = std::chrono::steady_clock::now();
   kill(pid, SIGINT);
