@@ -256,38 +256,46 @@ std::size_t Socket::recv_marked(void* data, std::size_t n) {
   auto* p = static_cast<char*>(data);
   const std::size_t whole = n;
   std::size_t calls = 0;
-  Wait w;
-  const int slice_ms = timeout_s_ > 0 ? std::max(1, static_cast<int>(std::min(timeout_s_, slice_of(timeout_s_)) * 1e3)) : -1;
-  while (n > 0) {
-    const ssize_t r = ::recv(fd_, p, n, MSG_DONTWAIT);
-    ++calls;
-    if (r == 0) throw IoError(label_ + ": peer closed the connection (its process ended or closed it)", IoCause::closed);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) throw io_error(label_, "recv", errno);
-    } else {
-      p += r;
-      n -= static_cast<std::size_t>(r);
-      if (n == 0) break;
-    }
-    const int mark = static_cast<int>(std::min<std::size_t>(n, INT_MAX));
-    if (mark != lowat_) {
+  // Back to the kernel's 1 byte on every way out, a throw included (a peer that closes,
+  // a timeout): the socket's other readers (a frame's poll, a small MSG_WAITALL read, the
+  // peer watch) would not be woken below a stale mark.
+  struct MarkBack {
+    int fd;
+    int& lowat;
+    std::size_t& calls;
+    ~MarkBack() {
+      if (lowat == 1) return;
+      const int one = 1;
       ++calls;
-      if (::setsockopt(fd_, SOL_SOCKET, SO_RCVLOWAT, &mark, sizeof mark) == 0) lowat_ = mark;
+      if (::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one) == 0) lowat = 1;
     }
-    pollfd pfd{fd_, POLLIN, 0};
-    const int k = ::poll(&pfd, 1, slice_ms);
-    ++calls;
-    if (k < 0 && errno != EINTR) throw io_error(label_, "poll", errno);
-    if (k == 0 || r > 0) after_short_call(w, whole, r > 0, "recv");  // a slice passed, or bytes moved short
-  }
-  // Back to the kernel's 1 byte: the socket's other readers (a frame's poll, a small
-  // MSG_WAITALL read, the peer watch) would not be woken below a stale mark.
-  if (lowat_ != 1) {
-    const int one = 1;
-    ++calls;
-    if (::setsockopt(fd_, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one) == 0) lowat_ = 1;
-  }
+  };
+  {
+    const MarkBack back{fd_, lowat_, calls};
+    Wait w;
+    const int slice_ms = timeout_s_ > 0 ? std::max(1, static_cast<int>(std::min(timeout_s_, slice_of(timeout_s_)) * 1e3)) : -1;
+    while (n > 0) {
+      const ssize_t r = ::recv(fd_, p, n, MSG_DONTWAIT);
+      ++calls;
+      if (r > 0) {
+        p += r;
+        n -= static_cast<std::size_t>(r);
+        if (n == 0) break;
+      } else if (nothing_received(r) == Retry::now) {
+        continue;
+      }
+      const int mark = static_cast<int>(std::min<std::size_t>(n, INT_MAX));
+      if (mark != lowat_) {
+        ++calls;
+        if (::setsockopt(fd_, SOL_SOCKET, SO_RCVLOWAT, &mark, sizeof mark) == 0) lowat_ = mark;
+      }
+      pollfd pfd{fd_, POLLIN, 0};
+      const int k = ::poll(&pfd, 1, slice_ms);
+      ++calls;
+      if (k < 0 && errno != EINTR) throw io_error(label_, "poll", errno);
+      if (k == 0 || r > 0) after_short_call(w, whole, r > 0, "recv");  // a slice passed, or bytes moved short
+    }
+  }  // the mark is back at 1 here, its call counted
   return calls;
 }
 
@@ -300,11 +308,8 @@ std::size_t Socket::recv_all(void* data, std::size_t n) {
   while (n > 0) {
     const ssize_t r = ::recv(fd_, p, n, MSG_WAITALL);
     ++calls;
-    if (r == 0) throw IoError(label_ + ": peer closed the connection (its process ended or closed it)", IoCause::closed);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) throw io_error(label_, "recv", errno);
-      after_short_call(w, whole, false, "recv");  // a slice with nothing received
+    if (r <= 0) {
+      if (nothing_received(r) == Retry::later) after_short_call(w, whole, false, "recv");  // a slice with nothing
       continue;
     }
     p += r;
@@ -318,11 +323,17 @@ std::size_t Socket::recv_now(void* data, std::size_t n) {
   for (;;) {
     const ssize_t r = ::recv(fd_, data, n, MSG_DONTWAIT);
     if (r > 0) return static_cast<std::size_t>(r);
-    if (r == 0) throw IoError(label_ + ": peer closed the connection (its process ended or closed it)", IoCause::closed);
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
-    throw io_error(label_, "recv", errno);
+    if (nothing_received(r) == Retry::later) return 0;
   }
+}
+
+// A recv() that returned r <= 0: the peer's close and real errors are thrown; what is
+// left is a call to repeat at once (a signal) or once data may have come (none yet).
+Socket::Retry Socket::nothing_received(ssize_t r) const {
+  if (r == 0) throw IoError(label_ + ": peer closed the connection (its process ended or closed it)", IoCause::closed);
+  if (errno == EINTR) return Retry::now;
+  if (errno == EAGAIN || errno == EWOULDBLOCK) return Retry::later;
+  throw io_error(label_, "recv", errno);
 }
 
 std::string Socket::local_addr() const {

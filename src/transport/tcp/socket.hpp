@@ -88,6 +88,8 @@ class Socket {
   double timeout_s_ = 0;  // 0: no deadline
   int lowat_ = 1;         // SO_RCVLOWAT as last set (the kernel's default: 1 byte)
   std::size_t recv_marked(void* data, std::size_t n);
+  enum class Retry { now, later };
+  Retry nothing_received(ssize_t r) const;
   struct Wait {
     std::int64_t start_ns = 0, silent_since_ns = 0;  // 0: not yet known
   };

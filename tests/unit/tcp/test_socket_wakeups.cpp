@@ -97,5 +97,32 @@ TEST(SocketWakeups, ASmallReadAfterALargeOneIsNotHeldByItsMark) {
   EXPECT_EQ(lowat, 1);
 }
 
+// A read that fails half-way (here: the peer closes after part of a megabyte) puts the
+// mark back too: the socket's owner may still read an error frame from it, and a stale
+// mark of a megabyte would hold that read until its timeout.
+TEST(SocketWakeups, AReadCutShortByThePeerStillPutsTheMarkBack) {
+  Listener l({"127.0.0.1"}, 0);
+  Socket tx = Socket::connect_to("127.0.0.1", l.port(), "", 5);
+  Socket rx = l.accept(5);
+  rx.set_timeout(10);
+  std::vector<char> part(300u << 10, 5), got(1u << 20);
+  std::thread writer([&] {
+    tx.send_all(part.data(), part.size());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the reader sleeps under its mark first
+    tx.close();
+  });
+  try {
+    rx.recv_all(got.data(), got.size());
+    ADD_FAILURE() << "a read of 1 MiB from a peer that sent 300 KiB and closed returned";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("peer closed"), std::string::npos) << e.what();
+  }
+  writer.join();
+  int lowat = 0;
+  socklen_t len = sizeof lowat;
+  ASSERT_EQ(::getsockopt(rx.fd(), SOL_SOCKET, SO_RCVLOWAT, &lowat, &len), 0);
+  EXPECT_EQ(lowat, 1) << "the mark set for the missing bytes stayed after the throw";
+}
+
 }  // namespace
 }  // namespace p2pscope::tcp
