@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -209,6 +210,10 @@ struct Finding {
   std::vector<std::string> evidence;  // log lines, files, values
   std::string fix;                    // export lines or commands; "" if none
 };
+inline Finding make_finding(std::string id, std::string severity, std::string title, std::vector<std::string> evidence,
+                            std::string fix) {
+  return Finding{std::move(id), std::move(severity), std::move(title), std::move(evidence), std::move(fix)};
+}
 nlohmann::json to_json(const Finding& f);
 
 // NCCL_* variables: unknown names (with the closest real one), out-of-range values,

@@ -11,7 +11,11 @@
 #include <utility>
 
 namespace p2pscope::nvml {
-namespace {
+// NVML's ABI types, in a named namespace: Nvml::Api (declared in the header) holds
+// pointers to functions of them, and in a unity build, where this file is included into
+// a batch, a member whose type lives in an anonymous namespace is an error
+// (-Wsubobject-linkage). Nothing outside this file uses the name.
+namespace abi {
 using Ret = int;  // nvmlReturn_t; 0 = NVML_SUCCESS
 using Dev = struct nvmlDevice_opaque*;
 constexpr Ret kOk = 0;
@@ -35,7 +39,8 @@ struct ProcessInfo {  // nvmlProcessInfo_t as used by the _v3 process queries
   unsigned gpuInstanceId, computeInstanceId;
 };
 
-}  // namespace
+}  // namespace abi
+using namespace abi;
 
 // Lower case, a 4-digit domain: as sysfs writes it.
 std::string normalize_bus_id(std::string id) {
