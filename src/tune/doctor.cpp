@@ -40,11 +40,11 @@ std::vector<Finding> log_findings(const NcclLog& l) {
   std::string used;
   for (const auto& u : l.used_transports()) used += (used.empty() ? "" : ", ") + u + " x" + std::to_string(l.transports.at(u));
   out.push_back(make_finding("log.transport", "info",
-                     l.file + ": NCCL " + (l.nccl_version.empty() ? "?" : l.nccl_version) + ", " +
-                         (l.nranks > 0 ? std::to_string(l.nranks) : std::string("?")) + " ranks, transport " + t +
-                         (used.empty() ? "" : " (" + used + ")") +
-                         (l.coll_channels > 0 ? ", " + std::to_string(l.coll_channels) + " coll channels" : ""),
-                     lines_with(l, " via ", 3), ""));
+                             l.file + ": NCCL " + (l.nccl_version.empty() ? "?" : l.nccl_version) + ", " +
+                                 (l.nranks > 0 ? std::to_string(l.nranks) : std::string("?")) + " ranks, transport " + t +
+                                 (used.empty() ? "" : " (" + used + ")") +
+                                 (l.coll_channels > 0 ? ", " + std::to_string(l.coll_channels) + " coll channels" : ""),
+                             lines_with(l, " via ", 3), ""));
   const auto has = [&](const std::string& x) {
     auto it = l.transports.find(x);
     return it != l.transports.end() && it->second > 0;
@@ -55,54 +55,54 @@ std::vector<Finding> log_findings(const NcclLog& l) {
   // The net plugin as the log says its run loaded it: the log wins over this machine.
   if (!l.net_plugin.empty())
     out.push_back(make_finding("log.net_plugin", "info",
-                       l.file + ": NCCL loaded net plugin " + l.net_plugin +
-                           (l.net_plugin_request.empty() ? "" : " (NCCL_NET_PLUGIN=" + l.net_plugin_request + " in that run)"),
-                       l.net_plugin_lines, ""));
+                               l.file + ": NCCL loaded net plugin " + l.net_plugin +
+                                   (l.net_plugin_request.empty() ? "" : " (NCCL_NET_PLUGIN=" + l.net_plugin_request + " in that run)"),
+                               l.net_plugin_lines, ""));
   else if (l.net_plugin_none)
     out.push_back(make_finding("log.net_plugin", "info",
-                       l.file + ": NCCL found no external net plugin" +
-                           (l.net_plugin_request.empty() ? "" : " for NCCL_NET_PLUGIN=" + l.net_plugin_request) +
-                           ": it used its built-in IB and socket transports",
-                       l.net_plugin_lines, ""));
+                               l.file + ": NCCL found no external net plugin" +
+                                   (l.net_plugin_request.empty() ? "" : " for NCCL_NET_PLUGIN=" + l.net_plugin_request) +
+                                   ": it used its built-in IB and socket transports",
+                               l.net_plugin_lines, ""));
   if (l.nccl_lines == 0 && !l.perf.empty())
     out.push_back(make_finding("log.plain_output", "info",
-                       l.file + ": program output without NCCL_DEBUG=INFO lines: its results are read, the transport is unknown",
-                       {}, "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET <the same command> 2>&1 | tee run.log"));
+                               l.file + ": program output without NCCL_DEBUG=INFO lines: its results are read, the transport is unknown",
+                               {}, "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET <the same command> 2>&1 | tee run.log"));
   if (l.loopback()) {
     auto ev = lines_with(l, "NCCL_SOCKET_IFNAME", 1);
     for (const auto& e : lines_with(l, "NET/Socket : Using", 1)) ev.push_back(e);
     out.push_back(make_finding("log.loopback", "warning",
-                       l.file + ": NCCL's network was the loopback device lo: its NET/Socket figures measure a kernel "
-                                "memory copy, not a network",
-                       ev, "export NCCL_SOCKET_IFNAME=<the data NIC between the hosts, see net.socket_ifname>"));
+                               l.file + ": NCCL's network was the loopback device lo: its NET/Socket figures measure a kernel "
+                                        "memory copy, not a network",
+                               ev, "export NCCL_SOCKET_IFNAME=<the data NIC between the hosts, see net.socket_ifname>"));
   }
   if (has("NET/Socket") && !l.loopback()) {
     auto ev = lines_with(l, "via NET/Socket", 2);
     for (const auto& e : lines_with(l, "Using", 3)) ev.push_back(e);
     const bool single_node_forced = env_set("NCCL_P2P_DISABLE=1") && env_set("NCCL_SHM_DISABLE=1");
     out.push_back(make_finding("log.socket_fallback", single_node_forced ? "warning" : "error",
-                       l.file + ": NCCL moves data over TCP sockets (NET/Socket)" +
-                           std::string(single_node_forced ? " because NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1 forbid the faster intra-node paths"
-                                                          : ": no usable RDMA device; expect a small fraction of the RDMA/NVLink bandwidth"),
-                       ev,
-                       single_node_forced ? "unset NCCL_P2P_DISABLE NCCL_SHM_DISABLE"
-                                          : "ibv_devinfo   # check for an ACTIVE port\nexport NCCL_IB_HCA=<active device, e.g. mlx5_0:1>\n"
-                                            "export NCCL_IB_GID_INDEX=<RoCE v2 IPv4 GID, see 'p2pscope doctor'>\nunset NCCL_IB_DISABLE"));
+                               l.file + ": NCCL moves data over TCP sockets (NET/Socket)" +
+                                   std::string(single_node_forced ? " because NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1 forbid the faster intra-node paths"
+                                                                  : ": no usable RDMA device; expect a small fraction of the RDMA/NVLink bandwidth"),
+                               ev,
+                               single_node_forced ? "unset NCCL_P2P_DISABLE NCCL_SHM_DISABLE"
+                                                  : "ibv_devinfo   # check for an ACTIVE port\nexport NCCL_IB_HCA=<active device, e.g. mlx5_0:1>\n"
+                                                    "export NCCL_IB_GID_INDEX=<RoCE v2 IPv4 GID, see 'p2pscope doctor'>\nunset NCCL_IB_DISABLE"));
   }
   if (has("SHM")) {
     const bool forced = env_set("NCCL_P2P_DISABLE=1");
     out.push_back(make_finding("log.shm_path", "warning",
-                       l.file + ": GPUs exchange data through host shared memory (SHM)" +
-                           (forced ? " because NCCL_P2P_DISABLE=1" : ": P2P between these GPUs is unavailable"),
-                       lines_with(l, "via SHM", 2),
-                       forced ? "unset NCCL_P2P_DISABLE" : "nvidia-smi topo -m   # check NVLink / PCIe P2P; ACS and IOMMU settings"));
+                               l.file + ": GPUs exchange data through host shared memory (SHM)" +
+                                   (forced ? " because NCCL_P2P_DISABLE=1" : ": P2P between these GPUs is unavailable"),
+                               lines_with(l, "via SHM", 2),
+                               forced ? "unset NCCL_P2P_DISABLE" : "nvidia-smi topo -m   # check NVLink / PCIe P2P; ACS and IOMMU settings"));
   }
   if (has("NET/IB")) {
     if (!l.gdr_channels.count("NET/IB"))
       out.push_back(make_finding("log.ib_without_gdr", "warning",
-                         l.file + ": NET/IB channels run without GPUDirect RDMA: data is staged through host memory",
-                         lines_with(l, "GPU Direct RDMA", 3),
-                         "sudo modprobe nvidia-peermem   # or a kernel with DMA-BUF\nexport NCCL_NET_GDR_LEVEL=PHB   # if the NIC is behind the CPU"));
+                                 l.file + ": NET/IB channels run without GPUDirect RDMA: data is staged through host memory",
+                                 lines_with(l, "GPU Direct RDMA", 3),
+                                 "sudo modprobe nvidia-peermem   # or a kernel with DMA-BUF\nexport NCCL_NET_GDR_LEVEL=PHB   # if the NIC is behind the CPU"));
     else
       out.push_back(make_finding("log.ib_gdr", "info", l.file + ": NET/IB channels use GPUDirect RDMA (GDRDMA)", lines_with(l, "GDRDMA", 2), ""));
   }
@@ -171,26 +171,26 @@ void socket_findings(const topo::Topology& t, const EnvView& e, std::vector<Find
   const std::string mgmt = management_nic(t);
   if (!mgmt.empty() && std::find(ifs.begin(), ifs.end(), mgmt) == ifs.end())
     out.push_back(make_finding("net.management_nic", "info",
-                       mgmt + " carries the default route and no GPU is behind its PCIe switch: the management NIC, "
-                              "left out of NCCL_SOCKET_IFNAME and irq plan",
-                       {"default route via " + mgmt}, ""));
+                               mgmt + " carries the default route and no GPU is behind its PCIe switch: the management NIC, "
+                                      "left out of NCCL_SOCKET_IFNAME and irq plan",
+                               {"default route via " + mgmt}, ""));
   if (cur_if == "lo" || cur_if == "=lo") {
     out.push_back(make_finding("net.socket_ifname_loopback", "warning",
-                       "NCCL_SOCKET_IFNAME=" + cur_if + e.from("NCCL_SOCKET_IFNAME") +
-                           ": NCCL's sockets stay on this host (loopback); between hosts use a data NIC",
-                       {"NCCL_SOCKET_IFNAME=" + cur_if + e.from("NCCL_SOCKET_IFNAME"), "data interfaces: " + ifl},
-                       ifs.empty() ? "" : "export NCCL_SOCKET_IFNAME=" + ifl));
+                               "NCCL_SOCKET_IFNAME=" + cur_if + e.from("NCCL_SOCKET_IFNAME") +
+                                   ": NCCL's sockets stay on this host (loopback); between hosts use a data NIC",
+                               {"NCCL_SOCKET_IFNAME=" + cur_if + e.from("NCCL_SOCKET_IFNAME"), "data interfaces: " + ifl},
+                               ifs.empty() ? "" : "export NCCL_SOCKET_IFNAME=" + ifl));
   } else if (ifs.empty()) {
     out.push_back(make_finding("net.no_interface", "warning", "no physical network interface is up", {}, "ip link   # bring the data NIC up"));
   } else if (cur_if.empty()) {
     out.push_back(make_finding("net.socket_ifname", "info",
-                       "NCCL_SOCKET_IFNAME is unset" + e.from("NCCL_SOCKET_IFNAME") +
-                           "; the data interfaces that are up: " + ifl,
-                       {"interfaces: " + ifl}, "export NCCL_SOCKET_IFNAME=" + ifl));
+                               "NCCL_SOCKET_IFNAME is unset" + e.from("NCCL_SOCKET_IFNAME") +
+                                   "; the data interfaces that are up: " + ifl,
+                               {"interfaces: " + ifl}, "export NCCL_SOCKET_IFNAME=" + ifl));
   } else if (cur_if[0] != '^' && !socket_ifname_matches(t, cur_if)) {
     out.push_back(make_finding("net.socket_ifname_missing", "error",
-                       "NCCL_SOCKET_IFNAME=" + cur_if + e.from("NCCL_SOCKET_IFNAME") + " matches no interface on this host",
-                       {"NCCL_SOCKET_IFNAME=" + cur_if, "interfaces: " + ifl}, "export NCCL_SOCKET_IFNAME=" + ifl));
+                               "NCCL_SOCKET_IFNAME=" + cur_if + e.from("NCCL_SOCKET_IFNAME") + " matches no interface on this host",
+                               {"NCCL_SOCKET_IFNAME=" + cur_if, "interfaces: " + ifl}, "export NCCL_SOCKET_IFNAME=" + ifl));
   }
 }
 
@@ -202,20 +202,20 @@ void roce_port_findings(const topo::RdmaDevice& d, const topo::RdmaPort& p, std:
   const std::string cur = e.get("NCCL_IB_GID_INDEX");
   if (gid < 0)
     out.push_back(make_finding("rdma.no_roce_v2_gid", "warning",
-                       d.name + ":" + std::to_string(p.port) + " has no RoCE v2 GID with an IPv4 address", ev,
-                       "ip addr add <IPv4>/<len> dev " + (d.netdevs.empty() ? std::string("<netdev>") : d.netdevs[0])));
+                               d.name + ":" + std::to_string(p.port) + " has no RoCE v2 GID with an IPv4 address", ev,
+                               "ip addr add <IPv4>/<len> dev " + (d.netdevs.empty() ? std::string("<netdev>") : d.netdevs[0])));
   else if (cur != std::to_string(gid))
     out.push_back(make_finding("rdma.gid_index", cur.empty() ? "info" : "warning",
-                       d.name + ":" + std::to_string(p.port) + ": the RoCE v2 IPv4-mapped GID is index " + std::to_string(gid) +
-                           (cur.empty() ? "" : ", but NCCL_IB_GID_INDEX=" + cur),
-                       ev, "export NCCL_IB_GID_INDEX=" + std::to_string(gid)));
+                               d.name + ":" + std::to_string(p.port) + ": the RoCE v2 IPv4-mapped GID is index " + std::to_string(gid) +
+                                   (cur.empty() ? "" : ", but NCCL_IB_GID_INDEX=" + cur),
+                               ev, "export NCCL_IB_GID_INDEX=" + std::to_string(gid)));
   const std::string nd = d.netdevs.empty() ? "<netdev>" : d.netdevs[0];
   out.push_back(make_finding("rdma.roce_qos", "info",
-                     d.name + " is RoCE: use a lossless traffic class (PFC) with ECN so that drops do not stall RDMA",
-                     {"link layer Ethernet on " + d.name},
-                     "export NCCL_IB_TC=106   # DSCP 26 (<<2) | ECT: the class your switches map to the lossless priority\n"
-                     "mlnx_qos -i " + nd + " --trust dscp --pfc 0,0,0,1,0,0,0,0   # PFC on priority 3\n"
-                     "echo 1 | sudo tee /sys/class/net/" + nd + "/ecn/roce_np/enable/3 /sys/class/net/" + nd + "/ecn/roce_rp/enable/3"));
+                             d.name + " is RoCE: use a lossless traffic class (PFC) with ECN so that drops do not stall RDMA",
+                             {"link layer Ethernet on " + d.name},
+                             "export NCCL_IB_TC=106   # DSCP 26 (<<2) | ECT: the class your switches map to the lossless priority\n"
+                             "mlnx_qos -i " + nd + " --trust dscp --pfc 0,0,0,1,0,0,0,0   # PFC on priority 3\n"
+                             "echo 1 | sudo tee /sys/class/net/" + nd + "/ecn/roce_np/enable/3 /sys/class/net/" + nd + "/ecn/roce_rp/enable/3"));
 }
 
 // RDMA devices, ports, GIDs.
@@ -227,7 +227,7 @@ void rdma_findings(const topo::Topology& t, const EnvView& e, std::vector<Findin
       std::vector<std::string> ev{d.name + " port " + std::to_string(p.port) + ": " + p.state + ", " + p.link_layer + ", " + p.rate};
       if (!up) {
         out.push_back(make_finding("rdma.port_down", "warning", d.name + ":" + std::to_string(p.port) + " is not ACTIVE", ev,
-                           "ibv_devinfo -d " + d.name + "   # check cable, switch port and subnet manager"));
+                                   "ibv_devinfo -d " + d.name + "   # check cable, switch port and subnet manager"));
         continue;
       }
       active.push_back(d.name + ":" + std::to_string(p.port));
@@ -241,7 +241,7 @@ void rdma_findings(const topo::Topology& t, const EnvView& e, std::vector<Findin
       out.push_back(make_finding("rdma.ib_hca", "info", "active RDMA ports: " + hca, {hca}, "export NCCL_IB_HCA=" + hca));
     if (e.get("NCCL_IB_DISABLE") == "1")
       out.push_back(make_finding("rdma.disabled_but_present", "error", "NCCL_IB_DISABLE=1 while RDMA ports are ACTIVE: NCCL will use TCP sockets",
-                         {"NCCL_IB_DISABLE=1", "active: " + hca}, "unset NCCL_IB_DISABLE"));
+                                 {"NCCL_IB_DISABLE=1", "active: " + hca}, "unset NCCL_IB_DISABLE"));
   } else if (!t.rdma.empty()) {
     out.push_back(make_finding("rdma.none_active", "warning", "RDMA devices exist but no port is ACTIVE: NCCL will fall back to sockets", {}, "ibv_devinfo"));
   }
@@ -264,8 +264,8 @@ void gpu_nic_path_findings(const topo::Topology& t, std::vector<Finding>& out) {
                           : best == "PHB" ? "the path crosses the CPU root complex: NCCL turns GPUDirect RDMA off by default; NCCL_NET_GDR_LEVEL=PHB turns it on (measure both)"
                                           : "the NIC hangs off another NUMA node/socket: GPUDirect RDMA is off and traffic crosses the inter-socket link; use a NIC on the GPU's node";
     out.push_back(make_finding("path.gpu_nic", gdr_default ? "info" : "warning",
-                       "GPU " + std::to_string(g.index) + " (" + g.pci + ") to " + best_dev + ": " + best + ": " + meaning,
-                       {"path class " + best}, best == "PHB" ? "export NCCL_NET_GDR_LEVEL=PHB" : ""));
+                               "GPU " + std::to_string(g.index) + " (" + g.pci + ") to " + best_dev + ": " + best + ": " + meaning,
+                               {"path class " + best}, best == "PHB" ? "export NCCL_NET_GDR_LEVEL=PHB" : ""));
   }
 }
 
@@ -281,7 +281,7 @@ void binding_findings(const topo::Topology& t, const EnvView& e, std::vector<Fin
           if (n.name == b.nic) nic = &n;
         if (!nic) {
           out.push_back(make_finding("bind.unknown_nic", "error", std::string(var) + " names " + b.nic + ", which this host does not have",
-                             {std::string(var) + "=" + v}, "p2pscope irq plan   # prints bindings for this host"));
+                                     {std::string(var) + "=" + v}, "p2pscope irq plan   # prints bindings for this host"));
           continue;
         }
         std::vector<int> remote;
@@ -290,9 +290,9 @@ void binding_findings(const topo::Topology& t, const EnvView& e, std::vector<Fin
             if (c.id == cpu && nic->numa >= 0 && c.numa >= 0 && c.numa != nic->numa) remote.push_back(cpu);
         if (!remote.empty())
           out.push_back(make_finding("bind.remote_cpus", "warning",
-                             std::string(var) + ": " + b.nic + " (NUMA " + std::to_string(nic->numa) + ") is bound to CPUs " +
-                                 format_cpulist(remote) + " of another node",
-                             {std::string(var) + "=" + v}, "p2pscope irq plan --nics " + b.nic));
+                                     std::string(var) + ": " + b.nic + " (NUMA " + std::to_string(nic->numa) + ") is bound to CPUs " +
+                                         format_cpulist(remote) + " of another node",
+                                     {std::string(var) + "=" + v}, "p2pscope irq plan --nics " + b.nic));
       }
     } catch (const UsageError& ex) {
       out.push_back(make_finding("bind.malformed", "error", std::string(var) + " is malformed: " + ex.what(), {std::string(var) + "=" + v}, ""));
@@ -334,12 +334,12 @@ std::vector<Finding> irq_placement_findings(const topo::Topology& t) {
     for (const auto& x : named)
       if (x.rfind(n.name + " (", 0) == 0) nics += (nics.empty() ? "" : ",") + n.name;
   out.push_back(make_finding("irq.off_node", "warning",
-                     "interrupts served off the NIC's NUMA node (over " +
-                         std::to_string(static_cast<int>(topo::kOffNodeThreshold * 100)) + "% of counts since boot): " + list,
-                     ev,
-                     "# NCCL leaves IRQs at their defaults; moving them is optional. To try it:\n"
-                     "p2pscope irq plan --nics " + nics + " --move-irqs --format json > plan.json\n"
-                     "sudo p2pscope irq apply plan.json --yes --backup irq-backup.json"));
+                             "interrupts served off the NIC's NUMA node (over " +
+                                 std::to_string(static_cast<int>(topo::kOffNodeThreshold * 100)) + "% of counts since boot): " + list,
+                             ev,
+                             "# NCCL leaves IRQs at their defaults; moving them is optional. To try it:\n"
+                             "p2pscope irq plan --nics " + nics + " --move-irqs --format json > plan.json\n"
+                             "sudo p2pscope irq apply plan.json --yes --backup irq-backup.json"));
   return out;
 }
 
@@ -352,16 +352,16 @@ std::vector<Finding> irq_findings(const IrqSnapshot& s) {
     std::string irqs;
     for (int i : m.irqs) irqs += (irqs.empty() ? "" : ",") + std::to_string(i);
     out.push_back(make_finding("irq.numa_mismatch", "warning",
-                       m.nic + " sits on NUMA node " + std::to_string(m.nic_numa) + " but its interrupts are served on node(s) " +
-                           (serving.empty() ? "?" : serving) + ": " + m.reason,
-                       {"IRQs " + irqs}, "p2pscope irq plan --nics " + m.nic + " --move-irqs --format json > plan.json\n"
-                                         "sudo p2pscope irq apply plan.json --yes --backup irq-backup.json"));
+                               m.nic + " sits on NUMA node " + std::to_string(m.nic_numa) + " but its interrupts are served on node(s) " +
+                                   (serving.empty() ? "?" : serving) + ": " + m.reason,
+                               {"IRQs " + irqs}, "p2pscope irq plan --nics " + m.nic + " --move-irqs --format json > plan.json\n"
+                                                 "sudo p2pscope irq apply plan.json --yes --backup irq-backup.json"));
   }
   if (d.imbalance > 4 && d.cpus.size() > 2)
     out.push_back(make_finding("irq.imbalance", "info",
-                       "interrupt load is uneven: the busiest CPU took " + std::to_string(d.imbalance).substr(0, 4) +
-                           "x the mean since boot",
-                       {"busiest CPU " + std::to_string(d.cpus.front().cpu)}, "p2pscope irq diff --duration 10s   # measure under load"));
+                               "interrupt load is uneven: the busiest CPU took " + std::to_string(d.imbalance).substr(0, 4) +
+                                   "x the mean since boot",
+                               {"busiest CPU " + std::to_string(d.cpus.front().cpu)}, "p2pscope irq diff --duration 10s   # measure under load"));
   return out;
 }
 

@@ -106,14 +106,14 @@ void unknown_variable_findings(const Env& e, std::vector<Finding>& out) {
     if (name == "NCCL_VERSION") continue;
     if (name == "NCCL_ASYNC_ERROR_HANDLING" || name == "NCCL_BLOCKING_WAIT" || name == "NCCL_DESYNC_DEBUG") {
       out.push_back(make_finding("env.pytorch_variable", "info", name + " is read by PyTorch, not by NCCL",
-                         {ev(name, value)}, "export TORCH_" + name + "=" + value + "   # the current PyTorch name"));
+                                 {ev(name, value)}, "export TORCH_" + name + "=" + value + "   # the current PyTorch name"));
       continue;
     }
     const std::string near = closest_nccl_variable(name);
     out.push_back(make_finding("env.unknown_variable", "warning",
-                       name + " is not an NCCL variable" + (near.empty() ? "" : "; did you mean " + near + "?"),
-                       {ev(name, value)},
-                       near.empty() ? "unset " + name : "unset " + name + "\nexport " + near + "=" + value));
+                               name + " is not an NCCL variable" + (near.empty() ? "" : "; did you mean " + near + "?"),
+                               {ev(name, value)},
+                               near.empty() ? "unset " + name : "unset " + name + "\nexport " + near + "=" + value));
   }
 }
 
@@ -125,9 +125,9 @@ void value_findings(const Env& e, std::vector<Finding>& out) {
     const auto n = as_int(*v);
     if (!n || *n < r.lo || *n > r.hi)
       out.push_back(make_finding("env.out_of_range", "error",
-                         std::string(r.name) + "='" + *v + "' is not an integer in " + std::to_string(r.lo) + ".." +
-                             std::to_string(r.hi) + " (" + r.meaning + ")",
-                         {ev(r.name, *v)}, "unset " + std::string(r.name)));
+                                 std::string(r.name) + "='" + *v + "' is not an integer in " + std::to_string(r.lo) + ".." +
+                                     std::to_string(r.hi) + " (" + r.meaning + ")",
+                                 {ev(r.name, *v)}, "unset " + std::string(r.name)));
   }
   for (const char* n : {"NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL"}) {
     const auto* v = e.get(n);
@@ -136,20 +136,20 @@ void value_findings(const Env& e, std::vector<Finding>& out) {
     const bool ok = (i && *i >= 0 && *i <= 5) || kTopoLevels.count(upper(*v));
     if (!ok)
       out.push_back(make_finding("env.out_of_range", "error",
-                         std::string(n) + "='" + *v + "' is not a path level (LOC, NVL, PIX, PXB, PHB, SYS)",
-                         {ev(n, *v)}, "unset " + std::string(n)));
+                                 std::string(n) + "='" + *v + "' is not a path level (LOC, NVL, PIX, PXB, PHB, SYS)",
+                                 {ev(n, *v)}, "unset " + std::string(n)));
   }
   if (const auto* v = e.get("NCCL_DEBUG")) {
     static const std::set<std::string> levels = {"VERSION", "WARN", "INFO", "TRACE", "ABORT"};
     if (!levels.count(upper(*v)))
       out.push_back(make_finding("env.out_of_range", "error", "NCCL_DEBUG='" + *v + "' is not VERSION, WARN, INFO or TRACE",
-                         {ev("NCCL_DEBUG", *v)}, "export NCCL_DEBUG=INFO"));
+                                 {ev("NCCL_DEBUG", *v)}, "export NCCL_DEBUG=INFO"));
   }
   if (const auto* v = e.get("NCCL_NTHREADS")) {
     const auto n = as_int(*v);
     if (!n || (*n != 64 && *n != 128 && *n != 256 && *n != 512))
       out.push_back(make_finding("env.out_of_range", "error", "NCCL_NTHREADS='" + *v + "' must be 64, 128, 256 or 512",
-                         {ev("NCCL_NTHREADS", *v)}, "unset NCCL_NTHREADS"));
+                                 {ev("NCCL_NTHREADS", *v)}, "unset NCCL_NTHREADS"));
   }
   if (const auto* v = e.get("NCCL_SOCKET_IFNAME")) {
     std::string s = *v;
@@ -157,8 +157,8 @@ void value_findings(const Env& e, std::vector<Finding>& out) {
     if (!v->empty() && v->front() != '^' && (s == "lo" || s.rfind("docker", 0) == 0 || s.rfind("veth", 0) == 0 ||
                               s.rfind("virbr", 0) == 0))
       out.push_back(make_finding("env.socket_ifname_virtual", "warning",
-                         "NCCL_SOCKET_IFNAME=" + *v + " selects a loopback/virtual interface that other hosts cannot reach",
-                         {ev("NCCL_SOCKET_IFNAME", *v)}, "export NCCL_SOCKET_IFNAME=<the host's data interface, e.g. eth0>"));
+                                 "NCCL_SOCKET_IFNAME=" + *v + " selects a loopback/virtual interface that other hosts cannot reach",
+                                 {ev("NCCL_SOCKET_IFNAME", *v)}, "export NCCL_SOCKET_IFNAME=<the host's data interface, e.g. eth0>"));
   }
 }
 
@@ -170,68 +170,68 @@ void ib_disabled_findings(const Env& e, std::vector<Finding>& out) {
   if (!ib.empty()) {
     ib.insert(ib.begin(), ev("NCCL_IB_DISABLE", "1"));
     out.push_back(make_finding("env.contradiction", "warning",
-                       "NCCL_IB_* settings are ignored because NCCL_IB_DISABLE=1 turns the IB/RoCE transport off", ib,
-                       "unset NCCL_IB_DISABLE"));
+                               "NCCL_IB_* settings are ignored because NCCL_IB_DISABLE=1 turns the IB/RoCE transport off", ib,
+                               "unset NCCL_IB_DISABLE"));
   }
   if (e.is("NCCL_NET", "IB"))
     out.push_back(make_finding("env.contradiction", "error", "NCCL_NET=IB asks for the IB transport that NCCL_IB_DISABLE=1 disables",
-                       {ev("NCCL_IB_DISABLE", "1"), ev("NCCL_NET", *e.get("NCCL_NET"))}, "unset NCCL_IB_DISABLE"));
+                               {ev("NCCL_IB_DISABLE", "1"), ev("NCCL_NET", *e.get("NCCL_NET"))}, "unset NCCL_IB_DISABLE"));
   out.push_back(make_finding("env.ib_disabled", "warning",
-                     "NCCL_IB_DISABLE=1: inter-node traffic uses TCP sockets even where RDMA NICs exist",
-                     {ev("NCCL_IB_DISABLE", "1")}, "unset NCCL_IB_DISABLE"));
+                             "NCCL_IB_DISABLE=1: inter-node traffic uses TCP sockets even where RDMA NICs exist",
+                             {ev("NCCL_IB_DISABLE", "1")}, "unset NCCL_IB_DISABLE"));
 }
 
 // Settings that contradict each other or limits that span two variables.
 void contradiction_findings(const Env& e, std::vector<Finding>& out) {
   if (e.is("NCCL_P2P_DISABLE", "1") && e.get("NCCL_P2P_LEVEL"))
     out.push_back(make_finding("env.contradiction", "warning",
-                       "NCCL_P2P_LEVEL is set but NCCL_P2P_DISABLE=1 turns P2P off, so the level is ignored",
-                       {ev("NCCL_P2P_DISABLE", "1"), ev("NCCL_P2P_LEVEL", *e.get("NCCL_P2P_LEVEL"))},
-                       "unset NCCL_P2P_DISABLE   # keep NCCL_P2P_LEVEL, or unset NCCL_P2P_LEVEL to keep P2P off"));
+                               "NCCL_P2P_LEVEL is set but NCCL_P2P_DISABLE=1 turns P2P off, so the level is ignored",
+                               {ev("NCCL_P2P_DISABLE", "1"), ev("NCCL_P2P_LEVEL", *e.get("NCCL_P2P_LEVEL"))},
+                               "unset NCCL_P2P_DISABLE   # keep NCCL_P2P_LEVEL, or unset NCCL_P2P_LEVEL to keep P2P off"));
   if (e.is("NCCL_IB_DISABLE", "1")) ib_disabled_findings(e, out);
   if (e.is("NCCL_NET", "SOCKET") && e.get("NCCL_IB_HCA"))
     out.push_back(make_finding("env.contradiction", "warning", "NCCL_IB_HCA is set but NCCL_NET=Socket never uses IB devices",
-                       {ev("NCCL_NET", *e.get("NCCL_NET")), ev("NCCL_IB_HCA", *e.get("NCCL_IB_HCA"))},
-                       "unset NCCL_NET   # or unset NCCL_IB_HCA"));
+                               {ev("NCCL_NET", *e.get("NCCL_NET")), ev("NCCL_IB_HCA", *e.get("NCCL_IB_HCA"))},
+                               "unset NCCL_NET   # or unset NCCL_IB_HCA"));
   for (auto [lo, hi] : {std::pair{"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"}, std::pair{"NCCL_MIN_CTAS", "NCCL_MAX_CTAS"}}) {
     const auto a = e.num(lo), b = e.num(hi);
     if (a && b && *a > *b)
       out.push_back(make_finding("env.contradiction", "error", std::string(lo) + " is larger than " + hi,
-                         {ev(lo, *e.get(lo)), ev(hi, *e.get(hi))}, "unset " + std::string(lo)));
+                                 {ev(lo, *e.get(lo)), ev(hi, *e.get(hi))}, "unset " + std::string(lo)));
   }
   const auto t = e.num("NCCL_SOCKET_NTHREADS"), s = e.num("NCCL_NSOCKS_PERTHREAD");
   if (t && s && *t * *s > 64)
     out.push_back(make_finding("env.out_of_range", "error",
-                       "NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = " + std::to_string(*t * *s) +
-                           " exceeds NCCL's limit of 64 sockets per connection",
-                       {ev("NCCL_SOCKET_NTHREADS", *e.get("NCCL_SOCKET_NTHREADS")),
-                        ev("NCCL_NSOCKS_PERTHREAD", *e.get("NCCL_NSOCKS_PERTHREAD"))},
-                       "export NCCL_SOCKET_NTHREADS=4\nexport NCCL_NSOCKS_PERTHREAD=4"));
+                               "NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = " + std::to_string(*t * *s) +
+                                   " exceeds NCCL's limit of 64 sockets per connection",
+                               {ev("NCCL_SOCKET_NTHREADS", *e.get("NCCL_SOCKET_NTHREADS")),
+                                ev("NCCL_NSOCKS_PERTHREAD", *e.get("NCCL_NSOCKS_PERTHREAD"))},
+                               "export NCCL_SOCKET_NTHREADS=4\nexport NCCL_NSOCKS_PERTHREAD=4"));
 }
 
 // Valid settings that cost performance or do nothing.
 void costly_setting_findings(const Env& e, std::vector<Finding>& out) {
   if (e.is("NCCL_P2P_DISABLE", "1") && e.is("NCCL_SHM_DISABLE", "1"))
     out.push_back(make_finding("env.intra_node_network", "warning",
-                       "NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1: GPUs of one host talk through the network transport",
-                       {ev("NCCL_P2P_DISABLE", "1"), ev("NCCL_SHM_DISABLE", "1")},
-                       "unset NCCL_P2P_DISABLE NCCL_SHM_DISABLE"));
+                               "NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1: GPUs of one host talk through the network transport",
+                               {ev("NCCL_P2P_DISABLE", "1"), ev("NCCL_SHM_DISABLE", "1")},
+                               "unset NCCL_P2P_DISABLE NCCL_SHM_DISABLE"));
   else if (e.is("NCCL_P2P_DISABLE", "1"))
     out.push_back(make_finding("env.p2p_disabled", "warning",
-                       "NCCL_P2P_DISABLE=1: GPUs of one host exchange data through host shared memory, not NVLink/PCIe P2P",
-                       {ev("NCCL_P2P_DISABLE", "1")}, "unset NCCL_P2P_DISABLE"));
+                               "NCCL_P2P_DISABLE=1: GPUs of one host exchange data through host shared memory, not NVLink/PCIe P2P",
+                               {ev("NCCL_P2P_DISABLE", "1")}, "unset NCCL_P2P_DISABLE"));
   if (const auto* v = e.get("NCCL_NET_GDR_LEVEL"); v && (upper(*v) == "LOC" || *v == "0"))
     out.push_back(make_finding("env.gdr_disabled", "warning",
-                       "NCCL_NET_GDR_LEVEL=" + *v + " disables GPUDirect RDMA: NET traffic is staged through host memory",
-                       {ev("NCCL_NET_GDR_LEVEL", *v)}, "unset NCCL_NET_GDR_LEVEL"));
+                               "NCCL_NET_GDR_LEVEL=" + *v + " disables GPUDirect RDMA: NET traffic is staged through host memory",
+                               {ev("NCCL_NET_GDR_LEVEL", *v)}, "unset NCCL_NET_GDR_LEVEL"));
   if (e.get("NCCL_DEBUG_SUBSYS") && !(e.is("NCCL_DEBUG", "INFO") || e.is("NCCL_DEBUG", "TRACE")))
     out.push_back(make_finding("env.no_effect", "info", "NCCL_DEBUG_SUBSYS has no effect unless NCCL_DEBUG=INFO",
-                       {ev("NCCL_DEBUG_SUBSYS", *e.get("NCCL_DEBUG_SUBSYS"))}, "export NCCL_DEBUG=INFO"));
+                               {ev("NCCL_DEBUG_SUBSYS", *e.get("NCCL_DEBUG_SUBSYS"))}, "export NCCL_DEBUG=INFO"));
   for (const char* n : {"NCCL_ALGO", "NCCL_PROTO"})
     if (const auto* v = e.get(n))
       out.push_back(make_finding("env.forced_choice", "info",
-                         std::string(n) + " forces NCCL's choice; keep it only if a measurement showed it helps",
-                         {ev(n, *v)}, "unset " + std::string(n)));
+                                 std::string(n) + " forces NCCL's choice; keep it only if a measurement showed it helps",
+                                 {ev(n, *v)}, "unset " + std::string(n)));
 }
 
 }  // namespace
