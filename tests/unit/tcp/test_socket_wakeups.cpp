@@ -32,12 +32,19 @@ namespace {
 
 using p2pscope::test::thread_asleep;
 
-TEST(SocketWakeups, AReadOfAMegabyteWakesOnceNotPerPiece) {
-  Listener l({"127.0.0.1"}, 0);
+// A connected pair over loopback: tx writes, rx reads with a 10 s deadline (a lost
+// wake-up costs a slice, 0.25 s, of every read).
+struct Pair {
+  Listener l{{"127.0.0.1"}, 0};
   Socket tx = Socket::connect_to("127.0.0.1", l.port(), "", 5);
   Socket rx = l.accept(5);
+  Pair() { rx.set_timeout(10); }
+};
+
+TEST(SocketWakeups, AReadOfAMegabyteWakesOnceNotPerPiece) {
+  Pair pair;
+  auto& [l, tx, rx] = pair;
   tx.set_nodelay(true);
-  rx.set_timeout(10);  // a lost wake-up costs a slice (0.25 s) of every message: 4 s in all
   const std::size_t msg = 1u << 20, piece = 64u << 10, n = 16;
   std::vector<char> in(msg), out(msg, 7);
   long wakeups = 0;
@@ -73,10 +80,8 @@ TEST(SocketWakeups, AReadOfAMegabyteWakesOnceNotPerPiece) {
 // The mark goes back to the kernel's 1 byte after the read: a small read after it (a
 // chunk header, an ack) must not wait for a megabyte that never comes.
 TEST(SocketWakeups, ASmallReadAfterALargeOneIsNotHeldByItsMark) {
-  Listener l({"127.0.0.1"}, 0);
-  Socket tx = Socket::connect_to("127.0.0.1", l.port(), "", 5);
-  Socket rx = l.accept(5);
-  rx.set_timeout(10);
+  Pair pair;
+  auto& [l, tx, rx] = pair;
   std::vector<char> big(1u << 20, 3), got(1u << 20);
   std::thread writer([&] {
     tx.send_all(big.data(), 100u << 10);  // the first part, then the rest later
@@ -101,10 +106,8 @@ TEST(SocketWakeups, ASmallReadAfterALargeOneIsNotHeldByItsMark) {
 // mark back too: the socket's owner may still read an error frame from it, and a stale
 // mark of a megabyte would hold that read until its timeout.
 TEST(SocketWakeups, AReadCutShortByThePeerStillPutsTheMarkBack) {
-  Listener l({"127.0.0.1"}, 0);
-  Socket tx = Socket::connect_to("127.0.0.1", l.port(), "", 5);
-  Socket rx = l.accept(5);
-  rx.set_timeout(10);
+  Pair pair;
+  auto& [l, tx, rx] = pair;
   std::vector<char> part(300u << 10, 5), got(1u << 20);
   std::thread writer([&] {
     tx.send_all(part.data(), part.size());
