@@ -27,6 +27,10 @@
 #             and iperf3 with -l EXTRA_IPERF_LEN (CHUNK: bench tcp's chunk), REPS each, beside
 #             the first table's figures at the same channel counts: one call tells whether
 #             the gap between them is the size of the buffer sent from (cache vs memory)
+#   WHOLE_SLOTS=1 adds bench tcp --slot-memory 0 (a whole chunk of memory behind each ring
+#             slot, every byte from and into its own memory: the default before the fold) at
+#             WHOLE_CHANNELS (16,32), in the same alternation as the main table, and a table
+#             of it beside the default (each slot on 128 KiB, reused, as iperf3's buffer)
 #   BUDGET_S (330): no run starts after BUDGET_S seconds and none outlives it by more than
 #             RUN_S (60, each run's own limit); skipped runs are said (a device call is bounded)
 # A bench net run that fails (no figure) stops the bench net column, said, so a broken
@@ -145,9 +149,12 @@ for c in ${CHANNELS//,/ }; do
     echo "| $c | skipped: the script's time budget (BUDGET_S=$BUDGET_S s) was spent | | | | | | | | |"
     continue
   fi
-  : > "$OUT/t-$c"; : > "$OUT/n-$c"; : > "$OUT/i-$c"; : > "$OUT/il-$c"
+  : > "$OUT/t-$c"; : > "$OUT/n-$c"; : > "$OUT/i-$c"; : > "$OUT/il-$c"; : > "$OUT/tw-$c"
   for r in $(seq "$REPS"); do
     p2p tcp "$c" "$r" >> "$OUT/t-$c"
+    if [ "${WHOLE_SLOTS:-0}" = 1 ] && [[ ",${WHOLE_CHANNELS:-16,32}," == *",$c,"* ]]; then
+      P2P_EXTRA="${P2P_EXTRA:-} --slot-memory 0" p2p tcp "$c" "$r" tcpw >> "$OUT/tw-$c"
+    fi
     if [ $have_net = 1 ]; then
       x=$(p2p net "$c" "$r" net "$REFNET"); rc=$?
       if [ -n "$x" ]; then echo "$x" >> "$OUT/n-$c"; elif [ $rc = 3 ]; then skipped=$((skipped + 1)); else
@@ -159,6 +166,20 @@ for c in ${CHANNELS//,/ }; do
   t=$(median < "$OUT/t-$c"); n=$(median < "$OUT/n-$c"); i=$(median < "$OUT/i-$c"); il=$(median < "$OUT/il-$c")
   echo "| $c | $(size_for "$c") | $t | $n | $(ratio "$n" "$t") | $i | $(ratio "$t" "$i") | $il | $(ratio "$t" "$il") | $(paste -sd, "$OUT/t-$c") / $(paste -sd, "$OUT/n-$c") / $(paste -sd, "$OUT/i-$c") / $(paste -sd, "$OUT/il-$c") |"
 done
+
+if [ "${WHOLE_SLOTS:-0}" = 1 ]; then
+  echo
+  echo "Ring slots on whole chunks of memory (WHOLE_SLOTS=1): bench tcp --slot-memory 0 beside the default (--slot-memory 128K), same alternation:"
+  echo
+  echo "| channels | bench tcp GB/s (128K per slot) | bench tcp --slot-memory 0 GB/s | default / whole | iperf3 GB/s | whole / iperf3 | runs --slot-memory 0 |"
+  echo "|---:|---:|---:|---:|---:|---:|---|"
+  WC=${WHOLE_CHANNELS:-16,32}
+  for cc in ${WC//,/ }; do
+    [ -s "$OUT/tw-$cc" ] || continue
+    t=$(median < "$OUT/t-$cc"); w=$(median < "$OUT/tw-$cc"); i=$( [ -s "$OUT/i-$cc" ] && median < "$OUT/i-$cc" || echo n/a)
+    echo "| $cc | $t | $w | $(ratio "$t" "$w") | $i | $(ratio "$w" "$i") | $(paste -sd, "$OUT/tw-$cc") |"
+  done
+fi
 
 if [ -n "${EXTRA_CHUNK:-}" ]; then
   # The buffer sizes swapped: does bench tcp reach iperf3 from a cache-sized chunk, and
@@ -217,7 +238,7 @@ extra = [c for c in sys.argv[5].split(",") if c]
 print("| engine | C | threads / CPUs | verdict | tx busy % mean (max) | rx busy % mean (max) | runq % max | "
       "tx calls/chunk | rx calls/chunk | tx vol sw/chunk | rx vol sw/chunk | invol sw/chunk |")
 print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-for tag in ("tcp", "net", "tcpx"):  # tcpx: bench tcp at EXTRA_CHUNK
+for tag in ("tcp", "tcpw", "net", "tcpx"):  # tcpw: --slot-memory 0; tcpx: bench tcp at EXTRA_CHUNK
     for c in (extra if tag == "tcpx" else lst):
         got = [r for r in range(int(reps), 0, -1) if os.path.exists(f"{out}/{tag}-{c}-{r}.json")]
         if not got:
@@ -239,7 +260,7 @@ for tag in ("tcp", "net", "tcpx"):  # tcpx: bench tcp at EXTRA_CHUNK
         runq = max((100 * w.get("runqueue_wait_s", 0) / w["wall_time_s"] for w in ws if w["wall_time_s"] > 1e-3), default=0)
         inv = agg("tx", "involuntary_switches") + agg("rx", "involuntary_switches")
         verdict = j.get("bound", {}).get("verdict", "?")
-        name = f"tcp (chunk {p['chunk_bytes'] // 1024}K)" if tag == "tcpx" else tag
+        name = {"tcpx": f"tcp (chunk {p['chunk_bytes'] // 1024}K)", "tcpw": "tcp (--slot-memory 0)"}.get(tag, tag)
         print(f"| {name} | {c} | {len(ws)} / {ncpu} | {verdict} | {busy('tx')} | {busy('rx')} | {runq:.0f} | "
               f"{agg('tx','syscalls')/chunks:.2f} | {agg('rx','syscalls')/chunks:.2f} | "
               f"{agg('tx','voluntary_switches')/chunks:.2f} | {agg('rx','voluntary_switches')/chunks:.2f} | {inv/chunks:.2f} |")

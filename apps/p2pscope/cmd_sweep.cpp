@@ -98,6 +98,7 @@ std::string best_command(const SweepTcpOptions& o, const tcp::Params& base, cons
   if (e.iters != 5) c += fmt::format(" --iters {}", e.iters);
   if (e.warmup != 1) c += fmt::format(" --warmup {}", e.warmup);
   if (e.timeout_s != 10) c += fmt::format(" --timeout {}", e.timeout_s);
+  if (e.slot_memory != "128K") c += " --slot-memory " + shell_quote(e.slot_memory);
   if (e.sockbuf != "0") c += " --sockbuf " + shell_quote(e.sockbuf);
   if (e.verify) c += " --verify";
   if (e.reverse) c += " --reverse";

@@ -17,7 +17,8 @@
 namespace p2pscope::app {
 
 struct TcpCliOptions {
-  std::string mode = "bw", mem = "host", size, chunk = "1M", gpus = "0", tx_bind, rx_bind, sockbuf = "0";
+  std::string mode = "bw", mem = "host", size, chunk = "1M", gpus = "0", tx_bind, rx_bind, sockbuf = "0",
+              slot_memory = "128K";
   std::vector<std::string> nics;
   std::uint32_t channels = 1, sockets = 1, window = 4, iters = 5, warmup = 1;
   double timeout_s = 10;
@@ -44,6 +45,11 @@ struct TcpCliOptions {
     c.add_option("--rx-bind", rx_bind, "RX worker CPUs per NIC (default: $NCCL_GPUDIRECTTCPX_RX_BINDINGS)");
     c.add_option("--timeout", timeout_s, "seconds any step may block before the run fails")->capture_default_str();
     c.add_option("--sockbuf", sockbuf, "SO_SNDBUF/SO_RCVBUF request (0: kernel autotuning, the default)")->capture_default_str();
+    c.add_option("--slot-memory", slot_memory,
+                 "host memory behind each chunk slot when no byte is checked (no --verify): a chunk is sent "
+                 "from and received into this much, reused, as iperf3 reuses its 128K buffer; 0: a whole "
+                 "chunk of memory per slot (what DRAM feeds, not only the transport)")
+        ->capture_default_str();
     c.add_flag("--verify", verify, "check every received byte against the sender's pattern");
     c.add_flag("--reverse", reverse, "bw/fullmesh: the server sends, the client receives");
     c.add_flag("--no-nodelay", no_nodelay, "leave Nagle's algorithm on (TCP_NODELAY off)");
@@ -74,6 +80,10 @@ struct TcpCliOptions {
     const auto sb = parse_size(sockbuf);
     if (sb > (1u << 30)) throw UsageError("--sockbuf must be at most 1G");
     p.sockbuf_bytes = static_cast<std::uint32_t>(sb);
+    const auto sm = parse_size(slot_memory);
+    if (sm > (1u << 30) || sm % 4096 != 0)
+      throw UsageError("--slot-memory " + slot_memory + ": expected a multiple of 4K up to 1G (0: a whole chunk per slot)");
+    p.slot_memory_bytes = static_cast<std::uint32_t>(sm);
     p.timeout_s = timeout_s;
     tcp::validate(p);
     return p;

@@ -55,6 +55,11 @@ struct Params {
   bool reverse = false;                    // bw/fullmesh: server sends, client receives
   bool nodelay = true;                     // TCP_NODELAY
   std::uint32_t sockbuf_bytes = 0;  // SO_SNDBUF/SO_RCVBUF; 0 = kernel autotuning (setting it turns autotuning off)
+  // Memory behind each chunk slot of a host ring whose bytes nobody checks (bandwidth
+  // modes, no --verify): a chunk goes out of and into this much, reused, as iperf3
+  // reuses its 128 KiB buffer, so the figure is the transport's, not DRAM's. 0: a whole
+  // chunk of memory per slot. A multiple of 4 KiB.
+  std::uint32_t slot_memory_bytes = 128u << 10;
   double timeout_s = 10;                   // any blocking step longer than this fails the run
   std::string transport = "sockets";       // the data path (DataPath::name()); both sides must match
 };

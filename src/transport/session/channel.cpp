@@ -74,8 +74,36 @@ bool dir_used(const Params& p, bool c2s) {
 
 struct BufferPlan {
   Layout src, dst;
-  std::uint64_t src_bytes = 0, dst_bytes = 0;  // per GPU slot
+  std::uint64_t src_bytes = 0, dst_bytes = 0;  // per GPU slot, as addressed
+  // Memory behind each ring slot when it is folded (Buffer::host_folded), else 0; and
+  // why a fold that was asked for could not be made.
+  std::uint64_t src_piece = 0, dst_piece = 0;
+  std::string fold_note;
 };
+
+// A fold of more mappings than this is not made: each repeat is one mapping of the
+// process (vm.max_map_count is 65530 by default, for everything the process maps).
+constexpr std::uint64_t kMaxFoldMappings = 8192;
+
+// The memory behind each slot of ring `l` (p.slot_memory_bytes), or 0 for whole chunks:
+// only where no byte of it is checked, and where the slots can be page-mapped.
+std::uint64_t fold_piece(const Params& p, const Layout& l, std::uint64_t bytes, std::string& note) {
+  const std::uint64_t piece = p.slot_memory_bytes;
+  if (!l.ring || p.verify || piece == 0 || piece >= p.chunk_bytes || bytes == 0) return 0;
+  const auto page = static_cast<std::uint64_t>(sysconf(_SC_PAGE_SIZE));
+  if (p.chunk_bytes % page != 0 || piece % page != 0) {
+    note = "each slot is a whole chunk of memory: --chunk " + format_size(p.chunk_bytes) + " and --slot-memory " +
+           format_size(piece) + " must be multiples of the " + format_size(page) + " page to fold";
+    return 0;
+  }
+  const std::uint64_t maps = bytes / p.chunk_bytes * ((p.chunk_bytes + piece - 1) / piece);
+  if (maps > kMaxFoldMappings) {
+    note = "each slot is a whole chunk of memory: folding would take " + std::to_string(maps) +
+           " mappings (limit " + std::to_string(kMaxFoldMappings) + "); a larger --slot-memory takes fewer";
+    return 0;
+  }
+  return piece;
+}
 
 // Host memory in bandwidth modes needs real memory only for the chunks in flight: a
 // ring (whole-message buffers cost 10 ms per MiB in page faults and memset). --verify
@@ -91,7 +119,14 @@ BufferPlan plan_buffers(const Params& p, const DataPath& path, bool sends, bool 
   b.src = host && bw && !p.verify ? Layout::ring_if_smaller(p, path.src_ring_slots(p)) : Layout{};
   b.src_bytes = sends ? b.src.bytes(p) : 0;  // latency: the client pings
   b.dst_bytes = p.mode == Mode::latency || receives ? b.dst.bytes(p) : 0;
+  b.src_piece = fold_piece(p, b.src, b.src_bytes, b.fold_note);
+  b.dst_piece = fold_piece(p, b.dst, b.dst_bytes, b.fold_note);
   return b;
+}
+
+// The memory a buffer of `bytes` takes: its pieces when folded.
+std::uint64_t memory_of(std::uint64_t bytes, std::uint64_t piece, const Params& p) {
+  return piece == 0 ? bytes : bytes / p.chunk_bytes * piece;
 }
 
 }  // namespace
@@ -127,7 +162,7 @@ std::uint64_t worker_count(const Params& p, const DataPath& path, bool is_client
 std::uint64_t host_buffer_bytes(const Params& p, const DataPath& path, bool is_client) {
   if (p.mem != MemKind::host) return 0;
   const BufferPlan b = plan_buffers(p, path, dir_used(p, is_client), dir_used(p, !is_client));
-  return sat_mul(sat_add(b.src_bytes, b.dst_bytes), p.gpus.size());
+  return sat_mul(sat_add(memory_of(b.src_bytes, b.src_piece, p), memory_of(b.dst_bytes, b.dst_piece, p)), p.gpus.size());
 }
 
 std::size_t sample_cap(const Params& p) {
@@ -174,27 +209,34 @@ void allocate_buffers(Session& s) {
         break;
       }
     std::string placement;
-    auto make = [&](std::uint64_t bytes, bool prefault) {
+    auto make = [&](std::uint64_t bytes, std::uint64_t piece, bool prefault) {
       if (bytes == 0) return Buffer{};
-      Buffer b = host ? Buffer::host(bytes, nic_numa(s.local.fsroot, nic), prefault) : Buffer::device(bytes, p.gpus[g]);
+      const int numa = host ? nic_numa(s.local.fsroot, nic) : -1;
+      Buffer b = !host       ? Buffer::device(bytes, p.gpus[g])
+                 : piece > 0 ? Buffer::host_folded(bytes, p.chunk_bytes, piece, numa, prefault)
+                             : Buffer::host(bytes, numa, prefault);
       placement = b.placement;
-      s.report.buffer_bytes += bytes;
+      s.report.buffer_bytes += memory_of(bytes, piece, p);
       return b;
     };
     // fill_sources writes every source at once: that is its first touch, no memset first.
-    s.src.push_back(make(src_bytes, false));
-    s.dst.push_back(make(dst_bytes, true));
+    s.src.push_back(make(src_bytes, plan.src_piece, false));
+    s.dst.push_back(make(dst_bytes, plan.dst_piece, true));
     s.report.buffer_numa.push_back("gpu " + std::to_string(p.gpus[g]) + ": " + placement + " (NIC " + nic + ")");
   }
-  auto describe = [&](const Layout& l) {
-    return l.ring ? "ring of " + std::to_string(l.slots) + " x " + format_size(p.chunk_bytes) + " per socket"
-                  : std::string("whole message");
+  auto describe = [&](const Layout& l, std::uint64_t piece) {
+    if (!l.ring) return std::string("whole message");
+    return "ring of " + std::to_string(l.slots) + " x " + format_size(p.chunk_bytes) + " per socket" +
+           (piece > 0 ? ", each slot on " + format_size(piece) + " of memory reused (--slot-memory)" : "");
   };
   std::string layout;
   if (sends && p.mode != Mode::latency)
-    layout += "source " + describe(s.src_layout) + (p.verify && host ? " (--verify: the pattern is filled before each round)" : "");
-  if (receives && p.mode != Mode::latency) layout += (layout.empty() ? "" : ", ") + ("destination " + describe(s.dst_layout));
+    layout += "source " + describe(s.src_layout, plan.src_piece) +
+              (p.verify && host ? " (--verify: the pattern is filled before each round)" : "");
+  if (receives && p.mode != Mode::latency)
+    layout += (layout.empty() ? "" : ", ") + ("destination " + describe(s.dst_layout, plan.dst_piece));
   if (p.mode == Mode::latency) layout = "whole message";
+  if (!plan.fold_note.empty()) layout += "; " + plan.fold_note;
   s.report.buffer_layout = layout;
 }
 

@@ -39,6 +39,8 @@ void validate(const Params& p) {
   if (p.transport.empty() || p.transport.size() > 200) bad("transport name empty or over 200 characters");
   if (p.size_bytes == 0) bad("--size must be at least 1 byte");
   if (p.size_bytes > kMaxSizeBytes) bad("--size " + format_size(p.size_bytes) + " is over the limit of 64 GiB");
+  if (p.slot_memory_bytes % 4096 != 0 || p.slot_memory_bytes > (1u << 30))
+    bad("--slot-memory must be a multiple of 4K up to 1G (0: a whole chunk per slot)");
   if (p.gpus.empty()) bad("--gpus lists no GPU");
   if (p.gpus.size() > 64) bad("--gpus lists more than 64 GPUs");
   for (int g : p.gpus)
@@ -87,6 +89,7 @@ nlohmann::json to_json(const Params& p) {
           {"reverse", p.reverse},
           {"nodelay", p.nodelay},
           {"sockbuf_bytes", p.sockbuf_bytes},
+          {"slot_memory_bytes", p.slot_memory_bytes},
           {"timeout_s", p.timeout_s},
           {"transport", p.transport}};
 }
@@ -147,6 +150,8 @@ Params params_from_json(const nlohmann::json& j) {
     p.reverse = typed_field<bool>(j, "reverse");
     p.nodelay = typed_field<bool>(j, "nodelay");
     p.sockbuf_bytes = count_field<std::uint32_t>(j, "sockbuf_bytes");
+    // A peer from before the field: whole-chunk slots, as it allocates them itself.
+    p.slot_memory_bytes = j.contains("slot_memory_bytes") ? count_field<std::uint32_t>(j, "slot_memory_bytes") : 0;
     if (!j.at("timeout_s").is_number()) throw UsageError("malformed parameters from peer: 'timeout_s' is not a number");
     p.timeout_s = j.at("timeout_s").get<double>();
     if (j.contains("transport")) p.transport = typed_field<std::string>(j, "transport");

@@ -1,5 +1,6 @@
 // Host buffers and the verification pattern. GPU pieces live in memory_cuda.cpp.
 #include <sys/mman.h>
+#include <sys/types.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -17,6 +18,15 @@ namespace {
 
 constexpr int kMpolPreferred = 1;  // linux/mempolicy.h; no libnuma needed
 
+// Asks the kernel to place [p, p + bytes) on `numa` and says where it went.
+std::string place(void* p, std::size_t bytes, int numa) {
+  if (numa < 0 || numa >= 64) return "host";
+  const unsigned long mask = 1ul << numa;
+  // Preferred, not bound: a full node falls back instead of failing the run.
+  if (syscall(SYS_mbind, p, bytes, kMpolPreferred, &mask, 64ul, 0u) == 0) return "host numa " + std::to_string(numa);
+  return "host (mbind to numa " + std::to_string(numa) + " failed: " + errno_text(errno) + ")";
+}
+
 }  // namespace
 
 Buffer Buffer::host(std::size_t bytes, int numa, bool prefault) {
@@ -25,16 +35,48 @@ Buffer Buffer::host(std::size_t bytes, int numa, bool prefault) {
   if (p == MAP_FAILED) throw_errno("mmap of " + std::to_string(bytes) + " bytes");
   b.ptr_ = p;
   b.bytes_ = bytes;
-  b.placement = "host";
-  if (numa >= 0 && numa < 64) {
-    const unsigned long mask = 1ul << numa;
-    // Preferred, not bound: a full node falls back instead of failing the run.
-    if (syscall(SYS_mbind, p, bytes, kMpolPreferred, &mask, 64ul, 0u) == 0)
-      b.placement = "host numa " + std::to_string(numa);
-    else
-      b.placement = "host (mbind to numa " + std::to_string(numa) + " failed: " + errno_text(errno) + ")";
-  }
+  b.placement = place(p, bytes, numa);
   if (prefault) std::memset(p, 0, bytes);  // fault pages in now, on the chosen node, not in the timed loop
+  return b;
+}
+
+Buffer Buffer::host_folded(std::size_t bytes, std::size_t slot_bytes, std::size_t piece_bytes, int numa,
+                           bool prefault) {
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGE_SIZE));
+  if (slot_bytes == 0 || piece_bytes == 0 || bytes % slot_bytes != 0 || slot_bytes % page != 0 ||
+      piece_bytes % page != 0 || piece_bytes >= slot_bytes)
+    throw Error("folded buffer of " + std::to_string(bytes) + " bytes in " + std::to_string(slot_bytes) +
+                "-byte slots on " + std::to_string(piece_bytes) +
+                "-byte pieces: needs page multiples, a piece smaller than a slot and whole slots");
+  const std::size_t slots = bytes / slot_bytes;
+  const int fd = memfd_create("p2pscope-slots", MFD_CLOEXEC);
+  if (fd < 0) throw_errno("memfd_create for " + std::to_string(slots) + " slot pieces");
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }  // the mappings keep the memory
+  } closer{fd};
+  if (ftruncate(fd, static_cast<off_t>(slots * piece_bytes)) != 0)
+    throw_errno("memfd of " + std::to_string(slots * piece_bytes) + " bytes");
+  // Reserve the whole range, then map each slot's piece over it, repeated.
+  void* base = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED) throw_errno("mmap (reserve) of " + std::to_string(bytes) + " bytes");
+  Buffer b;  // unmaps the whole range if a step below throws
+  b.ptr_ = base;
+  b.bytes_ = bytes;
+  char* at = static_cast<char*>(base);
+  for (std::size_t s = 0; s < slots; ++s)
+    for (std::size_t o = 0; o < slot_bytes; o += piece_bytes) {
+      const std::size_t len = std::min(piece_bytes, slot_bytes - o);
+      void* m = mmap(at + s * slot_bytes + o, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+                     static_cast<off_t>(s * piece_bytes));
+      if (m == MAP_FAILED)
+        throw_errno("mmap of slot " + std::to_string(s) + "'s piece (" + std::to_string(slots) + " slots of " +
+                    std::to_string(slot_bytes / piece_bytes) + " repeats; vm.max_map_count?)");
+    }
+  // The policy is the file's (shared memory): one call per piece, before its first touch.
+  for (std::size_t s = slots; s-- > 0;) b.placement = place(at + s * slot_bytes, piece_bytes, numa);
+  // Every repeat's page tables now, not as faults in a timed loop.
+  if (prefault) std::memset(base, 0, bytes);
   return b;
 }
 

@@ -25,6 +25,7 @@ Params host_run(std::uint64_t size) {
   p.iters = 1;
   p.warmup = 0;
   p.timeout_s = 20;
+  p.slot_memory_bytes = 0;  // a whole chunk of memory per slot (the fold: test_slot_memory.cpp)
   return p;
 }
 
