@@ -75,7 +75,7 @@ bool dir_used(const Params& p, bool c2s) {
 struct BufferPlan {
   Layout src, dst;
   std::uint64_t src_bytes = 0, dst_bytes = 0;  // per GPU slot, as addressed
-  // Memory behind each ring slot when it is folded (Buffer::host_folded), else 0; and
+  // Memory behind each socket's ring when it is folded (Buffer::host_folded), else 0; and
   // why a fold that was asked for could not be made.
   std::uint64_t src_piece = 0, dst_piece = 0;
   std::string fold_note;
@@ -85,8 +85,9 @@ struct BufferPlan {
 // process (vm.max_map_count is 65530 by default, for everything the process maps).
 constexpr std::uint64_t kMaxFoldMappings = 8192;
 
-// The memory behind each slot of ring `l` (p.slot_memory_bytes), or 0 for whole chunks:
-// only where no byte of it is checked, and where the slots can be page-mapped.
+// The memory behind each socket's slots of ring `l` (p.slot_memory_bytes: one piece per
+// socket, whatever its window, as iperf3 has one buffer per connection), or 0 for whole
+// chunks: only where no byte of it is checked, and where the slots can be page-mapped.
 std::uint64_t fold_piece(const Params& p, const Layout& l, std::uint64_t bytes, std::string& note) {
   const std::uint64_t piece = p.slot_memory_bytes;
   if (!l.ring || p.verify || piece == 0 || piece >= p.chunk_bytes || bytes == 0) return 0;
@@ -124,9 +125,9 @@ BufferPlan plan_buffers(const Params& p, const DataPath& path, bool sends, bool 
   return b;
 }
 
-// The memory a buffer of `bytes` takes: its pieces when folded.
-std::uint64_t memory_of(std::uint64_t bytes, std::uint64_t piece, const Params& p) {
-  return piece == 0 ? bytes : bytes / p.chunk_bytes * piece;
+// The memory a buffer of `bytes` in ring `l` takes: a piece per socket when folded.
+std::uint64_t memory_of(std::uint64_t bytes, std::uint64_t piece, const Layout& l, const Params& p) {
+  return piece == 0 ? bytes : bytes / p.chunk_bytes / l.slots * piece;
 }
 
 }  // namespace
@@ -162,7 +163,8 @@ std::uint64_t worker_count(const Params& p, const DataPath& path, bool is_client
 std::uint64_t host_buffer_bytes(const Params& p, const DataPath& path, bool is_client) {
   if (p.mem != MemKind::host) return 0;
   const BufferPlan b = plan_buffers(p, path, dir_used(p, is_client), dir_used(p, !is_client));
-  return sat_mul(sat_add(memory_of(b.src_bytes, b.src_piece, p), memory_of(b.dst_bytes, b.dst_piece, p)), p.gpus.size());
+  return sat_mul(sat_add(memory_of(b.src_bytes, b.src_piece, b.src, p), memory_of(b.dst_bytes, b.dst_piece, b.dst, p)),
+                 p.gpus.size());
 }
 
 std::size_t sample_cap(const Params& p) {
@@ -209,25 +211,25 @@ void allocate_buffers(Session& s) {
         break;
       }
     std::string placement;
-    auto make = [&](std::uint64_t bytes, std::uint64_t piece, bool prefault) {
+    auto make = [&](std::uint64_t bytes, std::uint64_t piece, const Layout& l, bool prefault) {
       if (bytes == 0) return Buffer{};
       const int numa = host ? nic_numa(s.local.fsroot, nic) : -1;
       Buffer b = !host       ? Buffer::device(bytes, p.gpus[g])
-                 : piece > 0 ? Buffer::host_folded(bytes, p.chunk_bytes, piece, numa, prefault)
+                 : piece > 0 ? Buffer::host_folded(bytes, p.chunk_bytes, piece, l.slots, numa, prefault)
                              : Buffer::host(bytes, numa, prefault);
       placement = b.placement;
-      s.report.buffer_bytes += memory_of(bytes, piece, p);
+      s.report.buffer_bytes += memory_of(bytes, piece, l, p);
       return b;
     };
     // fill_sources writes every source at once: that is its first touch, no memset first.
-    s.src.push_back(make(src_bytes, plan.src_piece, false));
-    s.dst.push_back(make(dst_bytes, plan.dst_piece, true));
+    s.src.push_back(make(src_bytes, plan.src_piece, plan.src, false));
+    s.dst.push_back(make(dst_bytes, plan.dst_piece, plan.dst, true));
     s.report.buffer_numa.push_back("gpu " + std::to_string(p.gpus[g]) + ": " + placement + " (NIC " + nic + ")");
   }
   auto describe = [&](const Layout& l, std::uint64_t piece) {
     if (!l.ring) return std::string("whole message");
     return "ring of " + std::to_string(l.slots) + " x " + format_size(p.chunk_bytes) + " per socket" +
-           (piece > 0 ? ", each slot on " + format_size(piece) + " of memory reused (--slot-memory)" : "");
+           (piece > 0 ? " on " + format_size(piece) + " of memory per socket, reused (--slot-memory)" : "");
   };
   std::string layout;
   if (sends && p.mode != Mode::latency)

@@ -40,23 +40,23 @@ Buffer Buffer::host(std::size_t bytes, int numa, bool prefault) {
   return b;
 }
 
-Buffer Buffer::host_folded(std::size_t bytes, std::size_t slot_bytes, std::size_t piece_bytes, int numa,
-                           bool prefault) {
+Buffer Buffer::host_folded(std::size_t bytes, std::size_t slot_bytes, std::size_t piece_bytes,
+                           std::size_t slots_per_piece, int numa, bool prefault) {
   const auto page = static_cast<std::size_t>(sysconf(_SC_PAGE_SIZE));
-  if (slot_bytes == 0 || piece_bytes == 0 || bytes % slot_bytes != 0 || slot_bytes % page != 0 ||
-      piece_bytes % page != 0 || piece_bytes >= slot_bytes)
-    throw Error("folded buffer of " + std::to_string(bytes) + " bytes in " + std::to_string(slot_bytes) +
-                "-byte slots on " + std::to_string(piece_bytes) +
-                "-byte pieces: needs page multiples, a piece smaller than a slot and whole slots");
-  const std::size_t slots = bytes / slot_bytes;
+  if (slot_bytes == 0 || piece_bytes == 0 || slots_per_piece == 0 || bytes % (slot_bytes * slots_per_piece) != 0 ||
+      slot_bytes % page != 0 || piece_bytes % page != 0 || piece_bytes >= slot_bytes)
+    throw Error("folded buffer of " + std::to_string(bytes) + " bytes in " + std::to_string(slot_bytes) + "-byte slots, " +
+                std::to_string(slots_per_piece) + " on each " + std::to_string(piece_bytes) +
+                "-byte piece: needs page multiples, a piece smaller than a slot and whole runs of slots");
+  const std::size_t slots = bytes / slot_bytes, pieces = slots / slots_per_piece;
   const int fd = memfd_create("p2pscope-slots", MFD_CLOEXEC);
-  if (fd < 0) throw_errno("memfd_create for " + std::to_string(slots) + " slot pieces");
+  if (fd < 0) throw_errno("memfd_create for " + std::to_string(pieces) + " slot pieces");
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }  // the mappings keep the memory
   } closer{fd};
-  if (ftruncate(fd, static_cast<off_t>(slots * piece_bytes)) != 0)
-    throw_errno("memfd of " + std::to_string(slots * piece_bytes) + " bytes");
+  if (ftruncate(fd, static_cast<off_t>(pieces * piece_bytes)) != 0)
+    throw_errno("memfd of " + std::to_string(pieces * piece_bytes) + " bytes");
   // Reserve the whole range, then map each slot's piece over it, repeated.
   void* base = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (base == MAP_FAILED) throw_errno("mmap (reserve) of " + std::to_string(bytes) + " bytes");
@@ -68,13 +68,13 @@ Buffer Buffer::host_folded(std::size_t bytes, std::size_t slot_bytes, std::size_
     for (std::size_t o = 0; o < slot_bytes; o += piece_bytes) {
       const std::size_t len = std::min(piece_bytes, slot_bytes - o);
       void* m = mmap(at + s * slot_bytes + o, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
-                     static_cast<off_t>(s * piece_bytes));
+                     static_cast<off_t>(s / slots_per_piece * piece_bytes));
       if (m == MAP_FAILED)
         throw_errno("mmap of slot " + std::to_string(s) + "'s piece (" + std::to_string(slots) + " slots of " +
                     std::to_string(slot_bytes / piece_bytes) + " repeats; vm.max_map_count?)");
     }
   // The policy is the file's (shared memory): one call per piece, before its first touch.
-  for (std::size_t s = slots; s-- > 0;) b.placement = place(at + s * slot_bytes, piece_bytes, numa);
+  for (std::size_t k = pieces; k-- > 0;) b.placement = place(at + k * slots_per_piece * slot_bytes, piece_bytes, numa);
   // Every repeat's page tables now, not as faults in a timed loop.
   if (prefault) std::memset(base, 0, bytes);
   return b;

@@ -14,13 +14,14 @@ class Buffer {
   // prefault touches every page now (placed, and not faulted in a timed loop); a
   // buffer that is filled right away leaves it false, so it is written once, not twice.
   static Buffer host(std::size_t bytes, int numa, bool prefault = true);
-  // Host memory of `bytes` in slots of `slot_bytes`, each slot backed by its own
-  // `piece_bytes` of memory mapped over and over (a shared memfd): a chunk read or
-  // written through its slot touches only the piece, which stays in the core's cache,
-  // as iperf3's reused buffer does. The bytes are not a message: only for data nobody
-  // checks. The sizes must be page multiples with piece < slot and slot dividing bytes.
-  static Buffer host_folded(std::size_t bytes, std::size_t slot_bytes, std::size_t piece_bytes, int numa,
-                            bool prefault = true);
+  // Host memory of `bytes` in slots of `slot_bytes`; each run of `slots_per_piece`
+  // slots (a socket's ring) is backed by its own `piece_bytes` of memory, mapped over
+  // and over (a shared memfd): a chunk read or written through a slot touches only the
+  // piece, which stays in the core's cache, as iperf3's reused buffer does. The bytes
+  // are not a message: only for data nobody checks. Sizes: page multiples, piece <
+  // slot, whole slots, whole runs of slots.
+  static Buffer host_folded(std::size_t bytes, std::size_t slot_bytes, std::size_t piece_bytes,
+                            std::size_t slots_per_piece, int numa, bool prefault = true);
   // Device memory on CUDA device `gpu`; Error when built without CUDA or no such GPU.
   static Buffer device(std::size_t bytes, int gpu);
   Buffer() = default;

@@ -69,10 +69,11 @@ TEST_P(Dealt, EveryByteOnceBothWays) {
   for (const SideReport* s : {&r.client, &r.server}) {
     EXPECT_TRUE(has(s->buffer_layout, "source ring of 1 x 300 KiB per socket")) << s->buffer_layout;
     EXPECT_TRUE(has(s->buffer_layout, "destination ring of 3 x 300 KiB per socket")) << s->buffer_layout;
-    // Per GPU slot: channels x comms x (1 source + 3 destination slots), each slot on
-    // --slot-memory (128 KiB, under the 300 KiB chunk) of memory.
-    EXPECT_TRUE(has(s->buffer_layout, "each slot on 128 KiB of memory")) << s->buffer_layout;
-    EXPECT_EQ(s->buffer_bytes, p.gpus.size() * p.channels * p.sockets_per_channel * (1 + 3) * p.slot_memory_bytes);
+    // Per GPU slot: channels x comms x (source + destination ring), each ring on
+    // --slot-memory (128 KiB, under the 300 KiB chunk) of memory, whatever its slots.
+    EXPECT_TRUE(has(s->buffer_layout, "destination ring of 3 x 300 KiB per socket on 128 KiB of memory per socket"))
+        << s->buffer_layout;
+    EXPECT_EQ(s->buffer_bytes, p.gpus.size() * p.channels * p.sockets_per_channel * 2 * p.slot_memory_bytes);
   }
 }
 INSTANTIATE_TEST_SUITE_P(Versions, Dealt, ::testing::Range(net::kMinAbiVersion, net::kMaxAbiVersion + 1),

@@ -39,7 +39,7 @@ bool says(const std::string& text, const std::string& what) { return text.find(w
 }  // namespace
 
 TEST(SlotMemory, AFoldedSlotRepeatsItsOwnPieceAndNoOther) {
-  const Buffer b = Buffer::host_folded(3 * kMiB, kMiB, kPiece, -1);
+  const Buffer b = Buffer::host_folded(3 * kMiB, kMiB, kPiece, 1, -1);
   ASSERT_EQ(b.size(), 3 * kMiB);
   char* d = b.data();
   for (std::size_t i = 0; i < 3 * kMiB; ++i) ASSERT_EQ(d[i], 0) << "prefaulted to zero, byte " << i;
@@ -56,10 +56,21 @@ TEST(SlotMemory, AFoldedSlotRepeatsItsOwnPieceAndNoOther) {
   EXPECT_EQ(d[kPiece - 1], 0) << "slot 0 shares slot 2's piece";
 }
 
+TEST(SlotMemory, ASocketsSlotsShareItsPieceAndTheNextSocketHasItsOwn) {
+  const Buffer b = Buffer::host_folded(4 * kMiB, kMiB, kPiece, 2, -1);  // 2 sockets of 2 slots
+  char* d = b.data();
+  d[9] = 'a';
+  EXPECT_EQ(d[kMiB + 3 * kPiece + 9], 'a') << "the socket's second slot";
+  EXPECT_EQ(d[2 * kMiB + 9], 0) << "the next socket's first slot";
+  d[3 * kMiB + 11] = 'b';
+  EXPECT_EQ(d[2 * kMiB + kPiece + 11], 'b');
+  EXPECT_EQ(d[11], 0);
+}
+
 TEST(SlotMemory, ASlotThatIsNotAWholeNumberOfPiecesEndsOnAPartRepeat) {
   const auto page = static_cast<std::size_t>(sysconf(_SC_PAGE_SIZE));
   const std::size_t piece = 3 * page, slot = 8 * page;  // repeats of 3, 3 and 2 pages
-  const Buffer b = Buffer::host_folded(2 * slot, slot, piece, -1);
+  const Buffer b = Buffer::host_folded(2 * slot, slot, piece, 1, -1);
   b.data()[page + 1] = 'x';
   EXPECT_EQ(b.data()[piece + page + 1], 'x');
   EXPECT_EQ(b.data()[2 * piece + page + 1], 'x');  // the short last repeat still aliases
@@ -68,10 +79,12 @@ TEST(SlotMemory, ASlotThatIsNotAWholeNumberOfPiecesEndsOnAPartRepeat) {
 
 TEST(SlotMemory, SizesThatCannotBeMappedAreRefused) {
   const auto page = static_cast<std::size_t>(sysconf(_SC_PAGE_SIZE));
-  EXPECT_THROW(Buffer::host_folded(2 * kMiB, kMiB, kMiB, -1), Error);           // piece not smaller
-  EXPECT_THROW(Buffer::host_folded(2 * kMiB + page, kMiB, kPiece, -1), Error);  // not whole slots
-  EXPECT_THROW(Buffer::host_folded(2 * kMiB, kMiB, kPiece + 1, -1), Error);     // piece not pages
-  EXPECT_THROW(Buffer::host_folded(2 * (kMiB + 1), kMiB + 1, kPiece, -1), Error);
+  EXPECT_THROW(Buffer::host_folded(2 * kMiB, kMiB, kMiB, 1, -1), Error);           // piece not smaller
+  EXPECT_THROW(Buffer::host_folded(2 * kMiB + page, kMiB, kPiece, 1, -1), Error);  // not whole slots
+  EXPECT_THROW(Buffer::host_folded(2 * kMiB, kMiB, kPiece + 1, 1, -1), Error);     // piece not pages
+  EXPECT_THROW(Buffer::host_folded(2 * (kMiB + 1), kMiB + 1, kPiece, 1, -1), Error);
+  EXPECT_THROW(Buffer::host_folded(3 * kMiB, kMiB, kPiece, 2, -1), Error);         // not whole runs of slots
+  EXPECT_THROW(Buffer::host_folded(2 * kMiB, kMiB, kPiece, 0, -1), Error);
 }
 
 TEST(SlotMemory, ARunFoldsBothRingsAndMovesEveryByte) {
@@ -80,14 +93,14 @@ TEST(SlotMemory, ARunFoldsBothRingsAndMovesEveryByte) {
   const Results r = run_loopback(p);
   EXPECT_EQ(r.client.buffer_bytes, 2 * kPiece);  // channels x one slot, each on one piece
   EXPECT_EQ(r.server.buffer_bytes, 2 * kPiece);
-  EXPECT_TRUE(says(r.client.buffer_layout, "source ring of 1 x 1 MiB per socket, each slot on 128 KiB of memory"))
+  EXPECT_TRUE(says(r.client.buffer_layout, "source ring of 1 x 1 MiB per socket on 128 KiB of memory per socket"))
       << r.client.buffer_layout;
-  EXPECT_TRUE(says(r.server.buffer_layout, "destination ring of 1 x 1 MiB per socket, each slot on 128 KiB"))
+  EXPECT_TRUE(says(r.server.buffer_layout, "destination ring of 1 x 1 MiB per socket on 128 KiB of memory per socket"))
       << r.server.buffer_layout;
   std::uint64_t moved = 0;
   for (const auto& c : r.server.channels) moved += c.bytes;
   EXPECT_EQ(moved, p.size_bytes);
-  EXPECT_TRUE(says(format_text(r), "128 KiB of memory reused (--slot-memory)"));
+  EXPECT_TRUE(says(format_text(r), "128 KiB of memory per socket, reused (--slot-memory)"));
 }
 
 TEST(SlotMemory, ZeroGivesEverySlotAWholeChunk) {
@@ -96,7 +109,7 @@ TEST(SlotMemory, ZeroGivesEverySlotAWholeChunk) {
   const Results r = run_loopback(p);
   EXPECT_EQ(r.client.buffer_bytes, 2 * kMiB);
   EXPECT_EQ(r.server.buffer_bytes, 2 * kMiB);
-  EXPECT_FALSE(says(r.client.buffer_layout, "of memory reused")) << r.client.buffer_layout;
+  EXPECT_FALSE(says(r.client.buffer_layout, "of memory per socket")) << r.client.buffer_layout;
 }
 
 TEST(SlotMemory, VerifiedBytesAreNeverFolded) {
@@ -107,7 +120,7 @@ TEST(SlotMemory, VerifiedBytesAreNeverFolded) {
   const Results r = run_loopback(p);
   EXPECT_EQ(r.server.verified_bytes, 2 * p.size_bytes);  // warm-up 0, 2 rounds
   EXPECT_EQ(r.server.buffer_bytes, 2 * kMiB);
-  EXPECT_FALSE(says(r.server.buffer_layout, "of memory reused")) << r.server.buffer_layout;
+  EXPECT_FALSE(says(r.server.buffer_layout, "of memory per socket")) << r.server.buffer_layout;
 }
 
 TEST(SlotMemory, AChunkOffThePageIsNotFoldedAndTheReportSaysWhy) {
