@@ -100,6 +100,22 @@ p2p() {  # engine C rep [tag [plugin [chunk]]]: one bench tcp / bench net --loop
   rate "$f"
 }
 
+# Until C servers listen on ports BASE.. (at most 3 s): a client started before its server
+# listens is refused, and a fixed 0.3 s lost one client of 16 on a busy 64-core host.
+wait_listening() {
+  local base=$1 c=$2 i k n t
+  for i in $(seq 30); do
+    t=$(cat /proc/net/tcp 2>/dev/null) || return 0
+    n=0
+    for k in $(seq 0 $((c - 1))); do
+      [[ $t == *":$(printf '%04X' $((base + k))) 00000000:0000 0A"* ]] && n=$((n + 1))
+    done
+    [ "$n" -ge "$c" ] && return 0
+    sleep 0.1
+  done
+  return 0
+}
+
 iperf_procs() {  # C rep [tag [client args...]]: C iperf3 servers and C clients at once; the summed GB/s
   local c=$1 r=$2 tag=${3:-iperf} i spids=()
   shift; shift; [ $# -gt 0 ] && shift
@@ -107,7 +123,7 @@ iperf_procs() {  # C rep [tag [client args...]]: C iperf3 servers and C clients 
   for i in $(seq 0 $((c - 1))); do
     timeout $((SECS + 15)) "$IPERF3" -s -1 -p $((BASE + i)) -B 127.0.0.1 >/dev/null 2>&1 & spids+=($!)
   done
-  sleep 0.3
+  wait_listening "$BASE" "$c"
   for i in $(seq 0 $((c - 1))); do
     timeout $((SECS + 15)) "$IPERF3" -c 127.0.0.1 -p $((BASE + i)) -t "$SECS" "$@" -J > "$OUT/$tag-$c-$r-$i.json" 2>/dev/null &
   done
