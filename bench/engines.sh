@@ -84,6 +84,22 @@ try: print("%.3f" % (json.load(open(sys.argv[1]))["server"]["rx_bytes_per_s"]/1e
 except Exception: pass' "$1"
 }
 
+# The median over repetitions of net / tcp of the same repetition (the two run one after
+# the other): a process is fast or slow as a whole on the 64-core hosts (up to a third
+# apart, threads pinned or not), and pairing the runs takes that spread out of the ratio
+# the way a ratio of two medians does not.
+paired() {
+  python3 - "$OUT" "$1" "$REPS" <<'PY'
+import json, statistics, sys
+out, c, reps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def rate(tag, r):
+    try: return json.load(open(f"{out}/{tag}-{c}-{r}.json"))["server"]["rx_bytes_per_s"]
+    except Exception: return None
+xs = [n / t for r in range(1, reps + 1) for t, n in [(rate("tcp", r), rate("net", r))] if t and n]
+print("%.2fx" % statistics.median(xs) if xs else "n/a")
+PY
+}
+
 p2p() {  # engine C rep [tag [plugin [chunk]]]: one bench tcp / bench net --loopback run, its GB/s on stdout
   local engine=$1 c=$2 r=$3 tag=${4:-$1} chunk=${6:-$CHUNK}
   local f="$OUT/$tag-$c-$r.json"
@@ -157,8 +173,8 @@ echo
 echo "p2pscope: $("$P2PSCOPE" --version 2>/dev/null | head -1); iperf3: $([ $have_iperf = 1 ] && "$IPERF3" --version 2>/dev/null | head -1 || echo absent)"
 echo "loopback, host memory, chunk $CHUNK, window $WINDOW, $ITERS timed rounds (+1 warm-up), $REPS repetitions, medians; GB/s = 1e9 B/s"
 echo
-echo "| channels | size/round | bench tcp GB/s | bench net (ref plugin) GB/s | net / tcp | $( [ $have_iperf = 1 ] && echo "C iperf3 procs GB/s (sum of clients)" || echo "iperf3 (absent)") | tcp / iperf3 | iperf3 GB/s, lo while all run | tcp / iperf3 (lo) | runs tcp / net / iperf3 / iperf3 lo |"
-echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+echo "| channels | size/round | bench tcp GB/s | bench net (ref plugin) GB/s | net / tcp | net / tcp, paired | $( [ $have_iperf = 1 ] && echo "C iperf3 procs GB/s (sum of clients)" || echo "iperf3 (absent)") | tcp / iperf3 | iperf3 GB/s, lo while all run | tcp / iperf3 (lo) | runs tcp / net / iperf3 / iperf3 lo |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 notes=()
 for c in ${CHANNELS//,/ }; do
   if [ "$(limit)" = 0 ]; then
@@ -180,7 +196,7 @@ for c in ${CHANNELS//,/ }; do
     [ $have_iperf = 1 ] && iperf_procs "$c" "$r" >> "$OUT/i-$c"
   done
   t=$(median < "$OUT/t-$c"); n=$(median < "$OUT/n-$c"); i=$(median < "$OUT/i-$c"); il=$(median < "$OUT/il-$c")
-  echo "| $c | $(size_for "$c") | $t | $n | $(ratio "$n" "$t") | $i | $(ratio "$t" "$i") | $il | $(ratio "$t" "$il") | $(paste -sd, "$OUT/t-$c") / $(paste -sd, "$OUT/n-$c") / $(paste -sd, "$OUT/i-$c") / $(paste -sd, "$OUT/il-$c") |"
+  echo "| $c | $(size_for "$c") | $t | $n | $(ratio "$n" "$t") | $(paired "$c") | $i | $(ratio "$t" "$i") | $il | $(ratio "$t" "$il") | $(paste -sd, "$OUT/t-$c") / $(paste -sd, "$OUT/n-$c") / $(paste -sd, "$OUT/i-$c") / $(paste -sd, "$OUT/il-$c") |"
 done
 
 if [ "${WHOLE_SLOTS:-0}" = 1 ]; then
