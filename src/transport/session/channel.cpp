@@ -81,8 +81,10 @@ struct BufferPlan {
   std::string fold_note;
 };
 
-// A fold of more mappings than this is not made: each repeat is one mapping of the
-// process (vm.max_map_count is 65530 by default, for everything the process maps).
+// A fold of more mappings than this (per buffer kind, all GPU slots together: a peer
+// chooses the sizes) is not made: each repeat is one mapping of the process, and
+// vm.max_map_count (65530 by default) bounds everything the process maps, thread
+// stacks and malloc's large blocks included.
 constexpr std::uint64_t kMaxFoldMappings = 8192;
 
 // The memory behind each socket's slots of ring `l` (p.slot_memory_bytes: one piece per
@@ -97,7 +99,7 @@ std::uint64_t fold_piece(const Params& p, const Layout& l, std::uint64_t bytes, 
            format_size(piece) + " must be multiples of the " + format_size(page) + " page to fold";
     return 0;
   }
-  const std::uint64_t maps = bytes / p.chunk_bytes * ((p.chunk_bytes + piece - 1) / piece);
+  const std::uint64_t maps = bytes / p.chunk_bytes * ((p.chunk_bytes + piece - 1) / piece) * p.gpus.size();
   if (maps > kMaxFoldMappings) {
     note = "each slot is a whole chunk of memory: folding would take " + std::to_string(maps) +
            " mappings (limit " + std::to_string(kMaxFoldMappings) + "); a larger --slot-memory takes fewer";

@@ -144,6 +144,20 @@ TEST(SlotMemory, AFoldOfTooManyMappingsIsDeclinedWithItsCount) {
   EXPECT_TRUE(says(r.client.buffer_layout, "16384 mappings")) << r.client.buffer_layout;
 }
 
+TEST(SlotMemory, TheMappingLimitCountsEveryGpuSlot) {
+  // 1 slot of 8192 repeats of 4 KiB (32 MiB chunks) per GPU slot: 8192 alone, 16384 for two.
+  Params p = host_run(1, 64 * kMiB);
+  p.chunk_bytes = 32 * kMiB;
+  p.window = 1;
+  p.slot_memory_bytes = 4096;
+  p.gpus = {0, 1};
+  const Results r = run_loopback(p);
+  EXPECT_EQ(r.client.buffer_bytes, 2 * 32 * kMiB);
+  EXPECT_TRUE(says(r.client.buffer_layout, "16384 mappings")) << r.client.buffer_layout;
+  p.gpus = {0};
+  EXPECT_EQ(run_loopback(p).client.buffer_bytes, 4096u) << "one GPU slot: 8192 mappings, at the limit";
+}
+
 TEST(SlotMemory, APeerBeforeTheFieldGetsWholeChunksAndABadValueIsRefused) {
   Params p = host_run(2, 64 * kMiB);
   nlohmann::json j = to_json(p);
