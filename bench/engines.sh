@@ -2,7 +2,8 @@
 # Issue 34: both transfer engines and iperf3 at 1..32 channels in one call, over
 # 127.0.0.1, host memory: bench tcp, bench net through the reference plugin, and C
 # iperf3 processes (client and server each). Runs alternate (tcp, net, iperf3) so the
-# machine's drift hits all three; each cell is the median of REPS runs. Then, per
+# machine's drift hits all three; each cell is the median of REPS runs, and net / tcp is
+# also given paired (the median of each repetition's own ratio). Then, per
 # engine and channel count, where the time went: per-thread CPU (busy = CPU / wall),
 # run-queue wait, syscalls and context switches per chunk (the engines' own counters),
 # and whether the worker threads outnumbered the CPUs.
@@ -199,12 +200,12 @@ for c in ${CHANNELS//,/ }; do
   echo "| $c | $(size_for "$c") | $t | $n | $(ratio "$n" "$t") | $(paired "$c") | $i | $(ratio "$t" "$i") | $il | $(ratio "$t" "$il") | $(paste -sd, "$OUT/t-$c") / $(paste -sd, "$OUT/n-$c") / $(paste -sd, "$OUT/i-$c") / $(paste -sd, "$OUT/il-$c") |"
 done
 
+table_head() { echo; echo "$1"; echo; echo "$2"; echo "$3"; }  # TITLE HEADER ALIGNMENT: a table after the first
+
 if [ "${WHOLE_SLOTS:-0}" = 1 ]; then
-  echo
-  echo "Ring slots on whole chunks of memory (WHOLE_SLOTS=1): bench tcp --slot-memory 0 beside the default (--slot-memory 128K), same alternation:"
-  echo
-  echo "| channels | bench tcp GB/s (128K per slot) | bench tcp --slot-memory 0 GB/s | default / whole | iperf3 GB/s | whole / iperf3 | runs --slot-memory 0 |"
-  echo "|---:|---:|---:|---:|---:|---:|---|"
+  table_head "Ring slots on whole chunks of memory (WHOLE_SLOTS=1): bench tcp --slot-memory 0 beside the default (--slot-memory 128K), same alternation:" \
+    "| channels | bench tcp GB/s (128K per slot) | bench tcp --slot-memory 0 GB/s | default / whole | iperf3 GB/s | whole / iperf3 | runs --slot-memory 0 |" \
+    "|---:|---:|---:|---:|---:|---:|---|"
   WC=${WHOLE_CHANNELS:-16,32}
   for cc in ${WC//,/ }; do
     [ -s "$OUT/tw-$cc" ] || continue
@@ -217,11 +218,9 @@ if [ -n "${EXTRA_CHUNK:-}" ]; then
   # The buffer sizes swapped: does bench tcp reach iperf3 from a cache-sized chunk, and
   # iperf3 fall to bench tcp from a chunk-sized buffer? (issue 34's 32-channel ceiling)
   ILEN=${EXTRA_IPERF_LEN:-$CHUNK}
-  echo
-  echo "Buffer sizes swapped (EXTRA_CHUNK=$EXTRA_CHUNK): bench tcp --chunk $EXTRA_CHUNK, iperf3 -l $ILEN, beside the table above (chunk $CHUNK, iperf3's default 128K):"
-  echo
-  echo "| channels | bench tcp --chunk $CHUNK GB/s | bench tcp --chunk $EXTRA_CHUNK GB/s | iperf3 128K (default) GB/s | iperf3 -l $ILEN GB/s | tcp $EXTRA_CHUNK / iperf3 128K | tcp $CHUNK / iperf3 -l $ILEN | runs tcp $EXTRA_CHUNK / iperf3 -l $ILEN |"
-  echo "|---:|---:|---:|---:|---:|---:|---:|---|"
+  table_head "Buffer sizes swapped (EXTRA_CHUNK=$EXTRA_CHUNK): bench tcp --chunk $EXTRA_CHUNK, iperf3 -l $ILEN, beside the table above (chunk $CHUNK, iperf3's default 128K):" \
+    "| channels | bench tcp --chunk $CHUNK GB/s | bench tcp --chunk $EXTRA_CHUNK GB/s | iperf3 128K (default) GB/s | iperf3 -l $ILEN GB/s | tcp $EXTRA_CHUNK / iperf3 128K | tcp $CHUNK / iperf3 -l $ILEN | runs tcp $EXTRA_CHUNK / iperf3 -l $ILEN |" \
+    "|---:|---:|---:|---:|---:|---:|---:|---|"
   EXTRA_CHANNELS=${EXTRA_CHANNELS:-16,32}
   for c in ${EXTRA_CHANNELS//,/ }; do
     if [ "$(limit)" = 0 ]; then
