@@ -125,3 +125,17 @@ TEST(TcpReportFormats, ALoopbackSessionsCsvAgreesWithItsJson) {
   EXPECT_EQ(row_of(rows, "total", "client").at("send_GB/s"), fixed(j["client"]["tx_bytes_per_s"].get<double>() / 1e9, 3));
   EXPECT_EQ(row_of(rows, "total", "server").at("recv_GB/s"), fixed(j["server"]["rx_bytes_per_s"].get<double>() / 1e9, 3));
 }
+
+// One run's rounds, lowest to highest, under the tables: the figure is a median, and how
+// far its rounds were apart is what a reader needs to trust it (said to understate the
+// spread between runs). A single round has no spread to say.
+TEST(TcpReportFormats, TextSaysHowFarTheServersRoundsWereApart) {
+  Results r = known_report();
+  r.server.round_rx_bytes_per_s = {1.6e9, 2.0e9, 1.0e9};
+  const std::string text = format_text(r);
+  EXPECT_NE(text.find("rounds: the server received 1.000-2.000 GB/s over 3 timed rounds (50 % apart)"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("separate runs can differ more"), std::string::npos) << text;
+  r.server.round_rx_bytes_per_s = {1.5e9};
+  EXPECT_EQ(format_text(r).find("rounds: the server received"), std::string::npos);
+}
