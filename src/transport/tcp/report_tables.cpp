@@ -121,16 +121,22 @@ std::string params_line(const Params& p) {
          "  (GB/s = 1e9 B/s; sizes in KiB/MiB)\n\n";
 }
 
-// The receiver's rounds, lowest to highest: how far one run's figure can be trusted. It
-// understates the spread between runs (on the 64-core GPU VMs a process is fast or slow
-// as a whole, up to a third apart with its threads pinned; bench/results/engines.md).
+// Each receiving side's rounds, lowest to highest: how far one run's figure can be
+// trusted (the server receives in bw mode, the client with --reverse, both in bidir).
+// It understates the spread between runs (on the 64-core GPU VMs a process is fast or
+// slow as a whole, up to a third apart with its threads pinned; bench/results/engines.md).
 std::string rounds_spread(const Results& r) {
-  const std::vector<double>& v = r.server.round_rx_bytes_per_s;
-  if (r.params.mode == Mode::latency || v.size() < 2) return "";
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  return "rounds: the server received " + fixed(*lo / 1e9, 3) + "-" + fixed(*hi / 1e9, 3) + " GB/s over " +
-         std::to_string(v.size()) + " timed rounds (" + fixed(100 * (*hi - *lo) / *hi, 0) +
-         " % apart); separate runs can differ more: compare settings over several runs, alternated\n";
+  std::string out;
+  if (r.params.mode == Mode::latency) return out;
+  for (const auto* s : sides(r)) {
+    const std::vector<double>& v = s->round_rx_bytes_per_s;
+    if (v.size() < 2) continue;
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    out += "rounds: the " + s->side + " received " + fixed(*lo / 1e9, 3) + "-" + fixed(*hi / 1e9, 3) + " GB/s over " +
+           std::to_string(v.size()) + " timed rounds (" + fixed(100 * (*hi - *lo) / *hi, 0) +
+           " % apart); separate runs can differ more: compare settings over several runs, alternated\n";
+  }
+  return out;
 }
 
 // What follows the tables: the verdict, set-up cost, registration, buffers, warnings.

@@ -138,4 +138,8 @@ TEST(TcpReportFormats, TextSaysHowFarTheServersRoundsWereApart) {
   EXPECT_NE(text.find("separate runs can differ more"), std::string::npos) << text;
   r.server.round_rx_bytes_per_s = {1.5e9};
   EXPECT_EQ(format_text(r).find("rounds: the server received"), std::string::npos);
+  // --reverse: the client receives, and its rounds are the ones said.
+  r.client.round_rx_bytes_per_s = {3.0e9, 4.0e9};
+  EXPECT_NE(format_text(r).find("rounds: the client received 3.000-4.000 GB/s over 2 timed rounds (25 % apart)"),
+            std::string::npos) << format_text(r);
 }
