@@ -31,7 +31,7 @@
 #   WHOLE_SLOTS=1 adds bench tcp --slot-memory 0 (a whole chunk of memory behind each ring
 #             slot, every byte from and into its own memory: the default before the fold) at
 #             WHOLE_CHANNELS (16,32), in the same alternation as the main table, and a table
-#             of it beside the default (each slot on 128 KiB, reused, as iperf3's buffer)
+#             of it beside the default (each socket's ring on 128 KiB, reused, as iperf3's buffer)
 #   BUDGET_S (330): no run starts after BUDGET_S seconds and none outlives it by more than
 #             RUN_S (60, each run's own limit); skipped runs are said (a device call is bounded)
 # A bench net run that fails (no figure) stops the bench net column, said, so a broken
@@ -179,7 +179,7 @@ echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 notes=()
 for c in ${CHANNELS//,/ }; do
   if [ "$(limit)" = 0 ]; then
-    echo "| $c | skipped: the script's time budget (BUDGET_S=$BUDGET_S s) was spent | | | | | | | | |"
+    echo "| $c | skipped: the script's time budget (BUDGET_S=$BUDGET_S s) was spent | | | | | | | | | |"
     continue
   fi
   : > "$OUT/t-$c"; : > "$OUT/n-$c"; : > "$OUT/i-$c"; : > "$OUT/il-$c"; : > "$OUT/tw-$c"
@@ -204,7 +204,7 @@ table_head() { echo; echo "$1"; echo; echo "$2"; echo "$3"; }  # TITLE HEADER AL
 
 if [ "${WHOLE_SLOTS:-0}" = 1 ]; then
   table_head "Ring slots on whole chunks of memory (WHOLE_SLOTS=1): bench tcp --slot-memory 0 beside the default (--slot-memory 128K), same alternation:" \
-    "| channels | bench tcp GB/s (128K per slot) | bench tcp --slot-memory 0 GB/s | default / whole | iperf3 GB/s | whole / iperf3 | runs --slot-memory 0 |" \
+    "| channels | bench tcp GB/s (128K per socket) | bench tcp --slot-memory 0 GB/s | default / whole | iperf3 GB/s | whole / iperf3 | runs --slot-memory 0 |" \
     "|---:|---:|---:|---:|---:|---:|---|"
   WC=${WHOLE_CHANNELS:-16,32}
   for cc in ${WC//,/ }; do
