@@ -119,8 +119,11 @@ void measure(Backend& b, const SweepSpec& spec, SweepRow& row) {
   // check is skipped, since the point now is to stop within a second.
   if (stop_set(spec) && row.support.ok) {
     const std::size_t got = row.samples_ns.size();
-    if (got < static_cast<std::size_t>(spec.iters))
-      row.note = fmt::format("interrupted: {} of {} samples{}", got, spec.iters, row.note.empty() ? "" : "; " + row.note);
+    // All samples in but the signal before the check: said too, not left as a silent "-".
+    row.note = got < static_cast<std::size_t>(spec.iters)
+                   ? fmt::format("interrupted: {} of {} samples{}", got, spec.iters, row.note.empty() ? "" : "; " + row.note)
+                   : fmt::format("interrupted: all {} samples taken, the data check skipped{}", got,
+                                 row.note.empty() ? "" : "; " + row.note);
     return;
   }
   if (row.support.ok && spec.verify) {
