@@ -30,6 +30,7 @@ void add_monitor_command(CLI::App& app, Context& ctx);
 void add_export_command(CLI::App& app, Context& ctx);   // export DIR --to astra-sim|json|csv
 void add_predict_command(CLI::App& app, Context& ctx);  // predict DIR: collectives from link models
 void add_compare_command(CLI::App& app, Context& ctx);  // compare A B: two results of one kind
+void add_survey_command(CLI::App& app, Context& ctx);   // survey: a fleet's links, under a launcher
 
 // Version text: version, git hash, CUDA/NCCL built in and found at run time.
 std::string version_text();

@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   app::add_export_command(root, ctx);
   app::add_predict_command(root, ctx);
   app::add_compare_command(root, ctx);
+  app::add_survey_command(root, ctx);
 
   // P2PSCOPE_PARSE_ONLY=1: parse the command line and stop, exit 0, before any command
   // runs (the test that every command the doctor suggests parses uses it).

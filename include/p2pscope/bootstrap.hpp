@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "p2pscope/launcher.hpp"
@@ -82,6 +83,25 @@ class Bootstrap {
   // A rank known to be gone (rank 0 sees each peer; a peer sees only rank 0), or -1.
   virtual int dead_peer() { return -1; }
   virtual BootstrapCounters counters() const { return {}; }
+
+  // For runs that go on without a rank that died or hangs (the survey). Rank 0 gets each
+  // live rank's `mine` within timeout_s in all, nullopt for a rank that is gone or still
+  // silent then; such a rank is dropped, and later calls skip it. The others send
+  // `mine` and get an empty vector. Unlike allgather, no rank waits on a dead one.
+  virtual std::vector<std::optional<std::string>> gather_live(const std::string& mine, double timeout_s) {
+    (void)timeout_s;
+    std::vector<std::optional<std::string>> out;
+    for (auto& part : gather(mine)) out.emplace_back(std::move(part));
+    return out;
+  }
+  // Rank 0's `data` on every live rank (a rank that cannot be sent to is dropped); the
+  // others wait at most timeout_s for it.
+  virtual std::string broadcast_live(const std::string& data, double timeout_s) {
+    (void)timeout_s;
+    return broadcast(0, data);
+  }
+  // Rank 0: the ranks dropped by gather_live / broadcast_live, each with why.
+  virtual std::vector<std::pair<int, std::string>> dropped() const { return {}; }
 };
 
 // The one-process bootstrap: rank 0 of 1.

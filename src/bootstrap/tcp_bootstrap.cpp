@@ -192,6 +192,51 @@ class TcpBootstrap final : public Bootstrap {
 
   BootstrapCounters counters() const override { return counters_; }
 
+  std::vector<std::optional<std::string>> gather_live(const std::string& mine, double timeout_s) override {
+    const Timed t(*this);
+    if (rank_ != 0) {
+      send(root_, mine);
+      return {};
+    }
+    std::vector<std::optional<std::string>> all(static_cast<std::size_t>(size_));
+    all[0] = mine;
+    // One deadline for all: parts already sent wait in the kernel while a slow rank is
+    // read, and a rank still silent at the deadline gets a last 50 ms.
+    const std::int64_t deadline = monotonic_ns() + static_cast<std::int64_t>(std::clamp(timeout_s, 0.05, 1e6) * 1e9);
+    for (int r = 1; r < size_; ++r) {
+      if (!peer(r).valid()) continue;
+      peer(r).set_timeout(std::max(0.05, static_cast<double>(deadline - monotonic_ns()) / 1e9));
+      try {
+        all[static_cast<std::size_t>(r)] = recv(peer(r));
+        peer(r).set_timeout(timeout_s_);
+      } catch (const Error& e) {
+        drop(r, e.what());
+      }
+    }
+    return all;
+  }
+
+  std::string broadcast_live(const std::string& data, double timeout_s) override {
+    const Timed t(*this);
+    if (rank_ != 0) {
+      root_.set_timeout(std::clamp(timeout_s, 0.05, 1e6));
+      std::string out = recv(root_);
+      root_.set_timeout(timeout_s_);
+      return out;
+    }
+    for (int r = 1; r < size_; ++r) {
+      if (!peer(r).valid()) continue;
+      try {
+        send(peer(r), data);
+      } catch (const Error& e) {
+        drop(r, e.what());
+      }
+    }
+    return data;
+  }
+
+  std::vector<std::pair<int, std::string>> dropped() const override { return dropped_; }
+
   int dead_peer() override {
     std::vector<pollfd> fds;
     std::vector<int> ranks;
@@ -210,6 +255,11 @@ class TcpBootstrap final : public Bootstrap {
 
  private:
   Socket& peer(int r) { return peers_[static_cast<std::size_t>(r)]; }
+  // Closed, so that a rank that wakes up later finds itself out of the run.
+  void drop(int r, const std::string& why) {
+    peer(r).close();
+    dropped_.emplace_back(r, why);
+  }
 
   // One collective call's count and wall time (counters()).
   struct Timed {
@@ -349,6 +399,7 @@ class TcpBootstrap final : public Bootstrap {
   BootstrapCounters counters_;
   Socket root_;               // peers: the connection to rank 0
   std::vector<Socket> peers_;  // rank 0: one per peer rank (index 0 unused)
+  std::vector<std::pair<int, std::string>> dropped_;  // rank 0: gather_live / broadcast_live
 };
 
 class SingleBootstrap final : public Bootstrap {

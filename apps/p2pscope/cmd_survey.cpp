@@ -1,0 +1,195 @@
+// `p2pscope survey`: one process per host under mpirun, srun or torchrun; the links of
+// every host measured in rounds of disjoint pairs, and which link, NIC or host is slow
+// (src/survey/, docs/survey.md). This file parses options and writes what rank 0 gets.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "bench_common.hpp"
+#include "commands.hpp"
+#include "p2pscope/clock.hpp"
+#include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
+#include "p2pscope/metadata.hpp"
+#include "p2pscope/output.hpp"
+#include "p2pscope/text.hpp"
+#include "p2pscope/units.hpp"
+#include "survey/report.hpp"
+#include "survey/survey.hpp"
+
+namespace p2pscope::app {
+// Named, not anonymous: the unity build puts this file in one batch with the other
+// commands, whose anonymous run() and write_file() would collide.
+namespace survey_cmd {
+
+struct SurveyCli {
+  std::string pairs = "all", nics, hosts, transport = "tcp";
+  std::string size = "64M", chunk = "1M", ping_size = "8";
+  std::uint32_t channels = 1, window = 4, iters = 5, warmup = 1, pings = 200;
+  std::uint64_t seed = 1;
+  double timeout_s = 10, round_timeout_s = 60, max_time_s = 0;
+  double threshold_pct = 5, latency_threshold_pct = 50;
+  bool no_latency = false, no_local = false, no_recheck = false;
+  std::string format = "text", out, resume;
+};
+
+void add_options(CLI::App& c, SurveyCli& o) {
+  c.add_option("--pairs", o.pairs, "all (every pair: the circle method, N-1 rounds of N/2 pairs), ring, random:K")
+      ->capture_default_str();
+  c.add_option("--nics", o.nics, "the NICs to survey, one per rail, the same names on every host (default: every IPv4 "
+                                 "NIC but loopback and the one the rendezvous goes over)");
+  c.add_option("--hosts", o.hosts, "the host names the ranks must run on, each once (a check of the launcher's list)");
+  c.add_option("--transport", o.transport, "tcp (bench tcp's engine)")->capture_default_str();
+  c.add_option("--size", o.size, "bytes per timed round of each link's bandwidth session")->capture_default_str();
+  c.add_option("--chunk", o.chunk, "chunk size")->capture_default_str();
+  c.add_option("--channels", o.channels, "channels (TCP connections) per link")->capture_default_str();
+  c.add_option("--window", o.window, "chunks in flight per channel")->capture_default_str();
+  c.add_option("--iters", o.iters, "timed rounds per link (each link's interval comes from them)")->capture_default_str();
+  c.add_option("--warmup", o.warmup, "untimed rounds before them")->capture_default_str();
+  c.add_option("--pings", o.pings, "latency: ping-pongs per link")->capture_default_str();
+  c.add_option("--ping-size", o.ping_size, "latency: message size")->capture_default_str();
+  c.add_option("--timeout", o.timeout_s, "a session's step longer than this fails it (s)")->capture_default_str();
+  c.add_option("--round-timeout", o.round_timeout_s, "a rank silent this long in a step is dropped (s)")
+      ->capture_default_str();
+  c.add_option("--max-time", o.max_time_s, "bound on the whole survey (s; 0: none); --resume goes on")
+      ->capture_default_str();
+  c.add_option("--threshold", o.threshold_pct, "bandwidth: a flag needs at least this % below its class")
+      ->capture_default_str();
+  c.add_option("--latency-threshold", o.latency_threshold_pct, "latency: a flag needs a p50 this % above its class")
+      ->capture_default_str();
+  c.add_option("--seed", o.seed, "random:K's seed")->capture_default_str();
+  c.add_flag("--no-latency", o.no_latency, "bandwidth only");
+  c.add_flag("--no-local", o.no_local, "skip each host's local ceiling (bench tcp over loopback)");
+  c.add_flag("--no-recheck", o.no_recheck, "no second pass of suspects against good partners");
+  c.add_option("--format", o.format, "what rank 0 prints: text, json or csv")->capture_default_str();
+  c.add_option("--out", o.out, "DIR for survey.json, survey.csv, survey.html and rounds.jsonl (default "
+                               "p2pscope-out/survey-<time>)");
+  c.add_option("--resume", o.resume, "DIR of an earlier survey of these hosts: its measured tasks are kept, the rest run");
+}
+
+double parse_pct(double v, const char* flag) {
+  if (!(v > 0 && v < 100)) throw UsageError(fmt::format("{} {}: expected a percentage between 0 and 100", flag, v));
+  return v;
+}
+
+survey::Options to_options(const SurveyCli& c, const LaunchInfo& launch) {
+  if (c.transport != "tcp")
+    throw UsageError("--transport " + c.transport + ": the survey runs over tcp (bench tcp's engine) only so far");
+  if (c.format != "text" && c.format != "json" && c.format != "csv")
+    throw UsageError("--format " + c.format + ": expected text, json or csv");
+  survey::Options o;
+  o.pairs = survey::parse_pairs(c.pairs);
+  o.seed = c.seed;
+  if (!c.nics.empty()) o.nics = split_list(c.nics, "--nics");
+  if (!c.hosts.empty()) o.expect_hosts = split_list(c.hosts, "--hosts");
+  o.bw.mode = tcp::Mode::bidir;
+  o.bw.size_bytes = parse_size(c.size);
+  o.bw.chunk_bytes = std::min<std::uint64_t>(parse_size(c.chunk), o.bw.size_bytes);
+  o.bw.channels = c.channels;
+  o.bw.window = c.window;
+  o.bw.iters = c.iters;
+  o.bw.warmup = c.warmup;
+  o.bw.timeout_s = c.timeout_s;
+  if (c.iters < 3) throw UsageError("--iters must be at least 3: each link's interval comes from its rounds");
+  o.lat = o.bw;
+  o.lat.mode = tcp::Mode::latency;
+  o.lat.size_bytes = o.lat.chunk_bytes = parse_size(c.ping_size);
+  o.lat.iters = c.pings;
+  o.lat.warmup = 0;
+  tcp::validate(o.bw);
+  tcp::validate(o.lat);
+  o.latency = !c.no_latency;
+  o.local = !c.no_local;
+  o.recheck = !c.no_recheck;
+  if (!(c.round_timeout_s > 0)) throw UsageError("--round-timeout must be a positive number of seconds");
+  if (!(c.max_time_s >= 0)) throw UsageError("--max-time must be 0 (no bound) or a number of seconds");
+  o.round_timeout_s = c.round_timeout_s;
+  o.max_time_s = c.max_time_s;
+  o.outliers.threshold_pct = parse_pct(c.threshold_pct, "--threshold");
+  o.outliers.latency_threshold_pct = c.latency_threshold_pct > 0 ? c.latency_threshold_pct
+                                                                  : throw UsageError("--latency-threshold must be positive");
+  o.rendezvous_host = launch.rendezvous_host;
+  return o;
+}
+
+std::vector<survey::Record> read_resume(const std::string& dir) {
+  const std::filesystem::path p = std::filesystem::path(dir) / "rounds.jsonl";
+  std::ifstream f(p);
+  if (!f) throw UsageError(fmt::format("--resume {}: no rounds.jsonl there (the --out DIR of an earlier survey)", dir));
+  std::vector<survey::Record> out;
+  std::string line;
+  int n = 0, bad = 0;
+  while (std::getline(f, line)) {
+    ++n;
+    if (trim(line).empty()) continue;
+    try {
+      out.push_back(survey::record_from_json(nlohmann::json::parse(line)));
+    } catch (const std::exception&) {
+      ++bad;  // a line cut by a crash: that task runs again
+    }
+  }
+  if (bad > 0)
+    std::fprintf(stderr, "p2pscope survey: --resume: %d of %d lines of %s do not parse; their tasks run again\n", bad, n,
+                 p.c_str());
+  return out;
+}
+
+void write_file(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream f(p);
+  f << text;
+  if (!f) throw Error("survey: could not write " + p.string());
+}
+
+void run(const SurveyCli& c, Context& ctx) {
+  const Launched up = bring_up_ranks(ctx, {});
+  survey::Options o = to_options(c, up.launch);
+  const bool reporter = up.reporter();
+  std::string out = c.out.empty() ? (c.resume.empty() ? "p2pscope-out/survey-" + compact_timestamp(realtime_ns()) : c.resume) : c.out;
+  std::ofstream log;
+  if (reporter) {
+    if (!c.resume.empty()) o.resumed = read_resume(c.resume);
+    std::filesystem::create_directories(out);
+    log.open(std::filesystem::path(out) / "rounds.jsonl", std::ios::app);
+    if (!log) throw UsageError("survey: cannot write " + out + "/rounds.jsonl");
+    o.progress = [](const std::string& l) { std::fprintf(stderr, "p2pscope survey: %s\n", l.c_str()); };
+    o.record = [&log](const nlohmann::json& j) { log << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n" << std::flush; };
+  }
+  std::unique_ptr<Bootstrap> single;
+  Bootstrap* boot = up.boot.get();
+  if (!boot) {
+    single = make_single_bootstrap();
+    boot = single.get();
+  }
+  const survey::Result r = survey::run(*boot, o);
+  if (!reporter) return;
+  nlohmann::json body = survey::to_json(r);
+  body["launch"] = launch_json(up.launch, up.rank_cpus);
+  const auto doc = out::measured_json(run_metadata(ctx.argv), body);
+  const std::string json_text = doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  const std::filesystem::path dir(out);
+  write_file(dir / "survey.json", json_text);
+  write_file(dir / "survey.csv", survey::to_csv(r));
+  write_file(dir / "survey.html", survey::to_html(r));
+  if (c.format == "json") std::fputs(json_text.c_str(), stdout);
+  else if (c.format == "csv") std::fputs(survey::to_csv(r).c_str(), stdout);
+  else std::fputs(survey::to_text(r).c_str(), stdout);
+  std::fprintf(stderr, "p2pscope survey: wrote %s/survey.{json,csv,html} and rounds.jsonl\n", out.c_str());
+  if (r.verdict.slow_links > 0 || r.verdict.latency_flags > 0) ctx.exit_code = 3;  // found something: scripts can tell
+}
+
+}  // namespace survey_cmd
+
+void add_survey_command(CLI::App& app, Context& ctx) {
+  using namespace survey_cmd;
+  auto opts = std::make_shared<SurveyCli>();
+  auto* c = app.add_subcommand("survey", "A fleet's links: every host's NICs against every other's in rounds of "
+                                         "disjoint pairs (one process per host under mpirun/srun/torchrun), and which "
+                                         "link, NIC or host is slow, each figure with its interval");
+  add_options(*c, *opts);
+  c->callback([opts, &ctx] { run(*opts, ctx); });
+}
+
+}  // namespace p2pscope::app

@@ -1,0 +1,48 @@
+// Records -> the figures the statistics judge, and the keys that identify a task.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "survey/survey.hpp"
+
+namespace p2pscope::survey {
+namespace {
+
+// Figures are compared within one class: links whose slower end has the same speed.
+std::string class_of(const std::vector<HostInfo>& hosts, int a, int b, int rail) {
+  const auto speed = [&](int h) {
+    const auto& nics = hosts.at(static_cast<std::size_t>(h)).nics;
+    return rail >= 0 && static_cast<std::size_t>(rail) < nics.size() ? nics[static_cast<std::size_t>(rail)].speed_mbps
+                                                                     : -1LL;
+  };
+  const long long s = std::min(speed(a), speed(b));
+  return s > 0 ? fmt::format("NIC {} Mb/s", s) : "NIC of unknown speed";
+}
+
+}  // namespace
+
+std::vector<Figure> figures_of(const std::vector<Record>& records, const std::vector<HostInfo>& hosts) {
+  std::vector<Figure> out;
+  for (const Record& r : records) {
+    if (!r.failure.empty() || r.step == "local") continue;  // a failed session's rounds are not a link's figure
+    const std::string cls = class_of(hosts, r.server, r.client, r.rail);
+    if (r.step == "bw") {
+      out.push_back({Metric::bandwidth, r.pass, r.client, r.server, r.rail, cls, r.c2s_bytes_per_s});
+      out.push_back({Metric::bandwidth, r.pass, r.server, r.client, r.rail, cls, r.s2c_bytes_per_s});
+    } else if (r.step == "lat") {
+      out.push_back({Metric::latency, r.pass, std::min(r.server, r.client), std::max(r.server, r.client), r.rail, cls,
+                     r.latency_ns});
+    }
+  }
+  return out;
+}
+
+std::string task_key(const Record& r, const std::vector<HostInfo>& hosts) {
+  const auto name = [&](int h) {
+    return h >= 0 && static_cast<std::size_t>(h) < hosts.size() ? hosts[static_cast<std::size_t>(h)].host
+                                                                : std::to_string(h);
+  };
+  return fmt::format("{}:{}:{}:{}:{}:{}", r.pass, r.round, r.step, name(r.server), name(r.client), r.rail);
+}
+
+}  // namespace p2pscope::survey

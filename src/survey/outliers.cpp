@@ -1,0 +1,98 @@
+#include "survey/outliers.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "analyze/campaign.hpp"
+#include "p2pscope/stats.hpp"
+
+namespace p2pscope::survey {
+namespace {
+
+struct ClassStats {
+  double median = 0, lo = 0, hi = 0, mad = 0;
+  int size = 0;
+};
+
+ClassStats class_stats(const std::vector<double>& medians) {
+  ClassStats c;
+  c.size = static_cast<int>(medians.size());
+  if (medians.empty()) return c;
+  c.median = median(medians);
+  const analyze::MedianInterval mi = analyze::median_interval(medians);
+  c.lo = mi.lo_ns, c.hi = mi.hi_ns;
+  std::vector<double> dev;
+  for (double m : medians) dev.push_back(std::abs(m - c.median));
+  c.mad = median(dev);
+  return c;
+}
+
+}  // namespace
+
+std::vector<Judged> judge(const std::vector<Figure>& figures, const OutlierOptions& o) {
+  std::vector<Judged> out;
+  std::map<std::pair<int, std::string>, std::vector<double>> pass1;  // (metric, class) -> medians
+  for (const Figure& f : figures) {
+    Judged j;
+    j.figure = f;
+    if (!f.samples.empty()) {
+      j.median = median(f.samples);
+      const analyze::MedianInterval mi = analyze::median_interval(f.samples);
+      j.lo = mi.lo_ns, j.hi = mi.hi_ns, j.level = mi.level;
+      j.p99 = percentile(f.samples, 0.99);
+      if (f.pass == 1) pass1[{static_cast<int>(f.metric), f.cls}].push_back(j.median);
+    }
+    out.push_back(std::move(j));
+  }
+  std::map<std::pair<int, std::string>, ClassStats> classes;
+  for (const auto& [key, medians] : pass1) classes[key] = class_stats(medians);
+
+  for (Judged& j : out) {
+    const Figure& f = j.figure;
+    if (f.samples.empty()) {
+      j.why = "not measured";
+      continue;
+    }
+    const auto it = classes.find({static_cast<int>(f.metric), f.cls});
+    if (it == classes.end()) {
+      j.why = "no figure of its class in the first pass";
+      continue;
+    }
+    const ClassStats& c = it->second;
+    j.class_median = c.median, j.class_lo = c.lo, j.class_hi = c.hi, j.class_mad = c.mad, j.class_size = c.size;
+    if (c.median > 0) {
+      j.ratio = j.median / c.median, j.ratio_lo = j.lo / c.median, j.ratio_hi = j.hi / c.median;
+    }
+    if (c.size < o.min_class) {
+      j.why = fmt::format("class of {} figures (fewer than {}): not judged", c.size, o.min_class);
+      continue;
+    }
+    const bool bw = f.metric == Metric::bandwidth;
+    // Signed so that "worse" is positive for both metrics.
+    const double worse_pct = c.median > 0 ? (bw ? c.median - j.median : j.median - c.median) / c.median * 100 : 0;
+    const double threshold = bw ? o.threshold_pct : o.latency_threshold_pct;
+    const bool beyond_threshold = worse_pct >= threshold;
+    const bool beyond_intervals = bw ? j.hi < c.lo : j.lo > c.hi;
+    const double scaled_mad = 1.4826 * c.mad;
+    const bool beyond_mad = std::abs(j.median - c.median) > o.mad_k * scaled_mad;
+    j.flagged = beyond_threshold && beyond_intervals && beyond_mad;
+    if (j.flagged)
+      j.why = fmt::format("{:.1f} % {} than its class, beyond both intervals and {:.0f} MADs", worse_pct,
+                          bw ? "slower" : "higher", o.mad_k);
+    else if (!beyond_threshold)
+      j.why = worse_pct > 0 ? fmt::format("{:.1f} % {}: under the {:.0f} % threshold", worse_pct, bw ? "slower" : "higher",
+                                          threshold)
+                            : "normal";
+    else if (!beyond_intervals)
+      j.why = fmt::format("{:.1f} % {}, but its interval meets the class's: noise", worse_pct, bw ? "slower" : "higher");
+    else
+      j.why = fmt::format("{:.1f} % {}, but within {:.0f} MADs of its class", worse_pct, bw ? "slower" : "higher",
+                          o.mad_k);
+  }
+  return out;
+}
+
+}  // namespace p2pscope::survey

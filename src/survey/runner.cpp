@@ -1,0 +1,380 @@
+// The survey's steps over the bootstrap (survey.hpp): rank 0 sends a step's tasks, every
+// rank runs its part, rank 0 gathers the records and decides the next step.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "p2pscope/auth.hpp"
+#include "p2pscope/bootstrap.hpp"
+#include "p2pscope/clock.hpp"
+#include "p2pscope/error.hpp"
+#include "survey/survey.hpp"
+
+namespace p2pscope::survey {
+namespace {
+
+struct Task {
+  int server = 0, client = 0, rail = 0;  // local: server = client = the host, rail -1
+};
+
+struct Step {
+  int pass = 1, round = 0;
+  std::string kind;  // "bw", "lat", "local"
+  std::vector<Task> tasks;
+};
+
+nlohmann::json to_json(const Step& s) {
+  nlohmann::json tasks = nlohmann::json::array();
+  for (const Task& t : s.tasks) tasks.push_back({t.server, t.client, t.rail});
+  return {{"op", "step"}, {"pass", s.pass}, {"round", s.round}, {"kind", s.kind}, {"tasks", tasks}};
+}
+
+Step step_from_json(const nlohmann::json& j) {
+  Step s;
+  s.pass = j.at("pass").get<int>();
+  s.round = j.at("round").get<int>();
+  s.kind = j.at("kind").get<std::string>();
+  for (const auto& t : j.at("tasks")) s.tasks.push_back({t.at(0).get<int>(), t.at(1).get<int>(), t.at(2).get<int>()});
+  return s;
+}
+
+nlohmann::json parse(const std::string& text, const char* what) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("survey: {} that does not parse ({})", what, e.what()));
+  }
+}
+
+double seconds_since(std::int64_t t0) { return static_cast<double>(monotonic_ns() - t0) / 1e9; }
+
+Record record_for(const Step& s, const Task& t) {
+  Record r;
+  r.pass = s.pass, r.round = s.round, r.step = s.kind;
+  r.server = t.server, r.client = t.client, r.rail = t.rail;
+  return r;
+}
+
+// The client's view of a session: each direction as its receiver measured it.
+void take_figures(Record& rec, const tcp::Results& res) {
+  rec.failure = res.failure;
+  rec.c2s_bytes_per_s = res.server.round_rx_bytes_per_s;
+  rec.s2c_bytes_per_s = res.client.round_rx_bytes_per_s;
+  rec.latency_ns = res.client.latency_ns;
+}
+
+class Part {
+ public:
+  Part(Bootstrap& boot, const Options& o, const std::vector<HostInfo>& hosts)
+      : boot_(boot), o_(o), hosts_(hosts), me_(boot.rank()), token_(auth::load_token()) {}
+
+  // This rank's share of one step (every rank calls it for every step): listens for its
+  // server tasks, learns every server's port, runs its client tasks; rank 0 returns
+  // every rank's records, the others their own.
+  std::vector<Record> run(const Step& s) {
+    const tcp::Params& params = s.kind == "lat" ? o_.lat : o_.bw;
+    std::map<std::size_t, std::unique_ptr<tcp::Server>> servers;  // by task index
+    nlohmann::json ports = nlohmann::json::object();
+    std::vector<Record> mine;
+    for (std::size_t i = 0; i < s.tasks.size(); ++i) {
+      const Task& t = s.tasks[i];
+      if (t.server != me_ || s.kind == "local") continue;
+      tcp::ServerOptions so;
+      so.bind_addrs = {nic(me_, t.rail).ipv4};
+      so.port = 0;
+      // The client connects as soon as it has the ports: a longer wait only means it failed.
+      so.accept_timeout_s = std::min(o_.round_timeout_s, params.timeout_s + 5);
+      so.token = token_;
+      try {
+        servers[i] = std::make_unique<tcp::Server>(so);
+        ports[std::to_string(i)] = servers[i]->port();
+      } catch (const Error& e) {
+        Record r = record_for(s, t);
+        r.failure = fmt::format("server on {} {} could not listen: {}", hosts_[me_].host, so.bind_addrs[0], e.what());
+        mine.push_back(r);
+      }
+    }
+    const nlohmann::json all_ports = exchange_ports(ports);
+    std::vector<std::thread> threads;
+    std::mutex m;
+    for (auto& [i, server] : servers)
+      threads.emplace_back([&server = server] {
+        try {
+          (void)server->serve_one();  // the client reports both sides
+        } catch (const std::exception&) {  // its client reports the failure
+        }
+      });
+    for (std::size_t i = 0; i < s.tasks.size(); ++i) {
+      const Task t = s.tasks[i];
+      if (t.client != me_) continue;
+      const auto port = all_ports.find(std::to_string(i));
+      threads.emplace_back([&, t, port_v = port == all_ports.end() ? 0 : port->get<int>()] {
+        Record r = record_for(s, t);
+        const std::int64_t t0 = monotonic_ns();
+        try {
+          if (s.kind == "local") {
+            // The host's own ceiling: one direction, rounds long enough to time at memory speed.
+            tcp::Params local = params;
+            local.mode = tcp::Mode::bw;
+            local.size_bytes = std::max<std::uint64_t>(local.size_bytes, 64ull << 20);
+            take_figures(r, tcp::run_loopback(local));
+          } else if (port_v == 0) {
+            r.failure = fmt::format("the server side on {} did not listen (gone, or its bind failed)", hosts_[t.server].host);
+          } else {
+            tcp::ClientOptions co;
+            co.hosts = {nic(t.server, t.rail).ipv4};
+            co.port = static_cast<std::uint16_t>(port_v);
+            co.local.nics = {nic(me_, t.rail).ipv4};
+            co.token = token_;
+            take_figures(r, tcp::run_client(co, params));
+          }
+        } catch (const std::exception& e) {
+          r.failure = e.what();
+        }
+        r.wall_s = seconds_since(t0);
+        const std::lock_guard lock(m);
+        mine.push_back(std::move(r));
+      });
+    }
+    for (auto& th : threads) th.join();
+    return gather_records(mine);
+  }
+
+ private:
+  const NicInfo& nic(int rank, int rail) const {
+    return hosts_[static_cast<std::size_t>(rank)].nics.at(static_cast<std::size_t>(rail));
+  }
+
+  nlohmann::json exchange_ports(const nlohmann::json& mine) {
+    const auto parts = boot_.gather_live(mine.dump(), o_.round_timeout_s);
+    std::string merged;
+    if (me_ == 0) {
+      nlohmann::json all = nlohmann::json::object();
+      for (const auto& p : parts) {
+        if (!p) continue;
+        const nlohmann::json theirs = parse(*p, "a rank's ports");  // named: items() of a temporary dangles
+        for (const auto& [k, v] : theirs.items()) all[k] = v;
+      }
+      merged = all.dump();
+    }
+    return parse(boot_.broadcast_live(merged, o_.round_timeout_s), "rank 0's ports");
+  }
+
+  std::vector<Record> gather_records(const std::vector<Record>& mine) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const Record& r : mine) j.push_back(to_json(r));
+    const auto parts = boot_.gather_live(j.dump(), o_.round_timeout_s);
+    if (me_ != 0) return mine;
+    std::vector<Record> all;
+    for (const auto& p : parts)
+      if (p)
+        for (const auto& r : parse(*p, "a rank's records")) all.push_back(record_from_json(r));
+    return all;
+  }
+
+  Bootstrap& boot_;
+  const Options& o_;
+  const std::vector<HostInfo>& hosts_;
+  int me_;
+  std::optional<std::string> token_;
+};
+
+// Rank 0's side: the plan, the steps, the second pass, the verdict.
+class Driver {
+ public:
+  Driver(Bootstrap& boot, const Options& o, Result& r) : boot_(boot), o_(o), r_(r), part_(boot, o, r.hosts) {
+    for (const Record& rec : o.resumed) done_.insert(task_key(rec, r.hosts));
+  }
+
+  void run() {
+    t0_ = monotonic_ns();
+    const int n = static_cast<int>(r_.hosts.size());
+    for (const Record& rec : o_.resumed) r_.records.push_back(rec);
+    if (!o_.resumed.empty())
+      r_.notes.push_back(fmt::format("resumed: {} records of an earlier run kept, their tasks not run again",
+                                     o_.resumed.size()));
+    if (o_.local) local_phase(n);
+    const std::vector<Round> rounds = rounds_for(o_.pairs, n, o_.seed);
+    r_.rounds = static_cast<int>(rounds.size());
+    for (std::size_t i = 0; i < rounds.size(); ++i) {
+      if (over_bound(fmt::format("round {} of {}", i + 1, rounds.size()))) break;
+      const std::int64_t t = monotonic_ns();
+      pair_round(1, static_cast<int>(i + 1), rounds[i]);
+      round_s_.push_back(seconds_since(t));
+      progress(fmt::format("round {}/{}: {} pairs x {} rail{}, {:.1f} s{}", i + 1, rounds.size(), rounds[i].size(),
+                           rails(), rails() == 1 ? "" : "s", round_s_.back(), eta(rounds.size() - i - 1)));
+    }
+    if (o_.recheck) second_pass();
+    r_.judged = judge(figures_of(r_.records, r_.hosts), o_.outliers);
+    r_.verdict = decide(r_.judged, r_.names, r_.gone);
+    r_.wall_s = seconds_since(t0_);
+  }
+
+ private:
+  int rails() const { return r_.hosts.empty() ? 0 : static_cast<int>(r_.hosts.front().nics.size()); }
+  bool alive(int rank) const { return r_.gone[static_cast<std::size_t>(rank)].empty(); }
+
+  void progress(const std::string& line) {
+    if (o_.progress) o_.progress(line);
+  }
+  std::string eta(std::size_t rounds_left) const {
+    if (round_s_.empty() || rounds_left == 0) return "";
+    double sum = 0;
+    for (double s : round_s_) sum += s;
+    return fmt::format("; about {:.0f} s left for {} round{}", sum / static_cast<double>(round_s_.size()) *
+                                                                      static_cast<double>(rounds_left),
+                       rounds_left, rounds_left == 1 ? "" : "s");
+  }
+  bool over_bound(const std::string& what) {
+    if (o_.max_time_s <= 0 || seconds_since(t0_) < o_.max_time_s) return false;
+    if (!bound_hit_) {
+      r_.notes.push_back(fmt::format("--max-time {:.0f} s reached before {}: the rest was not run (--resume goes on)",
+                                     o_.max_time_s, what));
+      progress(r_.notes.back());
+    }
+    bound_hit_ = true;
+    return true;
+  }
+
+  void run_step(Step s) {
+    std::erase_if(s.tasks, [&](const Task& t) {
+      Record probe = record_for(s, t);
+      return !alive(t.server) || !alive(t.client) || done_.count(task_key(probe, r_.hosts));
+    });
+    if (s.tasks.empty()) return;
+    const std::string what = fmt::format("{} step of round {} (pass {})",
+                                         s.kind == "bw" ? "bandwidth" : s.kind == "lat" ? "latency" : "local", s.round, s.pass);
+    boot_.broadcast_live(to_json(s).dump(), o_.round_timeout_s);
+    std::vector<Record> got = part_.run(s);
+    for (const auto& [rank, why] : boot_.dropped()) {
+      auto& g = r_.gone[static_cast<std::size_t>(rank)];
+      if (g.empty()) {
+        g = fmt::format("rank {} stopped answering in the {}", rank, what);
+        progress(fmt::format("{} ({}): {}; the survey goes on without it", r_.hosts[static_cast<std::size_t>(rank)].host,
+                             g, why));
+      }
+    }
+    for (Record& rec : got) {
+      if (o_.record) o_.record(to_json(rec));
+      r_.records.push_back(std::move(rec));
+    }
+  }
+
+  void local_phase(int n) {
+    const auto local_task = [](int h) { return Task{h, h, -1}; };
+    if (r_.shared_kernel) {
+      // Namespace hosts of one machine share its CPUs: one at a time, or each ceiling
+      // would be a share of the others'.
+      for (int h = 0; h < n; ++h) run_step({1, 0, "local", {local_task(h)}});
+      r_.notes.push_back("every host runs on one kernel (network namespaces of one machine): their local ceilings were "
+                         "measured one at a time, and their links share its CPUs");
+    } else {
+      Step s{1, 0, "local", {}};
+      for (int h = 0; h < n; ++h) s.tasks.push_back(local_task(h));
+      run_step(s);
+    }
+    progress(fmt::format("local ceilings measured ({} host{})", n, n == 1 ? "" : "s"));
+  }
+
+  void pair_round(int pass, int round, const Round& pairs) {
+    Step bw{pass, round, "bw", {}};
+    for (const Pair& p : pairs)
+      for (int rail = 0; rail < rails(); ++rail) bw.tasks.push_back({p.a, p.b, rail});
+    run_step(bw);
+    if (!o_.latency) return;
+    Step lat = bw;
+    lat.kind = "lat";
+    run_step(lat);
+  }
+
+  void second_pass() {
+    const auto judged = judge(figures_of(r_.records, r_.hosts), o_.outliers);
+    std::set<int> suspect;
+    for (const Judged& j : judged)
+      if (j.flagged && j.figure.metric == Metric::bandwidth) suspect.insert({j.figure.from, j.figure.to});
+    if (suspect.empty()) return;
+    std::vector<int> good;
+    for (int h = 0; h < static_cast<int>(r_.hosts.size()); ++h)
+      if (!suspect.count(h) && alive(h)) good.push_back(h);
+    std::vector<int> suspects;
+    for (int h : suspect)
+      if (alive(h)) suspects.push_back(h);
+    const std::vector<Round> rounds = recheck_rounds(suspects, good);
+    r_.recheck_rounds = static_cast<int>(rounds.size());
+    if (rounds.empty()) {
+      r_.notes.push_back("second pass: no host was found good, so no suspect could be measured against one");
+      return;
+    }
+    for (std::size_t i = 0; i < rounds.size(); ++i) {
+      if (over_bound(fmt::format("second-pass round {}", i + 1))) break;
+      // Bandwidth only: the second pass tells a slow host, NIC and link apart.
+      Step bw{2, static_cast<int>(i + 1), "bw", {}};
+      for (const Pair& p : rounds[i])
+        for (int rail = 0; rail < rails(); ++rail) bw.tasks.push_back({p.a, p.b, rail});
+      run_step(bw);
+      progress(fmt::format("second pass {}/{}: {} suspect{} against good partners", i + 1, rounds.size(),
+                           rounds[i].size(), rounds[i].size() == 1 ? "" : "s"));
+    }
+  }
+
+  Bootstrap& boot_;
+  const Options& o_;
+  Result& r_;
+  Part part_;
+  std::set<std::string> done_;
+  std::int64_t t0_ = 0;
+  std::vector<double> round_s_;
+  bool bound_hit_ = false;
+};
+
+}  // namespace
+
+Result run(Bootstrap& boot, const Options& o) {
+  Result r;
+  const int me = boot.rank(), n = boot.size();
+  const HostInfo mine = describe_host(me, o);
+  const auto parts = boot.allgather(to_json(mine).dump());  // everyone is present at the start
+  for (const auto& p : parts) r.hosts.push_back(host_from_json(parse(p, "a host description")));
+  for (int i = 0; i < n; ++i) r.hosts[static_cast<std::size_t>(i)].rank = i;
+  check_hosts(r.hosts, o);  // the same hosts on every rank: the same refusal everywhere
+  r.gone.assign(static_cast<std::size_t>(n), "");
+  r.shared_kernel = n > 1 && std::all_of(r.hosts.begin(), r.hosts.end(), [&](const HostInfo& h) {
+                      return !h.boot_id.empty() && h.boot_id == r.hosts.front().boot_id;
+                    });
+  for (const HostInfo& h : r.hosts) {
+    r.names.hosts.push_back(h.host);
+    std::vector<std::string> nics;
+    for (const NicInfo& nic : h.nics) nics.push_back(nic.name);
+    r.names.nics.push_back(nics);
+  }
+  for (const NicInfo& nic : r.hosts.front().nics) r.names.rails.push_back(nic.name);
+
+  if (me != 0) {
+    Part part(boot, o, r.hosts);
+    // Rank 0 may run other hosts' local ceilings one at a time meanwhile.
+    const double wait_s = std::max(600.0, o.round_timeout_s * (n + 2));
+    for (;;) {
+      const nlohmann::json msg = parse(boot.broadcast_live("", wait_s), "rank 0's step");
+      if (msg.value("op", "") != "step") break;
+      (void)part.run(step_from_json(msg));
+    }
+    return r;
+  }
+  Driver d(boot, o, r);
+  try {
+    d.run();
+  } catch (...) {
+    boot.broadcast_live(nlohmann::json{{"op", "end"}}.dump(), o.round_timeout_s);
+    throw;
+  }
+  boot.broadcast_live(nlohmann::json{{"op", "end"}}.dump(), o.round_timeout_s);
+  return r;
+}
+
+}  // namespace p2pscope::survey

@@ -1,0 +1,103 @@
+#pragma once
+// `p2pscope survey`: one process per host, started by a launcher and met over the
+// rendezvous (bootstrap), measures every host's links in rounds of disjoint pairs and
+// says which link, NIC or host is slow (docs/survey.md).
+//
+// Rank 0 drives: it sends each step's tasks to every rank (broadcast_live), each rank
+// runs its part (servers listen, clients run bench tcp's engine against them), and
+// rank 0 gathers the records (gather_live). A rank that dies or hangs is dropped there
+// and the survey goes on without it; every record is handed to `record` as soon as its
+// step ends, so nothing measured is lost when the run stops later.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "p2pscope/tcp.hpp"
+#include "survey/outliers.hpp"
+#include "survey/schedule.hpp"
+#include "survey/verdict.hpp"
+
+namespace p2pscope {
+class Bootstrap;
+}
+
+namespace p2pscope::survey {
+
+// One session's figures, as the client side saw both sides.
+struct Record {
+  int pass = 1, round = 0;
+  std::string step;          // "bw", "lat", "local"
+  int server = 0, client = 0, rail = 0;
+  std::string failure;       // empty: completed
+  std::vector<double> c2s_bytes_per_s, s2c_bytes_per_s;  // per timed round, as each receiver saw it
+  std::vector<double> latency_ns;                        // one-way: round trip / 2
+  double wall_s = 0;
+};
+
+struct Options {
+  PairsSpec pairs;
+  std::uint64_t seed = 1;
+  std::vector<std::string> nics;          // one per rail, the same names on every host; empty: found
+  std::vector<std::string> expect_hosts;  // --hosts: the host names the ranks must be, each once
+  tcp::Params bw, lat;                    // the two sessions of a link (bidir, latency)
+  bool latency = true, local = true, recheck = true;
+  double round_timeout_s = 60;  // a step's bound: a rank silent past it is dropped
+  double max_time_s = 0;        // the whole survey's bound (0: none); rounds past it are not started
+  OutlierOptions outliers;
+  std::string rendezvous_host;  // its NIC is left out when the NICs are found
+  std::vector<Record> resumed;  // --resume: records of an earlier run of these hosts, not measured again
+  std::function<void(const std::string&)> progress;     // rank 0
+  std::function<void(const nlohmann::json&)> record;    // rank 0: each record, as its step ends
+};
+
+struct NicInfo {
+  std::string name, ipv4;
+  long long speed_mbps = -1;
+};
+
+struct HostInfo {
+  int rank = 0;
+  std::string host, boot_id;
+  int cpus = 0;
+  std::vector<NicInfo> nics;  // by rail
+  std::string problem;        // set when this host cannot take part (a NIC it lacks)
+};
+
+struct Result {
+  std::vector<HostInfo> hosts;
+  std::vector<Record> records;
+  std::vector<std::string> gone;  // by rank: why it dropped out ("" while present)
+  std::vector<Judged> judged;
+  Verdict verdict;
+  ClusterNames names;
+  int rounds = 0, recheck_rounds = 0;
+  double wall_s = 0;
+  bool shared_kernel = false;  // every host on one kernel (namespaces): local ceilings one at a time
+  std::vector<std::string> notes;
+};
+
+// This host as it enters the survey (NICs resolved, or `problem` set).
+HostInfo describe_host(int rank, const Options& o);
+// UsageError naming what is wrong with the hosts together: a host's problem, two ranks
+// on one host, hosts with different rail counts, a --hosts list with a duplicate, a rank
+// on a host the list lacks, a listed host without a rank.
+void check_hosts(const std::vector<HostInfo>& hosts, const Options& o);
+
+// Collective over `boot`: every rank calls it. Rank 0 returns the whole result; the
+// others return theirs (hosts only) when rank 0 ends the survey.
+Result run(Bootstrap& boot, const Options& o);
+
+// Figures for the statistics, from records (pass 1 and 2, both directions, latency).
+std::vector<Figure> figures_of(const std::vector<Record>& records, const std::vector<HostInfo>& hosts);
+// What identifies a task across a resumed run: "1:bw:host0:host1:0".
+std::string task_key(const Record& r, const std::vector<HostInfo>& hosts);
+
+nlohmann::json to_json(const Record& r);
+Record record_from_json(const nlohmann::json& j);  // Error on a malformed record
+nlohmann::json to_json(const HostInfo& h);
+HostInfo host_from_json(const nlohmann::json& j);
+
+}  // namespace p2pscope::survey

@@ -1,0 +1,198 @@
+#include "survey/verdict.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace p2pscope::survey {
+namespace {
+
+constexpr double kMostLinks = 0.75;  // share of a host's partners that must be slow to blame the host
+
+struct LinkKey {
+  int a, b, rail;  // a < b
+  auto operator<=>(const LinkKey&) const = default;
+};
+
+LinkKey key_of(const Figure& f) { return {std::min(f.from, f.to), std::max(f.from, f.to), f.rail}; }
+
+std::string nic_of(const ClusterNames& n, int host, int rail) {
+  if (host >= 0 && static_cast<std::size_t>(host) < n.nics.size() && rail >= 0 &&
+      static_cast<std::size_t>(rail) < n.nics[static_cast<std::size_t>(host)].size())
+    return n.nics[static_cast<std::size_t>(host)][static_cast<std::size_t>(rail)];
+  return fmt::format("rail {}", rail);
+}
+
+std::string host_of(const ClusterNames& n, int host) {
+  return host >= 0 && static_cast<std::size_t>(host) < n.hosts.size() ? n.hosts[static_cast<std::size_t>(host)]
+                                                                     : fmt::format("rank {}", host);
+}
+
+// The slower direction of a link's flagged figures, and how much slower.
+const Judged* worst(const std::vector<const Judged*>& js) {
+  const Judged* w = nullptr;
+  for (const Judged* j : js)
+    if (j->flagged && (!w || j->ratio < w->ratio)) w = j;
+  return w;
+}
+
+struct PerHostRail {
+  std::set<int> partners, slow;
+};
+
+}  // namespace
+
+std::string ratio_text(double ratio, double lo, double hi) {
+  return fmt::format("{:.0f} % of its class [{:.0f}, {:.0f} %]", ratio * 100, lo * 100, hi * 100);
+}
+
+Verdict decide(const std::vector<Judged>& judged, const ClusterNames& names, const std::vector<std::string>& gone) {
+  Verdict v;
+  const int rails = static_cast<int>(std::max<std::size_t>(names.rails.size(), 1));
+  std::map<LinkKey, std::vector<const Judged*>> links, recheck;
+  std::vector<const Judged*> latency;
+  for (const Judged& j : judged) {
+    if (j.figure.metric == Metric::latency) {
+      if (j.flagged && j.figure.pass == 1) latency.push_back(&j);
+      continue;
+    }
+    if (j.figure.samples.empty()) continue;
+    (j.figure.pass == 1 ? links : recheck)[key_of(j.figure)].push_back(&j);
+  }
+  std::map<std::pair<int, int>, PerHostRail> hr;  // (host, rail)
+  for (const auto& [k, js] : links) {
+    ++v.links;
+    const bool slow = worst(js) != nullptr;
+    if (slow) ++v.slow_links;
+    for (auto [h, p] : {std::pair{k.a, k.b}, std::pair{k.b, k.a}}) {
+      hr[{h, k.rail}].partners.insert(p);
+      if (slow) hr[{h, k.rail}].slow.insert(p);
+    }
+  }
+  const auto mostly_slow = [&](int h, int r) {
+    const auto it = hr.find({h, r});
+    if (it == hr.end() || it->second.partners.size() < 2) return false;
+    return static_cast<double>(it->second.slow.size()) >= kMostLinks * static_cast<double>(it->second.partners.size());
+  };
+  // A recheck against a good partner: "slow" / "normal" / "" (none was made).
+  const auto recheck_of = [&](int h, int r) -> std::string {
+    bool any = false, slow = false;
+    for (const auto& [k, js] : recheck)
+      if (k.rail == r && (k.a == h || k.b == h)) {
+        any = true;
+        slow = slow || worst(js) != nullptr;
+      }
+    return any ? (slow ? "slow" : "normal") : "";
+  };
+  std::set<int> host_faults;
+  std::set<std::pair<int, int>> nic_faults;
+  const int hosts = static_cast<int>(names.hosts.size());
+  for (int h = 0; h < hosts; ++h) {
+    int slow_rails = 0;
+    for (int r = 0; r < rails; ++r) slow_rails += mostly_slow(h, r) ? 1 : 0;
+    if (slow_rails == 0) continue;
+    if (slow_rails == rails) host_faults.insert(h);
+    else
+      for (int r = 0; r < rails; ++r)
+        if (mostly_slow(h, r)) nic_faults.insert({h, r});
+  }
+  // The host's figures: the range of its slow links' ratios.
+  const auto range_of = [&](int h, int rail /* -1: every rail */) {
+    double lo = 1e300, hi = 0;
+    int n = 0, of = 0;
+    for (const auto& [k, js] : links) {
+      if ((k.a != h && k.b != h) || (rail >= 0 && k.rail != rail)) continue;
+      ++of;
+      if (const Judged* w = worst(js)) {
+        lo = std::min(lo, w->ratio), hi = std::max(hi, w->ratio);
+        ++n;
+      }
+    }
+    return std::tuple{n, of, lo, hi};
+  };
+  for (int h : host_faults) {
+    const auto [n, of, lo, hi] = range_of(h, -1);
+    Finding f{"host", h, -1, -1, lo, lo, hi, ""};
+    const std::string again = recheck_of(h, 0);
+    f.text = fmt::format("{} slow: {} of its {} links at {:.0f}-{:.0f} % of their class, on every rail{}: the host "
+                         "(its CPUs, memory or PCIe), not its links",
+                         host_of(names, h), n, of, lo * 100, hi * 100,
+                         again == "slow" ? ", and slow against a good partner too" : "");
+    if (rails == 1)
+      f.text = fmt::format("{} slow: {} of its {} links at {:.0f}-{:.0f} % of their class{}: the host or its only "
+                           "NIC {} (one rail cannot tell them apart)",
+                           host_of(names, h), n, of, lo * 100, hi * 100,
+                           again == "slow" ? ", and slow against a good partner too" : "", nic_of(names, h, 0));
+    v.findings.push_back(f);
+  }
+  for (const auto& [h, r] : nic_faults) {
+    const auto [n, of, lo, hi] = range_of(h, r);
+    Finding f{"nic", h, -1, r, lo, lo, hi, ""};
+    f.text = fmt::format("{} {} slow: {} of its {} links on that rail at {:.0f}-{:.0f} % of their class, its other "
+                         "rails normal: the NIC, its cable or its switch port{}",
+                         host_of(names, h), nic_of(names, h, r), n, of, lo * 100, hi * 100,
+                         recheck_of(h, r) == "slow" ? " (slow against a good partner too)" : "");
+    v.findings.push_back(f);
+  }
+  for (const auto& [k, js] : links) {
+    const Judged* w = worst(js);
+    if (!w) continue;
+    if (host_faults.count(k.a) || host_faults.count(k.b) || nic_faults.count({k.a, k.rail}) ||
+        nic_faults.count({k.b, k.rail}))
+      continue;  // explained above
+    Finding f{"link", k.a, k.b, k.rail, w->ratio, w->ratio_lo, w->ratio_hi, ""};
+    bool both_ways = true;
+    for (const Judged* j : js) both_ways = both_ways && j->flagged;
+    const std::string dir =
+        both_ways ? "both ways"
+                  : fmt::format("{} -> {} only", host_of(names, w->figure.from), host_of(names, w->figure.to));
+    const std::string ra = recheck_of(k.a, k.rail), rb = recheck_of(k.b, k.rail);
+    std::string cause;
+    if (ra == "normal" && rb == "normal")
+      cause = fmt::format("{}'s and {}'s other links normal, and each normal against a good partner: the link or its "
+                          "switch port",
+                          host_of(names, k.a), host_of(names, k.b));
+    else if (ra == "slow" || rb == "slow")
+      cause = fmt::format("{} also slow against a good partner: its NIC {} rather than the link",
+                          host_of(names, ra == "slow" ? k.a : k.b), nic_of(names, ra == "slow" ? k.a : k.b, k.rail));
+    else
+      cause = fmt::format("{}'s and {}'s other links normal (not rechecked: no good partner was free): the link or "
+                          "its switch port",
+                          host_of(names, k.a), host_of(names, k.b));
+    f.text = fmt::format("{} {} <-> {} {} at {} ({}); {}", host_of(names, k.a), nic_of(names, k.a, k.rail),
+                         host_of(names, k.b), nic_of(names, k.b, k.rail),
+                         ratio_text(w->ratio, w->ratio_lo, w->ratio_hi), dir, cause);
+    v.findings.push_back(f);
+  }
+  for (const Judged* j : latency) {
+    const LinkKey k = key_of(j->figure);
+    if (host_faults.count(k.a) || host_faults.count(k.b)) continue;
+    ++v.latency_flags;
+    Finding f{"latency", k.a, k.b, k.rail, j->ratio, j->ratio_lo, j->ratio_hi, ""};
+    f.text = fmt::format("latency {} {} <-> {} {}: p50 {:.1f} us, {:.1f}x its class's {:.1f} us (p99 {:.1f} us)",
+                         host_of(names, k.a), nic_of(names, k.a, k.rail), host_of(names, k.b),
+                         nic_of(names, k.b, k.rail), j->median / 1e3, j->ratio, j->class_median / 1e3, j->p99 / 1e3);
+    v.findings.push_back(f);
+  }
+  for (std::size_t h = 0; h < gone.size(); ++h)
+    if (!gone[h].empty())
+      v.findings.push_back({"gone", static_cast<int>(h), -1, -1, 0, 0, 0,
+                            fmt::format("{} dropped out: {}; its links from then on were not measured, every "
+                                        "other pair was",
+                                        host_of(names, static_cast<int>(h)), gone[h])});
+  const int hosts_slow = static_cast<int>(host_faults.size());
+  std::string head = fmt::format("{} of {} links slow", v.slow_links, v.links);
+  if (v.findings.empty()) {
+    v.headline = head + ": every link within its class (" + std::to_string(hosts) + " hosts x " +
+                 std::to_string(rails) + " rail" + (rails == 1 ? "" : "s") + ")";
+    return v;
+  }
+  if (hosts_slow > 0 && v.slow_links > 0) head += fmt::format(" ({} host{} behind them)", hosts_slow, hosts_slow == 1 ? "" : "s");
+  v.headline = head + ": " + v.findings.front().text;
+  if (v.findings.size() > 1) v.headline += fmt::format("; and {} more finding{}", v.findings.size() - 1, v.findings.size() == 2 ? "" : "s");
+  return v;
+}
+
+}  // namespace p2pscope::survey
