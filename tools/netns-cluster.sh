@@ -124,7 +124,13 @@ enter() {  # H CMD...: the host's namespace, host name and CPU quota
   for g in "$CG1/$(ns "$h")" "/sys/fs/cgroup/$(ns "$h")"; do
     [ -f "$g/cgroup.procs" ] && echo $$ > "$g/cgroup.procs"
   done
-  exec ip netns exec "$(ns "$h")" unshare --uts sh -c 'hostname "$0"; exec "$@"' "h$h" "$@"
+  # P2PSCOPE_NETNS_CPUS=LIST: every host's process on those CPUs. Hosts of one machine
+  # share its cores, and a ping-pong between two processes on one core hands over at
+  # once where one across cores waits for an idle core to wake (16 against 50 us in a
+  # 2-core VM): on one core, every pair's latency is timed alike.
+  local pin=()
+  [ -n "${P2PSCOPE_NETNS_CPUS:-}" ] && pin=(taskset -c "$P2PSCOPE_NETNS_CPUS")
+  exec ip netns exec "$(ns "$h")" "${pin[@]}" unshare --uts sh -c 'hostname "$0"; exec "$@"' "h$h" "$@"
 }
 
 case "${1:-}" in

@@ -24,7 +24,11 @@ std::string class_of(const std::vector<HostInfo>& hosts, int a, int b, int rail)
 std::vector<Figure> figures_of(const std::vector<Record>& records, const std::vector<HostInfo>& hosts) {
   std::vector<Figure> out;
   for (const Record& r : records) {
-    if (!r.failure.empty() || r.step == "local") continue;  // a failed session's rounds are not a link's figure
+    if (!r.failure.empty()) continue;  // a failed session's rounds are not a link's figure
+    if (r.step == "local") {
+      out.push_back({Metric::bandwidth, r.pass, r.server, r.server, -1, kLocalClass, r.c2s_bytes_per_s});
+      continue;
+    }
     const std::string cls = class_of(hosts, r.server, r.client, r.rail);
     if (r.step == "bw") {
       out.push_back({Metric::bandwidth, r.pass, r.client, r.server, r.rail, cls, r.c2s_bytes_per_s});

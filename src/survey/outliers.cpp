@@ -49,6 +49,19 @@ std::vector<Judged> judge(const std::vector<Figure>& figures, const OutlierOptio
   }
   std::map<std::pair<int, std::string>, ClassStats> classes;
   for (const auto& [key, medians] : pass1) classes[key] = class_stats(medians);
+  // A figure is set against its peers, itself left out: in a small class (4 hosts' local
+  // ceilings) the class's [min, max] would hold the outlier itself. Past kWholeClass
+  // figures one figure moves nothing, and leaving each out would cost n^2.
+  constexpr std::size_t kWholeClass = 64;
+  const auto peers_of = [&](const Judged& j, const ClassStats& whole) {
+    const auto& medians = pass1[{static_cast<int>(j.figure.metric), j.figure.cls}];
+    if (medians.size() > kWholeClass || j.figure.pass != 1) return whole;
+    std::vector<double> others = medians;
+    if (const auto it = std::find(others.begin(), others.end(), j.median); it != others.end()) others.erase(it);
+    ClassStats c = class_stats(others);
+    c.size = whole.size;
+    return c;
+  };
 
   for (Judged& j : out) {
     const Figure& f = j.figure;
@@ -61,7 +74,7 @@ std::vector<Judged> judge(const std::vector<Figure>& figures, const OutlierOptio
       j.why = "no figure of its class in the first pass";
       continue;
     }
-    const ClassStats& c = it->second;
+    const ClassStats c = peers_of(j, it->second);
     j.class_median = c.median, j.class_lo = c.lo, j.class_hi = c.hi, j.class_mad = c.mad, j.class_size = c.size;
     if (c.median > 0) {
       j.ratio = j.median / c.median, j.ratio_lo = j.lo / c.median, j.ratio_hi = j.hi / c.median;
@@ -73,7 +86,7 @@ std::vector<Judged> judge(const std::vector<Figure>& figures, const OutlierOptio
     const bool bw = f.metric == Metric::bandwidth;
     // Signed so that "worse" is positive for both metrics.
     const double worse_pct = c.median > 0 ? (bw ? c.median - j.median : j.median - c.median) / c.median * 100 : 0;
-    const double threshold = bw ? o.threshold_pct : o.latency_threshold_pct;
+    const double threshold = f.cls == kLocalClass ? o.local_threshold_pct : bw ? o.threshold_pct : o.latency_threshold_pct;
     const bool beyond_threshold = worse_pct >= threshold;
     const bool beyond_intervals = bw ? j.hi < c.lo : j.lo > c.hi;
     const double scaled_mad = 1.4826 * c.mad;

@@ -16,6 +16,8 @@
 namespace p2pscope::survey {
 
 enum class Metric { bandwidth, latency };  // bytes/s (higher is better), ns (lower is better)
+// The class of the hosts' local ceilings (from = to = the host, rail -1).
+inline constexpr const char* kLocalClass = "local ceiling";
 
 struct Figure {
   Metric metric = Metric::bandwidth;
@@ -40,6 +42,9 @@ struct Judged {
 struct OutlierOptions {
   double threshold_pct = 5;           // bandwidth
   double latency_threshold_pct = 50;  // a p50 this much above its class (jitter is larger)
+  // A host's own ceiling (bench tcp over loopback) is a figure of its CPUs and memory,
+  // which other work moves by tens of %: only a gross deficit is a finding.
+  double local_threshold_pct = 50;
   double mad_k = 3;
   int min_class = 3;  // smaller classes are shown but never flagged
 };

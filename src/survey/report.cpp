@@ -93,6 +93,14 @@ std::string to_text(const Result& r) {
                          host(r, rec.server), host(r, rec.client), rec.rail, rec.failure);
     }
   if (failed > 10) o += fmt::format("... and {} more failed sessions (every one is in the JSON)\n", failed - 10);
+  if (r.verdict.bandwidth_unrepeated > 0)
+    o += fmt::format("note: {} link{} flagged in the first pass and normal when measured again: the moment's load, not "
+                     "the link\n",
+                     r.verdict.bandwidth_unrepeated, r.verdict.bandwidth_unrepeated == 1 ? "" : "s");
+  if (r.verdict.latency_unrepeated > 0)
+    o += fmt::format("note: {} latency flag{} of the first pass not repeated when measured again: the moment's "
+                     "load, not the link\n",
+                     r.verdict.latency_unrepeated, r.verdict.latency_unrepeated == 1 ? "" : "s");
   for (const std::string& n : r.notes) o += "note: " + n + "\n";
   return o;
 }
@@ -117,7 +125,7 @@ nlohmann::json to_json(const Result& r) {
                         {"ratio_lo", f.ratio_lo}, {"ratio_hi", f.ratio_hi}, {"text", f.text}});
   return {{"kind", "p2pscope_survey"},
           {"verdict", {{"headline", r.verdict.headline}, {"links", r.verdict.links},
-                       {"slow_links", r.verdict.slow_links}, {"latency_flags", r.verdict.latency_flags},
+                       {"slow_links", r.verdict.slow_links}, {"latency_flags", r.verdict.latency_flags}, {"latency_unrepeated", r.verdict.latency_unrepeated}, {"bandwidth_unrepeated", r.verdict.bandwidth_unrepeated},
                        {"findings", findings}}},
           {"hosts", hosts},
           {"rails", r.names.rails},

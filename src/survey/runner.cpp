@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -122,7 +123,7 @@ class Part {
             // The host's own ceiling: one direction, rounds long enough to time at memory speed.
             tcp::Params local = params;
             local.mode = tcp::Mode::bw;
-            local.size_bytes = std::max<std::uint64_t>(local.size_bytes, 64ull << 20);
+            local.size_bytes = std::max<std::uint64_t>(local.size_bytes, 16ull << 20);
             take_figures(r, tcp::run_loopback(local));
           } else if (port_v == 0) {
             r.failure = fmt::format("the server side on {} did not listen (gone, or its bind failed)", hosts_[t.server].host);
@@ -272,8 +273,8 @@ class Driver {
       // Namespace hosts of one machine share its CPUs: one at a time, or each ceiling
       // would be a share of the others'.
       for (int h = 0; h < n; ++h) run_step({1, 0, "local", {local_task(h)}});
-      r_.notes.push_back("every host runs on one kernel (network namespaces of one machine): their local ceilings were "
-                         "measured one at a time, and their links share its CPUs");
+      r_.notes.push_back("every host runs on one kernel (network namespaces of one machine): their local ceilings and "
+                         "latencies were measured one at a time, and their links share its CPUs");
     } else {
       Step s{1, 0, "local", {}};
       for (int h = 0; h < n; ++h) s.tasks.push_back(local_task(h));
@@ -290,14 +291,61 @@ class Driver {
     if (!o_.latency) return;
     Step lat = bw;
     lat.kind = "lat";
-    run_step(lat);
+    if (!r_.shared_kernel) {
+      run_step(lat);
+      return;
+    }
+    // Hosts of one kernel share its CPUs: ping-pongs at once would time the scheduler
+    // (a reader waits for a CPU another pair spins on), so each runs alone, as it would
+    // on hosts of their own.
+    for (const Task& t : bw.tasks) run_step({pass, round, "lat", {t}});
   }
 
   void second_pass() {
     const auto judged = judge(figures_of(r_.records, r_.hosts), o_.outliers);
     std::set<int> suspect;
-    for (const Judged& j : judged)
-      if (j.flagged && j.figure.metric == Metric::bandwidth) suspect.insert({j.figure.from, j.figure.to});
+    std::vector<Task> latency_again;
+    std::set<std::tuple<int, int, int>> links_again;  // (a, b, rail), a < b
+    for (const Judged& j : judged) {
+      if (!j.flagged || j.figure.pass != 1) continue;
+      if (j.figure.metric == Metric::bandwidth) {
+        suspect.insert({j.figure.from, j.figure.to});
+        if (j.figure.rail >= 0)
+          links_again.insert({std::min(j.figure.from, j.figure.to), std::max(j.figure.from, j.figure.to), j.figure.rail});
+      } else {
+        latency_again.push_back({j.figure.from, j.figure.to, j.figure.rail});
+      }
+    }
+    // A flagged link is measured again as it was: a flag the link does not repeat was a
+    // moment of the machine's load (decide() drops it); one it repeats is then told
+    // apart from a slow end by the partners below. Disjoint pairs at once.
+    std::vector<Task> again;
+    for (const auto& [a, b, rail] : links_again)
+      if (alive(a) && alive(b)) again.push_back({a, b, rail});
+    while (!again.empty()) {
+      Step s{2, 0, "bw", {}};
+      std::set<int> busy;
+      std::vector<Task> later;
+      for (const Task& t : again) {
+        if (busy.count(t.server) || busy.count(t.client)) {
+          later.push_back(t);
+          continue;
+        }
+        busy.insert(t.server), busy.insert(t.client);
+        s.tasks.push_back(t);
+      }
+      run_step(s);
+      again = std::move(later);
+    }
+    // A latency flag counts only when the same pair is slow again: a ping-pong meets the
+    // machine's other load at its moment, and one moment is no finding.
+    for (const Task& t : latency_again) {
+      if (!alive(t.server) || !alive(t.client)) continue;
+      run_step({2, 0, "lat", {t}});
+    }
+    if (!latency_again.empty())
+      progress(fmt::format("second pass: {} latency flag{} measured again", latency_again.size(),
+                           latency_again.size() == 1 ? "" : "s"));
     if (suspect.empty()) return;
     std::vector<int> good;
     for (int h = 0; h < static_cast<int>(r_.hosts.size()); ++h)

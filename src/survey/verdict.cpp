@@ -30,11 +30,12 @@ std::string host_of(const ClusterNames& n, int host) {
                                                                      : fmt::format("rank {}", host);
 }
 
-// The slower direction of a link's flagged figures, and how much slower.
-const Judged* worst(const std::vector<const Judged*>& js) {
+// The slower direction of a link's flagged figures (those a second measurement did
+// not clear), and how much slower.
+const Judged* worst(const std::vector<const Judged*>& js, const std::set<const Judged*>& cleared = {}) {
   const Judged* w = nullptr;
   for (const Judged* j : js)
-    if (j->flagged && (!w || j->ratio < w->ratio)) w = j;
+    if (j->flagged && !cleared.count(j) && (!w || j->ratio < w->ratio)) w = j;
   return w;
 }
 
@@ -52,19 +53,42 @@ Verdict decide(const std::vector<Judged>& judged, const ClusterNames& names, con
   Verdict v;
   const int rails = static_cast<int>(std::max<std::size_t>(names.rails.size(), 1));
   std::map<LinkKey, std::vector<const Judged*>> links, recheck;
-  std::vector<const Judged*> latency;
+  std::vector<const Judged*> latency, local_slow;
+  std::set<const Judged*> unrepeated;  // first-pass flags a second measurement cleared
+  std::map<LinkKey, bool> latency_again;  // pass 2: the pair measured again, and whether it was slow again
   for (const Judged& j : judged) {
     if (j.figure.metric == Metric::latency) {
       if (j.flagged && j.figure.pass == 1) latency.push_back(&j);
+      if (j.figure.pass == 2) latency_again[key_of(j.figure)] = j.flagged;
       continue;
     }
     if (j.figure.samples.empty()) continue;
+    if (j.figure.cls == kLocalClass) {
+      if (j.flagged) local_slow.push_back(&j);
+      continue;
+    }
     (j.figure.pass == 1 ? links : recheck)[key_of(j.figure)].push_back(&j);
+  }
+  // A latency flag that its second measurement did not repeat was the moment's load.
+  int latency_unrepeated = 0;
+  std::erase_if(latency, [&](const Judged* j) {
+    const auto it = latency_again.find(key_of(j->figure));
+    const bool drop = it != latency_again.end() && !it->second;
+    latency_unrepeated += drop ? 1 : 0;
+    return drop;
+  });
+  // A bandwidth flag that the link did not repeat when measured again (pass 2, same pair).
+  int bw_unrepeated = 0;
+  for (auto it = links.begin(); it != links.end(); ++it) {
+    const auto again = recheck.find(it->first);
+    if (!worst(it->second) || again == recheck.end() || worst(again->second)) continue;
+    for (const Judged* j : it->second) unrepeated.insert(j);
+    ++bw_unrepeated;
   }
   std::map<std::pair<int, int>, PerHostRail> hr;  // (host, rail)
   for (const auto& [k, js] : links) {
     ++v.links;
-    const bool slow = worst(js) != nullptr;
+    const bool slow = worst(js, unrepeated) != nullptr;
     if (slow) ++v.slow_links;
     for (auto [h, p] : {std::pair{k.a, k.b}, std::pair{k.b, k.a}}) {
       hr[{h, k.rail}].partners.insert(p);
@@ -77,10 +101,10 @@ Verdict decide(const std::vector<Judged>& judged, const ClusterNames& names, con
     return static_cast<double>(it->second.slow.size()) >= kMostLinks * static_cast<double>(it->second.partners.size());
   };
   // A recheck against a good partner: "slow" / "normal" / "" (none was made).
-  const auto recheck_of = [&](int h, int r) -> std::string {
+  const auto recheck_of = [&](int h, int r, int not_with = -1) -> std::string {
     bool any = false, slow = false;
     for (const auto& [k, js] : recheck)
-      if (k.rail == r && (k.a == h || k.b == h)) {
+      if (k.rail == r && (k.a == h || k.b == h) && k.a != not_with && k.b != not_with) {
         any = true;
         slow = slow || worst(js) != nullptr;
       }
@@ -105,13 +129,31 @@ Verdict decide(const std::vector<Judged>& judged, const ClusterNames& names, con
     for (const auto& [k, js] : links) {
       if ((k.a != h && k.b != h) || (rail >= 0 && k.rail != rail)) continue;
       ++of;
-      if (const Judged* w = worst(js)) {
+      if (const Judged* w = worst(js, unrepeated)) {
         lo = std::min(lo, w->ratio), hi = std::max(hi, w->ratio);
         ++n;
       }
     }
     return std::tuple{n, of, lo, hi};
   };
+  // A host whose own ceiling is far below the others': its CPUs or memory, whether or
+  // not its links show it (a link slower than the host's ceiling hides a busy host).
+  std::set<int> local_hosts;
+  for (const Judged* j : local_slow) {
+    const int h = j->figure.from;
+    local_hosts.insert(h);
+    const bool links_too = host_faults.count(h) > 0;
+    host_faults.erase(h);
+    const auto [n, of, lo, hi] = range_of(h, -1);
+    v.findings.push_back(
+        {"host", h, -1, -1, j->ratio, j->ratio_lo, j->ratio_hi,
+         fmt::format("{} slow: its local ceiling (bench tcp over loopback) at {}: its CPUs or memory (busy, "
+                     "throttled){}",
+                     host_of(names, h), ratio_text(j->ratio, j->ratio_lo, j->ratio_hi),
+                     links_too ? fmt::format(", and {} of its {} links slow with it", n, of)
+                               : n == 0 ? "; its links are normal at their rate, which it can still drive"
+                                        : fmt::format("; {} of its {} links slow", n, of))});
+  }
   for (int h : host_faults) {
     const auto [n, of, lo, hi] = range_of(h, -1);
     Finding f{"host", h, -1, -1, lo, lo, hi, ""};
@@ -137,18 +179,26 @@ Verdict decide(const std::vector<Judged>& judged, const ClusterNames& names, con
     v.findings.push_back(f);
   }
   for (const auto& [k, js] : links) {
-    const Judged* w = worst(js);
+    const Judged* w = worst(js, unrepeated);
     if (!w) continue;
-    if (host_faults.count(k.a) || host_faults.count(k.b) || nic_faults.count({k.a, k.rail}) ||
-        nic_faults.count({k.b, k.rail}))
+    if (host_faults.count(k.a) || host_faults.count(k.b) || local_hosts.count(k.a) || local_hosts.count(k.b) ||
+        nic_faults.count({k.a, k.rail}) || nic_faults.count({k.b, k.rail}))
       continue;  // explained above
     Finding f{"link", k.a, k.b, k.rail, w->ratio, w->ratio_lo, w->ratio_hi, ""};
     bool both_ways = true;
-    for (const Judged* j : js) both_ways = both_ways && j->flagged;
-    const std::string dir =
-        both_ways ? "both ways"
-                  : fmt::format("{} -> {} only", host_of(names, w->figure.from), host_of(names, w->figure.to));
-    const std::string ra = recheck_of(k.a, k.rail), rb = recheck_of(k.b, k.rail);
+    const Judged* other = nullptr;  // the other direction
+    for (const Judged* j : js) {
+      both_ways = both_ways && j->flagged;
+      if (j != w) other = j;
+    }
+    const std::string slow_dir = fmt::format("{} -> {}", host_of(names, w->figure.from), host_of(names, w->figure.to));
+    std::string dir = both_ways ? "both ways" : slow_dir + " only";
+    // Both directions run at once: a slow direction also queues the other's
+    // acknowledgements, so one slowed direction drags the other down a little.
+    if (both_ways && other && other->ratio - w->ratio > 0.1)
+      dir = fmt::format("both ways, {} the slower: {:.0f} % against {:.0f} %", slow_dir, w->ratio * 100,
+                        other->ratio * 100);
+    const std::string ra = recheck_of(k.a, k.rail, k.b), rb = recheck_of(k.b, k.rail, k.a);
     std::string cause;
     if (ra == "normal" && rb == "normal")
       cause = fmt::format("{}'s and {}'s other links normal, and each normal against a good partner: the link or its "
@@ -166,9 +216,33 @@ Verdict decide(const std::vector<Judged>& judged, const ClusterNames& names, con
                          ratio_text(w->ratio, w->ratio_lo, w->ratio_hi), dir, cause);
     v.findings.push_back(f);
   }
+  // Latency: a host slow to answer most of its partners is the host (busy CPUs, a
+  // throttled process), not each link. Partners are counted over every rail.
+  std::map<int, std::set<int>> lat_partners, lat_slow;
+  for (const Judged& j : judged)
+    if (j.figure.metric == Metric::latency && j.figure.pass == 1 && !j.figure.samples.empty())
+      for (auto [h, p] : {std::pair{j.figure.from, j.figure.to}, std::pair{j.figure.to, j.figure.from}}) {
+        lat_partners[h].insert(p);
+        if (j.flagged && std::find(latency.begin(), latency.end(), &j) != latency.end()) lat_slow[h].insert(p);
+      }
+  std::set<int> lat_hosts;
+  for (const auto& [h, slow] : lat_slow) {
+    const std::size_t of = lat_partners[h].size();
+    if (host_faults.count(h) || local_hosts.count(h) || of < 2 || static_cast<double>(slow.size()) < kMostLinks * static_cast<double>(of)) continue;
+    lat_hosts.insert(h);
+    double lo = 1e300, hi = 0;
+    for (const Judged* j : latency)
+      if (j->figure.from == h || j->figure.to == h) lo = std::min(lo, j->ratio), hi = std::max(hi, j->ratio);
+    v.findings.push_back({"host", h, -1, -1, lo, lo, hi,
+                          fmt::format("{} slow to answer: latency with {} of its {} partners at {:.1f}-{:.1f}x their "
+                                      "class: the host (busy or throttled CPUs), not its links",
+                                      host_of(names, h), slow.size(), of, lo, hi)});
+  }
   for (const Judged* j : latency) {
     const LinkKey k = key_of(j->figure);
-    if (host_faults.count(k.a) || host_faults.count(k.b)) continue;
+    if (host_faults.count(k.a) || host_faults.count(k.b) || lat_hosts.count(k.a) || lat_hosts.count(k.b) ||
+        local_hosts.count(k.a) || local_hosts.count(k.b))
+      continue;
     ++v.latency_flags;
     Finding f{"latency", k.a, k.b, k.rail, j->ratio, j->ratio_lo, j->ratio_hi, ""};
     f.text = fmt::format("latency {} {} <-> {} {}: p50 {:.1f} us, {:.1f}x its class's {:.1f} us (p99 {:.1f} us)",
@@ -182,8 +256,23 @@ Verdict decide(const std::vector<Judged>& judged, const ClusterNames& names, con
                             fmt::format("{} dropped out: {}; its links from then on were not measured, every "
                                         "other pair was",
                                         host_of(names, static_cast<int>(h)), gone[h])});
-  const int hosts_slow = static_cast<int>(host_faults.size());
-  std::string head = fmt::format("{} of {} links slow", v.slow_links, v.links);
+  v.latency_unrepeated = latency_unrepeated;
+  v.bandwidth_unrepeated = bw_unrepeated;
+  // The worst first: a host gone, then hosts, NICs, links, latencies.
+  const auto rank_of = [](const Finding& f) {
+    for (int i = 0; const char* k : {"gone", "host", "nic", "link", "latency"}) {
+      if (f.kind == k) return i;
+      ++i;
+    }
+    return 9;
+  };
+  std::stable_sort(v.findings.begin(), v.findings.end(),
+                   [&](const Finding& x, const Finding& y) { return rank_of(x) < rank_of(y); });
+  const int hosts_slow = static_cast<int>(host_faults.size() + local_hosts.size());
+  if (!lat_hosts.empty()) v.latency_flags = std::max(v.latency_flags, static_cast<int>(lat_hosts.size()));
+  std::string head = v.slow_links > 0 || v.findings.empty()
+                         ? fmt::format("{} of {} links slow", v.slow_links, v.links)
+                         : fmt::format("bandwidth normal on all {} links", v.links);
   if (v.findings.empty()) {
     v.headline = head + ": every link within its class (" + std::to_string(hosts) + " hosts x " +
                  std::to_string(rails) + " rail" + (rails == 1 ? "" : "s") + ")";

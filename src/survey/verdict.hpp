@@ -32,6 +32,8 @@ struct Verdict {
   int links = 0;        // pairs x rails the first pass measured
   int slow_links = 0;   // of them, with a flagged direction
   int latency_flags = 0;
+  int latency_unrepeated = 0;  // first-pass latency flags that a second measurement did not repeat
+  int bandwidth_unrepeated = 0;  // links flagged in the first pass and normal when measured again
 };
 
 // `gone`: rank -> why it dropped out (empty for a rank still present).

@@ -144,6 +144,23 @@ TEST(SurveyOutliers, TheSecondPassTellsTheLinkFromASlowEnd) {
       << nic.findings[0].text;
 }
 
+TEST(SurveyOutliers, AFlagTheLinkDoesNotRepeatWhenMeasuredAgainIsDropped) {
+  auto figs = synthetic(8, 2, [](int a, int b, int r) { return a == 3 && b == 5 && r == 1 ? 0.9 : 1.0; });
+  const auto again = [&](double f) {
+    std::vector<Figure> all = figs;
+    all.push_back({Metric::bandwidth, 2, 3, 5, 1, "NIC 200 Mb/s", std::vector<double>(5, kRate * f)});
+    all.push_back({Metric::bandwidth, 2, 5, 3, 1, "NIC 200 Mb/s", std::vector<double>(5, kRate)});
+    return decide(judge(all, {}), names(8, 2), {});
+  };
+  const Verdict transient = again(1.0);
+  EXPECT_EQ(transient.slow_links, 0) << transient.headline;
+  EXPECT_EQ(transient.bandwidth_unrepeated, 1);
+  EXPECT_TRUE(transient.findings.empty()) << transient.headline;
+  const Verdict real = again(0.9);
+  EXPECT_EQ(real.slow_links, 1) << real.headline;
+  EXPECT_EQ(real.bandwidth_unrepeated, 0);
+}
+
 TEST(SurveyOutliers, AGoneHostIsNamedAndTheRestJudged) {
   auto figs = synthetic(4, 1, [](int, int, int) { return 1.0; });
   std::erase_if(figs, [](const Figure& f) { return f.from == 3 || f.to == 3; });
@@ -160,14 +177,14 @@ TEST(SurveyOutliers, LatencyFlagsNeedTheirOwnThreshold) {
   std::vector<Figure> figs;
   for (int a = 0; a < 6; ++a)
     for (int b = a + 1; b < 6; ++b) {
-      const double base = (a == 1 && b == 4) ? 30e3 : 20e3;  // +50 %: at the 50 % threshold
+      const double base = (a == 1 && b == 4) ? 33e3 : 20e3;  // +64 %: over the 50 % threshold, under 70
       Figure f{Metric::latency, 1, a, b, 0, "NIC 200 Mb/s", {}};
       for (int i = 0; i < 200; ++i) f.samples.push_back(base + (i % 7) * 100);
       figs.push_back(f);
     }
   OutlierOptions o;
   EXPECT_EQ(flags(judge(figs, o)), 1);
-  o.latency_threshold_pct = 60;
+  o.latency_threshold_pct = 70;
   EXPECT_EQ(flags(judge(figs, o)), 0);
 }
 
