@@ -17,6 +17,10 @@
 #   netns-cluster.sh rank-exec CMD...      run CMD in the host of this launcher rank
 #                                          (OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK or RANK)
 #   netns-cluster.sh exec H CMD...         run CMD in host H, with its host name
+#   netns-cluster.sh survey ARGS...        `p2pscope survey ARGS` on every host under mpirun
+#                                          ($P2PSCOPE: the binary, default build/p2pscope;
+#                                          P2PSCOPE_NETNS_RECOVERY=1: a rank that dies does
+#                                          not end the others)
 #
 # Addresses: 10.201.R.(H+1)/24 on rail R (R = 0 is management), a range these tests own.
 # P2PSCOPE_NETNS_PREFIX (default p2s) names everything, so that two clusters can coexist.
@@ -142,10 +146,24 @@ case "${1:-}" in
   busy) shift; busy "$@" ;;
   addr) shift; addr "$1" "$2" ;;
   exec) shift; h=$1; shift; enter "$h" "$@" ;;
+  survey)
+    shift
+    [ -e "$STATE/hosts" ] || die "no cluster (netns-cluster.sh up N first)"
+    command -v mpirun >/dev/null || die "needs Open MPI's mpirun (apt-get install openmpi-bin)"
+    n=$(cat "$STATE/hosts")
+    export P2PSCOPE_TOKEN=${P2PSCOPE_TOKEN:-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')}
+    export P2PSCOPE_RENDEZVOUS="$(addr 0 0):${P2PSCOPE_NETNS_PORT:-29777}"
+    export P2PSCOPE_NETNS_PREFIX=$P P2PSCOPE_NETNS_NET=$NET
+    # Root may run ranks only when told. P2PSCOPE_NETNS_RECOVERY=1: --enable-recovery keeps
+    # the job when a rank dies, but mpirun then exits 0 whatever the ranks' codes.
+    exec mpirun --allow-run-as-root --oversubscribe --bind-to none ${P2PSCOPE_NETNS_RECOVERY:+--enable-recovery} -np "$n" \
+      -x P2PSCOPE_TOKEN -x P2PSCOPE_RENDEZVOUS -x P2PSCOPE_NETNS_PREFIX -x P2PSCOPE_NETNS_NET \
+      ${P2PSCOPE_NETNS_CPUS:+-x P2PSCOPE_NETNS_CPUS} ${P2PSCOPE_NETNS_WRAP:+-x KILL_RANK -x KILL_AFTER -x KILL_SIG} \
+      "$0" rank-exec ${P2PSCOPE_NETNS_WRAP:-} "${P2PSCOPE:-build/p2pscope}" survey "$@" ;;
   rank-exec)
     shift
     rank=${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-${PMI_RANK:-${RANK:-}}}}
     [ -n "$rank" ] || die "rank-exec: no launcher rank in the environment (OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK, RANK)"
     enter "$rank" "$@" ;;
-  *) sed -n '2,27p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,30p' "$0" >&2; exit 2 ;;
 esac

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# `p2pscope survey` under a real mpirun on hosts made of network namespaces
+# (tools/netns-cluster.sh): a healthy cluster flags nothing, a link slowed to 50 % is named
+# as that link, a killed host is named and every other pair kept, a NIC a host lacks is
+# a clear exit 2. Exit 77 (ctest: skipped, with the reason) where namespaces, tc or
+# mpirun are missing.  Usage: survey_cluster.sh P2PSCOPE SOURCE_DIR
+set -uo pipefail
+bin=$1 src=$2
+skip() { echo "SKIPPED: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root to make network namespaces"
+command -v mpirun >/dev/null || skip "no mpirun (apt-get install openmpi-bin)"
+command -v tc >/dev/null || skip "no tc (apt-get install iproute2)"
+probe=p2probe$$
+ip netns add "$probe" 2>/dev/null || skip "cannot make a network namespace here"
+ip netns del "$probe"
+export P2PSCOPE_NETNS_PREFIX=t$$ P2PSCOPE_NETNS_NET=10.203 P2PSCOPE_NETNS_CPUS=0 P2PSCOPE=$bin
+cluster=$src/tools/netns-cluster.sh
+trap 'bash "$cluster" down' EXIT
+bash "$cluster" up 4 2 200mbit >/dev/null 2>&1 || skip "netns-cluster up failed (veth, bridge or htb missing)"
+out=$(mktemp -d)
+fails=0
+check() {  # NAME CONDITION-RESULT MESSAGE
+  if [ "$2" = 0 ]; then echo "ok: $1"; else echo "FAILED: $1: $3"; fails=$((fails + 1)); fi
+}
+survey() {  # NAME ARGS...: runs, keeps stdout in $out/NAME.txt, rc in $rc
+  local name=$1; shift
+  bash "$cluster" survey --size 1M --round-timeout 20 --timeout 5 --out "$out/$name" "$@" >"$out/$name.txt" 2>"$out/$name.err"
+  rc=$?
+}
+head_of() { sed -n 1p "$out/$1.txt"; }
+
+survey healthy
+check "healthy: exit 0" "$([ $rc = 0 ]; echo $?)" "rc $rc; $(tail -5 "$out/healthy.err")"
+check "healthy: nothing flagged" "$(head_of healthy | grep -q '^survey: 0 of 12 links slow: every link within its class'; echo $?)" "$(head_of healthy)"
+check "healthy: rounds.jsonl holds every session" "$([ "$(wc -l <"$out/healthy/rounds.jsonl")" -ge 28 ]; echo $?)" \
+  "$(wc -l <"$out/healthy/rounds.jsonl") lines"
+
+bash "$cluster" slow-link 1 2 2 50 >/dev/null 2>&1
+survey slow
+check "slow link: exit 3 (found)" "$([ $rc = 3 ]; echo $?)" "rc $rc"
+check "slow link: named as the link, h1 -> h2 the slower" \
+  "$(head_of slow | grep -q '1 of 12 links slow: h1 eth2 <-> h2 eth2 at .*h1 -> h2.*the link or its switch port'; echo $?)" "$(head_of slow)"
+bash "$cluster" down >/dev/null 2>&1; bash "$cluster" up 4 2 200mbit >/dev/null 2>&1
+
+P2PSCOPE_NETNS_RECOVERY=1 KILL_RANK=3 KILL_AFTER=2 P2PSCOPE_NETNS_WRAP=$src/tools/netns-kill-rank.sh survey killed
+check "killed host: named" "$(grep -q 'h3 dropped out: rank 3 stopped answering' "$out/killed.txt"; echo $?)" "$(head_of killed)"
+check "killed host: the other pairs measured" \
+  "$(python3 -c "
+import json,sys; d=json.load(open('$out/killed/survey.json'))
+ok=[r for r in d['records'] if r['step']=='bw' and not r['failure'] and 3 not in (r['server'],r['client'])]
+sys.exit(0 if len(ok)>=6 else 1)"; echo $?)" "fewer than the 6 sessions of the 3 pairs without h3"
+
+survey badnic --nics eth1,eth9
+check "a NIC a host lacks: exit 2" "$([ $rc = 2 ]; echo $?)" "rc $rc"
+check "a NIC a host lacks: names the host and the NIC" "$(grep -q 'on host h0: --nics eth9: unknown NIC' "$out/badnic.err"; echo $?)" \
+  "$(grep -v PMIX "$out/badnic.err" | head -3)"
+
+rm -rf "$out"
+echo "survey_cluster: $fails failed"
+[ $fails = 0 ]
