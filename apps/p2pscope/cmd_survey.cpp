@@ -19,6 +19,7 @@
 #include "p2pscope/units.hpp"
 #include "survey/report.hpp"
 #include "survey/survey.hpp"
+#include "survey/time_model.hpp"
 
 namespace p2pscope::app {
 // Named, not anonymous: the unity build puts this file in one batch with the other
@@ -34,6 +35,7 @@ struct SurveyCli {
   double threshold_pct = 5, latency_threshold_pct = 50;
   bool no_latency = false, no_local = false, no_recheck = false;
   std::string format = "text", out, resume;
+  std::string plan, from;  // --plan N,N...: the time model, no launch
 };
 
 void add_options(CLI::App& c, SurveyCli& o) {
@@ -68,6 +70,9 @@ void add_options(CLI::App& c, SurveyCli& o) {
   c.add_option("--out", o.out, "DIR for survey.json, survey.csv, survey.html and rounds.jsonl (default "
                                "p2pscope-out/survey-<time>)");
   c.add_option("--resume", o.resume, "DIR of an earlier survey of these hosts: its measured tasks are kept, the rest run");
+  c.add_option("--plan", o.plan, "N[,N...]: no launch; the schedule and the predicted time, output size and rank 0's "
+                                 "memory for N hosts");
+  c.add_option("--from", o.from, "--plan: price the steps with this survey's measured sessions (DIR or survey.json)");
 }
 
 double parse_pct(double v, const char* flag) {
@@ -143,7 +148,66 @@ void write_file(const std::filesystem::path& p, const std::string& text) {
   if (!f) throw Error("survey: could not write " + p.string());
 }
 
+// A survey.json back into the figures the time model needs.
+survey::Result read_survey(const std::string& path_text) {
+  std::filesystem::path p(path_text);
+  if (std::filesystem::is_directory(p)) p /= "survey.json";
+  std::ifstream f(p);
+  if (!f) throw UsageError("--from " + path_text + ": no survey.json there (a survey's --out DIR or its survey.json)");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception&) {
+    throw UsageError("--from " + p.string() + ": not JSON (a survey's survey.json)");
+  }
+  if (!j.is_object() || j.value("kind", "") != "p2pscope_survey")
+    throw UsageError("--from " + p.string() + ": not a survey's JSON (its kind is not p2pscope_survey)");
+  survey::Result r;
+  try {
+    for (const auto& h : j.at("hosts")) r.hosts.push_back(survey::host_from_json(h));
+    for (const auto& rec : j.at("records")) r.records.push_back(survey::record_from_json(rec));
+    r.names.rails = j.at("rails").get<std::vector<std::string>>();
+    r.wall_s = j.at("wall_s").get<double>();
+    r.shared_kernel = j.at("shared_kernel").get<bool>();
+  } catch (const std::exception& e) {
+    throw UsageError("--from " + p.string() + ": a survey JSON this version cannot read (" + std::string(e.what()) + ")");
+  }
+  return r;
+}
+
+void print_plan(const SurveyCli& c) {
+  const survey::PairsSpec pairs = survey::parse_pairs(c.pairs);
+  const int rails = c.nics.empty() ? 2 : static_cast<int>(split_list(c.nics, "--nics").size());
+  survey::StepCosts costs = c.from.empty() ? survey::default_costs(rails) : survey::costs_from(read_survey(c.from));
+  if (c.no_latency) costs.latency = false;
+  std::printf("survey plan, --pairs %s, %d rail%s; step costs %s%s\n", c.pairs.c_str(), costs.rails,
+              costs.rails == 1 ? "" : "s", costs.source.c_str(),
+              costs.shared_kernel ? " (hosts on one kernel: local and latency sessions one at a time)" : "");
+  const auto hours = [](double s) { return s < 3600 ? fmt::format("{:.0f} s", s) : fmt::format("{:.1f} h", s / 3600); };
+  std::printf("%8s %8s %10s %10s %12s %16s %12s %14s\n", "hosts", "rounds", "pairs", "sessions", "time",
+              "separate hosts", "records", "rank-0 memory");
+  for (const std::string& item : split_list(c.plan, "--plan")) {
+    long long n = 0;
+    try {
+      n = parse_int(item, "--plan");
+    } catch (const Error&) {
+      n = 0;
+    }
+    if (n < 2 || n > 100000) throw UsageError("--plan " + item + ": expected a host count from 2 to 100000");
+    const survey::Plan p = survey::plan(costs, static_cast<int>(n), pairs);
+    std::printf("%8d %8d %10d %10d %12s %16s %12s %14s\n", p.hosts, p.rounds, p.pairs, p.sessions,
+                hours(p.seconds).c_str(), hours(p.seconds_separate).c_str(),
+                format_size(static_cast<std::uint64_t>(p.record_bytes)).c_str(),
+                format_size(static_cast<std::uint64_t>(p.rank0_memory_bytes)).c_str());
+  }
+}
+
 void run(const SurveyCli& c, Context& ctx) {
+  if (!c.plan.empty()) {
+    print_plan(c);
+    return;
+  }
+  if (!c.from.empty()) throw UsageError("--from goes with --plan N (the time model), not with a survey run");
   const Launched up = bring_up_ranks(ctx, {});
   survey::Options o = to_options(c, up.launch);
   const bool reporter = up.reporter();
@@ -177,7 +241,7 @@ void run(const SurveyCli& c, Context& ctx) {
   else if (c.format == "csv") std::fputs(survey::to_csv(r).c_str(), stdout);
   else std::fputs(survey::to_text(r).c_str(), stdout);
   std::fprintf(stderr, "p2pscope survey: wrote %s/survey.{json,csv,html} and rounds.jsonl\n", out.c_str());
-  if (r.verdict.slow_links > 0 || r.verdict.latency_flags > 0) ctx.exit_code = 3;  // found something: scripts can tell
+  if (!r.verdict.findings.empty()) ctx.exit_code = 3;  // found something: scripts can tell
 }
 
 }  // namespace survey_cmd

@@ -6,6 +6,8 @@
 //   bench nccl JSON           rows of (op, size) with their samples
 //   profile campaign          a directory with execution_log.csv (as `analyze` reads it)
 //   sweep tcp CSV             sweep.csv (or its directory): repetitions per point
+//   survey JSON               survey.json (or its --out directory): each link direction's
+//                             rounds (bandwidth); both surveys must be of the same hosts
 // Intervals are the same everywhere: the distribution-free 95 % interval of the median
 // from order statistics (docs/link-model.md), the one `analyze` shows; a campaign whose
 // repetitions were split over processes gets analyze's widened interval.
@@ -18,7 +20,7 @@
 
 namespace p2pscope::compare {
 
-enum class Kind { bench_gpu, bench_nccl, campaign, sweep_tcp };
+enum class Kind { bench_gpu, bench_nccl, campaign, sweep_tcp, survey };
 std::string kind_text(Kind k);  // "a bench gpu JSON", "a profile campaign directory", ...
 const char* subject_noun(Kind k);  // what a subject is: "pair", "op" (bench nccl), "point" (sweep tcp)
 

@@ -47,7 +47,7 @@ std::string subject_word(const Loaded& l, std::size_t n) { return std::string(su
 }  // namespace
 
 const char* subject_noun(Kind k) {
-  return k == Kind::sweep_tcp ? "point" : k == Kind::bench_nccl ? "op" : "pair";
+  return k == Kind::sweep_tcp ? "point" : k == Kind::bench_nccl ? "op" : k == Kind::survey ? "link" : "pair";
 }
 
 std::size_t Comparison::changed() const {
@@ -59,6 +59,10 @@ Comparison compare(const Loaded& a, const Loaded& b, double threshold_pct) {
   if (a.kind != b.kind)
     throw UsageError(fmt::format("'{}' is {} and '{}' is {}: compare takes two results of the same kind", a.path,
                                  kind_text(a.kind), b.path, kind_text(b.kind)));
+  if (a.mode != b.mode && a.kind == Kind::survey)
+    throw UsageError(fmt::format("'{}' is a survey of {} and '{}' of {}: not the same cluster; compare two surveys of "
+                                 "one set of hosts and rails",
+                                 a.path, a.mode, b.path, b.mode));
   if (a.mode != b.mode) {
     const char* what = a.kind == Kind::bench_nccl ? "op" : "pattern";
     throw UsageError(fmt::format("'{}' measured {} {} and '{}' {} {}: not the same quantity; compare two runs of one {}",

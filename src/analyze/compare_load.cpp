@@ -16,6 +16,7 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
 #include "p2pscope/stats.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::compare {
@@ -27,6 +28,7 @@ std::string kind_text(Kind k) {
     case Kind::bench_nccl: return "a bench nccl JSON";
     case Kind::campaign: return "a profile campaign directory";
     case Kind::sweep_tcp: return "a sweep tcp CSV";
+    case Kind::survey: return "a survey JSON";
   }
   return "?";
 }
@@ -42,8 +44,8 @@ std::string started_of(const nlohmann::json& j) {
 }
 
 constexpr const char* kWhatWeRead =
-    "compare reads bench gpu and bench nccl JSON (--format json), profile campaign directories and sweep tcp CSVs "
-    "(sweep.csv)";
+    "compare reads bench gpu and bench nccl JSON (--format json), profile campaign directories, sweep tcp CSVs "
+    "(sweep.csv) and survey JSON (survey.json)";
 
 Point from_samples(std::string backend, std::string subject, std::uint64_t size, const std::vector<double>& samples) {
   Point p;
@@ -142,6 +144,54 @@ Loaded load_bench_nccl(const std::string& shown, const nlohmann::json& j) {
   return r;
 }
 
+// survey: each link direction of the first pass, its rounds in GB/s; the mode names the
+// hosts and rails, so that surveys of two clusters are refused, not matched by rank.
+Loaded load_survey(const std::string& shown, const nlohmann::json& j) {
+  Loaded r;
+  r.kind = Kind::survey;
+  r.path = shown;
+  r.unit = "GB/s";
+  r.higher_is_better = true;
+  r.started = started_of(j);
+  std::vector<std::string> hosts;
+  std::vector<std::vector<std::string>> nics;
+  if (!j.contains("hosts") || !j["hosts"].is_array() || !j.contains("records") || !j["records"].is_array())
+    throw UsageError(fmt::format("'{}' is a survey JSON without its hosts and records", shown));
+  for (const auto& h : j["hosts"]) {
+    if (!h.is_object() || !h.contains("host") || !h["host"].is_string()) continue;
+    hosts.push_back(h["host"].get<std::string>());
+    std::vector<std::string> names;
+    if (h.contains("nics") && h["nics"].is_array())
+      for (const auto& n : h["nics"])
+        if (n.is_object() && n.contains("name") && n["name"].is_string()) names.push_back(n["name"].get<std::string>());
+    nics.push_back(names);
+  }
+  std::vector<std::string> sorted = hosts;
+  std::sort(sorted.begin(), sorted.end());
+  const std::string rails = nics.empty() ? "" : join(nics.front(), ",");
+  r.mode = fmt::format("{} hosts ({}), rails {}", hosts.size(), join(sorted, ","), rails.empty() ? "-" : rails);
+  r.description = fmt::format("survey of {} hosts, rails {}", hosts.size(), rails.empty() ? "-" : rails);
+  const auto name = [&](int h, int rail) {
+    if (h < 0 || static_cast<std::size_t>(h) >= hosts.size()) return std::string("?");
+    const auto& n = nics[static_cast<std::size_t>(h)];
+    return rail >= 0 && static_cast<std::size_t>(rail) < n.size() ? hosts[static_cast<std::size_t>(h)] + " " + n[static_cast<std::size_t>(rail)]
+                                                                  : hosts[static_cast<std::size_t>(h)];
+  };
+  for (const auto& rec : j["records"]) {
+    if (!rec.is_object() || rec.value("step", "") != "bw" || rec.value("pass", 0) != 1 || rec.value("failure", "x") != "")
+      continue;
+    const int s = rec.value("server", -1), c = rec.value("client", -1), rail = rec.value("rail", -1);
+    for (const auto& [from, to, key] : {std::tuple{c, s, "c2s_bytes_per_s"}, std::tuple{s, c, "s2c_bytes_per_s"}}) {
+      std::vector<double> gbps;
+      if (rec.contains(key) && rec[key].is_array())
+        for (const auto& v : rec[key])
+          if (v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= 0) gbps.push_back(v.get<double>() / 1e9);
+      if (!gbps.empty()) r.points.push_back(from_samples("", name(from, rail) + " -> " + name(to, rail), 0, gbps));
+    }
+  }
+  return r;
+}
+
 std::vector<std::string> split_csv_line(const std::string& line) {
   std::vector<std::string> out;
   std::stringstream in(line);
@@ -203,7 +253,9 @@ Loaded load(const std::string& path) {
   if (!fs::exists(p, ec)) throw UsageError(fmt::format("'{}' does not exist; {}", path, kWhatWeRead));
   Loaded r;
   if (fs::is_directory(p, ec)) {
-    if (fs::exists(p / "execution_log.csv", ec)) {
+    if (fs::is_regular_file(p / "survey.json", ec)) {
+      return load(path + "/survey.json");
+    } else if (fs::exists(p / "execution_log.csv", ec)) {
       r = load_campaign(path, p);
     } else if (fs::is_regular_file(p / "sweep.csv", ec)) {
       r = load_sweep_tcp(path, read_regular_file(p / "sweep.csv", "sweep CSV"));
@@ -231,7 +283,9 @@ Loaded load(const std::string& path) {
       } catch (const nlohmann::json::exception& e) {
         throw UsageError(fmt::format("'{}' is not valid JSON ({}); {}", path, e.what(), kWhatWeRead));
       }
-      if (j.contains("rows") && j["rows"].is_array() && j.contains("op") && !j.contains("pattern")) {
+      if (j.is_object() && j.value("kind", "") == "p2pscope_survey") {
+        r = load_survey(path, j);
+      } else if (j.contains("rows") && j["rows"].is_array() && j.contains("op") && !j.contains("pattern")) {
         r = load_bench_nccl(path, j);
       } else if (!j.contains("rows") || !j["rows"].is_array() || !j.contains("pattern") || !j.contains("backend")) {
         throw UsageError(fmt::format("'{}' is JSON but not a bench gpu or bench nccl result{}; {}", path,

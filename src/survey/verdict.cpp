@@ -200,7 +200,11 @@ Verdict decide(const std::vector<Judged>& judged, const ClusterNames& names, con
                         other->ratio * 100);
     const std::string ra = recheck_of(k.a, k.rail, k.b), rb = recheck_of(k.b, k.rail, k.a);
     std::string cause;
-    if (ra == "normal" && rb == "normal")
+    const auto gone_end = [&](int h) { return static_cast<std::size_t>(h) < gone.size() && !gone[static_cast<std::size_t>(h)].empty(); };
+    if (gone_end(k.a) || gone_end(k.b))
+      cause = fmt::format("not measured again: {} dropped out, so this may have been a moment's load",
+                          host_of(names, gone_end(k.a) ? k.a : k.b));
+    else if (ra == "normal" && rb == "normal")
       cause = fmt::format("{}'s and {}'s other links normal, and each normal against a good partner: the link or its "
                           "switch port",
                           host_of(names, k.a), host_of(names, k.b));
