@@ -28,7 +28,7 @@ run_one() {  # SCENARIO I
     >"$dir.json" 2>"$dir.err"
   rc=$?
   t1=$(date +%s.%N)
-  python3 - "$dir/survey.json" "$1" "$2" "$rc" "$(echo "$t1 - $t0" | bc)" <<'PY'
+  python3 - "$dir/survey.json" "$1" "$2" "$rc" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" <<'PY'
 import json, sys
 path, scen, i, rc, wall = sys.argv[1:]
 try:

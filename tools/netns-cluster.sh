@@ -132,8 +132,10 @@ enter() {  # H CMD...: the host's namespace, host name and CPU quota
   # share its cores, and a ping-pong between two processes on one core hands over at
   # once where one across cores waits for an idle core to wake (16 against 50 us in a
   # 2-core VM): on one core, every pair's latency is timed alike.
-  local pin=()
-  [ -n "${P2PSCOPE_NETNS_CPUS:-}" ] && pin=(taskset -c "$P2PSCOPE_NETNS_CPUS")
+  # P2PSCOPE_NETNS_CPUS=each: host H on CPU H (mod the CPUs there are), a core of its own.
+  local pin=() cpus=${P2PSCOPE_NETNS_CPUS:-}
+  [ "$cpus" = each ] && cpus=$(( h % $(nproc) ))
+  [ -n "$cpus" ] && pin=(taskset -c "$cpus")
   exec ip netns exec "$(ns "$h")" "${pin[@]}" unshare --uts sh -c 'hostname "$0"; exec "$@"' "h$h" "$@"
 }
 

@@ -169,6 +169,7 @@ survey::Result read_survey(const std::string& path_text) {
     r.names.rails = j.at("rails").get<std::vector<std::string>>();
     r.wall_s = j.at("wall_s").get<double>();
     r.shared_kernel = j.at("shared_kernel").get<bool>();
+    r.shared_cpus = j.value("shared_cpus", r.shared_kernel);
   } catch (const std::exception& e) {
     throw UsageError("--from " + p.string() + ": a survey JSON this version cannot read (" + std::string(e.what()) + ")");
   }

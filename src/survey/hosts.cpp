@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "p2pscope/affinity.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/text.hpp"
 #include "survey/survey.hpp"
@@ -72,6 +73,7 @@ HostInfo describe_host(int rank, const Options& o) {
   h.host = name;
   h.boot_id = read_line("/proc/sys/kernel/random/boot_id");
   h.cpus = static_cast<int>(std::thread::hardware_concurrency());
+  h.allowed_cpus = allowed_cpus();
   if (!o.nics.empty()) {
     for (const std::string& n : o.nics) {
       try {
@@ -132,8 +134,8 @@ void check_hosts(const std::vector<HostInfo>& hosts, const Options& o) {
 nlohmann::json to_json(const HostInfo& h) {
   nlohmann::json nics = nlohmann::json::array();
   for (const NicInfo& n : h.nics) nics.push_back({{"name", n.name}, {"ipv4", n.ipv4}, {"speed_mbps", n.speed_mbps}});
-  return {{"rank", h.rank}, {"host", h.host}, {"boot_id", h.boot_id}, {"cpus", h.cpus}, {"nics", nics},
-          {"problem", h.problem}};
+  return {{"rank", h.rank}, {"host", h.host}, {"boot_id", h.boot_id}, {"cpus", h.cpus},
+          {"allowed_cpus", h.allowed_cpus}, {"nics", nics}, {"problem", h.problem}};
 }
 
 HostInfo host_from_json(const nlohmann::json& j) {
@@ -144,6 +146,7 @@ HostInfo host_from_json(const nlohmann::json& j) {
     h.boot_id = j.at("boot_id").get<std::string>();
     h.cpus = j.at("cpus").get<int>();
     h.problem = j.at("problem").get<std::string>();
+    h.allowed_cpus = j.value("allowed_cpus", std::vector<int>{});
     for (const auto& n : j.at("nics"))
       h.nics.push_back({n.at("name").get<std::string>(), n.at("ipv4").get<std::string>(),
                         n.at("speed_mbps").get<long long>()});

@@ -134,6 +134,7 @@ nlohmann::json to_json(const Result& r) {
           {"recheck_rounds", r.recheck_rounds},
           {"wall_s", r.wall_s},
           {"shared_kernel", r.shared_kernel},
+          {"shared_cpus", r.shared_cpus},
           {"figures", figures},
           {"records", records},
           {"notes", r.notes}};

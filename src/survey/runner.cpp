@@ -269,12 +269,12 @@ class Driver {
 
   void local_phase(int n) {
     const auto local_task = [](int h) { return Task{h, h, -1}; };
-    if (r_.shared_kernel) {
+    if (r_.shared_cpus) {
       // Namespace hosts of one machine share its CPUs: one at a time, or each ceiling
       // would be a share of the others'.
       for (int h = 0; h < n; ++h) run_step({1, 0, "local", {local_task(h)}});
-      r_.notes.push_back("every host runs on one kernel (network namespaces of one machine): their local ceilings and "
-                         "latencies were measured one at a time, and their links share its CPUs");
+      r_.notes.push_back("every host runs on one kernel (network namespaces of one machine) and on shared CPUs: their "
+                         "local ceilings and latencies were measured one at a time, and their links share those CPUs");
     } else {
       Step s{1, 0, "local", {}};
       for (int h = 0; h < n; ++h) s.tasks.push_back(local_task(h));
@@ -291,7 +291,7 @@ class Driver {
     if (!o_.latency) return;
     Step lat = bw;
     lat.kind = "lat";
-    if (!r_.shared_kernel) {
+    if (!r_.shared_cpus) {
       run_step(lat);
       return;
     }
@@ -395,6 +395,10 @@ Result run(Bootstrap& boot, const Options& o) {
   r.shared_kernel = n > 1 && std::all_of(r.hosts.begin(), r.hosts.end(), [&](const HostInfo& h) {
                       return !h.boot_id.empty() && h.boot_id == r.hosts.front().boot_id;
                     });
+  std::set<int> taken;
+  for (const HostInfo& h : r.hosts)
+    for (int cpu : h.allowed_cpus) r.shared_cpus = r.shared_cpus || !taken.insert(cpu).second;
+  r.shared_cpus = r.shared_kernel && (r.shared_cpus || taken.empty());
   for (const HostInfo& h : r.hosts) {
     r.names.hosts.push_back(h.host);
     std::vector<std::string> nics;

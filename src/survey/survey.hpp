@@ -62,6 +62,7 @@ struct HostInfo {
   int rank = 0;
   std::string host, boot_id;
   int cpus = 0;
+  std::vector<int> allowed_cpus;  // where this rank may run (sched_getaffinity)
   std::vector<NicInfo> nics;  // by rail
   std::string problem;        // set when this host cannot take part (a NIC it lacks)
 };
@@ -75,7 +76,11 @@ struct Result {
   ClusterNames names;
   int rounds = 0, recheck_rounds = 0;
   double wall_s = 0;
-  bool shared_kernel = false;  // every host on one kernel (namespaces): local ceilings one at a time
+  bool shared_kernel = false;  // every host on one kernel (namespaces of one machine)
+  // ... and two of them may run on the same CPUs: local ceilings and ping-pongs one at a
+  // time, or each would time the other's share of a core. Hosts pinned to CPUs of their
+  // own run them at once, as separate machines do.
+  bool shared_cpus = false;
   std::vector<std::string> notes;
 };
 

@@ -16,7 +16,7 @@ constexpr double kRecordBase = 220, kPerNumber = 20, kFigureBytes = 400;
 
 StepCosts costs_from(const Result& r) {
   StepCosts c;
-  c.shared_kernel = r.shared_kernel;
+  c.shared_kernel = r.shared_cpus;
   c.rails = std::max<int>(1, static_cast<int>(r.names.rails.size()));
   std::vector<double> local, bw, lat;
   for (const Record& rec : r.records) {
