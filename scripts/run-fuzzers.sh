@@ -10,7 +10,7 @@ CXX="${FUZZ_CXX:-clang++}" CC="${FUZZ_CC:-clang}" cmake -S . -B "$BUILD" -G Ninj
   -DP2PSCOPE_FUZZ=ON -DP2PSCOPE_WITH_CUDA=OFF -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 targets=(fuzz_cpulist fuzz_bindings fuzz_interrupts fuzz_nccl_log
   fuzz_frame_hello fuzz_frame_params fuzz_frame_go fuzz_frame_net_handles fuzz_frame_result fuzz_frame_challenge
-  fuzz_frame_rendezvous)
+  fuzz_frame_rendezvous fuzz_result_print)
 cmake --build "$BUILD" --target "${targets[@]}" -j"${FUZZ_JOBS:-2}"
 
 mkdir -p "$BUILD/fuzz/artifacts"
@@ -27,6 +27,9 @@ seeds() {  # corpus seeds per fuzzer, copied so the fixtures are never written t
     fuzz_frame_go) printf '{"round":3}' >"$dir/seed"; printf '{"round":[[[[1]]]]}' >"$dir/deep" ;;
     fuzz_frame_net_handles) printf '{"handles":[null,"%0256d"]}' 0 >"$dir/seed" ;;
     fuzz_frame_result) printf '%s' '{"side":"server","hostname":"h","tx_bytes_per_s":1.5,"rx_bytes_per_s":0,"round_tx_bytes_per_s":[1,2],"round_rx_bytes_per_s":[],"verified_bytes":0,"warnings":["w"],"buffers":["0"],"channels":[],"workers":[]}' >"$dir/seed" ;;
+    fuzz_result_print)  # a result whose text a terminal would act on, one cut inside a character, raw bytes
+      printf '%s' '{"side":"server","hostname":"h\u001b[2J","tx_bytes_per_s":1,"rx_bytes_per_s":0,"round_tx_bytes_per_s":[1],"round_rx_bytes_per_s":[],"verified_bytes":0,"warnings":["\u00e9\u009b"],"buffers":[],"channels":[],"workers":[]}' >"$dir/seed"
+      printf '{"side":"\xc3' >"$dir/cut"; printf '{"warnings":["\xff\x1b[2J"]}' >"$dir/raw" ;;
     fuzz_frame_challenge) printf '{"nonce":"00","auth":"none","session":"s1"}' >"$dir/seed" ;;
     fuzz_frame_rendezvous) printf '["bench","nccl"]' >"$dir/seed"; printf '{"a":[' >"$dir/junk" ;;
   esac

@@ -148,7 +148,7 @@ monitor::SessionResult stop_monitor(monitor::MonitorSession& mon, const Context&
   if (!r.ok) return r;
   const auto doc = out::measured_json(run_metadata(ctx.argv), {{"monitor", r.json}});
   std::ofstream f(std::filesystem::path(r.csv_path).parent_path() / "summary.json");
-  f << doc.dump(2) << "\n";
+  f << out::dump_json(doc, 2) << "\n";
   if (!f) r.json["notes"].push_back("summary.json beside monitor.csv could not be written");
   return r;
 }

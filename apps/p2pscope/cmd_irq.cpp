@@ -15,6 +15,7 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
 #include "p2pscope/metadata.hpp"
+#include "p2pscope/output.hpp"
 #include "p2pscope/table.hpp"
 #include "p2pscope/tune.hpp"
 #include "p2pscope/units.hpp"
@@ -168,7 +169,7 @@ void add_snapshot_command(CLI::App* irq, const std::shared_ptr<IrqOptions>& opt,
   snap->callback([opt, &ctx] {
     const FsRoot fs(opt->root);
     const auto j = out::measured_json(run_metadata(ctx.argv), tune::to_json(tune::take_snapshot(fs)));
-    emit(j.dump(2) + "\n", opt->out, opt->force);
+    emit(out::dump_json(j, 2) + "\n", opt->out, opt->force);
   });
 }
 

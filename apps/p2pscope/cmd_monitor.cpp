@@ -178,7 +178,7 @@ void report_monitor(const MonitorArgs& a, const CommandEnd& end, const std::stri
                                                                 {"monitor", monitor::summary_to_json(summary)}});
   const std::string json_path = (fs::path(out) / "summary.json").string();
   std::ofstream f(json_path);
-  f << doc.dump(2) << "\n";
+  f << out::dump_json(doc, 2) << "\n";
   if (!f) throw Error("cannot write " + json_path);
 
   for (const auto& v : !a.command.empty() ? command_verdicts(summary, end.tree_cpu_s) : monitor::verdict_lines(summary))

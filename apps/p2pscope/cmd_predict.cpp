@@ -184,7 +184,7 @@ nlohmann::ordered_json predict_json(const PredictOptions& o, const simulate::Pre
   j["measure"] = {{"asked", o.measure}, {"ran", f.measuring}, {"why_not", f.no_measure}, {"dtype", o.dtype},
                   {"unmeasured", pt.unmeasured}};
   // The rows as text shows them (figures parsed back to numbers), as predict always wrote them.
-  j["rows"] = nlohmann::ordered_json::parse(pt.t.rendered().to_json().dump());
+  j["rows"] = nlohmann::ordered_json::parse(out::dump_json(pt.t.rendered().to_json()));
   return j;
 }
 

@@ -19,6 +19,7 @@
 #include "profile_processes.hpp"
 #include "nccl_calibration.hpp"
 #include "progress.hpp"
+#include "p2pscope/output.hpp"
 #include "p2pscope/phase_trace.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/clock.hpp"
@@ -82,7 +83,7 @@ monitor::SessionResult finish_monitor(monitor::MonitorSession& mon, const Profil
     }
   }
   std::ofstream f(dir / "monitor_summary.json");
-  f << r.json.dump(2) << "\n";
+  f << out::dump_json(r.json, 2) << "\n";
   return r;
 }
 

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "p2pscope/output.hpp"
 #include "p2pscope/phase_trace.hpp"
 #include "p2pscope/backend_table.hpp"
 #include "p2pscope/charts.hpp"
@@ -174,7 +175,7 @@ Headline write_headline(const fs::path& out) {
                       {"items", nlohmann::json::array()}};
   for (const auto& i : h.items)
     j["items"].push_back({{"label", i.label}, {"value", i.value}, {"detail", i.detail}, {"source", i.href}});
-  write_file_atomic(out / "headline.json", j.dump(2) + "\n", Replace::allow);
+  write_file_atomic(out / "headline.json", out::dump_json(j, 2) + "\n", Replace::allow);
   return h;
 }
 
@@ -240,7 +241,9 @@ void add_run_command(CLI::App& app, Context& ctx) {
     nlohmann::json record = run_metadata(ctx.argv);
     record["versions"] = gpu::to_json(rt);
     record["steps"] = nlohmann::json::array();
-    const auto write_record = [&] { write_file_atomic(out / "run.json", record.dump(2) + "\n", Replace::allow); };
+    const auto write_record = [&] {
+      write_file_atomic(out / "run.json", out::dump_json(record, 2) + "\n", Replace::allow);
+    };
     int failed = 0, ok = 0, skipped = 0;
     std::vector<StepResult> results;
     for (std::size_t i = 0; i < steps.size(); ++i) {

@@ -210,7 +210,7 @@ void report(const SweepTcpOptions& o, const tcp::SweepSpec& spec, const tcp::Swe
   write_heatmap(o, spec, r, best);
   nlohmann::ordered_json j = best_json(o, spec, r, best, st, ctx);
   if (mon) j["monitor"] = nlohmann::ordered_json(mon_result.json);
-  write_file(std::filesystem::path(o.out) / "best.json", j.dump(2) + "\n");
+  write_file(std::filesystem::path(o.out) / "best.json", out::dump_json(j, 2) + "\n");
   std::cout << points_table(r).to_text() << "\nbest: " << j["command"].get<std::string>() << "  -> "
             << fixed(st.median / 1e9, 3) << " GB/s\nwrote " << o.out << "/{sweep.csv,heatmap.svg,best.json"
             << (mon ? ",monitor.csv" : "") << "}\n";

@@ -24,6 +24,7 @@
 #include "p2pscope/hang_watchdog.hpp"
 #include "p2pscope/files.hpp"
 #include "p2pscope/gpu_runtime.hpp"
+#include "p2pscope/output.hpp"
 #include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 #include "simulate/link_set.hpp"
@@ -124,7 +125,7 @@ std::string timed_run(const CalibrationRun& r, const std::string& sizes, bench::
       break;
     }
   }
-  write_file_atomic(json, doc.dump(1) + "\n", Replace::allow);
+  write_file_atomic(json, out::dump_json(doc, 1) + "\n", Replace::allow);
   return stopped;
 }
 
@@ -291,7 +292,7 @@ void run_nccl_calibration(const fs::path& campaign_dir, const CalibrationOptions
   Comms comms;  // one set per GPU set: the timed runs', then NCCL's choices on them
   run_timed(runs, o, dir, comms, list);
   run_choices(runs, o, dir, self, comms, list);  // the communicators are gone before any child starts
-  write_file_atomic(dir / "manifest.json", manifest.dump(2) + "\n", Replace::allow);
+  write_file_atomic(dir / "manifest.json", out::dump_json(manifest, 2) + "\n", Replace::allow);
 }
 
 }  // namespace p2pscope::app

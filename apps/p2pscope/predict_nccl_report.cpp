@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "p2pscope/charts.hpp"
+#include "p2pscope/output.hpp"
 #include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 #include "predict_nccl_parts.hpp"
@@ -258,8 +259,8 @@ NcclReport nccl_report(const std::vector<PricedCell>& cells, bool measured, cons
     j["nccl_defaults"] = notes.defaults;
     j["host_anchor"] = notes.anchored;
     j["held_out"] = notes.held;
-    j["summary"] = nlohmann::ordered_json::parse(sum.to_json().dump());
-    j["rows"] = nlohmann::ordered_json::parse(rows_json(cells).dump());
+    j["summary"] = nlohmann::ordered_json::parse(out::dump_json(sum.to_json()));
+    j["rows"] = nlohmann::ordered_json::parse(out::dump_json(rows_json(cells)));
     return out::JsonDoc(std::move(j));
   };
   rep.html = [&cells, measured, head, lines, t = rep.tables.back().rendered()] {

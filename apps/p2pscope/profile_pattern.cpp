@@ -15,6 +15,7 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/metadata.hpp"
+#include "p2pscope/output.hpp"
 #include "p2pscope/profile.hpp"
 #include "p2pscope/signals.hpp"
 #include "p2pscope/table.hpp"
@@ -101,7 +102,7 @@ void run_profile_pattern(const PatternOptions& p, const std::string& gpus, const
   for (const auto& [size, o] : overlap)
     if (o.second < o.first) not_concurrent.push_back(format_size_compact(size));
   j["not_concurrent_sizes"] = not_concurrent;
-  write(dir / "contention.json", j.dump(1) + "\n");
+  write(dir / "contention.json", out::dump_json(j, 1) + "\n");
   std::printf("# p2pscope profile --pattern %s: backend %s, %s; GB/s = 1e9 B/s, medians of %d reps\n", p.pattern.c_str(),
               spec.backend.c_str(), fmt::format("{} devices", r.device_names.size()).c_str(), reps);
   std::printf("%s", t.to_text().c_str());

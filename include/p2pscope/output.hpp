@@ -140,6 +140,13 @@ struct Report {
 inline constexpr std::string_view kMetadataKey = "metadata";
 nlohmann::ordered_json measured_json(const nlohmann::json& metadata, const nlohmann::json& body);
 
+// Every JSON document p2pscope prints or writes is dumped here (indent as nlohmann's
+// dump: -1 one line). Invalid UTF-8 in a string is replaced by U+FFFD rather than thrown
+// (nlohmann's default, type_error 316): a printer never throws on what it is given, and
+// one bad byte a peer slipped past the sanitizer (p2pscope/text.hpp) loses no results.
+std::string dump_json(const nlohmann::json& j, int indent = -1);
+std::string dump_json(const nlohmann::ordered_json& j, int indent = -1);
+
 // ---- formats and their printers ---------------------------------------------------------
 enum class Format { text, json, csv, html };
 

@@ -5,11 +5,21 @@
 //     splits and empty fields are kept, so column k stays column k ("a,,b," -> 4);
 //   - a list a user typed (--backend ce,sm): items trimmed, an empty item refused with
 //     a UsageError that names the option and the text (as size and CPU lists do).
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace p2pscope {
+
+// Text that came from outside (a peer's frame, a plugin, a file) made safe to print and
+// to serialise: the one sanitizer, applied where such text enters. The result is valid
+// UTF-8 (an invalid byte, overlong form, surrogate or code point past U+10FFFF becomes
+// U+FFFD), holds no control character a terminal could act on (C0, DEL, C1 and ESC, so
+// no escape sequence survives; bidi overrides too) and is at most `max_bytes` long, cut
+// on a character boundary. Tab, CR and LF become a space: such text is one field of one
+// line, and a newline would let a stranger forge a line of our output.
+std::string external_text(std::string_view raw, std::size_t max_bytes);
 
 // Spaces, tabs, CR and LF off both ends.
 std::string_view trim(std::string_view s);

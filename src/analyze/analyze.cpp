@@ -12,6 +12,7 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
 #include "p2pscope/metadata.hpp"
+#include "p2pscope/output.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::analyze {
@@ -209,21 +210,21 @@ Result analyze(const std::string& dir, const Options& options) {
                        (ec ? ec.message() : std::string("exists and is not a directory")) + ")");
   }
   write_file(d / "summary.csv", summary_csv(summaries, options.outliers, links), &r);
-  write_file(d / "summary.json", summary_json(summaries, options.outliers, c, links).dump(1) + "\n", &r);
+  write_file(d / "summary.json", out::dump_json(summary_json(summaries, options.outliers, c, links), 1) + "\n", &r);
   nlohmann::json lj = {{"schema_version", kSchemaVersion}, {"kind", "p2pscope_link_models"},
                        {"doc", "docs/link-model.md"},
                        {"model", "t(n) = alpha_ns + n / beta_bytes_per_s * 1e9 (ns); n in bytes"},
                        {"time_source", summaries.empty() || !summaries.front().device_timed ? "host" : "gpu"},
                        {"links", nlohmann::json::array()}};
   for (const auto& m : links) lj["links"].push_back(link_model_json(m));
-  write_file(d / "links.json", lj.dump(1) + "\n", &r);
+  write_file(d / "links.json", out::dump_json(lj, 1) + "\n", &r);
   nlohmann::json fj = {{"schema_version", kSchemaVersion}, {"kind", "p2pscope_findings"}, {"findings", nlohmann::json::array()}};
   for (const auto& f : findings)
     fj["findings"].push_back({{"kind", f.kind}, {"severity", f.severity}, {"subject", f.subject}, {"message", f.message},
                               {"value", std::isfinite(f.value) ? nlohmann::json(f.value) : nlohmann::json(nullptr)},
                               // The report's split, so a reader (run's headline) need not repeat its rule.
                               {"about", about_measurement(f) ? "measurement" : "hardware"}});
-  write_file(d / "findings.json", fj.dump(1) + "\n", &r);
+  write_file(d / "findings.json", out::dump_json(fj, 1) + "\n", &r);
 
   std::optional<Comparison> cmp;
   if (!options.predictions_path.empty()) {

@@ -9,6 +9,7 @@
 #include "p2pscope/affinity.hpp"
 #include "p2pscope/bounded_json.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope {
@@ -63,11 +64,12 @@ void check_same_arguments(Bootstrap& boot, const std::vector<std::string>& argv)
     l.max_elements = 4096;
     const BoundedJson j = parse_json_bounded(packed, l);
     if (!j.ok() || !j.value.is_array())
-      return fmt::format("(not a list of arguments: {} bytes{})", packed.size(), j.ok() ? "" : ", " + j.error.substr(0, 100));
+      return fmt::format("(not a list of arguments: {} bytes{})", packed.size(),
+                         j.ok() ? "" : ", " + external_text(j.error, 100));
     std::string line;
     for (const auto& a : j.value) {
       if (!a.is_string()) return fmt::format("(not a list of arguments: {} bytes)", packed.size());
-      line += (line.empty() ? "" : " ") + a.get<std::string>().substr(0, 200);
+      line += (line.empty() ? "" : " ") + external_text(a.get<std::string>(), 200);
     }
     return line;
   };
@@ -89,7 +91,9 @@ std::vector<RankPlace> gather_rank_places(Bootstrap& boot, const std::function<v
     const auto j = nlohmann::json::parse(all[r], nullptr, false);
     if (!j.is_object())
       throw Error(fmt::format("rank {} sent a bring-up record that is not JSON: not the same p2pscope on every rank?", r));
-    places.push_back({j.value("cpus", ""), j.value("pid", std::int64_t{0}), j.value("host", "")});
+    // Another rank's text (its CPU list, its host name) is printed: made safe as it enters.
+    places.push_back({external_text(j.value("cpus", ""), 4096), j.value("pid", std::int64_t{0}),
+                      external_text(j.value("host", ""), 256)});
     rank_cpus.push_back(places.back().cpus);
   }
   if (boot.rank() == 0 && log)

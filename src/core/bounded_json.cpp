@@ -1,4 +1,5 @@
 #include "p2pscope/bounded_json.hpp"
+#include "p2pscope/text.hpp"
 
 #include <string>
 
@@ -33,7 +34,8 @@ class LimitedSax {
     return dom_.end_array();
   }
   bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& e) {
-    if (error.empty()) error = "not JSON at byte " + std::to_string(pos) + " (" + e.what() + ")";
+    // nlohmann quotes the bytes it last read: the peer's, raw (invalid UTF-8, escapes).
+    if (error.empty()) error = "not JSON at byte " + std::to_string(pos) + " (" + external_text(e.what(), 300) + ")";
     return false;
   }
 
@@ -78,7 +80,7 @@ BoundedJson parse_json_bounded(std::string_view text, const JsonLimits& limits) 
   try {
     ok = json::sax_parse(text.begin(), text.end(), &sax, json::input_format_t::json, true);
   } catch (const json::exception& e) {  // the DOM builder's own refusals (none expected without exceptions)
-    sax.error = e.what();
+    sax.error = external_text(e.what(), 300);
   }
   if (!ok || !sax.error.empty()) {
     out.error = sax.error.empty() ? "not JSON" : sax.error;

@@ -12,6 +12,7 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
 #include "p2pscope/metadata.hpp"
+#include "p2pscope/output.hpp"
 
 namespace fs = std::filesystem;
 
@@ -138,7 +139,7 @@ SessionReadings session_readings_from_json(const nlohmann::json& j) {
 }
 
 void save_session_readings(const std::string& dir, std::size_t session, const SessionReadings& r) {
-  write_file_atomic(fs::path(dir) / clock_readings_file(session), to_json(r).dump() + "\n", Replace::allow);
+  write_file_atomic(fs::path(dir) / clock_readings_file(session), out::dump_json(to_json(r)) + "\n", Replace::allow);
 }
 
 std::map<std::size_t, SessionReadings> load_other_session_readings(const std::string& dir, std::size_t except_session,

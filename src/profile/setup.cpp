@@ -16,6 +16,7 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/fsroot.hpp"
 #include "p2pscope/gpu_runtime.hpp"
+#include "p2pscope/output.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/topo.hpp"
 
@@ -39,7 +40,7 @@ void write_json_file(const std::string& path, const nlohmann::json& j) {
   {
     std::ofstream out(tmp);
     if (!out) throw Error("cannot write " + tmp + ": " + errno_text(errno));
-    out << j.dump(2) << "\n";
+    out << out::dump_json(j, 2) << "\n";
     if (!out) throw Error("writing " + tmp + " failed: " + errno_text(errno));
   }
   std::error_code ec;
@@ -54,7 +55,7 @@ void check_same(const char* what, const std::optional<T>& asked, const T& saved,
     throw UsageError(fmt::format(
         "--resume {}: the campaign there was planned with {} {} but this command asks for {}; "
         "drop that option to continue it, or start a new campaign with --out",
-        dir, what, nlohmann::json(saved).dump(), nlohmann::json(*asked).dump()));
+        dir, what, out::dump_json(nlohmann::json(saved)), out::dump_json(nlohmann::json(*asked))));
 }
 }  // namespace
 

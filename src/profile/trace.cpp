@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/output.hpp"
 
 namespace p2pscope::profile {
 namespace {
@@ -94,7 +95,7 @@ nlohmann::json make_trace(const Plan& plan, const std::vector<LogRow>& rows, con
 void write_trace(const std::string& path, const nlohmann::json& trace) {
   std::ofstream out(path);
   if (!out) throw Error("cannot write " + path + ": " + errno_text(errno));
-  out << trace.dump() << "\n";
+  out << out::dump_json(trace) << "\n";
   if (!out) throw Error("writing " + path + " failed: " + errno_text(errno));
 }
 

@@ -11,15 +11,22 @@ namespace {
 class JsonPrinter final : public Printer {
  public:
   std::string print(const Report& r) const override {
-    if (r.json) return std::visit([](const auto& j) { return j.dump(2); }, r.json()) + "\n";
-    if (r.tables.size() == 1) return r.tables.front().to_json().dump(2) + "\n";
+    if (r.json) return std::visit([](const auto& j) { return dump_json(j, 2); }, r.json()) + "\n";
+    if (r.tables.size() == 1) return dump_json(r.tables.front().to_json(), 2) + "\n";
     nlohmann::json all = nlohmann::json::array();
     for (const auto& t : r.tables) all.push_back(t.to_json());
-    return all.dump(2) + "\n";
+    return dump_json(all, 2) + "\n";
   }
 };
 
 }  // namespace
+
+std::string dump_json(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+std::string dump_json(const nlohmann::ordered_json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
 
 std::unique_ptr<Printer> make_json_printer() { return std::make_unique<JsonPrinter>(); }
 

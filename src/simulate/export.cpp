@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/output.hpp"
 #include "simulate/exporters.hpp"
 
 namespace p2pscope::simulate {
@@ -83,7 +84,7 @@ std::string export_json(const LinkSet& s, const std::string& backend) {
         {"hostname", s.metadata.value("hostname", "")}, {"start_time", s.metadata.value("start_time", "")},
         {"topology", s.metadata.contains("topology") ? s.metadata["topology"] : nlohmann::json(nullptr)}}},
       {"links", links}};
-  return j.dump(1) + "\n";
+  return out::dump_json(j, 1) + "\n";
 }
 
 std::string export_csv(const LinkSet& s, const std::string& backend, const std::vector<std::uint64_t>& sizes) {

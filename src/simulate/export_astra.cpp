@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/output.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
@@ -246,7 +247,7 @@ std::string system_json(const AstraPlan& plan, std::int64_t endpoint_delay_ns) {
                             {"collective-optimization", "localBWAware"},
                             {"local-mem-bw", 1000000000},
                             {"boost-mode", 0}};
-  return j.dump(1) + "\n";
+  return out::dump_json(j, 1) + "\n";
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
+#include "p2pscope/output.hpp"
 #include "p2pscope/tune.hpp"
 #include "p2pscope/units.hpp"
 
@@ -147,7 +148,7 @@ IrqBackup backup_from_json(const nlohmann::json& j) {
 void write_backup_file(const std::string& path, const IrqBackup& b) {
   // Never over an existing backup: after a second apply it would hold the first
   // apply's affinities, and the machine's own could not be restored.
-  write_file_atomic(path, to_json(b).dump(2) + "\n", Replace::refuse,
+  write_file_atomic(path, out::dump_json(to_json(b), 2) + "\n", Replace::refuse,
                     "it may hold the affinities of an earlier apply; restore them with 'p2pscope irq reset --backup " +
                         path + " --yes' or give another --backup name");
 }

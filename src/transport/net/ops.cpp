@@ -11,8 +11,15 @@
 
 #include <fmt/format.h>
 
+#include "p2pscope/text.hpp"
+
 namespace p2pscope::net::detail {
 namespace {
+
+// A plugin's strings (its name, device names and PCI paths, log lines) are a third
+// party's bytes: made safe to print where they enter, at a length no real one nears.
+constexpr std::size_t kPluginTextBytes = 4096;
+std::string plugin_text(const char* s, const char* none) { return external_text(s ? s : none, kPluginTextBytes); }
 
 // Profiler callback for v10/v11: we record no plugin events; report "no event".
 extern "C" abi::Result noop_profiler(void** event, int, void*, std::int64_t, void*) {
@@ -25,7 +32,7 @@ class OpsT final : public Ops {
  public:
   explicit OpsT(const Net* t) : t_(t) {
     version = V;
-    name = t->name ? t->name : "(unnamed)";
+    name = plugin_text(t->name, "(unnamed)");
     if constexpr (V < 9) max_call_bytes = INT_MAX;
   }
 
@@ -52,8 +59,8 @@ class OpsT final : public Ops {
     abi::Result r = t_->get_properties(dev, &p);
     if (r != abi::kSuccess) return r;
     out->index = dev;
-    out->name = p.name ? p.name : "";
-    out->pci_path = p.pci_path ? p.pci_path : "";
+    out->name = plugin_text(p.name, "");
+    out->pci_path = plugin_text(p.pci_path, "");
     out->guid = p.guid;
     out->ptr_support = p.ptr_support;
     out->speed_mbps = p.speed;
@@ -214,7 +221,8 @@ extern "C" void plugin_logger(abi::LogLevel level, unsigned long /*flags*/, cons
   std::vsnprintf(buf, sizeof buf, fmtstr, ap);
   va_end(ap);
   const char* lv = level == abi::kLogWarn ? "WARN" : level == abi::kLogAbort ? "ABORT" : "INFO";
-  ring().add(fmt::format("{} {}:{} {}", lv, file ? file : "?", line, buf));
+  // vsnprintf cut the line at 1024 bytes, maybe inside a character.
+  ring().add(external_text(fmt::format("{} {}:{} {}", lv, file ? file : "?", line, buf), kPluginTextBytes));
 }
 
 std::uint64_t log_mark() {

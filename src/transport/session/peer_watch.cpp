@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "p2pscope/text.hpp"
 #include "transport/session/protocol.hpp"
 
 namespace p2pscope::session {
@@ -53,7 +54,7 @@ void PeerWatch::loop(Socket& ctrl, RoundCtl& ctl, const std::string& peer) {
     try {  // the peer sent the frame whole (tell_peer); recv_frame is bounded by the timeout
       const Frame f = recv_frame(ctrl, false);
       const auto it = f.body.find("reason");
-      if (it != f.body.end() && it->is_string()) why += ": " + it->get<std::string>().substr(0, 2000);
+      if (it != f.body.end() && it->is_string()) why += ": " + external_text(it->get<std::string>(), 2000);
       // The peer's cause, as its report names it (a timeout stays a timeout here).
       if (const auto c = f.body.find("cause"); c != f.body.end() && c->is_string())
         for (const IoCause k : {IoCause::closed, IoCause::reset, IoCause::timeout, IoCause::unreachable})

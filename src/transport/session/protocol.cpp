@@ -16,6 +16,7 @@
 #include "p2pscope/enum_names.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/table.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::tcp {
@@ -96,6 +97,13 @@ nlohmann::json to_json(const Params& p) {
 
 namespace {
 
+// A peer's string field, sanitized, keeps this much: past every legitimate one (a
+// transport name is at most 200 bytes), so what it cuts is refused by validate() anyway.
+constexpr std::size_t kPeerFieldBytes = 1000;
+
+// A peer's value as a refusal quotes it: 40 bytes of its JSON, cut between characters.
+std::string shown(const nlohmann::json& v) { return external_text(out::dump_json(v), 40); }
+
 // A count from the peer: a whole number that fits T. nlohmann's get<T> would wrap
 // 2^32 + 1 to 1 and -1 to 2^32 - 1, and turn true or 2.5 into 1 or 2, silently.
 template <class T>
@@ -104,7 +112,7 @@ T count_field(const nlohmann::json& j, const char* key) {
   const bool whole = v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0);
   if (!whole || v.get<std::uint64_t>() > std::numeric_limits<T>::max())
     throw UsageError(std::string("malformed parameters from peer: '") + key + "' must be a whole number in 0-" +
-                     std::to_string(std::numeric_limits<T>::max()) + ", not " + v.dump().substr(0, 40));
+                     std::to_string(std::numeric_limits<T>::max()) + ", not " + shown(v));
   return static_cast<T>(v.get<std::uint64_t>());
 }
 
@@ -115,8 +123,13 @@ T typed_field(const nlohmann::json& j, const char* key) {
   const bool ok = std::is_same_v<T, bool> ? v.is_boolean() : v.is_string();
   if (!ok)
     throw UsageError(std::string("malformed parameters from peer: '") + key + "' must be " +
-                     (std::is_same_v<T, bool> ? "true or false" : "a string") + ", not " + v.dump().substr(0, 40));
-  return v.get<T>();
+                     (std::is_same_v<T, bool> ? "true or false" : "a string") + ", not " + shown(v));
+  // A string field is the peer's text: safe to print from here on (mode, mem, transport).
+  if constexpr (std::is_same_v<T, std::string>) {
+    return external_text(v.get<std::string>(), kPeerFieldBytes);
+  } else {
+    return v.get<T>();
+  }
 }
 
 }  // namespace
@@ -142,8 +155,7 @@ Params params_from_json(const nlohmann::json& j) {
     p.gpus.clear();
     for (const auto& g : gpus) {
       if (!g.is_number_integer() || g.get<std::int64_t>() < 0 || g.get<std::int64_t>() > 1023)
-        throw UsageError("malformed parameters from peer: 'gpus' holds " + g.dump().substr(0, 40) +
-                         ", not a GPU index in 0-1023");
+        throw UsageError("malformed parameters from peer: 'gpus' holds " + shown(g) + ", not a GPU index in 0-1023");
       p.gpus.push_back(g.get<int>());
     }
     p.verify = typed_field<bool>(j, "verify");
@@ -192,13 +204,14 @@ nlohmann::json frame_body(FrameType type, std::string_view text, const std::stri
   BoundedJson j = parse_json_bounded(text, frame_limits(type));
   if (!j.ok())
     throw Error(from + ": control message (type " + std::to_string(static_cast<unsigned>(type)) +
-                ") refused: " + j.error.substr(0, 300));
+                ") refused: " + external_text(j.error, 300));
   if (!j.value.is_object()) throw Error(from + ": control message is not a JSON object");
   return std::move(j.value);
 }
 
 void send_frame(Socket& s, FrameType type, const nlohmann::json& body) {
-  const std::string text = body.dump();
+  // Replaced, never thrown: a frame carrying a reason is sent whatever that reason holds.
+  const std::string text = out::dump_json(body);
   if (text.size() > kMaxControlBytes) throw Error("control message too large (" + std::to_string(text.size()) + " B)");
   FrameHeader h;
   h.type = static_cast<std::uint32_t>(type);
@@ -272,8 +285,8 @@ nlohmann::json expect_frame(Socket& s, FrameType type, const std::string& contex
   Frame f = recv_frame(s, false);
   if (f.type == FrameType::reject || f.type == FrameType::error) {
     const auto it = f.body.find("reason");
-    const std::string reason = it != f.body.end() && it->is_string() ? it->get<std::string>().substr(0, 2000)
-                                                                      : "(no reason given)";
+    const std::string reason =
+        it != f.body.end() && it->is_string() ? external_text(it->get<std::string>(), 2000) : "(no reason given)";
     throw Error(context + ": peer " + (f.type == FrameType::reject ? "refused: " : "failed: ") + reason);
   }
   if (f.type != type)

@@ -20,6 +20,7 @@
 #include "p2pscope/fsroot.hpp"
 #include "p2pscope/table.hpp"
 #include "p2pscope/tcp.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 #include "transport/session/channel.hpp"
 #include "transport/session/datapath.hpp"
@@ -269,7 +270,8 @@ void collect_after_failure(Socket& ctrl, Results& r) {
       Frame f = recv_frame(ctrl, false);
       if (f.type == FrameType::error) {
         const auto it = f.body.find("reason");
-        if (it != f.body.end() && it->is_string()) r.failure += "; server: " + it->get<std::string>().substr(0, 500);
+        if (it != f.body.end() && it->is_string())
+          r.failure += "; server: " + external_text(it->get<std::string>(), 500);
       } else if (f.type == FrameType::result) {
         r.server = side_from_json(f.body);
         return;
@@ -288,7 +290,7 @@ std::string peer_reason_after_setup(Socket& ctrl) noexcept {
     const Frame f = recv_frame(ctrl, false);
     const auto it = f.body.find("reason");
     if (f.type == FrameType::error && it != f.body.end() && it->is_string())
-      return "; " + it->get<std::string>().substr(0, 2000);
+      return "; " + external_text(it->get<std::string>(), 2000);
   } catch (const std::exception&) {  // gone or silent: this side's error is what there is
   }
   return "";
@@ -504,7 +506,7 @@ Results Server::Impl::session(Gate& gate, ClientHello& c) {
   try {
     p = params_from_json(c.params);
     if (p.transport != path->name())
-      throw UsageError("the client moves data over " + p.transport.substr(0, 100) + ", this server over " +
+      throw UsageError("the client moves data over " + external_text(p.transport, 100) + ", this server over " +
                        path->name() + " (bench tcp and bench net servers are separate)");
     path->check(p);
     const ServerLimits& lim = opts.limits;
@@ -559,7 +561,7 @@ Results Server::Impl::session(Gate& gate, ClientHello& c) {
   } catch (const std::exception& e) {
     const std::string named = name_exhaustion(e.what());
     const std::string why = "server: setting up the session " + (named == e.what() ? "failed: " + named : named);
-    tell_peer(ctrl, why.substr(0, 4000));
+    tell_peer(ctrl, external_text(why, 4000));
     throw Error("session with " + c.peer + ": " + why);
   }
   const Outcome out = run_rounds(s, ctrl);

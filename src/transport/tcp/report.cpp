@@ -1,6 +1,7 @@
 // Results as JSON (also the wire form of the server's figures) and the CPU-bound verdict;
 // the tables for every printer are in report_tables.cpp.
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -8,6 +9,7 @@
 #include "p2pscope/stats.hpp"
 #include "p2pscope/table.hpp"
 #include "p2pscope/tcp.hpp"
+#include "p2pscope/text.hpp"
 
 namespace p2pscope::tcp {
 namespace {
@@ -55,9 +57,22 @@ nlohmann::json fields_to_json(const S& s, const Fields& fields) {
   return j;
 }
 
+// The server's text (its host name, NICs, warnings) is the peer's: made safe to print
+// here, where it enters, at the frame's own limit for a string (frame_limits).
+constexpr std::size_t kPeerTextBytes = 64u << 10;
+std::string peer_text(const std::string& s) { return external_text(s, kPeerTextBytes); }
+std::vector<std::string> peer_texts(const std::vector<std::string>& v) {
+  std::vector<std::string> out;
+  out.reserve(v.size());
+  for (const auto& s : v) out.push_back(peer_text(s));
+  return out;
+}
+
 template <class S, class M>
 void read_field(const nlohmann::json& j, const Field<S, M>& f, S& s) {
-  s.*(f.member) = f.required ? j.at(f.key).template get<M>() : j.value(f.key, M{});
+  M v = f.required ? j.at(f.key).template get<M>() : j.value(f.key, M{});
+  if constexpr (std::is_same_v<M, std::string>) v = peer_text(v);
+  s.*(f.member) = std::move(v);
 }
 
 template <class S, class Fields>
@@ -99,24 +114,24 @@ nlohmann::json to_json(const SideReport& s) {
 SideReport side_from_json(const nlohmann::json& j) {
   SideReport s;
   try {
-    s.side = j.at("side").get<std::string>();
-    s.hostname = j.at("hostname").get<std::string>();
+    s.side = peer_text(j.at("side").get<std::string>());
+    s.hostname = peer_text(j.at("hostname").get<std::string>());
     s.tx_bytes_per_s = j.at("tx_bytes_per_s").get<double>();
     s.rx_bytes_per_s = j.at("rx_bytes_per_s").get<double>();
     s.round_tx_bytes_per_s = j.at("round_tx_bytes_per_s").get<std::vector<double>>();
     s.round_rx_bytes_per_s = j.at("round_rx_bytes_per_s").get<std::vector<double>>();
     s.verified_bytes = j.at("verified_bytes").get<std::uint64_t>();
-    s.warnings = j.at("warnings").get<std::vector<std::string>>();
-    s.buffer_numa = j.at("buffers").get<std::vector<std::string>>();
+    s.warnings = peer_texts(j.at("warnings").get<std::vector<std::string>>());
+    s.buffer_numa = peer_texts(j.at("buffers").get<std::vector<std::string>>());
     // Absent from an older peer's figures: zero / empty.
     s.setup_s = j.value("setup_s", 0.0);
     s.buffer_bytes = j.value("buffer_bytes", std::uint64_t{0});
-    s.buffer_layout = j.value("buffer_layout", std::string());
+    s.buffer_layout = peer_text(j.value("buffer_layout", std::string()));
     s.rounds_s = j.value("rounds_s", 0.0);
     s.channels = list_from_json<ChannelReport>(j.at("channels"), kChannelFields);
     s.workers = list_from_json<WorkerReport>(j.at("workers"), kWorkerFields);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(std::string("malformed results from the server: ") + e.what());
+    throw Error("malformed results from the server: " + peer_text(e.what()));
   }
   return s;
 }
