@@ -224,7 +224,7 @@ void run(const SurveyCli& c, Context& ctx) {
     log.open(std::filesystem::path(out) / "rounds.jsonl", std::ios::app);
     if (!log) throw UsageError("survey: cannot write " + out + "/rounds.jsonl");
     o.progress = [](const std::string& l) { std::fprintf(stderr, "p2pscope survey: %s\n", l.c_str()); };
-    o.record = [&log](const nlohmann::json& j) { log << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n" << std::flush; };
+    o.record = [&log](const nlohmann::json& j) { log << out::dump_json(j) << "\n" << std::flush; };
   }
   std::unique_ptr<Bootstrap> single;
   Bootstrap* boot = up.boot.get();
@@ -237,7 +237,7 @@ void run(const SurveyCli& c, Context& ctx) {
   nlohmann::json body = survey::to_json(r);
   body["launch"] = launch_json(up.launch, up.rank_cpus);
   const auto doc = out::measured_json(run_metadata(ctx.argv), body);
-  const std::string json_text = doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  const std::string json_text = out::dump_json(doc, 2) + "\n";
   const std::filesystem::path dir(out);
   write_file(dir / "survey.json", json_text);
   write_file(dir / "survey.csv", survey::to_csv(r));

@@ -142,13 +142,14 @@ HostInfo host_from_json(const nlohmann::json& j) {
   try {
     HostInfo h;
     h.rank = j.at("rank").get<int>();
-    h.host = j.at("host").get<std::string>();
-    h.boot_id = j.at("boot_id").get<std::string>();
+    // Another rank's words: printed by rank 0, so made safe text where they enter.
+    h.host = external_text(j.at("host").get<std::string>(), 256);
+    h.boot_id = external_text(j.at("boot_id").get<std::string>(), 64);
     h.cpus = j.at("cpus").get<int>();
-    h.problem = j.at("problem").get<std::string>();
+    h.problem = external_text(j.at("problem").get<std::string>(), 2000);
     h.allowed_cpus = j.value("allowed_cpus", std::vector<int>{});
     for (const auto& n : j.at("nics"))
-      h.nics.push_back({n.at("name").get<std::string>(), n.at("ipv4").get<std::string>(),
+      h.nics.push_back({external_text(n.at("name").get<std::string>(), 64), external_text(n.at("ipv4").get<std::string>(), 64),
                         n.at("speed_mbps").get<long long>()});
     return h;
   } catch (const nlohmann::json::exception& e) {
@@ -172,7 +173,7 @@ Record record_from_json(const nlohmann::json& j) {
     r.server = j.at("server").get<int>();
     r.client = j.at("client").get<int>();
     r.rail = j.at("rail").get<int>();
-    r.failure = j.at("failure").get<std::string>();
+    r.failure = external_text(j.at("failure").get<std::string>(), 2000);
     r.c2s_bytes_per_s = j.at("c2s_bytes_per_s").get<std::vector<double>>();
     r.s2c_bytes_per_s = j.at("s2c_bytes_per_s").get<std::vector<double>>();
     r.latency_ns = j.at("latency_ns").get<std::vector<double>>();

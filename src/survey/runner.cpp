@@ -15,6 +15,7 @@
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/output.hpp"
 #include "survey/survey.hpp"
 
 namespace p2pscope::survey {
@@ -153,7 +154,7 @@ class Part {
   }
 
   nlohmann::json exchange_ports(const nlohmann::json& mine) {
-    const auto parts = boot_.gather_live(mine.dump(), o_.round_timeout_s);
+    const auto parts = boot_.gather_live(out::dump_json(mine), o_.round_timeout_s);
     std::string merged;
     if (me_ == 0) {
       nlohmann::json all = nlohmann::json::object();
@@ -162,7 +163,7 @@ class Part {
         const nlohmann::json theirs = parse(*p, "a rank's ports");  // named: items() of a temporary dangles
         for (const auto& [k, v] : theirs.items()) all[k] = v;
       }
-      merged = all.dump();
+      merged = out::dump_json(all);
     }
     return parse(boot_.broadcast_live(merged, o_.round_timeout_s), "rank 0's ports");
   }
@@ -170,7 +171,7 @@ class Part {
   std::vector<Record> gather_records(const std::vector<Record>& mine) {
     nlohmann::json j = nlohmann::json::array();
     for (const Record& r : mine) j.push_back(to_json(r));
-    const auto parts = boot_.gather_live(j.dump(), o_.round_timeout_s);
+    const auto parts = boot_.gather_live(out::dump_json(j), o_.round_timeout_s);
     if (me_ != 0) return mine;
     std::vector<Record> all;
     for (const auto& p : parts)
@@ -251,7 +252,7 @@ class Driver {
     if (s.tasks.empty()) return;
     const std::string what = fmt::format("{} step of round {} (pass {})",
                                          s.kind == "bw" ? "bandwidth" : s.kind == "lat" ? "latency" : "local", s.round, s.pass);
-    boot_.broadcast_live(to_json(s).dump(), o_.round_timeout_s);
+    boot_.broadcast_live(out::dump_json(to_json(s)), o_.round_timeout_s);
     std::vector<Record> got = part_.run(s);
     for (const auto& [rank, why] : boot_.dropped()) {
       auto& g = r_.gone[static_cast<std::size_t>(rank)];
@@ -387,7 +388,7 @@ Result run(Bootstrap& boot, const Options& o) {
   Result r;
   const int me = boot.rank(), n = boot.size();
   const HostInfo mine = describe_host(me, o);
-  const auto parts = boot.allgather(to_json(mine).dump());  // everyone is present at the start
+  const auto parts = boot.allgather(out::dump_json(to_json(mine)));  // everyone is present at the start
   for (const auto& p : parts) r.hosts.push_back(host_from_json(parse(p, "a host description")));
   for (int i = 0; i < n; ++i) r.hosts[static_cast<std::size_t>(i)].rank = i;
   check_hosts(r.hosts, o);  // the same hosts on every rank: the same refusal everywhere
@@ -422,10 +423,10 @@ Result run(Bootstrap& boot, const Options& o) {
   try {
     d.run();
   } catch (...) {
-    boot.broadcast_live(nlohmann::json{{"op", "end"}}.dump(), o.round_timeout_s);
+    boot.broadcast_live(out::dump_json(nlohmann::json{{"op", "end"}}), o.round_timeout_s);
     throw;
   }
-  boot.broadcast_live(nlohmann::json{{"op", "end"}}.dump(), o.round_timeout_s);
+  boot.broadcast_live(out::dump_json(nlohmann::json{{"op", "end"}}), o.round_timeout_s);
   return r;
 }
 
