@@ -29,7 +29,9 @@ std::vector<Figure> figures_of(const std::vector<Record>& records, const std::ve
       out.push_back({Metric::bandwidth, r.pass, r.server, r.server, -1, kLocalClass, r.c2s_bytes_per_s});
       continue;
     }
-    const std::string cls = class_of(hosts, r.server, r.client, r.rail);
+    // A flow of a group shares its NICs with the group's other flows: its own class.
+    const std::string cls = class_of(hosts, r.server, r.client, r.rail) +
+                            (r.group > 2 ? fmt::format(", in groups of {}", r.group) : "");
     if (r.step == "bw") {
       out.push_back({Metric::bandwidth, r.pass, r.client, r.server, r.rail, cls, r.c2s_bytes_per_s});
       out.push_back({Metric::bandwidth, r.pass, r.server, r.client, r.rail, cls, r.s2c_bytes_per_s});

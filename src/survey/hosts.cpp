@@ -159,7 +159,7 @@ HostInfo host_from_json(const nlohmann::json& j) {
 
 nlohmann::json to_json(const Record& r) {
   return {{"pass", r.pass},     {"round", r.round},   {"step", r.step},
-          {"server", r.server}, {"client", r.client}, {"rail", r.rail},
+          {"server", r.server}, {"client", r.client}, {"rail", r.rail}, {"group", r.group},
           {"failure", r.failure}, {"c2s_bytes_per_s", r.c2s_bytes_per_s}, {"s2c_bytes_per_s", r.s2c_bytes_per_s},
           {"latency_ns", r.latency_ns}, {"wall_s", r.wall_s}};
 }
@@ -173,6 +173,7 @@ Record record_from_json(const nlohmann::json& j) {
     r.server = j.at("server").get<int>();
     r.client = j.at("client").get<int>();
     r.rail = j.at("rail").get<int>();
+    r.group = j.value("group", 2);
     r.failure = external_text(j.at("failure").get<std::string>(), 2000);
     r.c2s_bytes_per_s = j.at("c2s_bytes_per_s").get<std::vector<double>>();
     r.s2c_bytes_per_s = j.at("s2c_bytes_per_s").get<std::vector<double>>();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -34,7 +35,10 @@ ClassStats class_stats(const std::vector<double>& medians) {
 
 std::vector<Judged> judge(const std::vector<Figure>& figures, const OutlierOptions& o) {
   std::vector<Judged> out;
-  std::map<std::pair<int, std::string>, std::vector<double>> pass1;  // (metric, class) -> medians
+  std::map<std::pair<int, std::string>, std::vector<double>> pass1, pass2;  // (metric, class) -> medians
+  // ... and which link each median is of, to leave a link's both directions out at once.
+  std::map<std::pair<int, std::string>, std::vector<std::tuple<int, int, int>>> links1, links2;
+  const auto link_of = [](const Figure& f) { return std::tuple{std::min(f.from, f.to), std::max(f.from, f.to), f.rail}; };
   for (const Figure& f : figures) {
     Judged j;
     j.figure = f;
@@ -43,7 +47,8 @@ std::vector<Judged> judge(const std::vector<Figure>& figures, const OutlierOptio
       const analyze::MedianInterval mi = analyze::median_interval(f.samples);
       j.lo = mi.lo_ns, j.hi = mi.hi_ns, j.level = mi.level;
       j.p99 = percentile(f.samples, 0.99);
-      if (f.pass == 1) pass1[{static_cast<int>(f.metric), f.cls}].push_back(j.median);
+      (f.pass == 1 ? pass1 : pass2)[{static_cast<int>(f.metric), f.cls}].push_back(j.median);
+      (f.pass == 1 ? links1 : links2)[{static_cast<int>(f.metric), f.cls}].push_back(link_of(f));
     }
     out.push_back(std::move(j));
   }
@@ -53,11 +58,22 @@ std::vector<Judged> judge(const std::vector<Figure>& figures, const OutlierOptio
   // ceilings) the class's [min, max] would hold the outlier itself. Past kWholeClass
   // figures one figure moves nothing, and leaving each out would cost n^2.
   constexpr std::size_t kWholeClass = 64;
+  // A second-pass class the first pass never measured (the adaptive mode's first pass
+  // ran in groups; its rechecks run alone) is its own reference, each figure left out.
+  std::map<std::pair<int, std::string>, ClassStats> own_pass2;
+  for (const auto& [key, medians] : pass2)
+    if (!classes.count(key)) own_pass2[key] = class_stats(medians);
   const auto peers_of = [&](const Judged& j, const ClassStats& whole) {
-    const auto& medians = pass1[{static_cast<int>(j.figure.metric), j.figure.cls}];
-    if (medians.size() > kWholeClass || j.figure.pass != 1) return whole;
-    std::vector<double> others = medians;
-    if (const auto it = std::find(others.begin(), others.end(), j.median); it != others.end()) others.erase(it);
+    const bool alone = j.figure.pass == 2 && own_pass2.count({static_cast<int>(j.figure.metric), j.figure.cls});
+    const std::pair<int, std::string> key{static_cast<int>(j.figure.metric), j.figure.cls};
+    const auto& medians = (alone ? pass2 : pass1)[key];
+    const auto& links = (alone ? links2 : links1)[key];
+    if (medians.size() > kWholeClass || (j.figure.pass != 1 && !alone)) return whole;
+    // Both directions of the figure's link are left out: a link slow both ways would
+    // otherwise be its own peer.
+    std::vector<double> others;
+    for (std::size_t i = 0; i < medians.size(); ++i)
+      if (links[i] != link_of(j.figure)) others.push_back(medians[i]);
     ClassStats c = class_stats(others);
     c.size = whole.size;
     return c;
@@ -69,12 +85,15 @@ std::vector<Judged> judge(const std::vector<Figure>& figures, const OutlierOptio
       j.why = "not measured";
       continue;
     }
-    const auto it = classes.find({static_cast<int>(f.metric), f.cls});
-    if (it == classes.end()) {
+    const std::pair<int, std::string> key{static_cast<int>(f.metric), f.cls};
+    const ClassStats* whole = nullptr;
+    if (const auto a = classes.find(key); a != classes.end()) whole = &a->second;
+    else if (const auto b = own_pass2.find(key); b != own_pass2.end()) whole = &b->second;
+    if (!whole) {
       j.why = "no figure of its class in the first pass";
       continue;
     }
-    const ClassStats c = peers_of(j, it->second);
+    const ClassStats c = peers_of(j, *whole);
     j.class_median = c.median, j.class_lo = c.lo, j.class_hi = c.hi, j.class_mad = c.mad, j.class_size = c.size;
     if (c.median > 0) {
       j.ratio = j.median / c.median, j.ratio_lo = j.lo / c.median, j.ratio_hi = j.hi / c.median;

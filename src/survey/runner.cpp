@@ -23,6 +23,7 @@ namespace {
 
 struct Task {
   int server = 0, client = 0, rail = 0;  // local: server = client = the host, rail -1
+  int group = 2;                         // the size of the group it runs in at once
 };
 
 struct Step {
@@ -33,7 +34,7 @@ struct Step {
 
 nlohmann::json to_json(const Step& s) {
   nlohmann::json tasks = nlohmann::json::array();
-  for (const Task& t : s.tasks) tasks.push_back({t.server, t.client, t.rail});
+  for (const Task& t : s.tasks) tasks.push_back({t.server, t.client, t.rail, t.group});
   return {{"op", "step"}, {"pass", s.pass}, {"round", s.round}, {"kind", s.kind}, {"tasks", tasks}};
 }
 
@@ -42,7 +43,8 @@ Step step_from_json(const nlohmann::json& j) {
   s.pass = j.at("pass").get<int>();
   s.round = j.at("round").get<int>();
   s.kind = j.at("kind").get<std::string>();
-  for (const auto& t : j.at("tasks")) s.tasks.push_back({t.at(0).get<int>(), t.at(1).get<int>(), t.at(2).get<int>()});
+  for (const auto& t : j.at("tasks"))
+    s.tasks.push_back({t.at(0).get<int>(), t.at(1).get<int>(), t.at(2).get<int>(), t.size() > 3 ? t.at(3).get<int>() : 2});
   return s;
 }
 
@@ -59,7 +61,7 @@ double seconds_since(std::int64_t t0) { return static_cast<double>(monotonic_ns(
 Record record_for(const Step& s, const Task& t) {
   Record r;
   r.pass = s.pass, r.round = s.round, r.step = s.kind;
-  r.server = t.server, r.client = t.client, r.rail = t.rail;
+  r.server = t.server, r.client = t.client, r.rail = t.rail, r.group = t.group;
   return r;
 }
 
@@ -202,12 +204,19 @@ class Driver {
       r_.notes.push_back(fmt::format("resumed: {} records of an earlier run kept, their tasks not run again",
                                      o_.resumed.size()));
     if (o_.local) local_phase(n);
-    const std::vector<Round> rounds = rounds_for(o_.pairs, n, o_.seed);
+    const bool groups = o_.pairs.kind == "groups";
+    const GroupRounds g = groups ? group_rounds(n, o_.pairs.k) : GroupRounds{};
+    const std::vector<Round> rounds = groups ? g.rounds : rounds_for(o_.pairs, n, o_.seed);
+    if (groups)
+      r_.notes.push_back(fmt::format("adaptive mode: {} rounds of groups (a {} x {} grid; every pair in one group) "
+                                     "instead of {} rounds of pairs, then each flagged link alone; a link is seen "
+                                     "only when slower than its group's share of a NIC; no latency in groups",
+                                     rounds.size(), g.grid, g.grid, circle_rounds(n).size()));
     r_.rounds = static_cast<int>(rounds.size());
     for (std::size_t i = 0; i < rounds.size(); ++i) {
       if (over_bound(fmt::format("round {} of {}", i + 1, rounds.size()))) break;
       const std::int64_t t = monotonic_ns();
-      pair_round(1, static_cast<int>(i + 1), rounds[i]);
+      pair_round(1, static_cast<int>(i + 1), rounds[i], groups ? g.group_size[i] : std::vector<int>{});
       round_s_.push_back(seconds_since(t));
       progress(fmt::format("round {}/{}: {} pairs x {} rail{}, {:.1f} s{}", i + 1, rounds.size(), rounds[i].size(),
                            rails(), rails() == 1 ? "" : "s", round_s_.back(), eta(rounds.size() - i - 1)));
@@ -284,12 +293,13 @@ class Driver {
     progress(fmt::format("local ceilings measured ({} host{})", n, n == 1 ? "" : "s"));
   }
 
-  void pair_round(int pass, int round, const Round& pairs) {
+  void pair_round(int pass, int round, const Round& pairs, const std::vector<int>& group_sizes) {
     Step bw{pass, round, "bw", {}};
-    for (const Pair& p : pairs)
-      for (int rail = 0; rail < rails(); ++rail) bw.tasks.push_back({p.a, p.b, rail});
+    for (std::size_t i = 0; i < pairs.size(); ++i)
+      for (int rail = 0; rail < rails(); ++rail)
+        bw.tasks.push_back({pairs[i].a, pairs[i].b, rail, i < group_sizes.size() ? group_sizes[i] : 2});
     run_step(bw);
-    if (!o_.latency) return;
+    if (!o_.latency || !group_sizes.empty()) return;
     Step lat = bw;
     lat.kind = "lat";
     if (!r_.shared_cpus) {

@@ -1,6 +1,7 @@
 #include "survey/schedule.hpp"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <random>
 #include <set>
@@ -64,21 +65,62 @@ std::vector<Round> random_rounds(int n, int k, std::uint64_t seed) {
   return all;
 }
 
+namespace {
+bool prime(int p) {
+  if (p < 2) return false;
+  for (int d = 2; d * d <= p; ++d)
+    if (p % d == 0) return false;
+  return true;
+}
+}  // namespace
+
+GroupRounds group_rounds(int n, int group) {
+  GroupRounds g;
+  if (n < 2) return g;
+  int p = std::max(2, group);
+  while (!prime(p) || p * p < n) ++p;
+  g.grid = p;
+  // Host h at (h / p, h % p); a line of slope m: y = m x + b (mod p); the rows: x = c.
+  const auto add_class = [&](auto line_of) {
+    std::map<int, std::vector<int>> lines;
+    for (int h = 0; h < n; ++h) lines[line_of(h / p, h % p)].push_back(h);
+    Round round;
+    std::vector<int> sizes;
+    for (const auto& [line, hosts] : lines)
+      for (std::size_t i = 0; i < hosts.size(); ++i)
+        for (std::size_t j = i + 1; j < hosts.size(); ++j) {
+          round.push_back({hosts[i], hosts[j]});
+          sizes.push_back(static_cast<int>(hosts.size()));
+        }
+    if (round.empty()) return;
+    g.rounds.push_back(std::move(round));
+    g.group_size.push_back(std::move(sizes));
+  };
+  add_class([](int x, int) { return x; });
+  for (int m = 0; m < p; ++m) add_class([m, p](int x, int y) { return ((y - m * x) % p + p) % p; });
+  return g;
+}
+
 PairsSpec parse_pairs(const std::string& text) {
   if (text == "all" || text == "ring") return {text, 0};
-  if (text.rfind("random:", 0) == 0) {
-    const std::string k = text.substr(7);
+  for (const char* kind : {"random", "groups"}) {
+    const std::string prefix = std::string(kind) + ":";
+    if (text.rfind(prefix, 0) != 0) continue;
+    const std::string k = text.substr(prefix.size());
     int v = 0;
     bool ok = !k.empty() && k.size() <= 6 && std::all_of(k.begin(), k.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (ok) v = std::stoi(k);
-    if (ok && v >= 1) return {"random", v};
+    if (ok && v >= (std::string(kind) == "groups" ? 2 : 1)) return {kind, v};
   }
-  throw UsageError(fmt::format("--pairs '{}': expected all (every pair, the circle method), ring (neighbours) or "
-                               "random:K (K rounds of random disjoint pairs, K >= 1)",
+  throw UsageError(fmt::format("--pairs '{}': expected all (every pair, the circle method), ring (neighbours), "
+                               "random:K (K rounds of random disjoint pairs, K >= 1) or groups:G (the adaptive "
+                               "mode: groups of up to about G hosts, every pair in one group, then the flagged links "
+                               "alone)",
                                text));
 }
 
 std::vector<Round> rounds_for(const PairsSpec& spec, int n, std::uint64_t seed) {
+  if (spec.kind == "groups") return group_rounds(n, spec.k).rounds;
   if (spec.kind == "ring") return ring_rounds(n);
   if (spec.kind == "random") return random_rounds(n, spec.k, seed);
   return circle_rounds(n);

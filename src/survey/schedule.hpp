@@ -23,10 +23,23 @@ std::vector<Round> ring_rounds(int n);
 // perfect matchings with no pair twice (k is capped at the circle method's count).
 std::vector<Round> random_rounds(int n, int k, std::uint64_t seed);
 
-// --pairs all | ring | random:K. Throws UsageError naming the text and the choices.
+// Group rounds (the adaptive mode's first stage): hosts placed on a p x p grid (p the
+// smallest prime >= sqrt(n), and >= `at_most` when given), each round one parallel class
+// of the affine plane over Z_p (rows, then the lines of each slope): p + 1 rounds in
+// which every pair of hosts shares exactly one group. A round lists every pair inside
+// each of its groups, so a host is in up to p - 1 pairs at once; `group_of` gives each
+// pair's group size. With p >= n (one group of all) it degenerates to one round.
+struct GroupRounds {
+  std::vector<Round> rounds;
+  std::vector<std::vector<int>> group_size;  // [round][pair]: the size of the pair's group
+  int grid = 0;                              // p
+};
+GroupRounds group_rounds(int n, int group);
+
+// --pairs all | ring | random:K | groups:G. Throws UsageError naming the text and the choices.
 struct PairsSpec {
-  std::string kind = "all";  // "all", "ring", "random"
-  int k = 0;                 // random:K
+  std::string kind = "all";  // "all", "ring", "random", "groups"
+  int k = 0;                 // random:K, groups:G (the largest group)
 };
 PairsSpec parse_pairs(const std::string& text);
 std::vector<Round> rounds_for(const PairsSpec& spec, int n, std::uint64_t seed);

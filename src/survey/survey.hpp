@@ -31,6 +31,7 @@ struct Record {
   int pass = 1, round = 0;
   std::string step;          // "bw", "lat", "local"
   int server = 0, client = 0, rail = 0;
+  int group = 2;             // hosts of the group it ran in at once (2: the pair alone)
   std::string failure;       // empty: completed
   std::vector<double> c2s_bytes_per_s, s2c_bytes_per_s;  // per timed round, as each receiver saw it
   std::vector<double> latency_ns;                        // one-way: round trip / 2
