@@ -30,14 +30,18 @@ std::vector<Figure> figures_of(const std::vector<Record>& records, const std::ve
       continue;
     }
     // A flow of a group shares its NICs with the group's other flows: its own class.
+    // The second pass is its own class: its suspects, their good partners and the
+    // controls beside them were measured at other moments than the first pass.
     const std::string cls = class_of(hosts, r.server, r.client, r.rail) +
-                            (r.group > 2 ? fmt::format(", in groups of {}", r.group) : "");
+                            (r.group > 2 ? fmt::format(", in groups of {}", r.group) : "") +
+                            (r.pass == 2 ? " (second pass)" : "");
     if (r.step == "bw") {
       out.push_back({Metric::bandwidth, r.pass, r.client, r.server, r.rail, cls, r.c2s_bytes_per_s});
       out.push_back({Metric::bandwidth, r.pass, r.server, r.client, r.rail, cls, r.s2c_bytes_per_s});
     } else if (r.step == "lat") {
-      out.push_back({Metric::latency, r.pass, std::min(r.server, r.client), std::max(r.server, r.client), r.rail, cls,
-                     r.latency_ns});
+      // A latency pair is measured again alone, one at a time: against the first pass.
+      out.push_back({Metric::latency, r.pass, std::min(r.server, r.client), std::max(r.server, r.client), r.rail,
+                     class_of(hosts, r.server, r.client, r.rail), r.latency_ns});
     }
   }
   return out;
