@@ -206,6 +206,9 @@ class Driver {
     if (!o_.resumed.empty())
       r_.notes.push_back(fmt::format("resumed: {} records of an earlier run kept, their tasks not run again",
                                      o_.resumed.size()));
+    if (n == 1)
+      r_.notes.push_back("one process: only this host's local ceiling was measured; start one process per host "
+                         "under a launcher (mpirun --map-by ppr:1:node, srun --ntasks-per-node=1) to survey links");
     if (o_.local) local_phase(n);
     const bool groups = o_.pairs.kind == "groups";
     const GroupRounds g = groups ? group_rounds(n, o_.pairs.k) : GroupRounds{};

@@ -28,7 +28,9 @@ TEST(SurveySchedule, CircleMeetsEveryPairOnceInNMinusOneRounds) {
     expect_disjoint(rounds);
     std::set<std::pair<int, int>> pairs;
     for (const Round& r : rounds) {
-      if (n % 2 == 0) EXPECT_EQ(static_cast<int>(r.size()), n / 2) << n;
+      if (n % 2 == 0) {
+        EXPECT_EQ(static_cast<int>(r.size()), n / 2) << n;
+      }
       for (const Pair& p : r) EXPECT_TRUE(pairs.insert({p.a, p.b}).second) << n << ": " << p.a << "," << p.b;
     }
     EXPECT_EQ(static_cast<int>(pairs.size()), n * (n - 1) / 2) << n;
