@@ -160,7 +160,7 @@ case "${1:-}" in
     # the job when a rank dies, but mpirun then exits 0 whatever the ranks' codes.
     exec mpirun --allow-run-as-root --oversubscribe --bind-to none ${P2PSCOPE_NETNS_RECOVERY:+--enable-recovery} -np "$n" \
       -x P2PSCOPE_TOKEN -x P2PSCOPE_RENDEZVOUS -x P2PSCOPE_NETNS_PREFIX -x P2PSCOPE_NETNS_NET \
-      ${P2PSCOPE_NETNS_CPUS:+-x P2PSCOPE_NETNS_CPUS} ${P2PSCOPE_NETNS_WRAP:+-x KILL_RANK -x KILL_AFTER -x KILL_SIG} \
+      ${P2PSCOPE_NETNS_CPUS:+-x P2PSCOPE_NETNS_CPUS} ${P2PSCOPE_NETNS_WRAP:+-x KILL_RANK -x KILL_AFTER -x KILL_SIG -x KILL_WHEN -x KILL_LINES} \
       "$0" rank-exec ${P2PSCOPE_NETNS_WRAP:-} "${P2PSCOPE:-build/p2pscope}" survey "$@" ;;
   rank-exec)
     shift

@@ -13,6 +13,7 @@
 
 #include "p2pscope/auth.hpp"
 #include "p2pscope/bootstrap.hpp"
+#include "p2pscope/bounded_json.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/output.hpp"
@@ -51,12 +52,14 @@ Step step_from_json(const nlohmann::json& j) {
   return s;
 }
 
+// Another rank's frame: parsed under limits the parser enforces (a rank's place can be
+// taken by a stranger where no P2PSCOPE_TOKEN is set), then read field by field.
 nlohmann::json parse(const std::string& text, const char* what) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("survey: {} that does not parse ({})", what, e.what()));
-  }
+  JsonLimits limits;
+  limits.max_depth = 8;  // the deepest frame is a list of records holding lists of numbers
+  BoundedJson j = parse_json_bounded(text, limits);
+  if (!j.ok()) throw Error(fmt::format("survey: {} that does not parse ({})", what, j.error));
+  return std::move(j.value);
 }
 
 double seconds_since(std::int64_t t0) { return static_cast<double>(monotonic_ns() - t0) / 1e9; }

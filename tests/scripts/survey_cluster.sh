@@ -42,7 +42,7 @@ check "slow link: named as the link, h1 -> h2 the slower" \
   "$(head_of slow | grep -q '1 of 12 links slow: h1 eth2 <-> h2 eth2 at .*h1 -> h2.*the link or its switch port'; echo $?)" "$(head_of slow)"
 bash "$cluster" down >/dev/null 2>&1; bash "$cluster" up 4 2 200mbit >/dev/null 2>&1
 
-P2PSCOPE_NETNS_RECOVERY=1 KILL_RANK=3 KILL_AFTER=2 P2PSCOPE_NETNS_WRAP=$src/tools/netns-kill-rank.sh survey killed
+P2PSCOPE_NETNS_RECOVERY=1 KILL_RANK=3 KILL_WHEN=$out/killed/rounds.jsonl KILL_LINES=6 P2PSCOPE_NETNS_WRAP=$src/tools/netns-kill-rank.sh survey killed
 check "killed host: named" "$(grep -q 'h3 dropped out: rank 3 stopped answering' "$out/killed.txt"; echo $?)" "$(head_of killed)"
 check "killed host: the other pairs measured" \
   "$(python3 -c "

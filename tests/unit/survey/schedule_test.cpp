@@ -85,3 +85,29 @@ TEST(SurveySchedule, RecheckPairsEachSuspectWithADifferentGoodHost) {
 
 }  // namespace
 }  // namespace p2pscope::survey
+
+// Records and host descriptions come from other ranks: a malformed one is an Error that
+// says what, never a crash or a type exception.
+#include <nlohmann/json.hpp>
+
+#include "survey/survey.hpp"
+
+namespace p2pscope::survey {
+namespace {
+
+TEST(SurveyFrames, AMalformedRecordOrHostIsAnErrorAndTextIsMadeSafe) {
+  EXPECT_THROW(record_from_json(nlohmann::json::parse(R"({"pass": "one"})")), Error);
+  EXPECT_THROW(record_from_json(nlohmann::json::array()), Error);
+  nlohmann::json r = to_json(Record{});
+  r["step"] = "rm -rf";
+  EXPECT_THROW(record_from_json(r), Error);
+  r["step"] = "bw";
+  r["failure"] = std::string("peer \x1b[2J said \xff");
+  const Record back = record_from_json(r);
+  EXPECT_EQ(back.failure.find('\x1b'), std::string::npos);
+  EXPECT_EQ(back.failure.find('\xff'), std::string::npos);
+  EXPECT_THROW(host_from_json(nlohmann::json::parse(R"({"rank": 1})")), Error);
+}
+
+}  // namespace
+}  // namespace p2pscope::survey
