@@ -27,7 +27,7 @@ namespace p2pscope::app {
 namespace survey_cmd {
 
 struct SurveyCli {
-  std::string pairs = "all", nics, hosts, transport = "tcp";
+  std::string pairs = "all", nics, hosts, transport = "tcp", expect;
   std::string size = "64M", chunk = "1M", ping_size = "8";
   std::uint32_t channels = 1, window = 4, iters = 9, warmup = 1, pings = 200;
   std::uint64_t seed = 1;
@@ -44,6 +44,9 @@ void add_options(CLI::App& c, SurveyCli& o) {
   c.add_option("--nics", o.nics, "the NICs to survey, one per rail, the same names on every host (default: every IPv4 "
                                  "NIC but loopback and the one the rendezvous goes over)");
   c.add_option("--hosts", o.hosts, "the host names the ranks must run on, each once (a check of the launcher's list)");
+  c.add_option("--expect", o.expect,
+               "what the links should carry, e.g. bw=23MB/s,lat=50us,local=1GB/s (each part optional; bw per direction "
+               "of a link): a whole class below it is a finding, which comparing peers cannot see");
   c.add_option("--transport", o.transport, "tcp (bench tcp's engine)")->capture_default_str();
   c.add_option("--size", o.size, "bytes per timed round of each link's bandwidth session")->capture_default_str();
   c.add_option("--chunk", o.chunk, "chunk size")->capture_default_str();
@@ -94,6 +97,7 @@ survey::Options to_options(const SurveyCli& c, const LaunchInfo& launch) {
   o.seed = c.seed;
   if (!c.nics.empty()) o.nics = split_list(c.nics, "--nics");
   if (!c.hosts.empty()) o.expect_hosts = split_list(c.hosts, "--hosts");
+  if (!c.expect.empty()) o.expect = survey::parse_expect(c.expect);
   o.bw.mode = tcp::Mode::bidir;
   o.bw.size_bytes = parse_size(c.size);
   o.bw.chunk_bytes = std::min<std::uint64_t>(parse_size(c.chunk), o.bw.size_bytes);

@@ -233,6 +233,7 @@ class Driver {
     if (o_.recheck) second_pass();
     r_.judged = judge(figures_of(r_.records, r_.hosts), o_.outliers);
     r_.verdict = decide(r_.judged, r_.names, r_.gone);
+    apply_expectation(r_.verdict, r_.judged, o_.expect, o_.outliers);
     r_.wall_s = seconds_since(t0_);
   }
 

@@ -16,6 +16,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "p2pscope/tcp.hpp"
+#include "survey/expect.hpp"
 #include "survey/outliers.hpp"
 #include "survey/schedule.hpp"
 #include "survey/verdict.hpp"
@@ -48,6 +49,7 @@ struct Options {
   double round_timeout_s = 60;  // a step's bound: a rank silent past it is dropped
   double max_time_s = 0;        // the whole survey's bound (0: none); rounds past it are not started
   OutlierOptions outliers;
+  Expectation expect;           // --expect: optional; a whole class below it is a finding
   std::string rendezvous_host;  // its NIC is left out when the NICs are found
   std::vector<Record> resumed;  // --resume: records of an earlier run of these hosts, not measured again
   std::function<void(const std::string&)> progress;     // rank 0

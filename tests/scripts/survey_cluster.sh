@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `p2pscope survey` under a real mpirun on hosts made of network namespaces
 # (tools/netns-cluster.sh): a healthy cluster flags nothing, a link slowed to 50 % is named
-# as that link, a killed host is named and every other pair kept, a NIC a host lacks is
+# as that link, --expect sees a fleet below what it should carry, a killed host is named and every other pair kept, a NIC a host lacks is
 # a clear exit 2. Exit 77 (ctest: skipped, with the reason) where namespaces, tc or
 # mpirun are missing.  Usage: survey_cluster.sh P2PSCOPE SOURCE_DIR
 set -uo pipefail
@@ -34,6 +34,16 @@ check "healthy: exit 0" "$([ $rc = 0 ]; echo $?)" "rc $rc; $(tail -5 "$out/healt
 check "healthy: nothing flagged" "$(head_of healthy | grep -q '^survey: 0 of 12 links slow: every link within its class'; echo $?)" "$(head_of healthy)"
 check "healthy: rounds.jsonl holds every session" "$([ "$(wc -l <"$out/healthy/rounds.jsonl")" -ge 28 ]; echo $?)" \
   "$(wc -l <"$out/healthy/rounds.jsonl") lines"
+
+# Every link like its peers, but at half of what the user says it should carry (200mbit is
+# 25 MB/s a direction): only --expect can see it.
+survey expect --expect bw=50MB/s --no-latency --no-recheck
+check "--expect above the fleet: exit 3 (found)" "$([ $rc = 3 ]; echo $?)" "rc $rc"
+check "--expect above the fleet: the whole class named" \
+  "$(head_of expect | grep -q "^survey: below --expect: the whole class '.*' at [3-5][0-9] % of the expected 50.00 MB/s"; echo $?)" "$(head_of expect)"
+survey badexpect --expect bw=fast
+check "--expect that does not parse: exit 2, named" \
+  "$([ $rc = 2 ] && grep -q "'fast' is not a rate" "$out/badexpect.err"; echo $?)" "rc $rc; $(grep -v PMIX "$out/badexpect.err" | head -2)"
 
 bash "$cluster" slow-link 1 2 2 50 >/dev/null 2>&1
 survey slow
