@@ -133,8 +133,9 @@ void add_bench_common(CLI::App& c, BenchCommon& o, const char* sizes_help, bool 
   c.add_option("--monitor-interval", o.monitor_interval, "--monitor's sampling interval")->capture_default_str();
 }
 
-Launched bring_up_ranks(const Context& ctx, std::function<void(const LaunchInfo&)> admit) {
+Launched bring_up_ranks(const Context& ctx, std::function<void(const LaunchInfo&)> admit, const std::string& one_cpu_cost) {
   BringUpOptions o;
+  o.one_cpu_cost = one_cpu_cost;
   o.argv = ctx.argv;
   o.admit = std::move(admit);
   o.log = [](const std::string& l) { std::fprintf(stderr, "p2pscope: %s\n", l.c_str()); };

@@ -64,7 +64,9 @@ void emit(const std::string& text, const out::Output& o, const BenchCommon& c, c
 // The launcher bring-up every command calls (bootstrap/bring_up.hpp): rank 0's
 // refusals and warnings go to stderr. `admit` is the command's own refusal under a
 // launcher (one_process_only for commands that drive everything from one process).
-Launched bring_up_ranks(const Context& ctx, std::function<void(const LaunchInfo&)> admit);
+// `one_cpu_cost`: what a rank bound to one CPU costs the command (empty: NCCL's proxy threads).
+Launched bring_up_ranks(const Context& ctx, std::function<void(const LaunchInfo&)> admit,
+                        const std::string& one_cpu_cost = "");
 // The JSON "launch" object both benches write.
 nlohmann::json launch_json(const LaunchInfo& launch, const std::vector<std::string>& rank_cpus);
 

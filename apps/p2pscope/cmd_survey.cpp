@@ -27,7 +27,7 @@ namespace p2pscope::app {
 namespace survey_cmd {
 
 struct SurveyCli {
-  std::string pairs = "all", nics, hosts, transport = "tcp", expect;
+  std::string pairs = "all", nics, hosts, transport = "tcp", expect, rails;
   std::string size = "64M", chunk = "1M", ping_size = "8";
   std::uint32_t channels = 1, window = 4, iters = 9, warmup = 1, pings = 200;
   std::uint64_t seed = 1;
@@ -44,6 +44,9 @@ void add_options(CLI::App& c, SurveyCli& o) {
   c.add_option("--nics", o.nics, "the NICs to survey, one per rail, the same names on every host (default: every IPv4 "
                                  "NIC but loopback and the one the rendezvous goes over)");
   c.add_option("--hosts", o.hosts, "the host names the ranks must run on, each once (a check of the launcher's list)");
+  c.add_option("--rails", o.rails,
+               "which NIC meets which on the peer: 0:0,1:1 (the default, NIC i with NIC i), 0:1,1:0 (across rails), or "
+               "names of --nics (eth1:eth2); LOW:HIGH is the NIC of the pair's lower-ranked host, then the higher's");
   c.add_option("--expect", o.expect,
                "what the links should carry, e.g. bw=23MB/s,lat=50us,local=1GB/s (each part optional; bw per direction "
                "of a link): a whole class below it is a finding, which comparing peers cannot see");
@@ -96,6 +99,7 @@ survey::Options to_options(const SurveyCli& c, const LaunchInfo& launch) {
   o.pairs = survey::parse_pairs(c.pairs);
   o.seed = c.seed;
   if (!c.nics.empty()) o.nics = split_list(c.nics, "--nics");
+  if (!c.rails.empty()) o.rails = survey::parse_rails(c.rails, o.nics);
   if (!c.hosts.empty()) o.expect_hosts = split_list(c.hosts, "--hosts");
   if (!c.expect.empty()) o.expect = survey::parse_expect(c.expect);
   o.bw.mode = tcp::Mode::bidir;
@@ -217,7 +221,11 @@ void run(const SurveyCli& c, Context& ctx) {
     return;
   }
   if (!c.from.empty()) throw UsageError("--from goes with --plan N (the time model), not with a survey run");
-  const Launched up = bring_up_ranks(ctx, {});
+  // A survey rank's sender and receiver threads share such a core: the figure would be the
+  // core's, not the NIC's (unless the hosts are namespaces pinned on purpose).
+  const Launched up = bring_up_ranks(ctx, {},
+                                     "a link's sender and receiver threads then share that core, and a figure can be "
+                                     "the core's rather than the link's (namespace hosts pinned on purpose excepted)");
   survey::Options o = to_options(c, up.launch);
   const bool reporter = up.reporter();
   std::string out = c.out.empty() ? (c.resume.empty() ? "p2pscope-out/survey-" + compact_timestamp(realtime_ns()) : c.resume) : c.out;

@@ -3,7 +3,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "p2pscope/affinity.hpp"
@@ -28,7 +31,7 @@ Launched bring_up(const BringUpOptions& o) {
   if (o.admit) o.admit(l.launch);
   l.boot = make_bootstrap(l.launch, o.timeout_s, o.log);
   check_same_arguments(*l.boot, o.argv);
-  l.places = gather_rank_places(*l.boot, o.warn);
+  l.places = gather_rank_places(*l.boot, o.warn, o.one_cpu_cost);
   for (const auto& p : l.places) l.rank_cpus.push_back(p.cpus);
   return l;
 }
@@ -81,7 +84,8 @@ void check_same_arguments(Bootstrap& boot, const std::vector<std::string>& argv)
                       shown(all[0]), r, shown(all[r])));
 }
 
-std::vector<RankPlace> gather_rank_places(Bootstrap& boot, const std::function<void(const std::string&)>& log) {
+std::vector<RankPlace> gather_rank_places(Bootstrap& boot, const std::function<void(const std::string&)>& log,
+                                          const std::string& one_cpu_cost) {
   const nlohmann::json me = {{"cpus", format_cpulist(allowed_cpus())}, {"pid", static_cast<std::int64_t>(::getpid())},
                              {"host", this_host()}};
   std::vector<RankPlace> places;
@@ -96,14 +100,29 @@ std::vector<RankPlace> gather_rank_places(Bootstrap& boot, const std::function<v
                       external_text(j.value("host", ""), 256)});
     rank_cpus.push_back(places.back().cpus);
   }
-  if (boot.rank() == 0 && log)
-    for (std::size_t r = 0; r < rank_cpus.size(); ++r)
-      if (parse_cpulist(rank_cpus[r]).size() < 2)
-        log(fmt::format(
-            "warning: rank {} may run only on CPU {} (mpirun binds each rank to one core by default): NCCL's "
-            "proxy and network threads then share it with the thread waiting on the GPU; over NCCL's socket "
-            "transport that measured 12x slower. Use mpirun --bind-to none (or numa).",
-            r, rank_cpus[r]));
+  if (boot.rank() != 0 || !log) return places;
+  // One line, however many ranks: a fleet under mpirun's default binding would otherwise
+  // print one warning per host.
+  std::vector<std::size_t> bound;
+  for (std::size_t r = 0; r < rank_cpus.size(); ++r)
+    if (parse_cpulist(rank_cpus[r]).size() < 2) bound.push_back(r);
+  if (bound.empty()) return places;
+  const std::string cost = one_cpu_cost.empty()
+                               ? "NCCL's proxy and network threads then share it with the thread waiting on the GPU; "
+                                 "over NCCL's socket transport that measured 12x slower"
+                               : one_cpu_cost;
+  std::string who;
+  if (bound.size() == 1) {
+    who = fmt::format("rank {} may run only on CPU {}", bound[0], rank_cpus[bound[0]]);
+  } else {
+    std::vector<std::string> shown;
+    for (std::size_t i = 0; i < std::min<std::size_t>(bound.size(), 6); ++i)
+      shown.push_back(fmt::format("rank {} on CPU {}", bound[i], rank_cpus[bound[i]]));
+    who = fmt::format("{} ranks may each run only on one CPU ({}{})", bound.size(), fmt::join(shown, ", "),
+                      bound.size() > 6 ? fmt::format(", and {} more", bound.size() - 6) : "");
+  }
+  log(fmt::format("warning: {} (mpirun binds each rank to one core by default): {}. Use mpirun --bind-to none (or numa).",
+                  who, cost));
   return places;
 }
 

@@ -42,6 +42,9 @@ struct BringUpOptions {
   // Rank 0's refusals of strangers, one line each, and its warnings about the ranks
   // (a rank bound to one CPU). The library never prints: the CLI passes stderr.
   std::function<void(const std::string&)> log, warn;
+  // What a rank bound to one CPU costs this command, for warn (empty: NCCL's proxy threads
+  // starve, which is what the GPU commands risk).
+  std::string one_cpu_cost;
   EnvLookup env;  // empty: the real environment (tests pass a double)
 };
 
@@ -61,6 +64,8 @@ std::function<void(const LaunchInfo&)> one_process_only(const std::string& comma
 void check_same_arguments(Bootstrap& boot, const std::vector<std::string>& argv);
 // Collective: every rank's allowed CPUs, pid and host, indexed by rank. Rank 0 passes
 // `log` a warning for each rank bound to a single CPU, where NCCL's proxy threads starve.
-std::vector<RankPlace> gather_rank_places(Bootstrap& boot, const std::function<void(const std::string&)>& log);
+// `one_cpu_cost`: what one CPU costs this command (empty: NCCL's proxy threads).
+std::vector<RankPlace> gather_rank_places(Bootstrap& boot, const std::function<void(const std::string&)>& log,
+                                          const std::string& one_cpu_cost = "");
 
 }  // namespace p2pscope

@@ -9,19 +9,20 @@ namespace p2pscope::survey {
 namespace {
 
 // Figures are compared within one class: links whose slower end has the same speed.
-std::string class_of(const std::vector<HostInfo>& hosts, int a, int b, int rail) {
-  const auto speed = [&](int h) {
-    const auto& nics = hosts.at(static_cast<std::size_t>(h)).nics;
-    return rail >= 0 && static_cast<std::size_t>(rail) < nics.size() ? nics[static_cast<std::size_t>(rail)].speed_mbps
+std::string class_of(const std::vector<HostInfo>& hosts, const std::vector<Rail>& rails, int a, int b, int rail) {
+  const auto speed = [&](int h, int peer) {
+    return rail >= 0 && static_cast<std::size_t>(rail) < rails.size() ? rail_nic(hosts, rails, h, peer, rail).speed_mbps
                                                                      : -1LL;
   };
-  const long long s = std::min(speed(a), speed(b));
+  const long long s = std::min(speed(a, b), speed(b, a));
   return s > 0 ? fmt::format("NIC {} Mb/s", s) : "NIC of unknown speed";
 }
 
 }  // namespace
 
-std::vector<Figure> figures_of(const std::vector<Record>& records, const std::vector<HostInfo>& hosts) {
+std::vector<Figure> figures_of(const std::vector<Record>& records, const std::vector<HostInfo>& hosts,
+                               const std::vector<Rail>& rails_in) {
+  const std::vector<Rail> rails = rails_in.empty() && !hosts.empty() ? identity_rails(hosts.front().nics.size()) : rails_in;
   std::vector<Figure> out;
   for (const Record& r : records) {
     if (!r.failure.empty()) continue;  // a failed session's rounds are not a link's figure
@@ -32,7 +33,7 @@ std::vector<Figure> figures_of(const std::vector<Record>& records, const std::ve
     // A flow of a group shares its NICs with the group's other flows: its own class.
     // The second pass is its own class: its suspects, their good partners and the
     // controls beside them were measured at other moments than the first pass.
-    const std::string cls = class_of(hosts, r.server, r.client, r.rail) +
+    const std::string cls = class_of(hosts, rails, r.server, r.client, r.rail) +
                             (r.group > 2 ? fmt::format(", in groups of {}", r.group) : "") +
                             (r.pass == 2 ? " (second pass)" : "");
     if (r.step == "bw") {
@@ -41,7 +42,7 @@ std::vector<Figure> figures_of(const std::vector<Record>& records, const std::ve
     } else if (r.step == "lat") {
       // A latency pair is measured again alone, one at a time: against the first pass.
       out.push_back({Metric::latency, r.pass, std::min(r.server, r.client), std::max(r.server, r.client), r.rail,
-                     class_of(hosts, r.server, r.client, r.rail), r.latency_ns});
+                     class_of(hosts, rails, r.server, r.client, r.rail), r.latency_ns});
     }
   }
   return out;

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "p2pscope/affinity.hpp"
@@ -100,6 +101,14 @@ HostInfo describe_host(int rank, const Options& o) {
   return h;
 }
 
+namespace {
+std::vector<std::string> nic_names(const HostInfo& h) {
+  std::vector<std::string> out;
+  for (const NicInfo& n : h.nics) out.push_back(n.name);
+  return out;
+}
+}  // namespace
+
 void check_hosts(const std::vector<HostInfo>& hosts, const Options& o) {
   for (const HostInfo& h : hosts)
     if (!h.problem.empty()) throw UsageError(fmt::format("survey: rank {} on host {}: {}", h.rank, h.host, h.problem));
@@ -116,6 +125,11 @@ void check_hosts(const std::vector<HostInfo>& hosts, const Options& o) {
       throw UsageError(fmt::format("survey: host {} has {} NICs to survey and host {} has {}: give every host the "
                                    "same rails with --nics",
                                    h.host, h.nics.size(), hosts.front().host, hosts.front().nics.size()));
+  for (const Rail& r : o.rails)
+    if (static_cast<std::size_t>(std::max(r.low, r.high)) >= hosts.front().nics.size())
+      throw UsageError(fmt::format("survey: --rails {}:{} names NIC {} but the hosts have {} NICs to survey ({}: {})", r.low,
+                                   r.high, std::max(r.low, r.high), hosts.front().nics.size(), hosts.front().host,
+                                   fmt::join(nic_names(hosts.front()), ", ")));
   if (o.expect_hosts.empty()) return;
   std::set<std::string> listed;
   for (const std::string& e : o.expect_hosts)

@@ -81,8 +81,8 @@ void take_figures(Record& rec, const tcp::Results& res) {
 
 class Part {
  public:
-  Part(Bootstrap& boot, const Options& o, const std::vector<HostInfo>& hosts)
-      : boot_(boot), o_(o), hosts_(hosts), me_(boot.rank()), token_(auth::load_token()) {}
+  Part(Bootstrap& boot, const Options& o, const std::vector<HostInfo>& hosts, const std::vector<Rail>& rails)
+      : boot_(boot), o_(o), hosts_(hosts), rails_(rails), me_(boot.rank()), token_(auth::load_token()) {}
 
   // This rank's share of one step (every rank calls it for every step): listens for its
   // server tasks, learns every server's port, runs its client tasks; rank 0 returns
@@ -96,7 +96,7 @@ class Part {
       const Task& t = s.tasks[i];
       if (t.server != me_ || s.kind == "local") continue;
       tcp::ServerOptions so;
-      so.bind_addrs = {nic(me_, t.rail).ipv4};
+      so.bind_addrs = {nic(me_, t.client, t.rail).ipv4};
       so.port = 0;
       // The client connects as soon as it has the ports: a longer wait only means it failed.
       so.accept_timeout_s = std::min(o_.round_timeout_s, params.timeout_s + 5);
@@ -138,9 +138,9 @@ class Part {
             r.failure = fmt::format("the server side on {} did not listen (gone, or its bind failed)", hosts_[t.server].host);
           } else {
             tcp::ClientOptions co;
-            co.hosts = {nic(t.server, t.rail).ipv4};
+            co.hosts = {nic(t.server, me_, t.rail).ipv4};
             co.port = static_cast<std::uint16_t>(port_v);
-            co.local.nics = {nic(me_, t.rail).ipv4};
+            co.local.nics = {nic(me_, t.server, t.rail).ipv4};
             co.token = token_;
             take_figures(r, tcp::run_client(co, params));
           }
@@ -157,9 +157,8 @@ class Part {
   }
 
  private:
-  const NicInfo& nic(int rank, int rail) const {
-    return hosts_[static_cast<std::size_t>(rank)].nics.at(static_cast<std::size_t>(rail));
-  }
+  // The NIC `rank` uses on `rail` with `peer` (--rails may cross them).
+  const NicInfo& nic(int rank, int peer, int rail) const { return rail_nic(hosts_, rails_, rank, peer, rail); }
 
   nlohmann::json exchange_ports(const nlohmann::json& mine) {
     const auto parts = boot_.gather_live(out::dump_json(mine), o_.round_timeout_s);
@@ -191,6 +190,7 @@ class Part {
   Bootstrap& boot_;
   const Options& o_;
   const std::vector<HostInfo>& hosts_;
+  const std::vector<Rail>& rails_;
   int me_;
   std::optional<std::string> token_;
 };
@@ -198,7 +198,7 @@ class Part {
 // Rank 0's side: the plan, the steps, the second pass, the verdict.
 class Driver {
  public:
-  Driver(Bootstrap& boot, const Options& o, Result& r) : boot_(boot), o_(o), r_(r), part_(boot, o, r.hosts) {
+  Driver(Bootstrap& boot, const Options& o, Result& r) : boot_(boot), o_(o), r_(r), part_(boot, o, r.hosts, r.rails) {
     for (const Record& rec : o.resumed) done_.insert(task_key(rec, r.hosts));
   }
 
@@ -231,14 +231,14 @@ class Driver {
                            rails(), rails() == 1 ? "" : "s", round_s_.back(), eta(rounds.size() - i - 1)));
     }
     if (o_.recheck) second_pass();
-    r_.judged = judge(figures_of(r_.records, r_.hosts), o_.outliers);
+    r_.judged = judge(figures_of(r_.records, r_.hosts, r_.rails), o_.outliers);
     r_.verdict = decide(r_.judged, r_.names, r_.gone);
     apply_expectation(r_.verdict, r_.judged, o_.expect, o_.outliers);
     r_.wall_s = seconds_since(t0_);
   }
 
  private:
-  int rails() const { return r_.hosts.empty() ? 0 : static_cast<int>(r_.hosts.front().nics.size()); }
+  int rails() const { return static_cast<int>(r_.rails.size()); }
   bool alive(int rank) const { return r_.gone[static_cast<std::size_t>(rank)].empty(); }
 
   void progress(const std::string& line) {
@@ -323,7 +323,7 @@ class Driver {
   }
 
   void second_pass() {
-    const auto judged = judge(figures_of(r_.records, r_.hosts), o_.outliers);
+    const auto judged = judge(figures_of(r_.records, r_.hosts, r_.rails), o_.outliers);
     std::set<int> suspect;
     std::vector<Task> latency_again;
     std::set<std::tuple<int, int, int>> links_again;  // (a, b, rail), a < b
@@ -433,16 +433,17 @@ Result run(Bootstrap& boot, const Options& o) {
   for (const HostInfo& h : r.hosts)
     for (int cpu : h.allowed_cpus) r.shared_cpus = r.shared_cpus || !taken.insert(cpu).second;
   r.shared_cpus = r.shared_kernel && (r.shared_cpus || taken.empty());
+  r.rails = o.rails.empty() ? identity_rails(r.hosts.front().nics.size()) : o.rails;
   for (const HostInfo& h : r.hosts) {
     r.names.hosts.push_back(h.host);
-    std::vector<std::string> nics;
-    for (const NicInfo& nic : h.nics) nics.push_back(nic.name);
+    std::vector<std::string> nics;  // by rail: the NIC's name, or both where a rail crosses
+    for (const Rail& rail : r.rails) nics.push_back(rail_label(h, rail));
     r.names.nics.push_back(nics);
   }
-  for (const NicInfo& nic : r.hosts.front().nics) r.names.rails.push_back(nic.name);
+  for (const Rail& rail : r.rails) r.names.rails.push_back(rail_label(r.hosts.front(), rail));
 
   if (me != 0) {
-    Part part(boot, o, r.hosts);
+    Part part(boot, o, r.hosts, r.rails);
     // Rank 0 may run other hosts' local ceilings one at a time meanwhile.
     const double wait_s = std::max(600.0, o.round_timeout_s * (n + 2));
     for (;;) {

@@ -18,6 +18,7 @@
 #include "p2pscope/tcp.hpp"
 #include "survey/expect.hpp"
 #include "survey/outliers.hpp"
+#include "survey/rails.hpp"
 #include "survey/schedule.hpp"
 #include "survey/verdict.hpp"
 
@@ -43,6 +44,7 @@ struct Options {
   PairsSpec pairs;
   std::uint64_t seed = 1;
   std::vector<std::string> nics;          // one per rail, the same names on every host; empty: found
+  std::vector<Rail> rails;                // --rails; empty: NIC i with NIC i
   std::vector<std::string> expect_hosts;  // --hosts: the host names the ranks must be, each once
   tcp::Params bw, lat;                    // the two sessions of a link (bidir, latency)
   bool latency = true, local = true, recheck = true;
@@ -72,6 +74,7 @@ struct HostInfo {
 
 struct Result {
   std::vector<HostInfo> hosts;
+  std::vector<Rail> rails;  // resolved: --rails, or NIC i with NIC i
   std::vector<Record> records;
   std::vector<std::string> gone;  // by rank: why it dropped out ("" while present)
   std::vector<Judged> judged;
@@ -99,7 +102,9 @@ void check_hosts(const std::vector<HostInfo>& hosts, const Options& o);
 Result run(Bootstrap& boot, const Options& o);
 
 // Figures for the statistics, from records (pass 1 and 2, both directions, latency).
-std::vector<Figure> figures_of(const std::vector<Record>& records, const std::vector<HostInfo>& hosts);
+// `rails` empty: NIC i with NIC i.
+std::vector<Figure> figures_of(const std::vector<Record>& records, const std::vector<HostInfo>& hosts,
+                               const std::vector<Rail>& rails = {});
 // What identifies a task across a resumed run: "1:bw:host0:host1:0".
 std::string task_key(const Record& r, const std::vector<HostInfo>& hosts);
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `p2pscope survey` under a real mpirun on hosts made of network namespaces
 # (tools/netns-cluster.sh): a healthy cluster flags nothing, a link slowed to 50 % is named
-# as that link, --expect sees a fleet below what it should carry, a killed host is named and every other pair kept, a NIC a host lacks is
+# as that link, --expect sees a fleet below what it should carry, --rails crosses rails, a killed host is named and every other pair kept, a NIC a host lacks is
 # a clear exit 2. Exit 77 (ctest: skipped, with the reason) where namespaces, tc or
 # mpirun are missing.  Usage: survey_cluster.sh P2PSCOPE SOURCE_DIR
 set -uo pipefail
@@ -44,6 +44,17 @@ check "--expect above the fleet: the whole class named" \
 survey badexpect --expect bw=fast
 check "--expect that does not parse: exit 2, named" \
   "$([ $rc = 2 ] && grep -q "'fast' is not a rate" "$out/badexpect.err"; echo $?)" "rc $rc; $(grep -v PMIX "$out/badexpect.err" | head -2)"
+
+# A rail that crosses: each pair's lower-ranked host on eth1, the higher on eth2.
+survey rails --rails 0:1 --no-latency --no-recheck --no-local --format json
+check "--rails 0:1: one rail, eth1:eth2, every link measured" "$(python3 -c "
+import json,sys; d=json.load(open('$out/rails/survey.json'))
+bw=[r for r in d['records'] if r['step']=='bw']
+sys.exit(0 if d['rails']==['eth1:eth2'] and len(bw)==6 and not any(r['failure'] for r in bw) else 1)"; echo $?)" \
+  "rc $rc; $(head -c 300 "$out/rails.txt")"
+survey badrails --rails 0:3
+check "--rails past the hosts' NICs: exit 2, named" \
+  "$([ $rc = 2 ] && grep -q -- '--rails 0:3 names NIC 3 but the hosts have 2 NICs' "$out/badrails.err"; echo $?)" "rc $rc"
 
 bash "$cluster" slow-link 1 2 2 50 >/dev/null 2>&1
 survey slow
