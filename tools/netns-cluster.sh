@@ -18,6 +18,7 @@
 #                                          (OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK or RANK)
 #   netns-cluster.sh exec H CMD...         run CMD in host H, with its host name
 #   netns-cluster.sh survey ARGS...        `p2pscope survey ARGS` on every host under mpirun
+#                                          (P2PSCOPE_NETNS_LAUNCHER=srun: under Slurm's srun)
 #                                          ($P2PSCOPE: the binary, default build/p2pscope;
 #                                          P2PSCOPE_NETNS_RECOVERY=1: a rank that dies does
 #                                          not end the others)
@@ -151,11 +152,17 @@ case "${1:-}" in
   survey)
     shift
     [ -e "$STATE/hosts" ] || die "no cluster (netns-cluster.sh up N first)"
-    command -v mpirun >/dev/null || die "needs Open MPI's mpirun (apt-get install openmpi-bin)"
     n=$(cat "$STATE/hosts")
     export P2PSCOPE_TOKEN=${P2PSCOPE_TOKEN:-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')}
     export P2PSCOPE_RENDEZVOUS="$(addr 0 0):${P2PSCOPE_NETNS_PORT:-29777}"
     export P2PSCOPE_NETNS_PREFIX=$P P2PSCOPE_NETNS_NET=$NET
+    if [ "${P2PSCOPE_NETNS_LAUNCHER:-mpirun}" = srun ]; then
+      # Slurm's srun (tools/local-slurm.sh starts one here): every rank from SLURM_PROCID.
+      command -v srun >/dev/null || die "needs Slurm's srun (apt-get install slurm-wlm)"
+      exec srun --ntasks "$n" --overlap --kill-on-bad-exit=0 --export=ALL \
+        "$0" rank-exec ${P2PSCOPE_NETNS_WRAP:-} "${P2PSCOPE:-build/p2pscope}" survey "$@"
+    fi
+    command -v mpirun >/dev/null || die "needs Open MPI's mpirun (apt-get install openmpi-bin)"
     # Root may run ranks only when told. P2PSCOPE_NETNS_RECOVERY=1: --enable-recovery keeps
     # the job when a rank dies, but mpirun then exits 0 whatever the ranks' codes.
     exec mpirun --allow-run-as-root --oversubscribe --bind-to none ${P2PSCOPE_NETNS_RECOVERY:+--enable-recovery} -np "$n" \
