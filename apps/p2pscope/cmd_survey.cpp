@@ -1,15 +1,18 @@
 // `p2pscope survey`: one process per host under mpirun, srun or torchrun; the links of
 // every host measured in rounds of disjoint pairs, and which link, NIC or host is slow
 // (src/survey/, docs/survey.md). This file parses options and writes what rank 0 gets.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "bench_common.hpp"
 #include "commands.hpp"
+#include "p2pscope/backend.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
@@ -36,6 +39,7 @@ struct SurveyCli {
   bool no_latency = false, no_local = false, no_recheck = false;
   std::string format = "text", out, resume;
   std::string plan, from;  // --plan N,N...: the time model, no launch
+  std::string gpu_backend = "auto", gpu_size = "256M";
 };
 
 void add_options(CLI::App& c, SurveyCli& o) {
@@ -47,6 +51,11 @@ void add_options(CLI::App& c, SurveyCli& o) {
   c.add_option("--rails", o.rails,
                "which NIC meets which on the peer: 0:0,1:1 (the default, NIC i with NIC i), 0:1,1:0 (across rails), or "
                "names of --nics (eth1:eth2); LOW:HIGH is the NIC of the pair's lower-ranked host, then the higher's");
+  c.add_option("--gpu-backend", o.gpu_backend,
+               "inside each host, every directed device pair: auto (ce with 2+ GPUs, host memory between NUMA nodes "
+               "without a GPU, nothing with one GPU), a bench gpu backend (ce, ce-pull, sm, host), or none")
+      ->capture_default_str();
+  c.add_option("--gpu-size", o.gpu_size, "bytes per copy of a device pair (host backend: at most 64M)")->capture_default_str();
   c.add_option("--expect", o.expect,
                "what the links should carry, e.g. bw=23MB/s,lat=50us,local=1GB/s (each part optional; bw per direction "
                "of a link): a whole class below it is a finding, which comparing peers cannot see");
@@ -102,6 +111,16 @@ survey::Options to_options(const SurveyCli& c, const LaunchInfo& launch) {
   if (!c.rails.empty()) o.rails = survey::parse_rails(c.rails, o.nics);
   if (!c.hosts.empty()) o.expect_hosts = split_list(c.hosts, "--hosts");
   if (!c.expect.empty()) o.expect = survey::parse_expect(c.expect);
+  o.gpu_backend = c.gpu_backend;
+  std::vector<std::string> names = bench::backend_names();
+  std::erase(names, "nccl");  // one process per GPU: not a host's own device pairs
+  if (c.gpu_backend != "auto" && c.gpu_backend != "none" &&
+      std::find(names.begin(), names.end(), c.gpu_backend) == names.end())
+    throw UsageError(fmt::format("--gpu-backend {}: expected auto, none or one of bench gpu's one-process backends "
+                                 "({})", c.gpu_backend, fmt::join(names, ", ")));
+  o.gpu_size = parse_size(c.gpu_size);
+  if (o.gpu_size == 0) throw UsageError("--gpu-size must be at least 1 byte");
+  o.gpu_iters = static_cast<int>(c.iters);
   o.bw.mode = tcp::Mode::bidir;
   o.bw.size_bytes = parse_size(c.size);
   o.bw.chunk_bytes = std::min<std::uint64_t>(parse_size(c.chunk), o.bw.size_bytes);

@@ -30,6 +30,12 @@ std::vector<Figure> figures_of(const std::vector<Record>& records, const std::ve
       out.push_back({Metric::bandwidth, r.pass, r.server, r.server, -1, kLocalClass, r.c2s_bytes_per_s});
       continue;
     }
+    if (r.step == "gpu") {
+      out.push_back({Metric::bandwidth, r.pass, r.server, r.server, -1,
+                     fmt::format("{}{} {}->{}", kDevicePairPrefix, r.backend, r.dev_src, r.dev_dst), r.c2s_bytes_per_s,
+                     r.dev_src, r.dev_dst});
+      continue;
+    }
     // A flow of a group shares its NICs with the group's other flows: its own class.
     // The second pass is its own class: its suspects, their good partners and the
     // controls beside them were measured at other moments than the first pass.
@@ -53,6 +59,7 @@ std::string task_key(const Record& r, const std::vector<HostInfo>& hosts) {
     return h >= 0 && static_cast<std::size_t>(h) < hosts.size() ? hosts[static_cast<std::size_t>(h)].host
                                                                 : std::to_string(h);
   };
+  // A gpu task (one per host) gives a record per device pair, all under the task's key.
   return fmt::format("{}:{}:{}:{}:{}:{}", r.pass, r.round, r.step, name(r.server), name(r.client), r.rail);
 }
 

@@ -175,7 +175,8 @@ nlohmann::json to_json(const Record& r) {
   return {{"pass", r.pass},     {"round", r.round},   {"step", r.step},
           {"server", r.server}, {"client", r.client}, {"rail", r.rail}, {"group", r.group},
           {"failure", r.failure}, {"c2s_bytes_per_s", r.c2s_bytes_per_s}, {"s2c_bytes_per_s", r.s2c_bytes_per_s},
-          {"latency_ns", r.latency_ns}, {"wall_s", r.wall_s}};
+          {"latency_ns", r.latency_ns}, {"wall_s", r.wall_s}, {"dev_src", r.dev_src}, {"dev_dst", r.dev_dst},
+          {"backend", r.backend}};
 }
 
 Record record_from_json(const nlohmann::json& j) {
@@ -193,7 +194,11 @@ Record record_from_json(const nlohmann::json& j) {
     r.s2c_bytes_per_s = j.at("s2c_bytes_per_s").get<std::vector<double>>();
     r.latency_ns = j.at("latency_ns").get<std::vector<double>>();
     r.wall_s = j.at("wall_s").get<double>();
-    if (r.step != "bw" && r.step != "lat" && r.step != "local") throw Error("step '" + r.step + "' is none of bw, lat, local");
+    r.dev_src = j.value("dev_src", -1);
+    r.dev_dst = j.value("dev_dst", -1);
+    r.backend = external_text(j.value("backend", std::string()), 32);
+    if (r.step != "bw" && r.step != "lat" && r.step != "local" && r.step != "gpu")
+      throw Error("step '" + r.step + "' is none of bw, lat, local, gpu");
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("survey: a record that does not parse ({})", e.what()));

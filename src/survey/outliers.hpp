@@ -26,7 +26,11 @@ struct Figure {
   int rail = 0;
   std::string cls;          // the class: figures are compared only within one
   std::vector<double> samples;  // bandwidth: one per timed round; latency: one per ping
+  int dev_src = -1, dev_dst = -1;  // a device pair inside host `from` (= `to`), else -1
 };
+// The classes of device pairs inside hosts: "device pair ce 0->1"; each pair is judged
+// against the same pair on the other hosts (one SKU: the same wiring).
+inline constexpr const char* kDevicePairPrefix = "device pair ";
 
 struct Judged {
   Figure figure;

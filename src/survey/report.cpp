@@ -1,5 +1,6 @@
 #include "survey/report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -53,12 +54,24 @@ std::string to_text(const Result& r) {
   std::map<std::pair<int, std::string>, std::vector<const Judged*>> classes;
   for (const Judged& j : r.judged)
     if (j.figure.pass == 1 && !j.figure.samples.empty()) classes[{static_cast<int>(j.figure.metric), j.figure.cls}].push_back(&j);
+  // Device pairs: a class per pair (56 on 8 GPUs), folded into one line of their medians.
+  std::vector<double> device_medians;
   for (const auto& [k, js] : classes) {
     const Judged& f = *js.front();
     const Metric m = static_cast<Metric>(k.first);
+    if (f.figure.dev_src >= 0) {
+      device_medians.push_back(f.class_median);
+      continue;
+    }
     o += fmt::format("{} class {}: {} figures, median {} [{}, {}], MAD {}\n", metric_name(m), k.second, js.size(),
                      figure_value(m, f.class_median), figure_value(m, f.class_lo), figure_value(m, f.class_hi),
                      figure_value(m, f.class_mad));
+  }
+  if (!device_medians.empty()) {
+    const auto [lo, hi] = std::minmax_element(device_medians.begin(), device_medians.end());
+    o += fmt::format("device pairs inside the hosts: {} classes (each pair against the same pair on the other hosts), "
+                     "medians {} to {}\n",
+                     device_medians.size(), figure_value(Metric::bandwidth, *lo), figure_value(Metric::bandwidth, *hi));
   }
   for (std::size_t rail = 0; rail < r.names.rails.size(); ++rail) {
     const auto m = rail_matrix(r, static_cast<int>(rail));

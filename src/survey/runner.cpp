@@ -17,6 +17,7 @@
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/output.hpp"
+#include "survey/device_pairs.hpp"
 #include "survey/survey.hpp"
 
 namespace p2pscope::survey {
@@ -94,7 +95,7 @@ class Part {
     std::vector<Record> mine;
     for (std::size_t i = 0; i < s.tasks.size(); ++i) {
       const Task& t = s.tasks[i];
-      if (t.server != me_ || s.kind == "local") continue;
+      if (t.server != me_ || s.kind == "local" || s.kind == "gpu") continue;
       tcp::ServerOptions so;
       so.bind_addrs = {nic(me_, t.client, t.rail).ipv4};
       so.port = 0;
@@ -123,6 +124,13 @@ class Part {
     for (std::size_t i = 0; i < s.tasks.size(); ++i) {
       const Task t = s.tasks[i];
       if (t.client != me_) continue;
+      if (s.kind == "gpu") {  // this host's device pairs: the step's only task here, no peer
+        const std::int64_t t0 = monotonic_ns();
+        std::vector<Record> pairs = measure_device_pairs(record_for(s, t), o_);
+        for (Record& r : pairs) r.wall_s = seconds_since(t0);
+        mine.insert(mine.end(), pairs.begin(), pairs.end());
+        continue;
+      }
       const auto port = all_ports.find(std::to_string(i));
       threads.emplace_back([&, t, port_v = port == all_ports.end() ? 0 : port->get<int>()] {
         Record r = record_for(s, t);
@@ -301,6 +309,28 @@ class Driver {
       run_step(s);
     }
     progress(fmt::format("local ceilings measured ({} host{})", n, n == 1 ? "" : "s"));
+    device_pair_phase(n);
+  }
+
+  // Every host's device pairs; one host at a time where the hosts share a kernel (their
+  // GPUs and memory are the same ones).
+  void device_pair_phase(int n) {
+    std::string why;
+    if (device_backend(o_.gpu_backend, why).empty()) {
+      r_.notes.push_back("device pairs inside the hosts not measured on rank 0's host: " + why);
+      return;
+    }
+    const std::size_t before = r_.records.size();
+    const auto task = [](int h) { return Task{h, h, -1}; };
+    if (r_.shared_kernel) {
+      for (int h = 0; h < n; ++h) run_step({1, 0, "gpu", {task(h)}});
+    } else {
+      Step s{1, 0, "gpu", {}};
+      for (int h = 0; h < n; ++h) s.tasks.push_back(task(h));
+      run_step(s);
+    }
+    const std::size_t got = r_.records.size() - before;
+    progress(fmt::format("device pairs inside the hosts measured ({} figure{})", got, got == 1 ? "" : "s"));
   }
 
   void pair_round(int pass, int round, const Round& pairs, const std::vector<int>& group_sizes) {

@@ -31,9 +31,11 @@ namespace p2pscope::survey {
 // One session's figures, as the client side saw both sides.
 struct Record {
   int pass = 1, round = 0;
-  std::string step;          // "bw", "lat", "local"
+  std::string step;          // "bw", "lat", "local", "gpu" (a device pair inside the host)
   int server = 0, client = 0, rail = 0;
   int group = 2;             // hosts of the group it ran in at once (2: the pair alone)
+  int dev_src = -1, dev_dst = -1;  // gpu: the directed device pair (bench gpu's device numbers)
+  std::string backend;             // gpu: ce, or host where the host has no GPU pair
   std::string failure;       // empty: completed
   std::vector<double> c2s_bytes_per_s, s2c_bytes_per_s;  // per timed round, as each receiver saw it
   std::vector<double> latency_ns;                        // one-way: round trip / 2
@@ -48,6 +50,11 @@ struct Options {
   std::vector<std::string> expect_hosts;  // --hosts: the host names the ranks must be, each once
   tcp::Params bw, lat;                    // the two sessions of a link (bidir, latency)
   bool latency = true, local = true, recheck = true;
+  // Inside each host: every directed device pair, copied by `gpu_backend` ("auto": ce with
+  // 2+ GPUs, the host backend (memory between NUMA nodes) without a GPU; "none": not run).
+  std::string gpu_backend = "auto";
+  std::uint64_t gpu_size = 256ull << 20;
+  int gpu_iters = 9;
   double round_timeout_s = 60;  // a step's bound: a rank silent past it is dropped
   double max_time_s = 0;        // the whole survey's bound (0: none); rounds past it are not started
   OutlierOptions outliers;

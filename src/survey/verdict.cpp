@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace p2pscope::survey {
 namespace {
@@ -66,6 +67,7 @@ class Decider {
     count_links();
     blame_hosts_and_nics();
     local_findings();
+    device_findings();
     host_and_nic_findings();
     link_findings();
     latency_findings();
@@ -87,6 +89,11 @@ class Decider {
       if (j.figure.samples.empty()) continue;
       if (j.figure.cls == kLocalClass) {
         if (j.flagged) local_slow_.push_back(&j);
+        continue;
+      }
+      if (j.figure.dev_src >= 0) {
+        if (j.flagged) device_slow_[j.figure.from].push_back(&j);
+        ++device_pairs_;
         continue;
       }
       (j.figure.pass == 1 ? links_ : recheck_)[key_of(j.figure)].push_back(&j);
@@ -185,6 +192,40 @@ class Decider {
                        links_too ? fmt::format(", and {} of its {} links slow with it", n, of)
                                  : n == 0 ? "; its links are normal at their rate, which it can still drive"
                                           : fmt::format("; {} of its {} links slow", n, of))});
+    }
+  }
+
+  // A host's slow device pairs: one device in all of them (two or more) is that GPU (its
+  // NVLink or PCIe path); else each pair on its own.
+  void device_findings() {
+    for (const auto& [h, js] : device_slow_) {
+      std::map<int, int> in_pairs;  // device -> flagged pairs it is in
+      double lo = 1e9, hi = 0;
+      std::vector<std::string> pairs;
+      for (const Judged* j : js) {
+        ++in_pairs[j->figure.dev_src];
+        ++in_pairs[j->figure.dev_dst];
+        lo = std::min(lo, j->ratio), hi = std::max(hi, j->ratio);
+        pairs.push_back(fmt::format("{}->{}", j->figure.dev_src, j->figure.dev_dst));
+      }
+      const auto common = std::find_if(in_pairs.begin(), in_pairs.end(),
+                                       [&](const auto& d) { return d.second == static_cast<int>(js.size()); });
+      const std::string what = js.front()->figure.cls.substr(std::string(kDevicePairPrefix).size());
+      const std::string backend = what.substr(0, what.find(' '));
+      if (js.size() >= 2 && common != in_pairs.end()) {
+        v_.findings.push_back({"device", h, -1, -1, lo, lo, hi,
+                               fmt::format("{} device {} slow: its pairs {} ({}) at {:.0f}-{:.0f} % of the same pairs on "
+                                           "the other hosts: that GPU, its NVLink or its PCIe path",
+                                           host_of(names_, h), common->first, fmt::join(pairs, ", "), backend, lo * 100,
+                                           hi * 100)});
+        continue;
+      }
+      for (const Judged* j : js)
+        v_.findings.push_back({"device", h, -1, -1, j->ratio, j->ratio_lo, j->ratio_hi,
+                               fmt::format("{} device pair {} -> {} ({}) at {} (the same pair on the other hosts): "
+                                           "that pair's path (NVLink, PCIe switch)",
+                                           host_of(names_, h), j->figure.dev_src, j->figure.dev_dst, backend,
+                                           ratio_text(j->ratio, j->ratio_lo, j->ratio_hi))});
     }
   }
 
@@ -315,10 +356,10 @@ class Decider {
                                            host_of(names_, static_cast<int>(h)), gone_[h])});
   }
 
-  // The worst first: a host gone, then hosts, NICs, links, latencies.
+  // The worst first: a host gone, then hosts, devices inside hosts, NICs, links, latencies.
   void headline() {
     const auto rank_of = [](const Finding& f) {
-      for (int i = 0; const char* k : {"gone", "host", "nic", "link", "latency"}) {
+      for (int i = 0; const char* k : {"gone", "host", "device", "nic", "link", "latency"}) {
         if (f.kind == k) return i;
         ++i;
       }
@@ -331,8 +372,11 @@ class Decider {
                            ? fmt::format("{} of {} links slow", v_.slow_links, v_.links)
                            : fmt::format("bandwidth normal on all {} links", v_.links);
     if (v_.findings.empty()) {
-      v_.headline = fmt::format("{}: every link within its class ({} hosts x {} rail{})", head, hosts_, rails_,
-                                rails_ == 1 ? "" : "s");
+      v_.headline = fmt::format("{}: every link within its class ({} hosts x {} rail{}){}", head, hosts_, rails_,
+                                rails_ == 1 ? "" : "s",
+                                device_pairs_ > 0 ? fmt::format(", and {} device pairs inside hosts within theirs",
+                                                                device_pairs_)
+                                                  : "");
       return;
     }
     if (hosts_slow > 0 && v_.slow_links > 0)
@@ -353,6 +397,8 @@ class Decider {
   std::map<LinkKey, bool> latency_again_;  // pass 2: the pair measured again, and whether it was slow again
   std::map<std::pair<int, int>, PerHostRail> hr_;  // (host, rail)
   std::set<int> host_faults_, local_hosts_;
+  std::map<int, std::vector<const Judged*>> device_slow_;  // host -> its flagged device pairs
+  int device_pairs_ = 0;
   std::set<std::pair<int, int>> nic_faults_;
 };
 

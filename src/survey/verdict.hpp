@@ -20,7 +20,7 @@ struct ClusterNames {
 };
 
 struct Finding {
-  std::string kind;  // "host", "nic", "link", "latency", "gone", "unmeasured"
+  std::string kind;  // "host", "device", "nic", "link", "latency", "gone", "expect"
   int host = -1, peer = -1, rail = -1;
   double ratio = 0, ratio_lo = 0, ratio_hi = 0;  // of its class (bandwidth or latency)
   std::string text;

@@ -34,6 +34,12 @@ TEST(BadInput, RefusedWithExit2NamingTheFlag) {
       {"bench nccl -b 8 -e 1G --sizes 1M", "--sizes"},
       {"profile --backend host --timing single --min-sample-time 1ms --out /nonexistent-p2pscope-dir",
        "--min-sample-time"},
+      {"survey --gpu-backend nccl", "--gpu-backend nccl: expected auto, none or one of"},
+      {"survey --gpu-size 0", "--gpu-size"},
+      {"survey --expect bw=fast", "'fast' is not a rate"},
+      {"survey --expect speed=9", "'speed=9' is not KEY=VALUE"},
+      {"survey --rails 0:1,0:1", "rail 0:1 given twice"},
+      {"survey --rails eth1:eth2", "only together with --nics"},
   };
   for (const auto& c : cases) {
     const auto r = run_binary(c.args);
