@@ -260,6 +260,9 @@ void summarize(Comparison& c) {
   if (uneven && c.a.kind == Kind::bench_nccl)
     c.notes.push_back(fmt::format("{} points have several figures on one side and one on the other: no interval to "
                                   "judge both by, so no verdict (give both sides several runs, or one each)", uneven));
+  else if (no_interval && c.a.kind == Kind::bench_nccl)
+    c.notes.push_back(fmt::format("{} points have one figure a side and no event pass beside it: no interval, so no "
+                                  "verdict (several runs a side, or --spans 3, give one)", no_interval));
   else if (no_interval)
     c.notes.push_back(fmt::format("{} points have a single sample on one side: no interval, so no verdict (more "
                                   "repetitions give one)", no_interval));
@@ -309,17 +312,22 @@ Comparison compare(const Loaded& a, const Loaded& b, double threshold_pct) {
   std::map<Key, const Point*> in_b;
   for (const auto& p : b.points) in_b[key(p)] = &p;
   std::set<Key> matched;
+  // bench nccl: an op of one side only is said once (check_nccl), not size by size.
+  const auto has_op = [&](const Loaded& l, const std::string& op) {
+    return a.kind != Kind::bench_nccl ||
+           std::any_of(l.setups.begin(), l.setups.end(), [&](const OpSetup& s) { return s.op == op; });
+  };
   for (const auto& pa : a.points) {
     const auto it = in_b.find(key(pa));
     if (it == in_b.end()) {
-      c.only_a.push_back(point_name(pa));
+      if (has_op(b, pa.subject)) c.only_a.push_back(point_name(pa));
       continue;
     }
     matched.insert(it->first);
     c.rows.push_back(judge(a, pa, *it->second, threshold_pct));
   }
   for (const auto& pb : b.points)
-    if (!matched.count(key(pb))) c.only_b.push_back(point_name(pb));
+    if (!matched.count(key(pb)) && has_op(a, pb.subject)) c.only_b.push_back(point_name(pb));
   if (c.rows.empty())
     throw UsageError(fmt::format("'{}' and '{}' have no point in common (A: {} points, e.g. {}; B: {}, e.g. {}): "
                                  "compare runs of the same pairs and sizes", a.path, b.path, a.points.size(),

@@ -105,6 +105,15 @@ void read_op(NcclRun& run, const json& op) {
   for (const auto& o : run.setups)
     if (o.op == s.op) throw UsageError(fmt::format("'{}' holds {} twice: one run of each op is compared", shown, s.op));
   run.setups.push_back(s);
+  // bench nccl writes one row a size, tens of them; far more is not its result (and would
+  // take seconds and gigabytes to compare).
+  constexpr std::size_t kMaxRows = 4096;
+  if (op["rows"].size() > kMaxRows)
+    throw UsageError(fmt::format("'{}': {} has {} rows, past the {} that compare reads (bench nccl writes one a size)",
+                                 shown, s.op, op["rows"].size(), kMaxRows));
+  if (op.contains("stopped") && op["stopped"].is_string())
+    run.notes.push_back(fmt::format("'{}': {} ended early ({}): its sizes after that are missing", shown, s.op,
+                                    external_text(op["stopped"].get<std::string>(), 160)));
   std::size_t bad = 0;
   for (std::size_t i = 0; i < op["rows"].size(); ++i) {
     const json& row = op["rows"][i];

@@ -204,6 +204,9 @@ TEST_F(CompareNccl, BadInputIsNamedByFileWithExit2AndNoLibraryText) {
       {"binary.json", std::string("{\0\1\2\3", 5), "is a binary file"},
       {"wrong-type.json", R"({"ops": [{"op": "allreduce", "ranks": 2, "rows": 5}]})", "an op without its name and rows"},
   };
+  std::string many = R"({"ops": [{"op": "allreduce", "ranks": 2, "rows": [)";
+  for (int i = 1; i <= 5000; ++i) many += fmt::format("{}{{\"size_bytes\": {}, \"time_us\": 1}}", i > 1 ? "," : "", i);
+  cases.push_back({"rows.json", many + "]}]}", "allreduce has 5000 rows, past the 4096 that compare reads"});
   for (const auto& k : cases) write_text(base_ / k.name, k.content);
   fs::create_directories(base_ / "a-directory");
   cases.push_back({"a-directory", "", "is a directory"});
