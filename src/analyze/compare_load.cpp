@@ -307,6 +307,13 @@ Loaded load_file(const std::string& path, const fs::path& p) {
   if (t.compare(first, 9, "channels,") == 0) return load_sweep_tcp(path, t.substr(first));
   if (t.compare(first, 14, "config_id,src,") == 0)
     return load_campaign(path, p.parent_path().empty() ? fs::path(".") : p.parent_path());
+  // Tables for people: their JSON is what compare reads (the text holds no samples).
+  if (t.find("\n# p2pscope bench nccl: ") != std::string::npos || t.compare(first, 22, "# p2pscope bench nccl:") == 0)
+    throw UsageError(fmt::format("'{}' is bench nccl's text table: compare reads its JSON (bench nccl --format json "
+                                 "--out FILE)", path));
+  if (t.find("# nThread ") != std::string::npos && t.find("busbw") != std::string::npos)
+    throw UsageError(fmt::format("'{}' is nccl-tests' text output, which compare does not read; p2pscope bench nccl "
+                                 "--format json measures the same figures for it", path));
   const std::size_t eol = std::min(t.find('\n', first), t.size());
   throw UsageError(fmt::format("'{}' is none of the results compare reads ({}); its first line: '{}'", path,
                                kWhatWeRead, external_text(t.substr(first, std::min<std::size_t>(60, eol - first)), 60)));

@@ -219,6 +219,11 @@ TEST_F(CompareNccl, BadInputIsNamedByFileWithExit2AndNoLibraryText) {
     EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << k.name << ": " << r.err;
     EXPECT_EQ(r.err.find("internal error"), std::string::npos) << k.name << ": " << r.err;
   }
+  // bench nccl's text table (its NCCL INFO lines first): its JSON is what compare reads.
+  const std::string table = (fs::path(P2PSCOPE_FIXTURES_DIR) / "bench-nccl" / "compare" / "default-text.text").string();
+  const auto text_table = test::run_binary_split("compare " + table + " " + good);
+  EXPECT_EQ(text_table.code, 2) << text_table.err;
+  EXPECT_NE(text_table.err.find("default-text.text' is bench nccl's text table"), std::string::npos) << text_table.err;
   // Several files a side: each must be bench nccl JSON.
   const auto side = test::run_binary_split("compare " + good + " " + (base_ / "a-directory").string() + " vs " + good);
   EXPECT_EQ(side.code, 2) << side.err;
