@@ -220,8 +220,13 @@ Loaded load_sweep_tcp(const std::string& shown, const std::string& text) {
     try {
       const long long sockets =
           sockets_it == header.end() ? 1 : std::stoll(cells.at(static_cast<std::size_t>(sockets_it - header.begin())));
-      samples[{std::stoll(cells.at(ch)), std::stoll(cells.at(chunk)), std::stoll(cells.at(win)), sockets}].push_back(
-          std::stod(cells.at(gbps)));
+      const double rate = std::stod(cells.at(gbps));
+      const long long c = std::stoll(cells.at(ch)), b = std::stoll(cells.at(chunk)), w = std::stoll(cells.at(win));
+      if (!std::isfinite(rate) || rate < 0 || c < 1 || b < 1 || w < 1 || sockets < 1) {
+        ++bad;  // nan, a negative rate or size: not a measured point
+        continue;
+      }
+      samples[{c, b, w, sockets}].push_back(rate);
     } catch (const std::exception&) {
       ++bad;  // a cut last line (Ctrl-C mid-write is rewritten whole, but a copy may be cut)
     }
