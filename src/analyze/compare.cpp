@@ -56,8 +56,10 @@ void check_nccl(const Loaded& a, const Loaded& b, std::vector<std::string>& note
     if (sb == b.setups.end()) {
       only_a.push_back(sa.op);
     } else if (sb->ranks != sa.ranks || sb->dtype != sa.dtype) {
-      throw UsageError(fmt::format("'{}' ran {} and '{}' {}: a time or busbw of another rank count or dtype is another "
-                                   "quantity; compare runs of one setup", a.path, setup_text(sa), b.path, setup_text(*sb)));
+      throw UsageError(
+          fmt::format("'{}' ran {} and '{}' {}: a time or busbw of another rank count or dtype is another "
+                      "quantity; compare runs of one setup",
+                      a.path, setup_text(sa), b.path, setup_text(*sb)));
     } else {
       both.push_back(sa.op);
     }
@@ -79,12 +81,15 @@ void check_kinds(const Loaded& a, const Loaded& b, double threshold_pct) {
     throw UsageError(fmt::format("'{}' is {} and '{}' is {}: compare takes two results of the same kind", a.path,
                                  kind_text(a.kind), b.path, kind_text(b.kind)));
   if (a.mode != b.mode && a.kind == Kind::survey)
-    throw UsageError(fmt::format("'{}' is a survey of {} and '{}' of {}: not the same cluster; compare two surveys of "
-                                 "one set of hosts and rails",
-                                 a.path, a.mode, b.path, b.mode));
+    throw UsageError(
+        fmt::format("'{}' is a survey of {} and '{}' of {}: not the same cluster; compare two surveys of "
+                    "one set of hosts and rails",
+                    a.path, a.mode, b.path, b.mode));
   if (a.mode != b.mode)
-    throw UsageError(fmt::format("'{}' measured pattern {} and '{}' pattern {}: not the same quantity; compare two runs "
-                                 "of one pattern", a.path, a.mode, b.path, b.mode));
+    throw UsageError(
+        fmt::format("'{}' measured pattern {} and '{}' pattern {}: not the same quantity; compare two runs "
+                    "of one pattern",
+                    a.path, a.mode, b.path, b.mode));
   if (!(threshold_pct >= 0) || !std::isfinite(threshold_pct))
     throw UsageError("--threshold is a percentage, 0 or more (e.g. 5)");
 }
@@ -107,14 +112,15 @@ Row judge(const Loaded& a, const Point& pa, const Point& pb, double threshold_pc
   r.by_events = !figures && pa.ev_level > 0 && pb.ev_level > 0;
   const bool intervals = figures || r.by_events;
   if (figures) r.beyond_noise = pb.lo > pa.hi || pb.hi < pa.lo;
-  if (r.by_events) r.beyond_noise = (pb.ev_lo > pa.ev_hi && pb.median > pa.median) || (pb.ev_hi < pa.ev_lo && pb.median < pa.median);
+  if (r.by_events)
+    r.beyond_noise = (pb.ev_lo > pa.ev_hi && pb.median > pa.median) || (pb.ev_hi < pa.ev_lo && pb.median < pa.median);
   r.beyond_threshold = std::abs(r.delta_pct) >= threshold_pct;
   r.worse = a.higher_is_better ? r.delta_pct < 0 : r.delta_pct > 0;
-  r.verdict = !intervals             ? "no interval"
-              : !r.beyond_noise      ? "within noise"
-              : !r.beyond_threshold  ? "below threshold"
-              : r.worse              ? "slower"
-                                     : "faster";
+  r.verdict = !intervals            ? "no interval"
+              : !r.beyond_noise     ? "within noise"
+              : !r.beyond_threshold ? "below threshold"
+              : r.worse             ? "slower"
+                                    : "faster";
   return r;
 }
 
@@ -145,8 +151,10 @@ void describe_noise(Comparison& c) {
     c.noise = c.a.kind == Kind::bench_nccl ? fmt::format("of each point's figures over a side's runs and spans, {}", n)
                                            : fmt::format("of each point's samples, {}", n);
   } else if (figures == 0) {
-    c.noise = fmt::format("of each run's per-iteration event pass, {}; one figure a side, so they hold each run's own "
-                          "noise, not how runs differ: give several runs a side (A1 A2 A3 vs B1 B2 B3) for that", n);
+    c.noise = fmt::format(
+        "of each run's per-iteration event pass, {}; one figure a side, so they hold each run's own "
+        "noise, not how runs differ: give several runs a side (A1 A2 A3 vs B1 B2 B3) for that",
+        n);
   } else {
     c.noise = fmt::format("of the figures where both sides have several, else of the runs' event passes, {}", n);
   }
@@ -167,12 +175,15 @@ std::string pattern_line(const Comparison& c, const std::vector<const SubjectSum
   const std::string noun = subject_noun(c.a.kind);
   std::vector<std::string> names;
   for (const auto* g : group) names.push_back(subject_text(c, *g));
-  std::string who = group.size() == 1 ? names.front()
-                    : group.size() == c.subjects.size()
-                        ? fmt::format("all {} {}s", group.size(), noun)
-                        : fmt::format("{} {}s ({}{})", group.size(), noun,
-                                      join(std::vector<std::string>(names.begin(), names.begin() + std::min<std::ptrdiff_t>(6, static_cast<std::ptrdiff_t>(names.size())))),
-                                      names.size() > 6 ? ", ..." : "");
+  std::string who =
+      group.size() == 1 ? names.front()
+      : group.size() == c.subjects.size()
+          ? fmt::format("all {} {}s", group.size(), noun)
+          : fmt::format("{} {}s ({}{})", group.size(), noun,
+                        join(std::vector<std::string>(
+                            names.begin(),
+                            names.begin() + std::min<std::ptrdiff_t>(6, static_cast<std::ptrdiff_t>(names.size())))),
+                        names.size() > 6 ? ", ..." : "");
   const bool sized = c.rows.front().size_bytes != 0;
   std::string how;
   if (s.slower_sizes.empty() || s.faster_sizes.empty()) {
@@ -190,7 +201,8 @@ std::string pattern_line(const Comparison& c, const std::vector<const SubjectSum
   bool rates = true;
   for (const auto& r : c.rows) {
     if ((r.verdict != "slower" && r.verdict != "faster") ||
-        std::none_of(group.begin(), group.end(), [&](const SubjectSummary* g) { return g->backend == r.backend_a && g->subject == r.subject; }))
+        std::none_of(group.begin(), group.end(),
+                     [&](const SubjectSummary* g) { return g->backend == r.backend_a && g->subject == r.subject; }))
       continue;
     lo = std::min(lo, r.delta_pct);
     hi = std::max(hi, r.delta_pct);
@@ -206,7 +218,8 @@ std::string pattern_line(const Comparison& c, const std::vector<const SubjectSum
 // the same way), then the unchanged subjects.
 void write_verdict(Comparison& c) {
   std::vector<std::pair<std::tuple<std::vector<std::uint64_t>, std::vector<std::uint64_t>, std::size_t, bool, bool>,
-                        std::vector<const SubjectSummary*>>> groups;
+                        std::vector<const SubjectSummary*>>>
+      groups;
   std::vector<std::string> unchanged;
   for (const auto& s : c.subjects) {
     if (s.slower + s.faster == 0) {
@@ -219,11 +232,12 @@ void write_verdict(Comparison& c) {
     else it->second.push_back(&s);
   }
   const std::size_t n = c.subjects.size(), changed = n - unchanged.size();
-  const bool events = std::all_of(c.rows.begin(), c.rows.end(), [](const Row& r) { return r.by_events || r.verdict == "no interval"; }) &&
+  const bool events = std::all_of(c.rows.begin(), c.rows.end(),
+                                  [](const Row& r) { return r.by_events || r.verdict == "no interval"; }) &&
                       std::any_of(c.rows.begin(), c.rows.end(), [](const Row& r) { return r.by_events; });
-  const std::string rule = fmt::format("beyond {} {}intervals and at least {:g} %",
-                                       events ? "each run's own" : "both sides'", c.levels.empty() ? "" : c.levels + " ",
-                                       c.threshold_pct);
+  const std::string rule =
+      fmt::format("beyond {} {}intervals and at least {:g} %", events ? "each run's own" : "both sides'",
+                  c.levels.empty() ? "" : c.levels + " ", c.threshold_pct);
   if (std::all_of(c.rows.begin(), c.rows.end(), [](const Row& r) { return r.verdict == "no interval"; })) {
     c.verdict = fmt::format("no verdict: none of the {} points compared has an interval on both sides (see the notes)",
                             c.rows.size());
@@ -258,16 +272,23 @@ void summarize(Comparison& c) {
     s.max_delta_pct = first ? r.delta_pct : std::max(s.max_delta_pct, r.delta_pct);
   }
   if (uneven && c.a.kind == Kind::bench_nccl)
-    c.notes.push_back(fmt::format("{} points have several figures on one side and one on the other: no interval to "
-                                  "judge both by, so no verdict (give both sides several runs, or one each)", uneven));
+    c.notes.push_back(
+        fmt::format("{} points have several figures on one side and one on the other: no interval to "
+                    "judge both by, so no verdict (give both sides several runs, or one each)",
+                    uneven));
   else if (no_interval && c.a.kind == Kind::bench_nccl)
-    c.notes.push_back(fmt::format("{} points have one figure a side and no event pass beside it: no interval, so no "
-                                  "verdict (several runs a side, or --spans 3, give one)", no_interval));
+    c.notes.push_back(
+        fmt::format("{} points have one figure a side and no event pass beside it: no interval, so no "
+                    "verdict (several runs a side, or --spans 3, give one)",
+                    no_interval));
   else if (no_interval)
-    c.notes.push_back(fmt::format("{} points have a single sample on one side: no interval, so no verdict (more "
-                                  "repetitions give one)", no_interval));
+    c.notes.push_back(
+        fmt::format("{} points have a single sample on one side: no interval, so no verdict (more "
+                    "repetitions give one)",
+                    no_interval));
   const auto some = [](const std::vector<std::string>& v) {
-    return join(std::vector<std::string>(v.begin(), v.begin() + std::min<std::ptrdiff_t>(4, static_cast<std::ptrdiff_t>(v.size())))) +
+    return join(std::vector<std::string>(
+               v.begin(), v.begin() + std::min<std::ptrdiff_t>(4, static_cast<std::ptrdiff_t>(v.size())))) +
            (v.size() > 4 ? ", ..." : "");
   };
   if (!c.only_a.empty() || !c.only_b.empty())
@@ -283,8 +304,8 @@ const char* subject_noun(Kind k) {
 }
 
 std::size_t Comparison::changed() const {
-  return static_cast<std::size_t>(
-      std::count_if(rows.begin(), rows.end(), [](const Row& r) { return r.verdict == "slower" || r.verdict == "faster"; }));
+  return static_cast<std::size_t>(std::count_if(
+      rows.begin(), rows.end(), [](const Row& r) { return r.verdict == "slower" || r.verdict == "faster"; }));
 }
 
 Comparison compare(const Loaded& a, const Loaded& b, double threshold_pct) {
@@ -307,7 +328,8 @@ Comparison compare(const Loaded& a, const Loaded& b, double threshold_pct) {
   const auto ba = backends_of(a), bb = backends_of(b);
   const bool across_backends = ba.size() == 1 && bb.size() == 1 && ba != bb;
   if (across_backends)
-    c.notes.push_back(fmt::format("A ran backend {}, B backend {}: points matched by pair and size", *ba.begin(), *bb.begin()));
+    c.notes.push_back(
+        fmt::format("A ran backend {}, B backend {}: points matched by pair and size", *ba.begin(), *bb.begin()));
   const auto key = [&](const Point& p) { return Key{across_backends ? "" : p.backend, p.subject, p.size_bytes}; };
   std::map<Key, const Point*> in_b;
   for (const auto& p : b.points) in_b[key(p)] = &p;
@@ -329,9 +351,10 @@ Comparison compare(const Loaded& a, const Loaded& b, double threshold_pct) {
   for (const auto& pb : b.points)
     if (!matched.count(key(pb)) && has_op(a, pb.subject)) c.only_b.push_back(point_name(pb));
   if (c.rows.empty())
-    throw UsageError(fmt::format("'{}' and '{}' have no point in common (A: {} points, e.g. {}; B: {}, e.g. {}): "
-                                 "compare runs of the same pairs and sizes", a.path, b.path, a.points.size(),
-                                 point_name(a.points.front()), b.points.size(), point_name(b.points.front())));
+    throw UsageError(fmt::format(
+        "'{}' and '{}' have no point in common (A: {} points, e.g. {}; B: {}, e.g. {}): "
+        "compare runs of the same pairs and sizes",
+        a.path, b.path, a.points.size(), point_name(a.points.front()), b.points.size(), point_name(b.points.front())));
   std::sort(c.rows.begin(), c.rows.end(), [](const Row& x, const Row& y) {
     return std::make_tuple(x.backend_a, subject_order(x.subject), x.size_bytes) <
            std::make_tuple(y.backend_a, subject_order(y.subject), y.size_bytes);

@@ -26,7 +26,8 @@ std::string shown_value(const json& v) { return v.is_discarded() ? "absent" : ex
 // A positive finite number, or UsageError naming where: "'a.json': allreduce @ 64 KiB: time_us is -3".
 double positive(const json& v, const std::string& where, const char* key) {
   if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0)
-    throw UsageError(fmt::format("{}: {} is {}, not a positive number: not a bench nccl figure", where, key, shown_value(v)));
+    throw UsageError(
+        fmt::format("{}: {} is {}, not a positive number: not a bench nccl figure", where, key, shown_value(v)));
   return v.get<double>();
 }
 
@@ -34,7 +35,8 @@ std::uint64_t size_of(const json& row, const std::string& where) {
   const json v = row.contains("size_bytes") ? row["size_bytes"] : json(json::value_t::discarded);
   if (v.is_number_unsigned()) return v.get<std::uint64_t>();
   if (v.is_number_integer() && v.get<std::int64_t>() >= 0) return static_cast<std::uint64_t>(v.get<std::int64_t>());
-  throw UsageError(fmt::format("{}: size_bytes is {}, not a size in bytes (a whole number, 0 or more)", where, shown_value(v)));
+  throw UsageError(
+      fmt::format("{}: size_bytes is {}, not a size in bytes (a whole number, 0 or more)", where, shown_value(v)));
 }
 
 std::vector<double> positives(const json& row, const char* key, const std::string& where, double scale) {
@@ -126,8 +128,10 @@ void read_op(NcclRun& run, const json& op) {
     bad += row.contains("check") && row["check"].is_string() && row["check"].get<std::string>() != "ok";
   }
   if (bad)
-    run.notes.push_back(fmt::format("'{}': {} of {}'s sizes failed bench nccl's data check: their figures are of wrong "
-                                    "results", shown, bad, s.op));
+    run.notes.push_back(
+        fmt::format("'{}': {} of {}'s sizes failed bench nccl's data check: their figures are of wrong "
+                    "results",
+                    shown, bad, s.op));
 }
 
 }  // namespace

@@ -47,6 +47,7 @@ Loaded nccl_side(const std::vector<NcclRun>& runs);
 std::string setup_text(const OpSetup& s);
 
 // The point at the median of `samples` with its order-statistics interval.
-Point point_from_samples(std::string backend, std::string subject, std::uint64_t size, const std::vector<double>& samples);
+Point point_from_samples(std::string backend, std::string subject, std::uint64_t size,
+                         const std::vector<double>& samples);
 
 }  // namespace p2pscope::compare

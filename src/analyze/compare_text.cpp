@@ -28,10 +28,17 @@ std::string interval_text(const Loaded& l, const Point& p, bool by_events) {
 nlohmann::json side_json(const Loaded& l) {
   nlohmann::json setups = nlohmann::json::array();
   for (const auto& s : l.setups) setups.push_back({{"op", s.op}, {"dtype", s.dtype}, {"ranks", s.ranks}});
-  return {{"path", l.path},     {"kind", kind_text(l.kind)},   {"description", l.description},
-          {"mode", l.mode},     {"unit", l.unit},              {"higher_is_better", l.higher_is_better},
-          {"started", l.started}, {"points", l.points.size()}, {"files", l.files},
-          {"machine", l.machine}, {"setups", setups}};
+  return {{"path", l.path},
+          {"kind", kind_text(l.kind)},
+          {"description", l.description},
+          {"mode", l.mode},
+          {"unit", l.unit},
+          {"higher_is_better", l.higher_is_better},
+          {"started", l.started},
+          {"points", l.points.size()},
+          {"files", l.files},
+          {"machine", l.machine},
+          {"setups", setups}};
 }
 
 nlohmann::json point_json(const Point& p) {
@@ -50,16 +57,17 @@ std::string to_text(const Comparison& c) {
                      side->started.empty() ? "" : ", started " + side->started);
   o += "\nverdict: " + c.verdict + "\n";
   for (const auto& p : c.patterns) o += "  " + p + "\n";
-  o += fmt::format("(a point counts as changed when the two medians' {}intervals do not overlap and the change is at "
-                   "least {:g} %; change = (B - A) / A of the median {}{})\n\n",
-                   c.levels.empty() ? "" : c.levels + " ", c.threshold_pct, c.a.unit == "ns" ? "time" : c.a.unit,
-                   c.noise.empty() ? "" : "; the intervals are " + c.noise);
+  o += fmt::format(
+      "(a point counts as changed when the two medians' {}intervals do not overlap and the change is at "
+      "least {:g} %; change = (B - A) / A of the median {}{})\n\n",
+      c.levels.empty() ? "" : c.levels + " ", c.threshold_pct, c.a.unit == "ns" ? "time" : c.a.unit,
+      c.noise.empty() ? "" : "; the intervals are " + c.noise);
   const std::string noun = subject_noun(c.a.kind);
   Table subjects({noun, "points", "slower", "faster", "change"});
   for (const auto& s : c.subjects)
-    subjects.add_row({subject_text(c, s),
-                      std::to_string(s.sizes), std::to_string(s.slower), std::to_string(s.faster),
-                      s.slower + s.faster ? fmt::format("{:+.1f} .. {:+.1f} %", s.min_delta_pct, s.max_delta_pct) : "-"});
+    subjects.add_row(
+        {subject_text(c, s), std::to_string(s.sizes), std::to_string(s.slower), std::to_string(s.faster),
+         s.slower + s.faster ? fmt::format("{:+.1f} .. {:+.1f} %", s.min_delta_pct, s.max_delta_pct) : "-"});
   o += subjects.to_text();
   const bool rates = !c.rows.empty() && c.rows.front().has_rate;
   const std::string iv = c.levels.empty() ? "interval" : c.levels + " interval";
@@ -85,24 +93,43 @@ std::string to_text(const Comparison& c) {
 }
 
 nlohmann::json to_json(const Comparison& c) {
-  nlohmann::json j = {{"kind", "p2pscope_compare"}, {"a", side_json(c.a)}, {"b", side_json(c.b)},
-                      {"threshold_pct", c.threshold_pct}, {"verdict", c.verdict}, {"patterns", c.patterns},
-                      {"interval_levels", c.levels}, {"intervals_of", c.noise}, {"changed_points", c.changed()},
+  nlohmann::json j = {{"kind", "p2pscope_compare"},
+                      {"a", side_json(c.a)},
+                      {"b", side_json(c.b)},
+                      {"threshold_pct", c.threshold_pct},
+                      {"verdict", c.verdict},
+                      {"patterns", c.patterns},
+                      {"interval_levels", c.levels},
+                      {"intervals_of", c.noise},
+                      {"changed_points", c.changed()},
                       {"rule", "changed: the medians' intervals do not overlap and |change| >= threshold_pct"}};
   nlohmann::json subjects = nlohmann::json::array();
   for (const auto& s : c.subjects)
-    subjects.push_back({{"backend", s.backend}, {"subject", s.subject}, {"points", s.sizes}, {"slower", s.slower},
-                        {"faster", s.faster}, {"changed", s.slower + s.faster > 0},
-                        {"min_change_pct", s.slower + s.faster ? nlohmann::json(s.min_delta_pct) : nlohmann::json(nullptr)},
-                        {"max_change_pct", s.slower + s.faster ? nlohmann::json(s.max_delta_pct) : nlohmann::json(nullptr)}});
+    subjects.push_back(
+        {{"backend", s.backend},
+         {"subject", s.subject},
+         {"points", s.sizes},
+         {"slower", s.slower},
+         {"faster", s.faster},
+         {"changed", s.slower + s.faster > 0},
+         {"min_change_pct", s.slower + s.faster ? nlohmann::json(s.min_delta_pct) : nlohmann::json(nullptr)},
+         {"max_change_pct", s.slower + s.faster ? nlohmann::json(s.max_delta_pct) : nlohmann::json(nullptr)}});
   j["subjects"] = subjects;
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : c.rows) {
-    rows.push_back({{"backend_a", r.backend_a}, {"backend_b", r.backend_b}, {"subject", r.subject},
-                    {"size_bytes", r.size_bytes}, {"a", point_json(r.a)}, {"b", point_json(r.b)},
-                    {"change_pct", r.delta_pct}, {"beyond_both_intervals", r.beyond_noise},
-                    {"judged_on", r.verdict == "no interval" ? "none" : r.by_events ? "event pass" : "figures"},
-                    {"beyond_threshold", r.beyond_threshold}, {"verdict", r.verdict}});
+    rows.push_back({{"backend_a", r.backend_a},
+                    {"backend_b", r.backend_b},
+                    {"subject", r.subject},
+                    {"size_bytes", r.size_bytes},
+                    {"a", point_json(r.a)},
+                    {"b", point_json(r.b)},
+                    {"change_pct", r.delta_pct},
+                    {"beyond_both_intervals", r.beyond_noise},
+                    {"judged_on", r.verdict == "no interval" ? "none"
+                                  : r.by_events              ? "event pass"
+                                                             : "figures"},
+                    {"beyond_threshold", r.beyond_threshold},
+                    {"verdict", r.verdict}});
     if (r.has_rate) rows.back()["busbw_change_pct"] = r.rate_delta_pct;
   }
   j["rows"] = rows;

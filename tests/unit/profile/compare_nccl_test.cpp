@@ -84,7 +84,8 @@ TEST_F(CompareNccl, TheTwiceSlowerRunIsFlaggedOnTheTableFigures) {
   EXPECT_EQ(c.levels, "95.9 %") << "20 per-iteration events a run: [x(6), x(15)]";
   EXPECT_NE(c.noise.find("event pass"), std::string::npos) << c.noise;
 
-  const auto cmd = test::run_binary_split("compare " + fixture("default-1") + " " + fixture("slow-1") + " --fail-on-change");
+  const auto cmd =
+      test::run_binary_split("compare " + fixture("default-1") + " " + fixture("slow-1") + " --fail-on-change");
   EXPECT_EQ(cmd.code, 1) << cmd.out << cmd.err;
   EXPECT_NE(cmd.out.find("\n  allreduce slower at 16 MiB, 64 MiB"), std::string::npos) << cmd.out;
 }
@@ -133,7 +134,8 @@ TEST_F(CompareNccl, DefaultRunsAgainstEachOtherChangeLittleOrNothing) {
   const auto c13 = compare::compare(one, compare::load(fixture("default-3")));
   EXPECT_EQ(c13.changed(), 0u) << c13.verdict;
   EXPECT_EQ(c13.verdict.rfind("no change", 0), 0u) << c13.verdict;
-  const auto cmd = test::run_binary_split("compare " + fixture("default-1") + " " + fixture("default-3") + " --fail-on-change");
+  const auto cmd =
+      test::run_binary_split("compare " + fixture("default-1") + " " + fixture("default-3") + " --fail-on-change");
   EXPECT_EQ(cmd.code, 0) << cmd.out << cmd.err;
 }
 
@@ -157,14 +159,15 @@ TEST_F(CompareNccl, AnotherSetupIsRefusedAndAnotherMachineOrSizeSetSaid) {
 
   j = fixture_json("slow-1");
   j["metadata"]["hostname"] = "other-host";
-  j["ops"].erase(1);                          // no sendrecv
-  j["ops"][0]["rows"].erase(0);               // no 64 KiB
+  j["ops"].erase(1);             // no sendrecv
+  j["ops"][0]["rows"].erase(0);  // no 64 KiB
   write_text(base_ / "other.json", j.dump());
   const auto c = compare::compare(compare::load(fixture("default-1")), compare::load((base_ / "other.json").string()));
   std::string notes;
   for (const auto& n : c.notes) notes += n + "\n";
   EXPECT_NE(notes.find("sendrecv only in A"), std::string::npos) << notes;
-  EXPECT_NE(notes.find("A ran on host vm, NVIDIA H200 x 1, NCCL 2.28.3, B on host other-host"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("A ran on host vm, NVIDIA H200 x 1, NCCL 2.28.3, B on host other-host"), std::string::npos)
+      << notes;
   EXPECT_NE(notes.find("1 points only in A (allreduce @ 64 KiB)"), std::string::npos) << notes;
   j["ops"][0]["op"] = "allgather";
   write_text(base_ / "gather.json", j.dump());
@@ -183,7 +186,8 @@ TEST_F(CompareNccl, BadInputIsNamedByFileWithExit2AndNoLibraryText) {
   struct Case {
     std::string name, content, expect;
   };
-  const std::string row = R"({"ops": [{"op": "allreduce", "ranks": 2, "rows": [{"size_bytes": SIZE, "time_us": TIME}]}]})";
+  const std::string row =
+      R"({"ops": [{"op": "allreduce", "ranks": 2, "rows": [{"size_bytes": SIZE, "time_us": TIME}]}]})";
   const auto with = [&](const std::string& size, const std::string& time) {
     std::string s = row;
     s.replace(s.find("SIZE"), 4, size);
@@ -202,7 +206,8 @@ TEST_F(CompareNccl, BadInputIsNamedByFileWithExit2AndNoLibraryText) {
       {"deep.json", std::string(100000, '[') + std::string(100000, ']'), "is none of the results compare reads"},
       {"deep-object.json", "{\"a\":" + std::string(1000, '[') + std::string(1000, ']') + "}", "nested deeper than 64"},
       {"binary.json", std::string("{\0\1\2\3", 5), "is a binary file"},
-      {"wrong-type.json", R"({"ops": [{"op": "allreduce", "ranks": 2, "rows": 5}]})", "an op without its name and rows"},
+      {"wrong-type.json", R"({"ops": [{"op": "allreduce", "ranks": 2, "rows": 5}]})",
+       "an op without its name and rows"},
   };
   std::string many = R"({"ops": [{"op": "allreduce", "ranks": 2, "rows": [)";
   for (int i = 1; i <= 5000; ++i) many += fmt::format("{}{{\"size_bytes\": {}, \"time_us\": 1}}", i > 1 ? "," : "", i);
