@@ -21,6 +21,9 @@ struct JsonLimits {
 struct BoundedJson {
   nlohmann::json value;  // discarded (is_discarded()) when error is set
   std::string error;     // what was wrong, naming the limit ("nested deeper than 32 levels")
+  // Where malformed text stopped the parser (a byte offset; npos for a passed limit):
+  // a reader names the line and column in its own words instead of the library's.
+  std::size_t error_byte = std::string::npos;
   bool ok() const { return error.empty(); }
 };
 

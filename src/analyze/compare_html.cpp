@@ -70,11 +70,16 @@ std::string to_html(const Comparison& c) {
   const std::string what = subject_noun(c.a.kind);
   std::string b = "<h1>p2pscope compare</h1>\n";
   const bool any = c.changed() > 0;
-  b += fmt::format("<div style=\"border:2px solid {};background:#fff;padding:10px 14px;font-size:16px\"><b>{}</b> {}</div>\n",
-                   any ? "#E69F00" : "#009E73", any ? "Changed:" : "No change:", xml_escape(c.verdict));
-  b += fmt::format("<p class=\"note\">A point counts as changed when the 95 % intervals of the two medians do not "
+  std::string lines;
+  for (const auto& p : c.patterns) lines += "<li>" + xml_escape(p) + "</li>";
+  b += fmt::format("<div style=\"border:2px solid {};background:#fff;padding:10px 14px;font-size:16px\"><b>{}</b> {}{}</div>\n",
+                   any ? "#E69F00" : "#009E73", any ? "Changed:" : "No change:", xml_escape(c.verdict),
+                   lines.empty() ? "" : "<ul style=\"margin:6px 0 0\">" + lines + "</ul>");
+  b += fmt::format("<p class=\"note\">A point counts as changed when the {}intervals of the two medians{} do not "
                    "overlap <i>and</i> the change is at least <b>{:g} %</b> (--threshold). Change = (B - A) / A of the "
-                   "median {}; intervals are distribution-free, from order statistics, as in analyze's report.</p>\n",
+                   "median {}; intervals are distribution-free, from order statistics, as in analyze's report, at the "
+                   "level their number of samples gives.</p>\n",
+                   c.levels.empty() ? "" : xml_escape(c.levels) + " ", c.noise.empty() ? "" : " (" + xml_escape(c.noise) + ")",
                    c.threshold_pct, c.a.unit == "ns" ? "time (positive: B slower)" : c.a.unit + " (negative: B slower)");
   b += fmt::format("<table>\n<tr><th></th><th>result</th><th>what</th><th>started</th></tr>\n{}{}</table>\n",
                    side_row("A", c.a), side_row("B", c.b));
@@ -92,14 +97,19 @@ std::string to_html(const Comparison& c) {
   b += fmt::format("</table>\n{}", change_chart(c));
   b += fmt::format("<h2>Every point</h2>\n<table>\n<tr><th>{}</th><th>size</th><th>A median</th><th>A interval</th>"
                    "<th>B median</th><th>B interval</th><th>change</th><th>verdict</th></tr>\n", what);
-  const auto interval = [](const Loaded& l, const Point& p) {
-    return p.level > 0 ? fmt::format("[{}, {}] ({:.0f} %, n={})", value_text(l, p.lo), value_text(l, p.hi), p.level * 100, p.n)
+  const auto interval = [](const Loaded& l, const Point& p, bool events) {
+    if (events)
+      return fmt::format("event pass [{}, {}] ({:.1f} %, n={})", value_text(l, p.ev_lo), value_text(l, p.ev_hi),
+                         p.ev_level * 100, p.ev_n);
+    return p.level > 0 ? fmt::format("[{}, {}] ({:.1f} %, n={})", value_text(l, p.lo), value_text(l, p.hi), p.level * 100, p.n)
                        : fmt::format("none (n={})", p.n);
   };
   for (const auto& r : c.rows)
     b += fmt::format("<tr>{}{}{}{}{}{}{}{}</tr>\n", cell(r.subject), cell(r.size_bytes ? format_size(r.size_bytes) : "-"),
-                     cell(value_text(c.a, r.a.median)), cell(interval(c.a, r.a)), cell(value_text(c.b, r.b.median)),
-                     cell(interval(c.b, r.b)), cell(fmt::format("{:+.1f} %", r.delta_pct)),
+                     cell(value_text(c.a, r.a.median)), cell(interval(c.a, r.a, r.by_events)),
+                     cell(value_text(c.b, r.b.median)), cell(interval(c.b, r.b, r.by_events)),
+                     cell(r.has_rate ? fmt::format("{:+.1f} % (busbw {:+.1f} %)", r.delta_pct, r.rate_delta_pct)
+                                     : fmt::format("{:+.1f} %", r.delta_pct)),
                      cell(r.verdict, verdict_style(r.verdict)));
   b += "</table>\n";
   if (!c.notes.empty()) {

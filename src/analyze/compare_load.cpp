@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include "analyze/campaign.hpp"
+#include "analyze/compare_parts.hpp"
+#include "p2pscope/bounded_json.hpp"
 #include "p2pscope/compare.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
@@ -47,7 +49,9 @@ constexpr const char* kWhatWeRead =
     "compare reads bench gpu and bench nccl JSON (--format json), profile campaign directories, sweep tcp CSVs "
     "(sweep.csv) and survey JSON (survey.json)";
 
-Point from_samples(std::string backend, std::string subject, std::uint64_t size, const std::vector<double>& samples) {
+}  // namespace
+
+Point point_from_samples(std::string backend, std::string subject, std::uint64_t size, const std::vector<double>& samples) {
   Point p;
   p.backend = std::move(backend);
   p.subject = std::move(subject);
@@ -60,6 +64,8 @@ Point from_samples(std::string backend, std::string subject, std::uint64_t size,
   p.level = ci.level;
   return p;
 }
+
+namespace {
 
 std::string pair_subject(int src, int dst) { return fmt::format("{}->{}", src, dst); }
 
@@ -118,28 +124,15 @@ Loaded load_bench_gpu(const std::string& shown, const nlohmann::json& j) {
     if (!row.is_object() || !row.value("supported", true)) continue;
     const std::vector<double> samples = samples_of(row);
     if (samples.empty()) continue;
-    r.points.push_back(from_samples(backend, pair_subject(row.value("src", -1), row.value("dst", -1)),
-                                    row.value("size_bytes", std::uint64_t{0}), samples));
-  }
-  return r;
-}
-
-// bench nccl: one row per size, its per-iteration samples; the subject is the op, and
-// both sides must be the same op (mode).
-Loaded load_bench_nccl(const std::string& shown, const nlohmann::json& j) {
-  Loaded r;
-  r.kind = Kind::bench_nccl;
-  r.path = shown;
-  r.unit = "ns";
-  r.mode = j["op"].is_string() ? j["op"].get<std::string>() : "";
-  r.started = started_of(j);
-  const int ranks = j.contains("ranks") && j["ranks"].is_number_integer() ? j["ranks"].get<int>() : 0;
-  r.description = fmt::format("bench nccl, {}{}", r.mode, ranks > 0 ? fmt::format(", {} ranks", ranks) : "");
-  for (const auto& row : j["rows"]) {
-    if (!row.is_object()) continue;
-    const std::vector<double> samples = samples_of(row);
-    if (samples.empty()) continue;
-    r.points.push_back(from_samples("", r.mode, row.value("size_bytes", std::uint64_t{0}), samples));
+    const auto size = row.contains("size_bytes") ? row["size_bytes"] : nlohmann::json(0);
+    if (!size.is_number_unsigned() && !(size.is_number_integer() && size.get<std::int64_t>() >= 0))
+      throw UsageError(fmt::format("'{}': a row's size_bytes is {}, not a size in bytes", shown,
+                                   external_text(size.dump(), 40)));
+    for (const double v : samples)
+      if (!std::isfinite(v) || v < 0)
+        throw UsageError(fmt::format("'{}': a row's samples_ns holds {}, not a time", shown, v));
+    r.points.push_back(point_from_samples(backend, pair_subject(row.value("src", -1), row.value("dst", -1)),
+                                          size.get<std::uint64_t>(), samples));
   }
   return r;
 }
@@ -186,7 +179,7 @@ Loaded load_survey(const std::string& shown, const nlohmann::json& j) {
       if (rec.contains(key) && rec[key].is_array())
         for (const auto& v : rec[key])
           if (v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= 0) gbps.push_back(v.get<double>() / 1e9);
-      if (!gbps.empty()) r.points.push_back(from_samples("", name(from, rail) + " -> " + name(to, rail), 0, gbps));
+      if (!gbps.empty()) r.points.push_back(point_from_samples("", name(from, rail) + " -> " + name(to, rail), 0, gbps));
     }
   }
   return r;
@@ -227,15 +220,20 @@ Loaded load_sweep_tcp(const std::string& shown, const std::string& text) {
     try {
       const long long sockets =
           sockets_it == header.end() ? 1 : std::stoll(cells.at(static_cast<std::size_t>(sockets_it - header.begin())));
-      samples[{std::stoll(cells.at(ch)), std::stoll(cells.at(chunk)), std::stoll(cells.at(win)), sockets}].push_back(
-          std::stod(cells.at(gbps)));
+      const double rate = std::stod(cells.at(gbps));
+      const long long c = std::stoll(cells.at(ch)), b = std::stoll(cells.at(chunk)), w = std::stoll(cells.at(win));
+      if (!std::isfinite(rate) || rate < 0 || c < 1 || b < 1 || w < 1 || sockets < 1) {
+        ++bad;  // nan, a negative rate or size: not a measured point
+        continue;
+      }
+      samples[{c, b, w, sockets}].push_back(rate);
     } catch (const std::exception&) {
       ++bad;  // a cut last line (Ctrl-C mid-write is rewritten whole, but a copy may be cut)
     }
   }
   for (const auto& [k, v] : samples) {
     const auto [c, chunk_bytes, window, sockets] = k;
-    r.points.push_back(from_samples("", fmt::format("{} ch x {} chunks, window {}, {} socket{}", c,
+    r.points.push_back(point_from_samples("", fmt::format("{} ch x {} chunks, window {}, {} socket{}", c,
                                                     format_size(static_cast<std::uint64_t>(chunk_bytes)), window,
                                                     sockets, sockets == 1 ? "" : "s"),
                                     0, v));
@@ -245,7 +243,116 @@ Loaded load_sweep_tcp(const std::string& shown, const std::string& text) {
   return r;
 }
 
+
+// Where the JSON of a result's text starts: at its first '{', after only NCCL's own lines
+// (a `bench nccl --format json > file` with NCCL_DEBUG=WARN holds "NCCL version ..."
+// first); npos when the text is not JSON. `skipped`: the lines passed over.
+std::size_t json_start(const std::string& t, std::size_t* skipped) {
+  *skipped = 0;
+  for (std::size_t at = 0; at < t.size();) {
+    const std::size_t first = t.find_first_not_of(" \t\r\n", at);
+    if (first == std::string::npos) return std::string::npos;
+    if (t[first] == '{') return first;
+    const std::size_t eol = std::min(t.find('\n', first), t.size());
+    if (t.compare(first, 5, "NCCL ") != 0 && t.find(" NCCL ", first) >= eol) return std::string::npos;
+    ++*skipped;
+    at = eol;
+  }
+  return std::string::npos;
+}
+
+// A file's text, refused by name where it is no result (gzip, binary, empty).
+std::string result_text(const std::string& path) {
+  std::string why;
+  const auto text = try_read_regular_file(fs::path(path), kMaxReadBytes, &why);
+  if (!text) throw UsageError(fmt::format("cannot read '{}': {}", path, why));
+  const std::string& t = *text;
+  if (t.size() >= 2 && static_cast<unsigned char>(t[0]) == 0x1f && static_cast<unsigned char>(t[1]) == 0x8b)
+    throw UsageError(fmt::format("'{}' is gzip-compressed: gunzip it first ({})", path, kWhatWeRead));
+  if (t.find('\0') != std::string::npos) throw UsageError(fmt::format("'{}' is a binary file; {}", path, kWhatWeRead));
+  if (t.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw UsageError(fmt::format("'{}' is empty; {}", path, kWhatWeRead));
+  return *text;
+}
+
+Loaded load_json(const std::string& path, const nlohmann::json& j, std::vector<std::string> notes) {
+  Loaded r;
+  if (j.is_object() && j.contains("kind") && j["kind"] == "p2pscope_survey") {
+    r = load_survey(path, j);
+  } else if (is_bench_nccl(j)) {
+    r = nccl_side({read_nccl_run(path, j)});
+  } else if (!j.is_object() || !j.contains("rows") || !j["rows"].is_array() || !j.contains("pattern") ||
+             !j.contains("backend")) {
+    throw UsageError(fmt::format("'{}' is JSON but not a bench gpu or bench nccl result{}; {}", path,
+                                 j.is_object() && j.contains("kind") && j["kind"].is_string()
+                                     ? " (it is " + external_text(j["kind"].get<std::string>(), 60) + ")"
+                                     : std::string(),
+                                 kWhatWeRead));
+  } else {
+    r = load_bench_gpu(path, j);
+  }
+  r.notes.insert(r.notes.begin(), notes.begin(), notes.end());
+  return r;
+}
+
+Loaded load_file(const std::string& path, const fs::path& p) {
+  const std::string t = result_text(path);
+  const std::size_t first = t.find_first_not_of(" \t\r\n");
+  std::size_t skipped = 0;
+  if (json_start(t, &skipped) != std::string::npos) {
+    std::vector<std::string> notes;
+    const nlohmann::json j = parse_result_json(path, t, &notes);
+    try {
+      return load_json(path, j, notes);
+    } catch (const nlohmann::json::exception&) {  // a field of another type than its writer gives it
+      throw UsageError(fmt::format("'{}' is JSON whose fields are not of the types p2pscope writes (a hand-edited or "
+                                   "another tool's file?); {}", path, kWhatWeRead));
+    }
+  }
+  if (t.compare(first, 9, "channels,") == 0) return load_sweep_tcp(path, t.substr(first));
+  if (t.compare(first, 14, "config_id,src,") == 0)
+    return load_campaign(path, p.parent_path().empty() ? fs::path(".") : p.parent_path());
+  // Tables for people: their JSON is what compare reads (the text holds no samples).
+  if (t.find("\n# p2pscope bench nccl: ") != std::string::npos || t.compare(first, 22, "# p2pscope bench nccl:") == 0)
+    throw UsageError(fmt::format("'{}' is bench nccl's text table: compare reads its JSON (bench nccl --format json "
+                                 "--out FILE)", path));
+  if (t.find("# nThread ") != std::string::npos && t.find("busbw") != std::string::npos)
+    throw UsageError(fmt::format("'{}' is nccl-tests' text output, which compare does not read; p2pscope bench nccl "
+                                 "--format json measures the same figures for it", path));
+  const std::size_t eol = std::min(t.find('\n', first), t.size());
+  throw UsageError(fmt::format("'{}' is none of the results compare reads ({}); its first line: '{}'", path,
+                               kWhatWeRead, external_text(t.substr(first, std::min<std::size_t>(60, eol - first)), 60)));
+}
+
 }  // namespace
+
+nlohmann::json parse_result_json(const std::string& shown, const std::string& text, std::vector<std::string>* notes) {
+  std::size_t skipped = 0;
+  const std::size_t start = json_start(text, &skipped);
+  if (start == std::string::npos) throw UsageError(fmt::format("'{}' holds no JSON object; {}", shown, kWhatWeRead));
+  if (skipped)
+    notes->push_back("lines of NCCL's own output before the JSON passed over (NCCL_DEBUG prints to stdout)");
+  JsonLimits limits;
+  limits.max_bytes = kMaxReadBytes;
+  limits.max_depth = 64;             // p2pscope's results nest 6 deep
+  limits.max_elements = 1u << 24;    // 16 M values: far past any result, short of exhausting memory
+  limits.max_string_bytes = 1u << 20;
+  const std::string_view body = std::string_view(text).substr(start);
+  BoundedJson j = parse_json_bounded(body, limits);
+  if (j.ok()) return std::move(j.value);
+  if (j.error_byte == std::string::npos)
+    throw UsageError(fmt::format("'{}' is JSON past what compare reads: {}", shown, j.error));
+  const std::size_t at = std::min(start + (j.error_byte ? j.error_byte - 1 : 0), text.size());
+  if (at + 1 >= text.size() || text.find_first_not_of(" \t\r\n", at) == std::string::npos)
+    throw UsageError(fmt::format("'{}' ends before its JSON does: a cut file (a run stopped while writing, a copy "
+                                 "cut short?)", shown));
+  const std::size_t line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+  const std::size_t bol = text.rfind('\n', at == 0 ? 0 : at - 1);
+  const std::size_t col = at - (bol == std::string::npos || at == 0 ? 0 : bol + 1) + 1;
+  const std::size_t from = at > start + 16 ? at - 16 : start;
+  throw UsageError(fmt::format("'{}' is not valid JSON: it breaks at line {}, column {} (near '{}')", shown, line, col,
+                               external_text(text.substr(from, at - from + 16), 40)));
+}
 
 Loaded load(const std::string& path) {
   const fs::path p(path);
@@ -266,47 +373,34 @@ Loaded load(const std::string& path) {
   } else if (p.filename() == "execution_log.csv") {
     r = load_campaign(path, p.parent_path().empty() ? fs::path(".") : p.parent_path());
   } else {
-    std::string why;
-    const auto text = try_read_regular_file(p, kMaxReadBytes, &why);
-    if (!text) throw UsageError(fmt::format("cannot read '{}': {}", path, why));
-    const std::string& t = *text;
-    if (t.size() >= 2 && static_cast<unsigned char>(t[0]) == 0x1f && static_cast<unsigned char>(t[1]) == 0x8b)
-      throw UsageError(fmt::format("'{}' is gzip-compressed: gunzip it first ({})", path, kWhatWeRead));
-    if (t.find('\0') != std::string::npos)
-      throw UsageError(fmt::format("'{}' is a binary file; {}", path, kWhatWeRead));
-    const std::size_t first = t.find_first_not_of(" \t\r\n");
-    if (first == std::string::npos) throw UsageError(fmt::format("'{}' is empty; {}", path, kWhatWeRead));
-    if (t[first] == '{') {
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(t);
-      } catch (const nlohmann::json::exception& e) {
-        throw UsageError(fmt::format("'{}' is not valid JSON ({}); {}", path, e.what(), kWhatWeRead));
-      }
-      if (j.is_object() && j.value("kind", "") == "p2pscope_survey") {
-        r = load_survey(path, j);
-      } else if (j.contains("rows") && j["rows"].is_array() && j.contains("op") && !j.contains("pattern")) {
-        r = load_bench_nccl(path, j);
-      } else if (!j.contains("rows") || !j["rows"].is_array() || !j.contains("pattern") || !j.contains("backend")) {
-        throw UsageError(fmt::format("'{}' is JSON but not a bench gpu or bench nccl result{}; {}", path,
-                                     j.contains("kind") && j["kind"].is_string()
-                                         ? " (it is " + j["kind"].get<std::string>() + ")"
-                                         : std::string(),
-                                     kWhatWeRead));
-      } else {
-        r = load_bench_gpu(path, j);
-      }
-    } else if (t.compare(first, 9, "channels,") == 0) {
-      r = load_sweep_tcp(path, t.substr(first));
-    } else if (t.compare(first, 14, "config_id,src,") == 0) {
-      r = load_campaign(path, p.parent_path().empty() ? fs::path(".") : p.parent_path());
-    } else {
-      throw UsageError(fmt::format("'{}' is none of the results compare reads ({}); its first line: '{}'", path,
-                                   kWhatWeRead, t.substr(first, std::min<std::size_t>(60, t.find('\n', first) - first))));
-    }
+    r = load_file(path, p);
   }
   if (r.points.empty())
     throw UsageError(fmt::format("'{}' ({}) holds no measured point with samples to compare", path, kind_text(r.kind)));
+  return r;
+}
+
+Loaded load_side(const std::vector<std::string>& paths) {
+  if (paths.size() == 1) return load(paths.front());
+  std::vector<NcclRun> runs;
+  for (const auto& path : paths) {
+    std::error_code ec;
+    if (fs::is_directory(fs::path(path), ec))
+      throw UsageError(fmt::format("'{}' is a directory: several results a side are bench nccl JSON files", path));
+    std::vector<std::string> notes;
+    const nlohmann::json j = parse_result_json(path, result_text(path), &notes);
+    if (!is_bench_nccl(j))
+      throw UsageError(fmt::format("'{}' is not bench nccl JSON: several results a side are read for repeated bench "
+                                   "nccl runs only (other kinds: one result a side)", path));
+    try {
+      runs.push_back(read_nccl_run(path, j));
+    } catch (const nlohmann::json::exception&) {
+      throw UsageError(fmt::format("'{}' is bench nccl JSON whose fields are not of the types p2pscope writes", path));
+    }
+    runs.back().notes.insert(runs.back().notes.begin(), notes.begin(), notes.end());
+  }
+  Loaded r = nccl_side(runs);
+  if (r.points.empty()) throw UsageError(fmt::format("'{}' hold no measured point to compare", r.path));
   return r;
 }
 

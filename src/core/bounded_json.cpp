@@ -14,6 +14,7 @@ class LimitedSax {
  public:
   LimitedSax(json& out, const JsonLimits& l) : dom_(out, false), l_(l) {}
   std::string error;
+  std::size_t error_byte = std::string::npos;
 
   bool null() { return value() && dom_.null(); }
   bool boolean(bool v) { return value() && dom_.boolean(v); }
@@ -35,6 +36,7 @@ class LimitedSax {
   }
   bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& e) {
     // nlohmann quotes the bytes it last read: the peer's, raw (invalid UTF-8, escapes).
+    if (error.empty()) error_byte = pos;
     if (error.empty()) error = "not JSON at byte " + std::to_string(pos) + " (" + external_text(e.what(), 300) + ")";
     return false;
   }
@@ -84,6 +86,7 @@ BoundedJson parse_json_bounded(std::string_view text, const JsonLimits& limits) 
   }
   if (!ok || !sax.error.empty()) {
     out.error = sax.error.empty() ? "not JSON" : sax.error;
+    out.error_byte = sax.error_byte;
     // The partial value is at most max_depth deep: destroying it is safe.
     out.value = json(json::value_t::discarded);
     return out;

@@ -62,3 +62,16 @@ TEST(BoundedJson, MalformedTextIsAnErrorNotAnException) {
     EXPECT_NE(j.error.find("not JSON"), std::string::npos) << bad << ": " << j.error;
   }
 }
+
+// Where malformed text stopped the parser, for a reader to name in its own words (the
+// byte after the last one read; compare turns it into a line and column); a passed
+// limit has no such place.
+TEST(BoundedJson, MalformedTextSaysWhereItStopped) {
+  EXPECT_EQ(parse_json_bounded("[1,]").error_byte, 4u);
+  EXPECT_EQ(parse_json_bounded("{\"a\":1,,}").error_byte, 8u);
+  EXPECT_EQ(parse_json_bounded("[1,2").error_byte, 5u) << "past the end: the text was cut";
+  JsonLimits l;
+  l.max_depth = 2;
+  EXPECT_EQ(parse_json_bounded("[[[1]]]", l).error_byte, std::string::npos);
+  EXPECT_EQ(parse_json_bounded("[1]").error_byte, std::string::npos);
+}

@@ -5,9 +5,11 @@
 // and the command's JSON and HTML.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include <fmt/format.h>
@@ -113,11 +115,20 @@ TEST_F(Compare, TwoCampaignsNameTheOneLinkMadeTenPercentSlowerAndNothingElse) {
   }
   EXPECT_EQ(c.changed(), 5u);
   EXPECT_EQ(c.verdict.rfind("1 of 12 pairs changed", 0), 0u) << c.verdict;
-  EXPECT_NE(c.verdict.find("1->2 slower (5 of 5 sizes"), std::string::npos) << c.verdict;
-  EXPECT_NE(c.verdict.find("the other 11 unchanged"), std::string::npos) << c.verdict;
+  ASSERT_EQ(c.patterns.size(), 2u) << c.verdict;
+  EXPECT_EQ(c.patterns[0].rfind("1->2 slower at every size (5): time +", 0), 0u) << c.patterns[0];
+  EXPECT_EQ(c.patterns[1].rfind("the other 11 pairs unchanged", 0), 0u) << c.patterns[1];
+  // The level printed is the rows' own: 10 repetitions, fewer where Tukey's fences took
+  // one or two out (10: [x(2), x(9)] at 97.9 %; 8: [x(1), x(8)] at 99.2 %; 9: 96.1 %).
+  double lo = 1, hi = 0;
+  for (const auto& r : c.rows)
+    for (const double l : {r.a.level, r.b.level}) lo = std::min(lo, l), hi = std::max(hi, l);
+  EXPECT_GE(lo, 0.95);
+  EXPECT_EQ(c.levels, lo == hi ? fmt::format("{:.1f} %", lo * 100) : fmt::format("{:.1f}-{:.1f} %", lo * 100, hi * 100));
   // The other way round it is faster, by the same link alone.
   const auto back = compare::compare(compare::load((base_ / "b").string()), compare::load((base_ / "a").string()));
-  EXPECT_NE(back.verdict.find("1->2 faster"), std::string::npos) << back.verdict;
+  ASSERT_FALSE(back.patterns.empty()) << back.verdict;
+  EXPECT_EQ(back.patterns[0].rfind("1->2 faster", 0), 0u) << back.patterns[0];
   EXPECT_EQ(back.changed(), 5u);
 }
 
@@ -141,7 +152,8 @@ TEST_F(Compare, TheThresholdKeepsASureButSmallShiftOut) {
   EXPECT_GT(below, 0u);
   const auto sharp = compare::compare(a, b, 1.0);
   EXPECT_GT(sharp.changed(), 0u);
-  EXPECT_NE(sharp.verdict.find("0->1 slower"), std::string::npos) << sharp.verdict;
+  ASSERT_FALSE(sharp.patterns.empty()) << sharp.verdict;
+  EXPECT_EQ(sharp.patterns[0].rfind("0->1 slower", 0), 0u) << sharp.patterns[0];
 }
 
 TEST_F(Compare, BenchGpuJsonAndSweepCsv) {
@@ -168,7 +180,8 @@ TEST_F(Compare, BenchGpuJsonAndSweepCsv) {
   write_text(base_ / "sweep-b" / "sweep.csv", b);
   const auto s = compare::compare(compare::load((base_ / "a.csv").string()), compare::load((base_ / "sweep-b").string()));
   EXPECT_EQ(s.changed(), 1u);
-  EXPECT_NE(s.verdict.find("4 ch x 1 MiB chunks, window 8, 1 socket slower"), std::string::npos) << s.verdict;
+  ASSERT_FALSE(s.patterns.empty()) << s.verdict;
+  EXPECT_EQ(s.patterns[0].rfind("4 ch x 1 MiB chunks, window 8, 1 socket slower: GB/s -", 0), 0u) << s.patterns[0];
 }
 
 TEST_F(Compare, DifferentKindsPatternsAndFilesOfNoKindAreRefused) {
@@ -229,10 +242,38 @@ TEST_F(Compare, TheCommandWritesJsonAndHtmlAndRefusesMismatchedKindsWithExit2) {
   const auto text = test::run_binary_split("compare " + a + " " + b + " --fail-on-change");
   EXPECT_EQ(text.code, 1);
   EXPECT_NE(text.out.find("verdict: 1 of 12 pairs changed"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("\n  1->2 slower at every size (5)"), std::string::npos) << text.out;
 }
 
-// bench nccl JSON (a real H100 run): against itself nothing changes; with one size's
-// samples 20 % longer that size of the op is named; another op is refused.
+// Every pair 7 % slower: one line for the pattern, not twelve.
+TEST_F(Compare, OnePatternOfChangeIsOneVerdictLine) {
+  write_campaign(base_ / "a", 1, {-1, -1}, 1, 0.003);
+  write_campaign(base_ / "b", 2, {-1, -1}, 1, 0.003);
+  std::ifstream in(base_ / "b" / "execution_log.csv");
+  std::string head, line, out;
+  std::getline(in, head);
+  out = head + "\n";
+  while (std::getline(in, line)) {  // duration_ns (column 9) x 1.07
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
+    cells.resize(12);
+    cells[8] = std::to_string(static_cast<std::int64_t>(std::stod(cells[8]) * 1.07));
+    for (std::size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + cells[i];
+    out += "\n";
+  }
+  in.close();
+  write_text(base_ / "b" / "execution_log.csv", out);
+  const auto c = compare::compare(compare::load((base_ / "a").string()), compare::load((base_ / "b").string()));
+  EXPECT_EQ(c.changed(), 60u) << c.verdict;
+  ASSERT_EQ(c.patterns.size(), 1u) << c.verdict;
+  EXPECT_EQ(c.patterns[0].rfind("all 12 pairs slower at every size (5): time +", 0), 0u) << c.patterns[0];
+}
+
+// bench nccl JSON (a real H100 run, the layout before 2026-11-28: the table's time was
+// time_ns.median): against itself nothing changes; the event pass 20 % longer alone is
+// not the table's figure and changes nothing; with the figure 20 % longer too that
+// size of the op is named; another op is refused.
 TEST_F(Compare, BenchNcclJsonByOpAndSize) {
   const fs::path real = fs::path(P2PSCOPE_FIXTURES_DIR) / "bench-nccl" / "h100x1-allreduce-1rank.json";
   auto j = nlohmann::json::parse(test::slurp(real));
@@ -240,11 +281,15 @@ TEST_F(Compare, BenchNcclJsonByOpAndSize) {
   EXPECT_EQ(compare::compare(a, a).changed(), 0u);
   auto& row = j["rows"][j["rows"].size() - 1];
   for (auto& v : row["samples_ns"]) v = v.get<double>() * 1.2;
+  write_text(base_ / "events.json", j.dump());
+  EXPECT_EQ(compare::compare(a, compare::load((base_ / "events.json").string())).changed(), 0u);
+  row["time_ns"]["median"] = row["time_ns"]["median"].get<double>() * 1.2;
   write_text(base_ / "slower.json", j.dump());
   const auto c = compare::compare(a, compare::load((base_ / "slower.json").string()));
   EXPECT_EQ(c.changed(), 1u) << c.verdict;
   EXPECT_NE(c.verdict.find("1 of 1 op changed"), std::string::npos) << c.verdict;
-  EXPECT_NE(c.verdict.find("allreduce slower (1 of"), std::string::npos) << c.verdict;
+  ASSERT_FALSE(c.patterns.empty()) << c.verdict;
+  EXPECT_EQ(c.patterns[0], "allreduce slower at 64 MiB (1 of 7 sizes): time +20.0 %") << c.patterns[0];
   j["op"] = "allgather";
   write_text(base_ / "gather.json", j.dump());
   EXPECT_THROW(compare::compare(a, compare::load((base_ / "gather.json").string())), UsageError);
