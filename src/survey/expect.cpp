@@ -122,7 +122,7 @@ void apply_expectation(Verdict& v, const std::vector<Judged>& judged, const Expe
     return j.figure.metric == Metric::latency ? lo > x * (1 + t) : hi < x * (1 - t);
   };
   for (const Judged& j : judged) {
-    if (j.figure.pass != 1 || expected_of(j) <= 0) continue;
+    if (j.figure.pass != 1 || j.figure.dev_src >= 0 || expected_of(j) <= 0) continue;  // not device pairs
     Class& c = classes[j.figure.cls];
     if (!c.any) c.any = &j;
     ++c.figures;

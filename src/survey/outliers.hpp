@@ -48,7 +48,8 @@ struct OutlierOptions {
   double latency_threshold_pct = 50;  // a p50 this much above its class (jitter is larger)
   // A host's own ceiling (bench tcp over loopback) is a figure of its CPUs and memory,
   // which other work moves by tens of %: only a gross deficit is a finding.
-  double local_threshold_pct = 50;
+  double local_threshold_pct = 50;  // ... and device pairs of host memory (the host backend)
+  double device_threshold_pct = 10;  // GPU device pairs inside a host
   double mad_k = 3;
   int min_class = 3;  // smaller classes are shown but never flagged
 };

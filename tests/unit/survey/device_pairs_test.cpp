@@ -62,6 +62,20 @@ TEST(SurveyDevicePairs, AHealthyFleetSaysItsDevicePairsAreWithinTheirClasses) {
   EXPECT_NE(v.headline.find("and 72 device pairs inside hosts within theirs"), std::string::npos) << v.headline;
 }
 
+// Host copies move with the CPUs' other work: only a gross deficit is a finding; GPU copies
+// need 10 %, not a NIC's 5 %.
+TEST(SurveyDevicePairs, TheirThresholdsAreTheLocalOnesForHostMemoryAndTenPercentForGpus) {
+  auto with = [](const char* backend, double slow) {
+    auto fs = fleet(6, 2, [&](int h, int s, int) { return h == 1 && s == 0 ? slow : 1.0; });
+    for (Figure& f : fs) f.cls.replace(f.cls.find(" ce "), 4, std::string(" ") + backend + " ");
+    return decide(judge(fs, {}), names(6), {}).findings.size();
+  };
+  EXPECT_EQ(with("host", 0.8), 0u);
+  EXPECT_EQ(with("host", 0.4), 1u);
+  EXPECT_EQ(with("ce", 0.92), 0u);
+  EXPECT_EQ(with("ce", 0.85), 1u);
+}
+
 TEST(SurveyDevicePairs, ARecordBecomesAFigureOfItsPairsClassAndSurvivesJson) {
   Record r;
   r.step = "gpu", r.server = r.client = 1, r.rail = -1, r.backend = "ce", r.dev_src = 2, r.dev_dst = 5;
