@@ -152,7 +152,7 @@ std::string doctor_text(const tune::DoctorReport& r, const std::vector<tune::Tra
     }
     for (const auto& p : l.perf)
       o << "  " << p.tool << " " << (p.op.empty() ? "?" : p.op) << (p.transport.empty() ? "" : " over " + p.transport)
-        << ": " << p.rows.size() << " size(s), peak busbw " << gb(p.peak_busbw()) << ", avg busbw " << gb(p.avg_busbw)
+        << ": " << p.rows.size() << " size(s), peak busbw " << gb(p.peak_busbw()) << ", avg busbw over the sweep " << gb(p.avg_busbw)
         << "\n";
   }
   for (const auto& p : r.results)

@@ -62,7 +62,7 @@ void perf_section(std::ostringstream& o, const DoctorReport& r) {
          "--compare-transports on a GPU machine).\n\n";
     return;
   }
-  o << "| Source | Tool | Op | Transport | Sizes | Peak busbw (GB/s) | Avg busbw (GB/s) |\n|---|---|---|---|---|---|---|\n";
+  o << "| Source | Tool | Op | Transport | Sizes | Peak busbw (GB/s) | Avg busbw over the sweep (GB/s) |\n|---|---|---|---|---|---|---|\n";
   for (const auto& [p, lo] : all) {
     std::uint64_t lo_size = 0, hi_size = 0, peak_size = 0;
     double peak = -1;
@@ -93,7 +93,7 @@ void perf_section(std::ostringstream& o, const DoctorReport& r) {
         << v(row.oop_time_us, false) << " | " << v(row.oop_algbw, true) << " | " << v(row.oop_busbw, true) << " | "
         << w(row.oop_wrong) << " | " << v(row.ip_time_us, false) << " | " << v(row.ip_algbw, true) << " | "
         << v(row.ip_busbw, true) << " | " << w(row.ip_wrong) << " |\n";
-    if (p->avg_busbw > 0) o << "\nAvg bus bandwidth: " << gbps(p->avg_busbw) << " GB/s\n";
+    if (p->avg_busbw > 0) o << "\nAvg bus bandwidth: " << gbps(p->avg_busbw) << " GB/s (nccl-tests' average over the sweep's sizes, not a peak)\n";
     if (p->rows_dropped) o << "\n(" << p->rows_dropped << " more rows not kept)\n";
     o << "\n";
   }
@@ -131,7 +131,7 @@ std::string transport_comparison(const std::vector<NcclLog>& logs) {
     for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     out += ": " + name + " fallback costs " + ratio_text(best->bw / worst->bw) + "x against " + best->label;
   }
-  out += " (nccl-tests' average bus bandwidth where printed, else the peak)";
+  out += " (nccl-tests' average bus bandwidth over each sweep's sizes where printed, else the peak)";
   return out;
 }
 
@@ -204,7 +204,7 @@ void baseline_section(std::ostringstream& o, const ReportContext& c) {
     achieved = gbps(c.runs.front().busbw_bytes_per_s) + " GB/s bus bandwidth (" + c.runs.front().label + ")";
   else if (base && !base->perf.empty() && base->perf.front().headline_busbw() > 0)
     achieved = gbps(base->perf.front().headline_busbw()) + " GB/s bus bandwidth (" +
-               (base->perf.front().avg_busbw > 0 ? "nccl-tests' average" : "peak") + ", " + base->file + ")";
+               (base->perf.front().avg_busbw > 0 ? "nccl-tests' average over the sweep" : "peak") + ", " + base->file + ")";
   o << "- **Bandwidth achieved**: " << achieved << "\n- **Key problems identified**:\n";
   bool any = false;
   for (const auto& f : c.r.findings)
