@@ -101,26 +101,30 @@ void perf_section(std::ostringstream& o, const DoctorReport& r) {
 
 }  // namespace
 
-std::string transport_comparison(const std::vector<NcclLog>& logs) {
-  struct Item {
-    std::string label;
-    double bw;
-    bool loopback;
-  };
-  std::vector<Item> items;
-  for (const auto& l : logs)
-    for (const auto& p : l.perf)
-      if (p.headline_busbw() > 0) items.push_back({transport_label(p, l.loopback()), p.headline_busbw(), l.loopback()});
+namespace {
+
+// One table as a comparison sees it. Tables are set side by side only when they are of one
+// op and one rank count and their sizes overlap: an all-gather is no slower transport than
+// an all-reduce, and a 4-rank run no faster one than an 8-rank run.
+struct CompareItem {
+  std::string label;
+  double bw;
+  bool loopback;
+  std::string op;
+  int nranks;
+  std::uint64_t lo, hi;
+};
+
+std::string compare_group(std::vector<CompareItem> items) {
   std::size_t real = 0;
   for (const auto& i : items) real += i.loopback ? 0 : 1;
-  if (items.size() < 2) return {};
-  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.bw > b.bw; });
+  std::stable_sort(items.begin(), items.end(), [](const CompareItem& a, const CompareItem& b) { return a.bw > b.bw; });
   std::string out;
   for (const auto& i : items)
     out += (out.empty() ? "" : ", ") + i.label + " " + gbps(i.bw) + (out.empty() ? " GB/s" : "") +
            (i.loopback ? " (loopback: not a network)" : "");
-  const Item* best = nullptr;
-  const Item* worst = nullptr;
+  const CompareItem* best = nullptr;
+  const CompareItem* worst = nullptr;
   for (const auto& i : items) {
     if (i.loopback) continue;
     if (!best) best = &i;
@@ -131,8 +135,32 @@ std::string transport_comparison(const std::vector<NcclLog>& logs) {
     for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     out += ": " + name + " fallback costs " + ratio_text(best->bw / worst->bw) + "x against " + best->label;
   }
-  out += " (nccl-tests' average bus bandwidth over each sweep's sizes where printed, else the peak)";
   return out;
+}
+
+}  // namespace
+
+std::string transport_comparison(const std::vector<NcclLog>& logs) {
+  std::vector<CompareItem> items;
+  for (const auto& l : logs)
+    for (const auto& p : l.perf) {
+      if (p.headline_busbw() <= 0 || p.op.empty()) continue;
+      std::uint64_t lo = ~std::uint64_t{0}, hi = 0;
+      for (const auto& r : p.rows) lo = std::min(lo, r.size_bytes), hi = std::max(hi, r.size_bytes);
+      items.push_back({transport_label(p, l.loopback()), p.headline_busbw(), l.loopback(), p.op, l.nranks, lo, hi});
+    }
+  // Groups of one op and rank count, in first-seen order; sizes must overlap the first's.
+  std::vector<std::vector<CompareItem>> groups;
+  for (const auto& i : items) {
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x[0].op == i.op && x[0].nranks == i.nranks; });
+    if (g == groups.end()) groups.push_back({i});
+    else if (i.lo <= g->front().hi && g->front().lo <= i.hi) g->push_back(i);
+  }
+  std::string out;
+  for (const auto& g : groups)
+    if (g.size() >= 2) out += (out.empty() ? "" : "; ") + g.front().op + ": " + compare_group(g);
+  if (out.empty()) return {};
+  return out + " (nccl-tests' average bus bandwidth over each sweep's sizes where printed, else the peak)";
 }
 
 namespace {
