@@ -597,6 +597,8 @@ nlohmann::json to_json(const NcclLog& l) {
   nlohmann::json perf = nlohmann::json::array();
   for (const auto& r : l.perf) perf.push_back(to_json(r));
   return {{"file", l.file},
+          {"run", l.run_index},
+          {"runs", l.run_count},
           {"nccl_version", l.nccl_version},
           {"nranks", l.nranks},
           {"ranks", l.ranks},

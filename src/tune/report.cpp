@@ -202,7 +202,7 @@ void summary_section(std::ostringstream& o, const ReportContext& c) {
       for (const auto& p : l.perf) bw = std::max(bw, p.headline_busbw());
       std::string tr = l.nccl_lines == 0 ? std::string("unknown (no NCCL_DEBUG=INFO lines)") : l.primary_transport();
       if (l.loopback()) tr += " over lo (loopback: not a network)";
-      o << "| `" << l.file << "` | " << (l.nccl_version.empty() ? "?" : l.nccl_version) << " | "
+      o << "| `" << l.label() << "` | " << (l.nccl_version.empty() ? "?" : l.nccl_version) << " | "
         << (l.nranks > 0 ? std::to_string(l.nranks) : "?") << " | " << tr << " | "
         << (l.coll_channels > 0 ? std::to_string(l.coll_channels) : "?") << " | " << (bw > 0 ? gbps(bw) : std::string("-"))
         << " |\n";
@@ -267,7 +267,7 @@ void environment_section(std::ostringstream& o, const ReportContext& c) {
   o << "**Initial NCCL Settings:**\n";
   std::vector<std::string> env;
   for (const auto& l : r.logs)
-    for (const auto& e : l.env_lines) env.push_back(e + "   (set in " + l.file + ")");
+    for (const auto& e : l.env_lines) env.push_back(e + "   (set in " + l.label() + ")");
   for (const auto& [k, v] : r.env)
     if (!r.env_source.count(k)) env.push_back(k + "=" + v + "   (the doctor's own shell, not a run's)");
   fence(o, env);
@@ -370,7 +370,7 @@ void results_section(std::ostringstream& o, const ReportContext& c) {
   }
   o << "\n### NCCL Log Evidence\n\n";
   for (const auto& l : c.r.logs) {
-    o << "`" << l.file << "` (transport " << l.primary_transport() << "):\n";
+    o << "`" << l.label() << "` (transport " << l.primary_transport() << "):\n";
     std::vector<std::string> ev(l.evidence.begin(), l.evidence.begin() + std::min<std::size_t>(l.evidence.size(), 14));
     fence(o, ev);
   }
