@@ -352,6 +352,11 @@ std::vector<NcclLog> read_nccl_log_runs(const std::string& path);
 std::vector<NcclLog> parse_nccl_log_runs(std::string_view text, const std::string& file);
 nlohmann::json to_json(const NcclLog& l);
 std::vector<Finding> log_findings(const NcclLog& l);
+// The bus bandwidth (bytes/s) no table of this run can pass: twice the largest totalBw
+// that NCCL's own topology line gives the GPU's links ("=== System : maxBw X totalBw Y
+// ==="); twice, as NVLS all-reduce can pass the per-GPU link rate. -1 where the log has no
+// topology line. A table above it is refused by name (perf.beyond_links): a misread layout.
+double links_limit(const NcclLog& l);
 
 // ------------------------------------------------------------------ doctor
 // RDMA ports, GID index, NCCL_IB_HCA / NCCL_SOCKET_IFNAME advice, GPU-NIC path

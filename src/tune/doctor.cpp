@@ -1,10 +1,13 @@
 // Doctor findings from NCCL logs, the topology (RDMA ports, GIDs, interfaces,
 // GPU-NIC paths) and IRQ placement.
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #include "p2pscope/bindings.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/table.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/nccl_signatures.hpp"
 #include "p2pscope/tune.hpp"
 #include "p2pscope/units.hpp"
@@ -64,6 +67,17 @@ Finding socket_fallback_finding(const NcclLog& l) {
 }
 
 }  // namespace
+
+double links_limit(const NcclLog& l) {
+  double best = -1;
+  for (const auto& line : l.marked("graph")) {
+    const auto p = line.find("totalBw ");
+    if (p == std::string::npos) continue;
+    const double v = std::atof(line.c_str() + p + 8);
+    if (v > 0) best = std::max(best, v);
+  }
+  return best > 0 ? 2 * best * 1e9 : -1;
+}
 
 std::vector<Finding> log_findings(const NcclLog& l) {
   std::vector<Finding> out;
@@ -125,6 +139,15 @@ std::vector<Finding> log_findings(const NcclLog& l) {
     else
       out.push_back(make_finding("log.ib_gdr", "info", l.label() + ": NET/IB channels use GPUDirect RDMA (GDRDMA)", lines_with(l, "GDRDMA", 2), ""));
   }
+  if (const double limit = links_limit(l); limit > 0)
+    for (const auto& p : l.perf)
+      if (p.peak_busbw() > limit)
+        out.push_back(make_finding(
+            "perf.beyond_links", "error",
+            l.label() + ": a " + p.tool + " table refused: its peak busbw " + fixed(p.peak_busbw() / 1e9, 2) +
+                " GB/s is above twice the " + fixed(limit / 2e9, 1) +
+                " GB/s that NCCL's topology gives the GPU's links: no link carries that; a misread layout, not a figure",
+            {external_text(trim(l.marked("graph").front()), 300)}, "check the table's columns (nccl-tests -I adds per-iteration columns)"));
   for (const auto& w : l.warnings)
     out.push_back(make_finding("log.partial", "warning", l.label() + ": " + w, {}, "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and keep the whole log"));
   if (!l.warn_lines.empty()) {

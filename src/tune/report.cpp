@@ -145,6 +145,7 @@ std::string transport_comparison(const std::vector<NcclLog>& logs) {
   for (const auto& l : logs)
     for (const auto& p : l.perf) {
       if (p.headline_busbw() <= 0 || p.op.empty()) continue;
+      if (const double limit = links_limit(l); limit > 0 && p.peak_busbw() > limit) continue;  // refused: perf.beyond_links
       std::uint64_t lo = ~std::uint64_t{0}, hi = 0;
       for (const auto& r : p.rows) lo = std::min(lo, r.size_bytes), hi = std::max(hi, r.size_bytes);
       items.push_back({transport_label(p, l.loopback()), p.headline_busbw(), l.loopback(), p.op, l.nranks, lo, hi});

@@ -276,3 +276,18 @@ TEST(DoctorBadInput, ResultsRowsAreCheckedByName) {
   ASSERT_EQ(ok.rows.size(), 1u);
   EXPECT_DOUBLE_EQ(ok.rows[0].oop_busbw, 2.5e9);
 }
+
+// A table beyond what the log's own links carry is refused by name and left out of the
+// comparison: p2p.log's figures x20 (as a misread -I layout gave 2779 GB/s on 4 x H200).
+TEST(DoctorPerf, TableBeyondTheLinksIsRefused) {
+  auto p2p = read_nccl_log_file(nt("p2p.log"));
+  const auto sock = read_nccl_log_file(nt("socket-eth0.log"));
+  EXPECT_DOUBLE_EQ(links_limit(p2p), 2 * 370.8e9);  // "=== System : maxBw 370.8 totalBw 370.8 ==="
+  EXPECT_EQ(find(log_findings(p2p), "perf.beyond_links"), nullptr) << "194.89 GB/s on NV18 is a real figure";
+  for (auto& r : p2p.perf[0].rows) r.oop_busbw *= 20, r.ip_busbw *= 20;
+  const Finding* f = find(log_findings(p2p), "perf.beyond_links");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, "error");
+  EXPECT_NE(f->title.find("3897.80 GB/s"), std::string::npos) << f->title;
+  EXPECT_EQ(transport_comparison({p2p, sock}), "") << "a refused table is no side of a comparison";
+}
