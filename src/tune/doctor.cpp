@@ -107,7 +107,7 @@ std::vector<Finding> log_findings(const NcclLog& l) {
     out.push_back(make_finding("log.net_plugin", "info",
                                l.label() + ": NCCL found no external net plugin" +
                                    (l.net_plugin_request.empty() ? "" : " for NCCL_NET_PLUGIN=" + l.net_plugin_request) +
-                                   ": it used its built-in IB and socket transports",
+                                   ": it has only its built-in IB and socket transports",
                                l.net_plugin_lines, ""));
   if (l.nccl_lines == 0 && !l.perf.empty())
     out.push_back(make_finding("log.plain_output", "info",
