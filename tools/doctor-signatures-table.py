@@ -21,7 +21,7 @@ def lit(x):
 
 test = (root / "tests/unit/tune/nccl_signatures_test.cpp").read_text()
 shown = {}
-for log, _run, want in re.findall(r'\{"([a-z0-9-]+\.log)", (\d), \{([^}]*)\}', test):
+for log, _run, want in re.findall(r'\{"([a-z0-9-]+\.log)",\s*(\d),\s*\{([^}]*)\}', test):
     for w in re.findall(r'"([^"]+)"', want):
         shown.setdefault(w, [])
         if log not in shown[w]:

@@ -57,7 +57,8 @@ inline std::string after(const std::string& line, std::string_view key, std::str
   const auto p = line.find(key);
   if (p == std::string::npos) return {};
   const auto b = p + key.size();
-  return line.substr(b, line.find_first_of(stop, b) == std::string::npos ? std::string::npos : line.find_first_of(stop, b) - b);
+  return line.substr(
+      b, line.find_first_of(stop, b) == std::string::npos ? std::string::npos : line.find_first_of(stop, b) - b);
 }
 inline std::string plugin_name(const NcclLog& l) { return l.net_plugin.substr(0, l.net_plugin.find(" (")); }
 inline bool uses(const NcclLog& l, const std::string& transport) {
@@ -72,7 +73,8 @@ inline bool external_plugin_used(const NcclLog& l) {
   return !l.net_plugin.empty() && network_is(l, plugin_name(l)) && plugin_name(l) != "Socket" && plugin_name(l) != "IB";
 }
 inline bool virtual_if(const std::string& name) {
-  for (const char* p : {"docker", "virbr", "br-", "cni", "flannel", "cali", "vxlan", "tun", "tap", "ifb", "kube", "weave"})
+  for (const char* p :
+       {"docker", "virbr", "br-", "cni", "flannel", "cali", "vxlan", "tun", "tap", "ifb", "kube", "weave"})
     if (name.rfind(p, 0) == 0) return true;
   return name.find("veth") != std::string::npos || name.find("dummy") != std::string::npos;
 }
@@ -81,7 +83,6 @@ inline bool run_failed(const NcclLog& l) {
   return l.marks.count("abort") || l.marks.count("remote_error") || l.marks.count("program_error") ||
          l.marks.count("error_trace") || l.marks.count("peer_closed");
 }
-
 
 // A catalogue entry: its text and the rule that finds it; rule == nullptr for the
 // signatures that log_findings (doctor.cpp) finds itself.

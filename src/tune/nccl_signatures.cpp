@@ -55,7 +55,9 @@ constexpr Marker kMarkers[] = {
     {"graph", "=== System : "},
 };
 
-bool digits_at(std::string_view s, std::size_t i) { return i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); }
+bool digits_at(std::string_view s, std::size_t i) {
+  return i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]));
+}
 
 // NCCL's error trace: "init.cc:126 -> 5", "misc/socket.cc:64 -> 6 [Progress Thread]".
 bool is_error_trace(std::string_view l) {
