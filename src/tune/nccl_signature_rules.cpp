@@ -559,8 +559,9 @@ const std::vector<Entry> kTable = {
       "NCCL_DEBUG=INFO <the same command> 2>&1 | tee run.log   # or give the NCCL_DEBUG_FILE files"},
      no_nccl_lines},
     {{"log.subsys_limited", "warning", "NCCL completed init but logged no topology",
-      "NCCL_DEBUG_SUBSYS left out GRAPH (and NET): the GPU-NIC paths, the channels' search and GPUDirect RDMA's state "
-      "are not in the log",
+      "NCCL_DEBUG_SUBSYS left out GRAPH: the system NCCL detected, the GPU-NIC paths and the channels' search are not "
+      "in "
+      "the log",
       "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV,GRAPH <the same command>"},
      subsys_limited},
     {{"log.several_runs", "info", "this file holds several runs; each is read on its own",

@@ -267,3 +267,33 @@ TEST(Runs, SplitByProcessAfterAllRanksSpoke) {
 }
 
 }  // namespace
+
+// Real logs the rules were not written from (2 x H200 and 1 x H100 runs of earlier issues):
+// each healthy, so no error may be said of it, and each shows what it was made to show.
+TEST(HeldOut, OlderRealLogsGetTheirSignaturesAndNoError) {
+  struct Want {
+    const char* path;
+    std::vector<std::string> want, never;
+  };
+  const std::vector<Want> logs = {
+      {"/nccl-logs/default-p2p.log", {"plugin.none"}, {"log.socket_fallback", "log.shm_path", "p2p.disabled"}},
+      {"/nccl-logs/p2p-disabled-shm.log", {"log.shm_path", "p2p.disabled"}, {"shm.disabled"}},
+      {"/nccl-logs/shm-disabled-socket.log", {"log.socket_fallback", "p2p.disabled", "shm.disabled"}, {"log.loopback"}},
+      {"/nccl-logs/net-plugin-refnet.log", {"plugin.loaded"}, {"plugin.fell_back", "plugin.none"}},
+      {"/nccl-tests/socket-lo.log", {"log.loopback"}, {"net.virtual_interface"}},
+      // NCCL_DEBUG_SUBSYS=INIT,NET,ENV (tests/fixtures/bench-nccl/README.md): no GRAPH lines.
+      {"/bench-nccl/h100x1-allreduce-1rank-info.log", {"log.subsys_limited"}, {"log.partial", "run.ended_silently"}},
+  };
+  for (const auto& w : logs) {
+    SCOPED_TRACE(w.path);
+    const auto runs = read_nccl_log_runs(std::string(P2PSCOPE_FIXTURES_DIR) + w.path);
+    ASSERT_EQ(runs.size(), 1u);
+    std::set<std::string> ids;
+    for (const auto& f : log_findings(runs[0])) {
+      ids.insert(f.id);
+      EXPECT_NE(f.severity, "error") << f.title;
+    }
+    for (const auto& id : w.want) EXPECT_TRUE(ids.count(id)) << id;
+    for (const auto& id : w.never) EXPECT_FALSE(ids.count(id)) << id;
+  }
+}
