@@ -155,6 +155,12 @@ std::vector<Finding> log_findings(const NcclLog& l) {
     out.push_back(make_finding("log.nccl_warn", "warning", l.label() + ": NCCL printed " + std::to_string(l.warn_lines.size()) + " WARN line(s)", ev, ""));
   }
   for (auto& f : signature_findings(l)) out.push_back(std::move(f));
+  // Titles and evidence carry the log's own text (file names, plugin names, its lines): a
+  // stranger's, so each is made safe to print here, whatever finding it came in.
+  for (auto& f : out) {
+    f.title = external_text(f.title, 4096);
+    for (auto& e : f.evidence) e = external_text(e, 2048);
+  }
   return out;
 }
 

@@ -242,6 +242,11 @@ TEST(Catalogue, EvidenceIsSanitized) {
     }
   }
   EXPECT_TRUE(named);
+  // Every finding of the log, the older ones too (log.nccl_warn quotes the WARN line).
+  for (const auto& f : log_findings(runs[0])) {
+    EXPECT_EQ(f.title.find("\xe2\x80\xae"), std::string::npos) << f.id;
+    for (const auto& e : f.evidence) EXPECT_EQ(e.find("\xe2\x80\xae"), std::string::npos) << f.id;
+  }
 }
 
 // Runs are split by process, not by line order: one run's ranks interleave (mpirun
