@@ -285,9 +285,24 @@ TEST(DoctorPerf, TableBeyondTheLinksIsRefused) {
   EXPECT_DOUBLE_EQ(links_limit(p2p), 2 * 370.8e9);  // "=== System : maxBw 370.8 totalBw 370.8 ==="
   EXPECT_EQ(find(log_findings(p2p), "perf.beyond_links"), nullptr) << "194.89 GB/s on NV18 is a real figure";
   for (auto& r : p2p.perf[0].rows) r.oop_busbw *= 20, r.ip_busbw *= 20;
-  const Finding* f = find(log_findings(p2p), "perf.beyond_links");
+  const auto found = log_findings(p2p);  // f points into it
+  const Finding* f = find(found, "perf.beyond_links");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, "error");
   EXPECT_NE(f->title.find("3897.80 GB/s"), std::string::npos) << f->title;
   EXPECT_EQ(transport_comparison({p2p, sock}), "") << "a refused table is no side of a comparison";
+}
+
+// nccl-tests' #wrong: a row with wrong elements makes its table a broken run, said by name
+// (p2p.log's real table, one row's count set as a failing run prints it).
+TEST(DoctorPerf, WrongResultsAreNamed) {
+  auto l = read_nccl_log_file(nt("p2p.log"));
+  EXPECT_EQ(find(log_findings(l), "perf.wrong"), nullptr) << "every #wrong of p2p.log is 0";
+  l.perf[0].rows[3].ip_wrong = 12;
+  const auto found = log_findings(l);  // f points into it
+  const Finding* f = find(found, "perf.wrong");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, "error");
+  EXPECT_NE(f->title.find("1 of 11 rows"), std::string::npos) << f->title;
+  EXPECT_NE(f->evidence.at(0).find("#wrong 12"), std::string::npos) << f->evidence.at(0);
 }
