@@ -133,9 +133,9 @@ std::string doctor_text(const tune::DoctorReport& r, const std::vector<tune::Tra
   std::ostringstream o;
   for (const auto& l : r.logs) {
     if (l.nccl_lines == 0) {
-      o << l.file << ": no NCCL_DEBUG=INFO lines (plain program output), transport unknown\n";
+      o << l.label() << ": no NCCL_DEBUG=INFO lines (plain program output), transport unknown\n";
     } else {
-      o << l.file << ": NCCL " << (l.nccl_version.empty() ? "?" : l.nccl_version) << ", transport "
+      o << l.label() << ": NCCL " << (l.nccl_version.empty() ? "?" : l.nccl_version) << ", transport "
         << l.primary_transport() << (l.loopback() ? " over lo (loopback: not a network)" : "") << ", network "
         << (l.network.empty() ? "?" : l.network)
         << (!l.net_plugin.empty() ? ", net plugin " + l.net_plugin
@@ -152,7 +152,7 @@ std::string doctor_text(const tune::DoctorReport& r, const std::vector<tune::Tra
     }
     for (const auto& p : l.perf)
       o << "  " << p.tool << " " << (p.op.empty() ? "?" : p.op) << (p.transport.empty() ? "" : " over " + p.transport)
-        << ": " << p.rows.size() << " size(s), peak busbw " << gb(p.peak_busbw()) << ", avg busbw " << gb(p.avg_busbw)
+        << ": " << p.rows.size() << " size(s), peak busbw " << gb(p.peak_busbw()) << ", avg busbw over the sweep " << gb(p.avg_busbw)
         << "\n";
   }
   for (const auto& p : r.results)

@@ -320,6 +320,17 @@ struct NcclLog {
   std::string net_plugin, net_plugin_request;
   bool net_plugin_none = false;
   std::vector<std::string> net_plugin_lines;
+  // The lines the signature catalogue (nccl_signatures.hpp) looks for, by marker key:
+  // the first few of each (raw text: findings sanitize what they print) and the count.
+  std::map<std::string, std::vector<std::string>> marks;
+  std::map<std::string, int> mark_counts;
+  int info_lines = 0;   // "NCCL INFO" lines: 0 in a NCCL_DEBUG=WARN log
+  // A file can hold several runs (a user who reruns into one log): each is its own
+  // NcclLog, numbered 1..run_count in file order.
+  int run_index = 1, run_count = 1;
+  // "run.log" or "run.log (run 2 of 3)": how findings name this run.
+  std::string label() const;
+  const std::vector<std::string>& marked(const std::string& key) const;
   // NET/Socket ran over the loopback device only: not a network measurement.
   bool loopback() const;
   // The transports that really carried data (counts > 0), most used first.
@@ -331,8 +342,21 @@ NcclLog parse_nccl_log(std::string_view text, const std::string& file);
 // Reads the file line by line (memory bounded by the caps above, not the file size).
 // Throws UsageError when it cannot be opened.
 NcclLog read_nccl_log_file(const std::string& path);
+// The same file read run by run: a new run starts where a process (host:pid) that the
+// current run has not seen prints a line after the current run has seen all its ranks
+// (every "rank R nranks N" from 0 to N-1). One run's ranks, transports, tables and
+// environment never mix with another's. At most kMaxRunsPerFile runs; later lines join
+// the last one (with a warning).
+constexpr std::size_t kMaxRunsPerFile = 64;
+std::vector<NcclLog> read_nccl_log_runs(const std::string& path);
+std::vector<NcclLog> parse_nccl_log_runs(std::string_view text, const std::string& file);
 nlohmann::json to_json(const NcclLog& l);
 std::vector<Finding> log_findings(const NcclLog& l);
+// The bus bandwidth (bytes/s) no table of this run can pass: twice the largest totalBw
+// that NCCL's own topology line gives the GPU's links ("=== System : maxBw X totalBw Y
+// ==="); twice, as NVLS all-reduce can pass the per-GPU link rate. -1 where the log has no
+// topology line. A table above it is refused by name (perf.beyond_links): a misread layout.
+double links_limit(const NcclLog& l);
 
 // ------------------------------------------------------------------ doctor
 // RDMA ports, GID index, NCCL_IB_HCA / NCCL_SOCKET_IFNAME advice, GPU-NIC path

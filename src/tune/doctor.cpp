@@ -1,10 +1,14 @@
 // Doctor findings from NCCL logs, the topology (RDMA ports, GIDs, interfaces,
 // GPU-NIC paths) and IRQ placement.
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #include "p2pscope/bindings.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/table.hpp"
+#include "p2pscope/text.hpp"
+#include "p2pscope/nccl_signatures.hpp"
 #include "p2pscope/tune.hpp"
 #include "p2pscope/units.hpp"
 
@@ -32,7 +36,48 @@ int rank_of(const std::string& s) {
   return 3;
 }
 
+// NET/Socket carried data: an error only where nothing in the log explains it. The log
+// may show that the host has no RDMA device ("NET/IB : No device found") or that the run
+// turned IB off; then sockets were the only network, which is worth a warning, not a fault.
+Finding socket_fallback_finding(const NcclLog& l) {
+  const auto env_set = [&](const std::string& kv) {
+    return std::find(l.env_lines.begin(), l.env_lines.end(), kv) != l.env_lines.end();
+  };
+  auto ev = lines_with(l, "via NET/Socket", 2);
+  for (const auto& e : lines_with(l, "Using", 3)) ev.push_back(e);
+  const bool single_node_forced = env_set("NCCL_P2P_DISABLE=1") && env_set("NCCL_SHM_DISABLE=1");
+  const bool no_rdma = !l.marked("ib_no_device").empty() && l.ib_devices.empty();
+  const bool ib_off = env_set("NCCL_IB_DISABLE=1");
+  std::string why = ": no usable RDMA device; expect a small fraction of the RDMA/NVLink bandwidth";
+  std::string fix = "ibv_devinfo   # check for an ACTIVE port\nexport NCCL_IB_HCA=<active device, e.g. mlx5_0:1>\n"
+                    "export NCCL_IB_GID_INDEX=<RoCE v2 IPv4 GID, see 'p2pscope doctor'>\nunset NCCL_IB_DISABLE";
+  if (single_node_forced) {
+    why = " because NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1 forbid the faster intra-node paths";
+    fix = "unset NCCL_P2P_DISABLE NCCL_SHM_DISABLE";
+  } else if (ib_off) {
+    why = " because NCCL_IB_DISABLE=1 turned the IB/RoCE transport off";
+    fix = "unset NCCL_IB_DISABLE   # where the hosts have RDMA NICs";
+  } else if (no_rdma) {
+    why = ": the log shows no RDMA device on the run's host (NET/IB : No device found), so sockets were its only network";
+    ev.push_back(l.marked("ib_no_device").front());
+    fix = "ibv_devinfo   # on the run's host: RDMA NICs and their driver";
+  }
+  return make_finding("log.socket_fallback", single_node_forced || ib_off || no_rdma ? "warning" : "error",
+                      l.label() + ": NCCL moves data over TCP sockets (NET/Socket)" + why, ev, fix);
+}
+
 }  // namespace
+
+double links_limit(const NcclLog& l) {
+  double best = -1;
+  for (const auto& line : l.marked("graph")) {
+    const auto p = line.find("totalBw ");
+    if (p == std::string::npos) continue;
+    const double v = std::atof(line.c_str() + p + 8);
+    if (v > 0) best = std::max(best, v);
+  }
+  return best > 0 ? 2 * best * 1e9 : -1;
+}
 
 std::vector<Finding> log_findings(const NcclLog& l) {
   std::vector<Finding> out;
@@ -40,7 +85,7 @@ std::vector<Finding> log_findings(const NcclLog& l) {
   std::string used;
   for (const auto& u : l.used_transports()) used += (used.empty() ? "" : ", ") + u + " x" + std::to_string(l.transports.at(u));
   out.push_back(make_finding("log.transport", "info",
-                             l.file + ": NCCL " + (l.nccl_version.empty() ? "?" : l.nccl_version) + ", " +
+                             l.label() + ": NCCL " + (l.nccl_version.empty() ? "?" : l.nccl_version) + ", " +
                                  (l.nranks > 0 ? std::to_string(l.nranks) : std::string("?")) + " ranks, transport " + t +
                                  (used.empty() ? "" : " (" + used + ")") +
                                  (l.coll_channels > 0 ? ", " + std::to_string(l.coll_channels) + " coll channels" : ""),
@@ -55,44 +100,32 @@ std::vector<Finding> log_findings(const NcclLog& l) {
   // The net plugin as the log says its run loaded it: the log wins over this machine.
   if (!l.net_plugin.empty())
     out.push_back(make_finding("log.net_plugin", "info",
-                               l.file + ": NCCL loaded net plugin " + l.net_plugin +
+                               l.label() + ": NCCL loaded net plugin " + l.net_plugin +
                                    (l.net_plugin_request.empty() ? "" : " (NCCL_NET_PLUGIN=" + l.net_plugin_request + " in that run)"),
                                l.net_plugin_lines, ""));
   else if (l.net_plugin_none)
     out.push_back(make_finding("log.net_plugin", "info",
-                               l.file + ": NCCL found no external net plugin" +
+                               l.label() + ": NCCL found no external net plugin" +
                                    (l.net_plugin_request.empty() ? "" : " for NCCL_NET_PLUGIN=" + l.net_plugin_request) +
-                                   ": it used its built-in IB and socket transports",
+                                   ": it has only its built-in IB and socket transports",
                                l.net_plugin_lines, ""));
   if (l.nccl_lines == 0 && !l.perf.empty())
     out.push_back(make_finding("log.plain_output", "info",
-                               l.file + ": program output without NCCL_DEBUG=INFO lines: its results are read, the transport is unknown",
+                               l.label() + ": program output without NCCL_DEBUG=INFO lines: its results are read, the transport is unknown",
                                {}, "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET <the same command> 2>&1 | tee run.log"));
   if (l.loopback()) {
     auto ev = lines_with(l, "NCCL_SOCKET_IFNAME", 1);
     for (const auto& e : lines_with(l, "NET/Socket : Using", 1)) ev.push_back(e);
     out.push_back(make_finding("log.loopback", "warning",
-                               l.file + ": NCCL's network was the loopback device lo: its NET/Socket figures measure a kernel "
+                               l.label() + ": NCCL's network was the loopback device lo: its NET/Socket figures measure a kernel "
                                         "memory copy, not a network",
                                ev, "export NCCL_SOCKET_IFNAME=<the data NIC between the hosts, see net.socket_ifname>"));
   }
-  if (has("NET/Socket") && !l.loopback()) {
-    auto ev = lines_with(l, "via NET/Socket", 2);
-    for (const auto& e : lines_with(l, "Using", 3)) ev.push_back(e);
-    const bool single_node_forced = env_set("NCCL_P2P_DISABLE=1") && env_set("NCCL_SHM_DISABLE=1");
-    out.push_back(make_finding("log.socket_fallback", single_node_forced ? "warning" : "error",
-                               l.file + ": NCCL moves data over TCP sockets (NET/Socket)" +
-                                   std::string(single_node_forced ? " because NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1 forbid the faster intra-node paths"
-                                                                  : ": no usable RDMA device; expect a small fraction of the RDMA/NVLink bandwidth"),
-                               ev,
-                               single_node_forced ? "unset NCCL_P2P_DISABLE NCCL_SHM_DISABLE"
-                                                  : "ibv_devinfo   # check for an ACTIVE port\nexport NCCL_IB_HCA=<active device, e.g. mlx5_0:1>\n"
-                                                    "export NCCL_IB_GID_INDEX=<RoCE v2 IPv4 GID, see 'p2pscope doctor'>\nunset NCCL_IB_DISABLE"));
-  }
+  if (has("NET/Socket") && !l.loopback()) out.push_back(socket_fallback_finding(l));
   if (has("SHM")) {
     const bool forced = env_set("NCCL_P2P_DISABLE=1");
     out.push_back(make_finding("log.shm_path", "warning",
-                               l.file + ": GPUs exchange data through host shared memory (SHM)" +
+                               l.label() + ": GPUs exchange data through host shared memory (SHM)" +
                                    (forced ? " because NCCL_P2P_DISABLE=1" : ": P2P between these GPUs is unavailable"),
                                lines_with(l, "via SHM", 2),
                                forced ? "unset NCCL_P2P_DISABLE" : "nvidia-smi topo -m   # check NVLink / PCIe P2P; ACS and IOMMU settings"));
@@ -100,17 +133,50 @@ std::vector<Finding> log_findings(const NcclLog& l) {
   if (has("NET/IB")) {
     if (!l.gdr_channels.count("NET/IB"))
       out.push_back(make_finding("log.ib_without_gdr", "warning",
-                                 l.file + ": NET/IB channels run without GPUDirect RDMA: data is staged through host memory",
+                                 l.label() + ": NET/IB channels run without GPUDirect RDMA: data is staged through host memory",
                                  lines_with(l, "GPU Direct RDMA", 3),
                                  "sudo modprobe nvidia-peermem   # or a kernel with DMA-BUF\nexport NCCL_NET_GDR_LEVEL=PHB   # if the NIC is behind the CPU"));
     else
-      out.push_back(make_finding("log.ib_gdr", "info", l.file + ": NET/IB channels use GPUDirect RDMA (GDRDMA)", lines_with(l, "GDRDMA", 2), ""));
+      out.push_back(make_finding("log.ib_gdr", "info", l.label() + ": NET/IB channels use GPUDirect RDMA (GDRDMA)", lines_with(l, "GDRDMA", 2), ""));
+  }
+  if (const double limit = links_limit(l); limit > 0)
+    for (const auto& p : l.perf)
+      if (p.peak_busbw() > limit)
+        out.push_back(make_finding(
+            "perf.beyond_links", "error",
+            l.label() + ": a " + p.tool + " table refused: its peak busbw " + fixed(p.peak_busbw() / 1e9, 2) +
+                " GB/s is above twice the " + fixed(limit / 2e9, 1) +
+                " GB/s that NCCL's topology gives the GPU's links: no link carries that; a misread layout, not a figure",
+            {external_text(trim(l.marked("graph").front()), 300)}, "check the table's columns (nccl-tests -I adds per-iteration columns)"));
+  for (const auto& p : l.perf) {
+    // nccl-tests' #wrong: elements that did not match the expected result. Such a row's
+    // time and bandwidth are of a broken run, not a figure to compare.
+    std::size_t wrong = 0;
+    std::string first;
+    for (const auto& r : p.rows)
+      if (r.oop_wrong > 0 || r.ip_wrong > 0) {
+        if (wrong++ == 0) first = std::to_string(r.size_bytes) + " B: #wrong " + std::to_string(std::max(r.oop_wrong, r.ip_wrong));
+      }
+    if (wrong > 0)
+      out.push_back(make_finding("perf.wrong", "error",
+                                 l.label() + ": " + std::to_string(wrong) + " of " + std::to_string(p.rows.size()) + " rows of a " +
+                                     p.tool + " " + (p.op.empty() ? "?" : p.op) +
+                                     " table have #wrong > 0: NCCL gave wrong results there; their figures are of a broken run",
+                                 {"first: " + first},
+                                 "rerun with NCCL_DEBUG=WARN and check the GPUs (nvidia-smi -q -d ECC) and NCCL version of every rank"));
   }
   for (const auto& w : l.warnings)
-    out.push_back(make_finding("log.partial", "warning", l.file + ": " + w, {}, "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and keep the whole log"));
+    out.push_back(make_finding("log.partial", "warning", l.label() + ": " + w, {}, "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and keep the whole log"));
   if (!l.warn_lines.empty()) {
     std::vector<std::string> ev(l.warn_lines.begin(), l.warn_lines.begin() + std::min<std::size_t>(5, l.warn_lines.size()));
-    out.push_back(make_finding("log.nccl_warn", "warning", l.file + ": NCCL printed " + std::to_string(l.warn_lines.size()) + " WARN line(s)", ev, ""));
+    out.push_back(make_finding("log.nccl_warn", "warning", l.label() + ": NCCL printed " + std::to_string(l.warn_lines.size()) + " WARN line(s)", ev, ""));
+  }
+  for (auto& f : signature_findings(l)) out.push_back(std::move(f));
+  // Titles and evidence carry the log's own text (file names, plugin names, its lines): a
+  // stranger's, so each is made safe to print here, whatever finding it came in.
+  for (auto& f : out) {
+    f.title = external_text(f.title, 4096);
+    for (auto& e : f.evidence) e = external_text(e, 2048);
   }
   return out;
 }

@@ -10,10 +10,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <regex>
 #include <set>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/nccl_signatures.hpp"
 #include "p2pscope/text.hpp"
 #include "p2pscope/tune.hpp"
 
@@ -128,7 +130,9 @@ bool parse_conn(std::string_view m, ChannelUse& c) {
   if (!lit(" via ")) return false;
   std::string_view rest = m.substr(i);
   while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.back()))) rest.remove_suffix(1);
-  if (rest.empty()) return false;
+  // A transport name has no ':'; one there is another rank's line spliced in mid-line
+  // ("via NET/Sock:3691:3691 [0] NCCL INFO ..."), not a transport.
+  if (rest.empty() || rest.find(':') != std::string_view::npos) return false;
   c.detail = std::string(rest);
   return true;
 }
@@ -201,6 +205,7 @@ void NcclLogStream::line(std::string_view raw) {
     ++garbled;
     return;
   }
+  note_signature_line(log, raw);
   // Lines without "NCCL " are program output: result tables live there.
   const auto at = raw.find("NCCL ");
   if (at == std::string_view::npos) {
@@ -224,6 +229,7 @@ void NcclLogStream::line(std::string_view raw) {
     return;
   }
   ++log.nccl_lines;
+  if (!warn) ++log.info_lines;
   if (warn) {
     if (log.warn_lines.size() < 1000) log.warn_lines.push_back(line);
     else ++warn_dropped;
@@ -365,9 +371,14 @@ NcclLog NcclLogStream::finish(bool ends_with_newline) {
   if (perf.runs_dropped() > 0)
     log.warnings.push_back(std::to_string(perf.runs_dropped()) + " result table(s) beyond the first " +
                            std::to_string(PerfTableParser::kMaxRuns) + " not kept");
-  if (log.nccl_lines > 0 && !log.init_complete && log.channels.empty())
+  // "Truncated" only where nothing else explains the end: a NCCL_DEBUG=WARN log has no
+  // INFO lines to end early, and a run that failed (a WARN, an error trace, an abort)
+  // ended there; the signatures name those (log.warn_only, nccl.error_trace, ...).
+  const bool explained = !log.warn_lines.empty() || log.marks.count("error_trace") || log.marks.count("abort") ||
+                         log.marks.count("program_error");
+  if (log.info_lines > 0 && !explained && !log.init_complete && log.channels.empty())
     log.warnings.push_back("the log ends before any channel was connected (truncated?): transports unknown");
-  else if (log.nccl_lines > 0 && !log.init_complete)
+  else if (log.info_lines > 0 && !explained && !log.init_complete)
     log.warnings.push_back("no 'Init COMPLETE' line: the log may be truncated; results are partial");
   if (!ends_with_newline && total_lines > 1)
     log.warnings.push_back("the last line has no newline: the file was cut while being written");
@@ -376,13 +387,91 @@ NcclLog NcclLogStream::finish(bool ends_with_newline) {
 
 }  // namespace
 
-NcclLog parse_nccl_log(std::string_view text, const std::string& file) {
-  NcclLogStream st(file);
-  for (const std::string_view line : split_lines(text)) st.line(line);
-  return st.finish(text.empty() || text.back() == '\n');
+namespace {
+
+// "vm:3208:3208 [0] NCCL INFO ..." or "[time] vm:4012:4032 [0] misc/socket.cc:46 NCCL WARN":
+// the process that wrote the line, "vm:3208" (host:pid); "" for program output.
+std::string process_of(std::string_view raw) {
+  const auto at = raw.find("NCCL ");
+  if (at == std::string_view::npos) return {};
+  const std::string_view head = raw.substr(0, at);
+  for (std::size_t b = head.rfind(" ["); b != std::string_view::npos && b > 0; b = head.rfind(" [", b - 1)) {
+    std::size_t i = b + 2;
+    while (i < head.size() && std::isdigit(static_cast<unsigned char>(head[i]))) ++i;
+    if (i == b + 2 || i >= head.size() || head[i] != ']') continue;
+    std::string_view tok = head.substr(0, b);
+    if (const auto sp = tok.find_last_of(" \t"); sp != std::string_view::npos) tok = tok.substr(sp + 1);
+    const auto tid = tok.rfind(':');
+    if (tid == std::string_view::npos || tid == 0 || tok.substr(0, tid).find(':') == std::string_view::npos) return {};
+    return std::string(tok.substr(0, tid));
+  }
+  return {};
 }
 
-NcclLog read_nccl_log_file(const std::string& path) {
+// Splits a file into runs (see read_nccl_log_runs) and feeds each its own stream.
+class RunSplitter {
+ public:
+  explicit RunSplitter(std::string file) : file_(std::move(file)) { open(); }
+  void line(std::string_view raw) {
+    if (const std::string who = process_of(raw); !who.empty() && !known(who)) {
+      if (complete() && done_.size() + 1 < kMaxRunsPerFile) {
+        done_.push_back(cur_->finish(true));
+        open();
+      } else if (complete() && !capped_) {
+        capped_ = true;
+      }
+      procs_.insert(who);
+    }
+    cur_->line(raw);
+  }
+  std::vector<NcclLog> finish(bool ends_with_newline) {
+    done_.push_back(cur_->finish(ends_with_newline));
+    if (capped_)
+      done_.back().warnings.push_back("more than " + std::to_string(kMaxRunsPerFile) +
+                                      " runs in the file: the later ones are read as part of this last run");
+    for (std::size_t i = 0; i < done_.size(); ++i) {
+      done_[i].run_index = static_cast<int>(i + 1);
+      done_[i].run_count = static_cast<int>(done_.size());
+    }
+    return std::move(done_);
+  }
+
+ private:
+  // Every rank of the run has spoken: a process it has not seen belongs to a new run.
+  bool complete() const {
+    const int n = cur_->log.nranks;
+    return n > 0 && cur_->ranks.size() >= static_cast<std::size_t>(n) && *cur_->ranks.rbegin() == n - 1;
+  }
+  // Two ranks' output interleaved mid-line garbles the host ("vmvm:3890", "vm:vm:2847"):
+  // the same pid whose host ends with a known host is the same process.
+  bool known(const std::string& who) const {
+    if (procs_.count(who)) return true;
+    const auto c = who.rfind(':');
+    const std::string pid = who.substr(c), host = who.substr(0, c);
+    for (const auto& p : procs_) {
+      const auto pc = p.rfind(':');
+      if (p.compare(pc, std::string::npos, pid) != 0) continue;
+      const std::string ph = p.substr(0, pc);
+      const auto ends = [](const std::string& a, const std::string& b) {
+        return a.size() >= b.size() && a.compare(a.size() - b.size(), b.size(), b) == 0;
+      };
+      if (ends(host, ph) || ends(ph, host)) return true;
+    }
+    return false;
+  }
+  void open() {
+    cur_ = std::make_unique<NcclLogStream>(file_);
+    procs_.clear();
+  }
+  std::string file_;
+  std::unique_ptr<NcclLogStream> cur_;
+  std::set<std::string> procs_;
+  std::vector<NcclLog> done_;
+  bool capped_ = false;
+};
+
+// Opens a log for reading: a regular, uncompressed text file, else UsageError naming it.
+std::FILE* open_log(const std::string& path) {
   // A regular file only: a fifo would hang and /dev/zero would never end (streamed, so
   // a big log costs no memory; an endless one must be refused before it starts).
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -398,24 +487,28 @@ NcclLog read_nccl_log_file(const std::string& path) {
     ::close(fd);
     throw UsageError("cannot open NCCL log '" + path + "': " + std::strerror(errno));
   }
-  NcclLogStream st(path);
-  std::vector<char> buf(1 << 20);
   // A compressed or binary file is said as what it is, not read as "plain program output".
-  {
-    unsigned char head[4096];
-    const std::size_t n = std::fread(head, 1, sizeof head, f);
-    std::string what;
-    if (n >= 2 && head[0] == 0x1f && head[1] == 0x8b) what = "gzip-compressed: read it with `zcat " + path + " > run.log`";
-    else if (n >= 4 && head[0] == 0x28 && head[1] == 0xb5 && head[2] == 0x2f && head[3] == 0xfd) what = "zstd-compressed: `zstdcat` it first";
-    else if (n >= 3 && head[0] == 'B' && head[1] == 'Z' && head[2] == 'h') what = "bzip2-compressed: `bzcat` it first";
-    else if (n >= 6 && head[0] == 0xfd && head[1] == '7' && head[2] == 'z' && head[3] == 'X') what = "xz-compressed: `xzcat` it first";
-    else if (std::memchr(head, 0, n) != nullptr) what = "a binary file (it holds NUL bytes), not a text log";
-    if (!what.empty()) {
-      std::fclose(f);
-      throw UsageError("NCCL log '" + path + "' is " + what);
-    }
-    std::rewind(f);
+  unsigned char head[4096];
+  const std::size_t n = std::fread(head, 1, sizeof head, f);
+  std::string what;
+  if (n >= 2 && head[0] == 0x1f && head[1] == 0x8b) what = "gzip-compressed: read it with `zcat " + path + " > run.log`";
+  else if (n >= 4 && head[0] == 0x28 && head[1] == 0xb5 && head[2] == 0x2f && head[3] == 0xfd) what = "zstd-compressed: `zstdcat` it first";
+  else if (n >= 3 && head[0] == 'B' && head[1] == 'Z' && head[2] == 'h') what = "bzip2-compressed: `bzcat` it first";
+  else if (n >= 6 && head[0] == 0xfd && head[1] == '7' && head[2] == 'z' && head[3] == 'X') what = "xz-compressed: `xzcat` it first";
+  else if (std::memchr(head, 0, n) != nullptr) what = "a binary file (it holds NUL bytes), not a text log";
+  if (!what.empty()) {
+    std::fclose(f);
+    throw UsageError("NCCL log '" + path + "' is " + what);
   }
+  std::rewind(f);
+  return f;
+}
+
+// Streams the file's lines into `sink`; returns whether the last byte was a newline.
+template <class Sink>
+bool stream_lines(const std::string& path, Sink& sink) {
+  std::FILE* f = open_log(path);
+  std::vector<char> buf(1 << 20);
   std::string carry;  // a line split across reads
   char last = '\n';
   for (std::size_t n; (n = std::fread(buf.data(), 1, buf.size(), f)) > 0;) {
@@ -429,10 +522,10 @@ NcclLog read_nccl_log_file(const std::string& path) {
         break;
       }
       if (carry.empty()) {
-        st.line(chunk.substr(pos, nl - pos));
+        sink.line(chunk.substr(pos, nl - pos));
       } else {
         carry.append(chunk.substr(pos, std::min(nl - pos, kMaxLineLen * 4)));
-        st.line(carry);
+        sink.line(carry);
         carry.clear();
       }
       pos = nl + 1;
@@ -441,8 +534,45 @@ NcclLog read_nccl_log_file(const std::string& path) {
   const bool err = std::ferror(f) != 0;
   std::fclose(f);
   if (err) throw Error("read error on NCCL log '" + path + "'");
-  if (!carry.empty()) st.line(carry);
-  return st.finish(last == '\n');
+  if (!carry.empty()) sink.line(carry);
+  return last == '\n';
+}
+
+}  // namespace
+
+NcclLog parse_nccl_log(std::string_view text, const std::string& file) {
+  NcclLogStream st(file);
+  for (const std::string_view line : split_lines(text)) st.line(line);
+  return st.finish(text.empty() || text.back() == '\n');
+}
+
+std::vector<NcclLog> parse_nccl_log_runs(std::string_view text, const std::string& file) {
+  RunSplitter sp(file);
+  for (const std::string_view line : split_lines(text)) sp.line(line);
+  return sp.finish(text.empty() || text.back() == '\n');
+}
+
+NcclLog read_nccl_log_file(const std::string& path) {
+  NcclLogStream st(path);
+  const bool nl = stream_lines(path, st);
+  return st.finish(nl);
+}
+
+std::vector<NcclLog> read_nccl_log_runs(const std::string& path) {
+  RunSplitter sp(path);
+  const bool nl = stream_lines(path, sp);
+  return sp.finish(nl);
+}
+
+std::string NcclLog::label() const {
+  if (run_count <= 1) return file;
+  return file + " (run " + std::to_string(run_index) + " of " + std::to_string(run_count) + ")";
+}
+
+const std::vector<std::string>& NcclLog::marked(const std::string& key) const {
+  static const std::vector<std::string> none;
+  const auto it = marks.find(key);
+  return it == marks.end() ? none : it->second;
 }
 
 bool NcclLog::loopback() const {
@@ -467,6 +597,8 @@ nlohmann::json to_json(const NcclLog& l) {
   nlohmann::json perf = nlohmann::json::array();
   for (const auto& r : l.perf) perf.push_back(to_json(r));
   return {{"file", l.file},
+          {"run", l.run_index},
+          {"runs", l.run_count},
           {"nccl_version", l.nccl_version},
           {"nranks", l.nranks},
           {"ranks", l.ranks},

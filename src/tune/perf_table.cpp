@@ -165,39 +165,64 @@ std::vector<PerfRun> PerfTableParser::finish(const std::vector<std::string>* tra
   return out;
 }
 
+namespace {
+
+// One row of bench nccl's JSON, every figure checked: the message names the file, the row
+// and the field, never the JSON library's own text.
+PerfRow bench_row(const nlohmann::json& row, const std::string& source, std::size_t n) {
+  const std::string where = "'" + source + "', row " + std::to_string(n);
+  if (!row.is_object()) throw UsageError(where + " is not an object");
+  // A figure: absent gives `absent`; present, a finite number >= 0 (a negative or
+  // non-numeric figure is no measurement).
+  const auto figure = [&](const nlohmann::json& o, const char* key, double absent) {
+    if (!o.contains(key) || o[key].is_null()) return absent;
+    if (!o[key].is_number()) throw UsageError(where + ": \"" + std::string(key) + "\" is not a number");
+    const double v = o[key].get<double>();
+    if (!(v >= 0) || v > 1e18) throw UsageError(where + ": \"" + std::string(key) + "\" is " + std::to_string(v) + ", not a measurement");
+    return v;
+  };
+  const auto text = [&](const char* key) {
+    return row.contains(key) && row[key].is_string() ? row[key].get<std::string>() : std::string();
+  };
+  PerfRow p;
+  if (!row.contains("size_bytes") || !row["size_bytes"].is_number_integer() || row["size_bytes"].get<long long>() < 0)
+    throw UsageError(where + ": \"size_bytes\" is missing or not a size in bytes (a whole number >= 0)");
+  p.size_bytes = row["size_bytes"].get<std::uint64_t>();
+  p.count = static_cast<std::uint64_t>(figure(row, "count", 0));
+  p.type = text("type");
+  // time_us: nccl-tests' span (since bench nccl timed as nccl-tests does); older files
+  // carried the per-iteration median as time_ns.
+  if (row.contains("time_us")) p.oop_time_us = figure(row, "time_us", -1);
+  else if (row.contains("time_ns") && row["time_ns"].is_object()) p.oop_time_us = figure(row["time_ns"], "median", -1e3) / 1e3;
+  if (row.contains("in_place") && row["in_place"].is_object()) {
+    const auto& ip = row["in_place"];
+    p.ip_time_us = figure(ip, "time_us", -1);
+    p.ip_algbw = figure(ip, "algbw_GBps", -1) * 1e9;
+    p.ip_busbw = figure(ip, "busbw_GBps", -1) * 1e9;
+  }
+  p.oop_algbw = figure(row, "algbw_GBps", -1) * 1e9;
+  p.oop_busbw = figure(row, "busbw_GBps", -1) * 1e9;
+  p.oop_wrong = text("check").empty() || text("check") == "ok" ? 0 : 1;
+  return p;
+}
+
+}  // namespace
+
 PerfRun perf_from_bench_json(const nlohmann::json& j, const std::string& source) {
   if (!j.is_object() || !j.contains("rows") || !j["rows"].is_array())
     throw UsageError("'" + source + "' is not a `p2pscope bench nccl --format json` document (no \"rows\" array)");
   PerfRun r;
   r.source = source;
   r.tool = "bench nccl";
-  std::string op = j.value("op", std::string());
+  std::string op = j.contains("op") && j["op"].is_string() ? j["op"].get<std::string>() : std::string();
   // bench nccl says "allreduce"; nccl-tests says "all_reduce": compare in one language.
   if (const auto c = find_enum(kCollectiveOps, op)) op = std::string(collective_row(*c).nccl_tests_name);
   r.op = op;
-  try {
-    for (const auto& row : j["rows"]) {
-      PerfRow p;
-      p.size_bytes = row.at("size_bytes").get<std::uint64_t>();
-      p.count = row.value("count", std::uint64_t{0});
-      p.type = row.value("type", std::string());
-      // time_us: nccl-tests' span (since bench nccl timed as nccl-tests does); older files
-      // carried the per-iteration median as time_ns.
-      if (row.contains("time_us") && row["time_us"].is_number()) p.oop_time_us = row["time_us"].get<double>();
-      else if (row.contains("time_ns") && row["time_ns"].is_object()) p.oop_time_us = row["time_ns"].value("median", -1e3) / 1e3;
-      if (row.contains("in_place") && row["in_place"].is_object()) {
-        p.ip_time_us = row["in_place"].value("time_us", -1.0);
-        p.ip_algbw = row["in_place"].value("algbw_GBps", -1.0) * 1e9;
-        p.ip_busbw = row["in_place"].value("busbw_GBps", -1.0) * 1e9;
-      }
-      p.oop_algbw = row.value("algbw_GBps", -1.0) * 1e9;
-      p.oop_busbw = row.value("busbw_GBps", -1.0) * 1e9;
-      p.oop_wrong = row.value("check", std::string("ok")) == "ok" ? 0 : 1;
-      r.rows.push_back(p);
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw UsageError("'" + source + "': a row of the bench nccl JSON is malformed: " + e.what());
-  }
+  if (j["rows"].size() > PerfTableParser::kMaxRows)
+    throw UsageError("'" + source + "' has " + std::to_string(j["rows"].size()) + " rows, more than the " +
+                     std::to_string(PerfTableParser::kMaxRows) + " the doctor reads from one table: split it, or give the run's own file");
+  std::size_t n = 0;
+  for (const auto& row : j["rows"]) r.rows.push_back(bench_row(row, source, ++n));
   return r;
 }
 

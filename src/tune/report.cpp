@@ -62,7 +62,7 @@ void perf_section(std::ostringstream& o, const DoctorReport& r) {
          "--compare-transports on a GPU machine).\n\n";
     return;
   }
-  o << "| Source | Tool | Op | Transport | Sizes | Peak busbw (GB/s) | Avg busbw (GB/s) |\n|---|---|---|---|---|---|---|\n";
+  o << "| Source | Tool | Op | Transport | Sizes | Peak busbw (GB/s) | Avg busbw over the sweep (GB/s) |\n|---|---|---|---|---|---|---|\n";
   for (const auto& [p, lo] : all) {
     std::uint64_t lo_size = 0, hi_size = 0, peak_size = 0;
     double peak = -1;
@@ -93,7 +93,7 @@ void perf_section(std::ostringstream& o, const DoctorReport& r) {
         << v(row.oop_time_us, false) << " | " << v(row.oop_algbw, true) << " | " << v(row.oop_busbw, true) << " | "
         << w(row.oop_wrong) << " | " << v(row.ip_time_us, false) << " | " << v(row.ip_algbw, true) << " | "
         << v(row.ip_busbw, true) << " | " << w(row.ip_wrong) << " |\n";
-    if (p->avg_busbw > 0) o << "\nAvg bus bandwidth: " << gbps(p->avg_busbw) << " GB/s\n";
+    if (p->avg_busbw > 0) o << "\nAvg bus bandwidth: " << gbps(p->avg_busbw) << " GB/s (nccl-tests' average over the sweep's sizes, not a peak)\n";
     if (p->rows_dropped) o << "\n(" << p->rows_dropped << " more rows not kept)\n";
     o << "\n";
   }
@@ -101,26 +101,30 @@ void perf_section(std::ostringstream& o, const DoctorReport& r) {
 
 }  // namespace
 
-std::string transport_comparison(const std::vector<NcclLog>& logs) {
-  struct Item {
-    std::string label;
-    double bw;
-    bool loopback;
-  };
-  std::vector<Item> items;
-  for (const auto& l : logs)
-    for (const auto& p : l.perf)
-      if (p.headline_busbw() > 0) items.push_back({transport_label(p, l.loopback()), p.headline_busbw(), l.loopback()});
+namespace {
+
+// One table as a comparison sees it. Tables are set side by side only when they are of one
+// op and one rank count and their sizes overlap: an all-gather is no slower transport than
+// an all-reduce, and a 4-rank run no faster one than an 8-rank run.
+struct CompareItem {
+  std::string label;
+  double bw;
+  bool loopback;
+  std::string op;
+  int nranks;
+  std::uint64_t lo, hi;
+};
+
+std::string compare_group(std::vector<CompareItem> items) {
   std::size_t real = 0;
   for (const auto& i : items) real += i.loopback ? 0 : 1;
-  if (items.size() < 2) return {};
-  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.bw > b.bw; });
+  std::stable_sort(items.begin(), items.end(), [](const CompareItem& a, const CompareItem& b) { return a.bw > b.bw; });
   std::string out;
   for (const auto& i : items)
     out += (out.empty() ? "" : ", ") + i.label + " " + gbps(i.bw) + (out.empty() ? " GB/s" : "") +
            (i.loopback ? " (loopback: not a network)" : "");
-  const Item* best = nullptr;
-  const Item* worst = nullptr;
+  const CompareItem* best = nullptr;
+  const CompareItem* worst = nullptr;
   for (const auto& i : items) {
     if (i.loopback) continue;
     if (!best) best = &i;
@@ -131,8 +135,33 @@ std::string transport_comparison(const std::vector<NcclLog>& logs) {
     for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     out += ": " + name + " fallback costs " + ratio_text(best->bw / worst->bw) + "x against " + best->label;
   }
-  out += " (nccl-tests' average bus bandwidth where printed, else the peak)";
   return out;
+}
+
+}  // namespace
+
+std::string transport_comparison(const std::vector<NcclLog>& logs) {
+  std::vector<CompareItem> items;
+  for (const auto& l : logs)
+    for (const auto& p : l.perf) {
+      if (p.headline_busbw() <= 0 || p.op.empty()) continue;
+      if (const double limit = links_limit(l); limit > 0 && p.peak_busbw() > limit) continue;  // refused: perf.beyond_links
+      std::uint64_t lo = ~std::uint64_t{0}, hi = 0;
+      for (const auto& r : p.rows) lo = std::min(lo, r.size_bytes), hi = std::max(hi, r.size_bytes);
+      items.push_back({transport_label(p, l.loopback()), p.headline_busbw(), l.loopback(), p.op, l.nranks, lo, hi});
+    }
+  // Groups of one op and rank count, in first-seen order; sizes must overlap the first's.
+  std::vector<std::vector<CompareItem>> groups;
+  for (const auto& i : items) {
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x[0].op == i.op && x[0].nranks == i.nranks; });
+    if (g == groups.end()) groups.push_back({i});
+    else if (i.lo <= g->front().hi && g->front().lo <= i.hi) g->push_back(i);
+  }
+  std::string out;
+  for (const auto& g : groups)
+    if (g.size() >= 2) out += (out.empty() ? "" : "; ") + g.front().op + ": " + compare_group(g);
+  if (out.empty()) return {};
+  return out + " (nccl-tests' average bus bandwidth over each sweep's sizes where printed, else the peak)";
 }
 
 namespace {
@@ -174,7 +203,7 @@ void summary_section(std::ostringstream& o, const ReportContext& c) {
       for (const auto& p : l.perf) bw = std::max(bw, p.headline_busbw());
       std::string tr = l.nccl_lines == 0 ? std::string("unknown (no NCCL_DEBUG=INFO lines)") : l.primary_transport();
       if (l.loopback()) tr += " over lo (loopback: not a network)";
-      o << "| `" << l.file << "` | " << (l.nccl_version.empty() ? "?" : l.nccl_version) << " | "
+      o << "| `" << l.label() << "` | " << (l.nccl_version.empty() ? "?" : l.nccl_version) << " | "
         << (l.nranks > 0 ? std::to_string(l.nranks) : "?") << " | " << tr << " | "
         << (l.coll_channels > 0 ? std::to_string(l.coll_channels) : "?") << " | " << (bw > 0 ? gbps(bw) : std::string("-"))
         << " |\n";
@@ -204,7 +233,7 @@ void baseline_section(std::ostringstream& o, const ReportContext& c) {
     achieved = gbps(c.runs.front().busbw_bytes_per_s) + " GB/s bus bandwidth (" + c.runs.front().label + ")";
   else if (base && !base->perf.empty() && base->perf.front().headline_busbw() > 0)
     achieved = gbps(base->perf.front().headline_busbw()) + " GB/s bus bandwidth (" +
-               (base->perf.front().avg_busbw > 0 ? "nccl-tests' average" : "peak") + ", " + base->file + ")";
+               (base->perf.front().avg_busbw > 0 ? "nccl-tests' average over the sweep" : "peak") + ", " + base->file + ")";
   o << "- **Bandwidth achieved**: " << achieved << "\n- **Key problems identified**:\n";
   bool any = false;
   for (const auto& f : c.r.findings)
@@ -239,7 +268,7 @@ void environment_section(std::ostringstream& o, const ReportContext& c) {
   o << "**Initial NCCL Settings:**\n";
   std::vector<std::string> env;
   for (const auto& l : r.logs)
-    for (const auto& e : l.env_lines) env.push_back(e + "   (set in " + l.file + ")");
+    for (const auto& e : l.env_lines) env.push_back(e + "   (set in " + l.label() + ")");
   for (const auto& [k, v] : r.env)
     if (!r.env_source.count(k)) env.push_back(k + "=" + v + "   (the doctor's own shell, not a run's)");
   fence(o, env);
@@ -342,7 +371,7 @@ void results_section(std::ostringstream& o, const ReportContext& c) {
   }
   o << "\n### NCCL Log Evidence\n\n";
   for (const auto& l : c.r.logs) {
-    o << "`" << l.file << "` (transport " << l.primary_transport() << "):\n";
+    o << "`" << l.label() << "` (transport " << l.primary_transport() << "):\n";
     std::vector<std::string> ev(l.evidence.begin(), l.evidence.begin() + std::min<std::size_t>(l.evidence.size(), 14));
     fence(o, ev);
   }

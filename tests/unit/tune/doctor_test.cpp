@@ -71,11 +71,28 @@ TEST(DoctorPerf, FourTransportsAndLoopback) {
   std::vector<NcclLog> logs;
   for (const char* f : {"p2p.log", "shm.log", "socket-eth0.log", "socket-lo.log"}) logs.push_back(read_nccl_log_file(nt(f)));
   const std::string c = transport_comparison(logs);
-  EXPECT_EQ(c.rfind("P2P 160.70 GB/s, SHM 23.30, Socket over lo 8.00 (loopback: not a network), Socket 3.20: socket "
-                    "fallback costs 50x against P2P",
+  EXPECT_EQ(c.rfind("all_reduce: P2P 160.70 GB/s, SHM 23.30, Socket over lo 8.00 (loopback: not a network), Socket 3.20: "
+                    "socket fallback costs 50x against P2P",
                     0),
             0u)
       << c;
+  EXPECT_NE(c.find("average bus bandwidth over each sweep"), std::string::npos) << c;
+}
+
+// Tables of another op or rank count are not set side by side: an all-gather over sockets
+// is no "fallback" of an all-reduce over P2P.
+TEST(DoctorPerf, ComparesOnlyOneOpAndRankCount) {
+  std::vector<NcclLog> logs;
+  for (const char* f : {"p2p.log", "socket-eth0.log"}) logs.push_back(read_nccl_log_file(nt(f)));
+  ASSERT_NE(transport_comparison(logs), "");
+  logs[1].perf[0].op = "all_gather";
+  EXPECT_EQ(transport_comparison(logs), "") << "two ops ranked as if they were transports";
+  logs[1].perf[0].op = logs[0].perf[0].op;
+  logs[1].nranks = logs[0].nranks * 2;
+  EXPECT_EQ(transport_comparison(logs), "") << "two rank counts ranked as if they were transports";
+  logs[1].nranks = logs[0].nranks;
+  for (auto& r : logs[1].perf[0].rows) r.size_bytes += std::uint64_t{1} << 40;  // no size in common
+  EXPECT_EQ(transport_comparison(logs), "") << "sweeps without a size in common";
 }
 
 TEST(DoctorPerf, PlainNcclTestsOutputIsRead) {
@@ -230,4 +247,62 @@ TEST(Doctor, BenchNcclResultsAndARealOneRankLog) {
   EXPECT_NE(f->title.find("the doctor's own shell"), std::string::npos);
   const std::string md = render_report(rep, nullptr, {});
   EXPECT_NE(md.find("| bench nccl | all_reduce |"), std::string::npos) << md;
+}
+
+// Bad `--results` JSON: a message naming the file, the row and the field; never the JSON
+// library's own text ("[json.exception..."), never a negative size read as a huge one.
+TEST(DoctorBadInput, ResultsRowsAreCheckedByName) {
+  const auto refused = [](const nlohmann::json& j) -> std::string {
+    try {
+      perf_from_bench_json(j, "r.json");
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const auto row = [](nlohmann::json r) { return nlohmann::json{{"op", "allreduce"}, {"rows", nlohmann::json::array({r})}}; };
+  for (const auto& j : {row({{"size_bytes", -5}, {"busbw_GBps", 1.0}}), row({{"size_bytes", "big"}}),
+                        row({{"size_bytes", 1024}, {"busbw_GBps", "x"}}), row({{"size_bytes", 1024}, {"busbw_GBps", -2.0}}),
+                        row({{"size_bytes", 1024}, {"time_us", nlohmann::json::array()}}), row(nlohmann::json(7))}) {
+    const std::string m = refused(j);
+    EXPECT_NE(m.find("'r.json', row 1"), std::string::npos) << j.dump() << " -> " << m;
+    EXPECT_EQ(m.find("json.exception"), std::string::npos) << m;
+  }
+  nlohmann::json many{{"op", "allreduce"}, {"rows", nlohmann::json::array()}};
+  for (int i = 0; i < 5000; ++i) many["rows"].push_back({{"size_bytes", 1024}, {"busbw_GBps", 1.0}});
+  EXPECT_NE(refused(many).find("5000 rows"), std::string::npos);
+  EXPECT_EQ(refused(nlohmann::json{{"op", 5}, {"rows", nlohmann::json::array()}}), "") << "a non-string op is no op, not a crash";
+  const auto ok = perf_from_bench_json(row({{"size_bytes", 1024}, {"busbw_GBps", 2.5}, {"check", "ok"}}), "r.json");
+  ASSERT_EQ(ok.rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(ok.rows[0].oop_busbw, 2.5e9);
+}
+
+// A table beyond what the log's own links carry is refused by name and left out of the
+// comparison: p2p.log's figures x20 (as a misread -I layout gave 2779 GB/s on 4 x H200).
+TEST(DoctorPerf, TableBeyondTheLinksIsRefused) {
+  auto p2p = read_nccl_log_file(nt("p2p.log"));
+  const auto sock = read_nccl_log_file(nt("socket-eth0.log"));
+  EXPECT_DOUBLE_EQ(links_limit(p2p), 2 * 370.8e9);  // "=== System : maxBw 370.8 totalBw 370.8 ==="
+  EXPECT_EQ(find(log_findings(p2p), "perf.beyond_links"), nullptr) << "194.89 GB/s on NV18 is a real figure";
+  for (auto& r : p2p.perf[0].rows) r.oop_busbw *= 20, r.ip_busbw *= 20;
+  const auto found = log_findings(p2p);  // f points into it
+  const Finding* f = find(found, "perf.beyond_links");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, "error");
+  EXPECT_NE(f->title.find("3897.80 GB/s"), std::string::npos) << f->title;
+  EXPECT_EQ(transport_comparison({p2p, sock}), "") << "a refused table is no side of a comparison";
+}
+
+// nccl-tests' #wrong: a row with wrong elements makes its table a broken run, said by name
+// (p2p.log's real table, one row's count set as a failing run prints it).
+TEST(DoctorPerf, WrongResultsAreNamed) {
+  auto l = read_nccl_log_file(nt("p2p.log"));
+  EXPECT_EQ(find(log_findings(l), "perf.wrong"), nullptr) << "every #wrong of p2p.log is 0";
+  l.perf[0].rows[3].ip_wrong = 12;
+  const auto found = log_findings(l);  // f points into it
+  const Finding* f = find(found, "perf.wrong");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, "error");
+  EXPECT_NE(f->title.find("1 of 11 rows"), std::string::npos) << f->title;
+  EXPECT_NE(f->evidence.at(0).find("#wrong 12"), std::string::npos) << f->evidence.at(0);
 }
