@@ -60,12 +60,21 @@ TEST_F(BenchTcpFormats, CsvIsOneHeaderAndTheChannelNicAndTotalRows) {
   EXPECT_EQ(r.out.find('#'), std::string::npos) << "no comment lines:\n" << r.out;
   EXPECT_EQ(r.out.find("Per channel"), std::string::npos) << "text in the CSV:\n" << r.out;
   std::map<std::string, int> tables;
+  std::map<std::string, double> channel_sum;  // by side
   for (const auto& row : csv_rows(r.out)) {
     ++tables[row.at("table")];
     const std::string rate = row.at("table") == "total" ? row.at(row.at("side") == "client" ? "send_GB/s" : "recv_GB/s")
                                                          : row.at("GB/s");
-    EXPECT_GT(std::stod(rate), 0) << row.at("table") << " " << row.at("side");
+    // A channel may get no chunk of a round when the other takes them all (8 chunks of
+    // 2 channels, on a loaded machine): its rate is 0, the channels' sum is not.
+    if (row.at("table") == "channel") {
+      EXPECT_GE(std::stod(rate), 0) << row.at("side");
+      channel_sum[row.at("side")] += std::stod(rate);
+    } else {
+      EXPECT_GT(std::stod(rate), 0) << row.at("table") << " " << row.at("side");
+    }
   }
+  for (const char* side : {"client", "server"}) EXPECT_GT(channel_sum[side], 0) << side;
   EXPECT_EQ(tables, (std::map<std::string, int>{{"channel", 4}, {"nic", 2}, {"total", 2}})) << r.out;
 }
 
