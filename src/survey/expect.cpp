@@ -7,7 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "analyze/campaign.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/stats.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::survey {
@@ -105,9 +107,12 @@ void apply_expectation(Verdict& v, const std::vector<Judged>& judged, const Expe
   if (!e.any()) return;
   struct Class {
     const Judged* any = nullptr;
-    int figures = 0, beyond = 0;
+    std::vector<double> medians;
+    int beyond = 0;
   };
-  std::map<std::string, Class> classes;  // pass-1 classes only: the second pass picks its links
+  // By metric and class: a link's bandwidth and its latency carry the same class name.
+  // Pass-1 classes only: the second pass picks its links.
+  std::map<std::pair<int, std::string>, Class> classes;
   const auto expected_of = [&](const Judged& j) {
     if (j.figure.metric == Metric::latency) return e.latency_ns;
     return j.figure.cls == kLocalClass ? e.local_bytes_per_s : e.bw_bytes_per_s;
@@ -122,26 +127,31 @@ void apply_expectation(Verdict& v, const std::vector<Judged>& judged, const Expe
     return j.figure.metric == Metric::latency ? lo > x * (1 + t) : hi < x * (1 - t);
   };
   for (const Judged& j : judged) {
-    if (j.figure.pass != 1 || j.figure.dev_src >= 0 || expected_of(j) <= 0) continue;  // not device pairs
-    Class& c = classes[j.figure.cls];
+    if (j.figure.pass != 1 || j.figure.dev_src >= 0 || j.figure.samples.empty() || expected_of(j) <= 0) continue;
+    Class& c = classes[{static_cast<int>(j.figure.metric), j.figure.cls}];
     if (!c.any) c.any = &j;
-    ++c.figures;
+    c.medians.push_back(j.median);
     c.beyond += beyond(j, j.lo, j.hi) ? 1 : 0;
   }
   std::vector<Finding> found;
-  for (const auto& [cls, c] : classes) {
+  for (const auto& [key, c] : classes) {
     const Judged& j = *c.any;
-    if (!beyond(j, j.class_lo, j.class_hi)) continue;
+    const std::string& cls = key.second;
+    // The whole class's median and its interval, every figure in (a Judged's class figures
+    // leave its own link out).
+    const double med = median(c.medians);
+    const analyze::MedianInterval mi = analyze::median_interval(c.medians);
+    if (!beyond(j, mi.lo_ns, mi.hi_ns)) continue;
     const double x = expected_of(j);
     Finding f;
     f.kind = "expect";
-    f.ratio = j.class_median / x, f.ratio_lo = j.class_lo / x, f.ratio_hi = j.class_hi / x;
+    f.ratio = med / x, f.ratio_lo = mi.lo_ns / x, f.ratio_hi = mi.hi_ns / x;
     const bool lat = j.figure.metric == Metric::latency;
     const std::string figure = lat ? format_duration_ns(x) : expected_rate_text(x);
     f.text = fmt::format("the whole class '{}' at {:.0f} % of the expected {} [{:.0f}, {:.0f} %] (--expect {}), "
                          "{} of its {} figures beyond it on their own: every {} alike, so not one host or link but "
                          "what they share (switches, MTU, drivers, settings)",
-                         cls, 100 * f.ratio, figure, 100 * f.ratio_lo, 100 * f.ratio_hi, e.text, c.beyond, c.figures,
+                         cls, 100 * f.ratio, figure, 100 * f.ratio_lo, 100 * f.ratio_hi, e.text, c.beyond, c.medians.size(),
                          cls == kLocalClass ? "host" : "link");
     found.push_back(std::move(f));
   }

@@ -1,6 +1,7 @@
 #include "survey/verdict.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <tuple>
@@ -214,10 +215,12 @@ class Decider {
       const std::string backend = what.substr(0, what.find(' '));
       if (js.size() >= 2 && common != in_pairs.end()) {
         v_.findings.push_back({"device", h, -1, -1, lo, lo, hi,
-                               fmt::format("{} device {} slow: its pairs {} ({}) at {:.0f}-{:.0f} % of the same pairs on "
-                                           "the other hosts: that GPU, its NVLink or its PCIe path",
-                                           host_of(names_, h), common->first, fmt::join(pairs, ", "), backend, lo * 100,
-                                           hi * 100)});
+                               fmt::format("{} device {} slow: its pairs {} ({}) at {} of the same pairs on the other "
+                                           "hosts: that GPU, its NVLink or its PCIe path",
+                                           host_of(names_, h), common->first, fmt::join(pairs, ", "), backend,
+                                           std::lround(lo * 100) == std::lround(hi * 100)
+                                               ? fmt::format("{:.0f} %", lo * 100)
+                                               : fmt::format("{:.0f}-{:.0f} %", lo * 100, hi * 100))});
         continue;
       }
       for (const Judged* j : js)

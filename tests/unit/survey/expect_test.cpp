@@ -98,5 +98,21 @@ TEST(SurveyExpect, LatencyAboveItsExpectationByTheLatencyThreshold) {
   EXPECT_TRUE(w.findings.empty());
 }
 
+// A link's bandwidth and its latency carry the same class name ("NIC 200 Mb/s"): a fleet
+// at half its rate with healthy latencies is one bandwidth finding, not a latency one.
+TEST(SurveyExpect, BandwidthAndLatencyOfOneClassNameAreJudgedApart) {
+  std::vector<Judged> js = fleet_at(0.5);
+  std::vector<Figure> lat;
+  for (int a = 0; a < 8; ++a)
+    for (int b = a + 1; b < 8; ++b) lat.push_back({Metric::latency, 1, a, b, 0, "NIC 200 Mb/s", std::vector<double>(50, 40e3)});
+  const auto lj = judge(lat, {});
+  js.insert(js.begin(), lj.begin(), lj.end());  // latency first: it must not stand for the class
+  Verdict v;
+  apply_expectation(v, js, parse_expect("bw=200mbit,lat=50us"), {});
+  ASSERT_EQ(v.findings.size(), 1u) << v.headline;
+  EXPECT_NEAR(v.findings[0].ratio, 0.5, 0.01);
+  EXPECT_NE(v.findings[0].text.find("of the expected 25.00 MB/s"), std::string::npos) << v.findings[0].text;
+}
+
 }  // namespace
 }  // namespace p2pscope::survey
