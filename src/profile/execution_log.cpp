@@ -199,6 +199,7 @@ LogContents read_log(const std::string& path, const std::string* campaign_header
     start = nl + 1;
     out.good_bytes = start;
   }
+  out.lines = pos == std::string::npos ? 0 : line_no;
   out.torn_tail = out.good_bytes < text.size();
   if (out.torn_tail) out.tail = text.substr(out.good_bytes);
   return out;

@@ -63,6 +63,7 @@ struct LogContents {
   std::vector<std::size_t> row_line;  // line number of each row
   std::vector<BadLine> bad;         // complete lines that are no row; the rows around them are kept
   std::uint64_t good_bytes = 0;     // file offset just past the last complete line
+  std::size_t lines = 0;            // complete lines, the header's included
   bool torn_tail = false;           // something after good_bytes (a kill mid-write)
   std::string tail;                 // that something
   bool legacy = false;              // kLogHeaderV1: rows are single ops; cannot be appended to

@@ -87,7 +87,7 @@ ResumeLog prepare_log_for_resume(const std::string& path, const std::string& asi
                                  log.rows.front().repetition));
   out.notes = resume_notes(log, out.rows.size());
   if (log.torn_tail)
-    aside.push_back({log.row_line.size() + log.bad.size() + 2, log.tail,
+    aside.push_back({log.lines + 1, log.tail,
                      "torn last line, no newline: the previous run stopped mid-write (killed, or the disk was full)"});
   // An unchecked log is rewritten too: rows appended with a checksum under its old header
   // would be no rows.

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analyze/campaign.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/profile.hpp"
 #include "profile/execution_log.hpp"
@@ -184,4 +185,19 @@ TEST(ProfileLogChecks, EachRowCarriesAChecksumOfItsOtherFields) {
   ASSERT_EQ(back.bad.size(), 1u);
   EXPECT_NE(back.bad[0].why.find("checksum"), std::string::npos) << back.bad[0].why;
   fs::remove_all(dir);
+}
+
+// analyze reads the same checksum: a row whose digit changed is skipped, saying why, not
+// taken as a sample.
+TEST(ProfileLogChecks, AnalyzeSkipsARowWhoseChecksumFails) {
+  std::string log = std::string(kLogHeader) + "\n";
+  for (int rep = 0; rep < 3; ++rep) log += format_log_row({0, 0, 1, 1024, rep, "ce", 100, 5100, 5000, NAN, -1, -1}) + "\n";
+  std::string flipped = format_log_row({0, 0, 1, 1024, 3, "ce", 100, 5100, 5000, NAN, -1, -1});
+  flipped[flipped.find(",5000,") + 1] = '9';  // duration 9000: a number still
+  analyze::Campaign c;
+  analyze::parse_execution_log(log + flipped + "\n", "log", &c);
+  EXPECT_EQ(c.ops.size(), 3u);
+  EXPECT_EQ(c.rows_skipped, 1u);
+  ASSERT_FALSE(c.skipped_examples.empty());
+  EXPECT_NE(c.skipped_examples[0].find("checksum"), std::string::npos) << c.skipped_examples[0];
 }
