@@ -20,6 +20,7 @@
 #include "p2pscope/output.hpp"
 #include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
+#include "survey/campaign.hpp"
 #include "survey/report.hpp"
 #include "survey/survey.hpp"
 #include "survey/time_model.hpp"
@@ -40,6 +41,7 @@ struct SurveyCli {
   std::string format = "text", out, resume;
   std::string plan, from;  // --plan N,N...: the time model, no launch
   std::string gpu_backend = "auto", gpu_size = "256M";
+  std::string sizes;  // --sizes: the survey as a campaign across hosts
 };
 
 void add_options(CLI::App& c, SurveyCli& o) {
@@ -66,6 +68,9 @@ void add_options(CLI::App& c, SurveyCli& o) {
   c.add_option("--plugin", o.plugin, "--transport net: the plugin, a path, a file or NAME (libnccl-net-NAME.so); "
                                      "default $NCCL_NET_PLUGIN, else libnccl-net.so, as NCCL resolves it");
   c.add_option("--size", o.size, "bytes per timed round of each link's bandwidth session")->capture_default_str();
+  c.add_option("--sizes", o.sizes,
+               "a campaign across hosts: each link ping-pongs each message size (1K,64K,1M or 1K:1M, every power of "
+               "two), and DIR/links.json holds each link's alpha-beta model for `p2pscope export DIR --to astra-sim`");
   c.add_option("--chunk", o.chunk, "chunk size")->capture_default_str();
   c.add_option("--channels", o.channels, "channels (TCP connections) per link")->capture_default_str();
   c.add_option("--window", o.window, "chunks in flight per channel")->capture_default_str();
@@ -131,6 +136,15 @@ survey::Options to_options(const SurveyCli& c, const LaunchInfo& launch) {
   o.gpu_size = parse_size(c.gpu_size);
   if (o.gpu_size == 0) throw UsageError("--gpu-size must be at least 1 byte");
   o.gpu_iters = static_cast<int>(c.iters);
+  if (!c.sizes.empty()) {
+    o.sizes = parse_size_list(c.sizes);
+    if (o.sizes.empty() || o.sizes.front() == 0) throw UsageError("--sizes " + c.sizes + ": expected sizes of 1 byte or more");
+    if (o.sizes.size() > 40)
+      throw UsageError(fmt::format("--sizes {}: {} sizes; at most 40 (each link ping-pongs every one)", c.sizes,
+                                   o.sizes.size()));
+    if (o.sizes.back() > (1ull << 30))
+      throw UsageError("--sizes " + c.sizes + ": at most 1G per message");
+  }
   o.bw.mode = tcp::Mode::bidir;
   o.bw.size_bytes = parse_size(c.size);
   o.bw.chunk_bytes = std::min<std::uint64_t>(parse_size(c.chunk), o.bw.size_bytes);
@@ -245,6 +259,18 @@ void print_plan(const SurveyCli& c) {
   }
 }
 
+// --sizes: the links' models where export reads them (analyze's links.json).
+void write_links(const std::filesystem::path& dir, const survey::Result& r) {
+  const auto links = survey::link_models(r);
+  if (links.empty()) {
+    std::fprintf(stderr, "p2pscope survey: --sizes: no link has two sizes measured: no links.json written\n");
+    return;
+  }
+  write_file(dir / "links.json", out::dump_json(survey::links_json(r, links), 1) + "\n");
+  std::fprintf(stderr, "p2pscope survey: wrote %s/links.json (%zu links' models): p2pscope export %s --to astra-sim\n",
+               dir.c_str(), links.size(), dir.c_str());
+}
+
 void run(const SurveyCli& c, Context& ctx) {
   if (!c.plan.empty()) {
     print_plan(c);
@@ -284,6 +310,7 @@ void run(const SurveyCli& c, Context& ctx) {
   write_file(dir / "survey.json", json_text);
   write_file(dir / "survey.csv", survey::to_csv(r));
   write_file(dir / "survey.html", survey::to_html(r));
+  if (!o.sizes.empty()) write_links(dir, r);
   if (c.format == "json") std::fputs(json_text.c_str(), stdout);
   else if (c.format == "csv") std::fputs(survey::to_csv(r).c_str(), stdout);
   else std::fputs(survey::to_text(r).c_str(), stdout);

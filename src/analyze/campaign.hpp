@@ -180,6 +180,10 @@ struct LinkModel {
 };
 inline constexpr double kModelTolerance = 0.10;
 std::vector<LinkModel> build_link_models(const Campaign& c, const std::vector<ConfigSummary>& s);
+// A link whose sizes, median_ns and bytes_per_s are set (ascending sizes): its latency
+// floor, asymptote, n-half, the three fits and the recommended model, as
+// build_link_models gives every campaign link (the survey's --sizes links too).
+void finish_link_model(LinkModel& m);
 
 // A measured anomaly of one config or link (subject, value), grouped by kind for the
 // report. Not tune::Finding, which is a diagnosis with evidence lines and a fix: the two

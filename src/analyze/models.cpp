@@ -311,6 +311,50 @@ double LinkModel::predict_ns(double n) const {
   return fit.ok ? fit.predict_ns(n) : NAN;
 }
 
+void finish_link_model(LinkModel& m) {
+  if (m.sizes.empty()) return;
+  m.smallest_size = m.sizes.front();
+  m.latency_floor_ns = m.median_ns.front();
+  const std::size_t n = m.sizes.size();
+  // Median over the three largest sizes: one noisy size neither lifts nor sinks it
+  // (the maximum would be biased upwards by the noise).
+  std::vector<double> top(m.bytes_per_s.end() - static_cast<long>(std::min<std::size_t>(n, 3)), m.bytes_per_s.end());
+  std::sort(top.begin(), top.end());
+  m.asymptotic_bytes_per_s = percentile_sorted(top, 0.5);
+  const double half = m.asymptotic_bytes_per_s / 2;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (m.bytes_per_s[i] < half) continue;
+    if (i == 0) {
+      m.n_half_bytes = m.sizes[0];
+    } else {  // log-log interpolation between the sizes around the crossing
+      const double x0 = std::log(m.sizes[i - 1]), x1 = std::log(m.sizes[i]);
+      const double y0 = std::log(m.bytes_per_s[i - 1]), y1 = std::log(m.bytes_per_s[i]);
+      const double fr = y1 > y0 ? (std::log(half) - y0) / (y1 - y0) : 1;
+      m.n_half_bytes = std::exp(x0 + fr * (x1 - x0));
+    }
+    break;
+  }
+  m.fit = fit_alpha_beta(m.sizes, m.median_ns);
+  m.two = fit_two_regime(m.sizes, m.median_ns);
+  m.three = fit_three_regime(m.sizes, m.median_ns);
+  // The simplest model that reproduces every size within the tolerance; where none
+  // does, the one that comes closest (a regime more must buy a point of error).
+  const std::pair<const char*, double> candidates[] = {
+      {"alpha_beta", m.fit.ok ? m.fit.worst_rel_error : INFINITY},
+      {"two_regime", m.fit.ok && m.two.ok ? m.two.worst_rel_error : INFINITY},
+      {"three_regime", m.fit.ok && m.three.ok ? m.three.worst_rel_error : INFINITY}};
+  m.model = "alpha_beta";
+  double closest = candidates[0].second;
+  for (const auto& [name, worst] : candidates) {
+    if (closest <= kModelTolerance) break;
+    if (worst < closest - 0.01) {
+      m.model = name;
+      closest = worst;
+    }
+  }
+  m.use_two_regime = m.model == "two_regime";
+}
+
 std::vector<LinkModel> build_link_models(const Campaign& c, const std::vector<ConfigSummary>& s) {
   std::map<std::tuple<std::string, int, int>, LinkModel> links;
   for (const auto& cs : s) {  // summaries are sorted by backend, src, dst, size
@@ -329,46 +373,7 @@ std::vector<LinkModel> build_link_models(const Campaign& c, const std::vector<Co
   std::vector<LinkModel> out;
   for (auto& [k, m] : links) {
     if (m.sizes.empty()) continue;
-    m.smallest_size = m.sizes.front();
-    m.latency_floor_ns = m.median_ns.front();
-    const std::size_t n = m.sizes.size();
-    // Median over the three largest sizes: one noisy size neither lifts nor sinks it
-    // (the maximum would be biased upwards by the noise).
-    std::vector<double> top(m.bytes_per_s.end() - static_cast<long>(std::min<std::size_t>(n, 3)), m.bytes_per_s.end());
-    std::sort(top.begin(), top.end());
-    m.asymptotic_bytes_per_s = percentile_sorted(top, 0.5);
-    const double half = m.asymptotic_bytes_per_s / 2;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (m.bytes_per_s[i] < half) continue;
-      if (i == 0) {
-        m.n_half_bytes = m.sizes[0];
-      } else {  // log-log interpolation between the sizes around the crossing
-        const double x0 = std::log(m.sizes[i - 1]), x1 = std::log(m.sizes[i]);
-        const double y0 = std::log(m.bytes_per_s[i - 1]), y1 = std::log(m.bytes_per_s[i]);
-        const double fr = y1 > y0 ? (std::log(half) - y0) / (y1 - y0) : 1;
-        m.n_half_bytes = std::exp(x0 + fr * (x1 - x0));
-      }
-      break;
-    }
-    m.fit = fit_alpha_beta(m.sizes, m.median_ns);
-    m.two = fit_two_regime(m.sizes, m.median_ns);
-    m.three = fit_three_regime(m.sizes, m.median_ns);
-    // The simplest model that reproduces every size within the tolerance; where none
-    // does, the one that comes closest (a regime more must buy a point of error).
-    const std::pair<const char*, double> candidates[] = {
-        {"alpha_beta", m.fit.ok ? m.fit.worst_rel_error : INFINITY},
-        {"two_regime", m.fit.ok && m.two.ok ? m.two.worst_rel_error : INFINITY},
-        {"three_regime", m.fit.ok && m.three.ok ? m.three.worst_rel_error : INFINITY}};
-    m.model = "alpha_beta";
-    double closest = candidates[0].second;
-    for (const auto& [name, worst] : candidates) {
-      if (closest <= kModelTolerance) break;
-      if (worst < closest - 0.01) {
-        m.model = name;
-        closest = worst;
-      }
-    }
-    m.use_two_regime = m.model == "two_regime";
+    finish_link_model(m);
     out.push_back(std::move(m));
   }
   return out;

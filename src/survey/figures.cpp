@@ -6,10 +6,8 @@
 #include "survey/survey.hpp"
 
 namespace p2pscope::survey {
-namespace {
-
 // Figures are compared within one class: links whose slower end has the same speed.
-std::string class_of(const std::vector<HostInfo>& hosts, const std::vector<Rail>& rails, int a, int b, int rail) {
+std::string link_class_of(const std::vector<HostInfo>& hosts, const std::vector<Rail>& rails, int a, int b, int rail) {
   const auto speed = [&](int h, int peer) {
     return rail >= 0 && static_cast<std::size_t>(rail) < rails.size() ? rail_nic(hosts, rails, h, peer, rail).speed_mbps
                                                                      : -1LL;
@@ -17,8 +15,6 @@ std::string class_of(const std::vector<HostInfo>& hosts, const std::vector<Rail>
   const long long s = std::min(speed(a, b), speed(b, a));
   return s > 0 ? fmt::format("NIC {} Mb/s", s) : "NIC of unknown speed";
 }
-
-}  // namespace
 
 std::vector<Figure> figures_of(const std::vector<Record>& records, const std::vector<HostInfo>& hosts,
                                const std::vector<Rail>& rails_in) {
@@ -39,16 +35,16 @@ std::vector<Figure> figures_of(const std::vector<Record>& records, const std::ve
     // A flow of a group shares its NICs with the group's other flows: its own class.
     // The second pass is its own class: its suspects, their good partners and the
     // controls beside them were measured at other moments than the first pass.
-    const std::string cls = class_of(hosts, rails, r.server, r.client, r.rail) +
+    const std::string cls = link_class_of(hosts, rails, r.server, r.client, r.rail) +
                             (r.group > 2 ? fmt::format(", in groups of {}", r.group) : "") +
                             (r.pass == 2 ? " (second pass)" : "");
     if (r.step == "bw") {
       out.push_back({Metric::bandwidth, r.pass, r.client, r.server, r.rail, cls, r.c2s_bytes_per_s});
       out.push_back({Metric::bandwidth, r.pass, r.server, r.client, r.rail, cls, r.s2c_bytes_per_s});
-    } else if (r.step == "lat") {
+    } else if (r.step == "lat") {  // "size" records (--sizes) are the campaign's points, not judged
       // A latency pair is measured again alone, one at a time: against the first pass.
       out.push_back({Metric::latency, r.pass, std::min(r.server, r.client), std::max(r.server, r.client), r.rail,
-                     class_of(hosts, rails, r.server, r.client, r.rail), r.latency_ns});
+                     link_class_of(hosts, rails, r.server, r.client, r.rail), r.latency_ns});
     }
   }
   return out;
@@ -60,7 +56,9 @@ std::string task_key(const Record& r, const std::vector<HostInfo>& hosts) {
                                                                 : std::to_string(h);
   };
   // A gpu task (one per host) gives a record per device pair, all under the task's key.
-  return fmt::format("{}:{}:{}:{}:{}:{}", r.pass, r.round, r.step, name(r.server), name(r.client), r.rail);
+  // A size task (--sizes) is one per link and size.
+  const std::string key = fmt::format("{}:{}:{}:{}:{}:{}", r.pass, r.round, r.step, name(r.server), name(r.client), r.rail);
+  return r.step == "size" ? fmt::format("{}:{}", key, r.size_bytes) : key;
 }
 
 }  // namespace p2pscope::survey

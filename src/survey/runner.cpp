@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -20,6 +21,7 @@
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/output.hpp"
+#include "p2pscope/units.hpp"
 #include "survey/device_pairs.hpp"
 #include "survey/survey.hpp"
 #include "survey/transport.hpp"
@@ -37,14 +39,15 @@ struct Task {
 
 struct Step {
   int pass = 1, round = 0;
-  std::string kind;  // "bw", "lat", "local"
+  std::string kind;  // "bw", "lat", "local", "gpu", "size" (--sizes: ping-pongs of one size)
   std::vector<Task> tasks;
+  std::uint64_t size = 0;  // "size": the message size
 };
 
 nlohmann::json to_json(const Step& s) {
   nlohmann::json tasks = nlohmann::json::array();
   for (const Task& t : s.tasks) tasks.push_back({t.server, t.client, t.rail, t.group});
-  return {{"op", "step"}, {"pass", s.pass}, {"round", s.round}, {"kind", s.kind}, {"tasks", tasks}};
+  return {{"op", "step"}, {"pass", s.pass}, {"round", s.round}, {"kind", s.kind}, {"tasks", tasks}, {"size", s.size}};
 }
 
 Step step_from_json(const nlohmann::json& j) {
@@ -52,6 +55,7 @@ Step step_from_json(const nlohmann::json& j) {
   s.pass = j.at("pass").get<int>();
   s.round = j.at("round").get<int>();
   s.kind = j.at("kind").get<std::string>();
+  s.size = j.value("size", std::uint64_t{0});
   for (const auto& t : j.at("tasks"))
     s.tasks.push_back({t.at(0).get<int>(), t.at(1).get<int>(), t.at(2).get<int>(), t.size() > 3 ? t.at(3).get<int>() : 2});
   return s;
@@ -73,7 +77,19 @@ Record record_for(const Step& s, const Task& t) {
   Record r;
   r.pass = s.pass, r.round = s.round, r.step = s.kind;
   r.server = t.server, r.client = t.client, r.rail = t.rail, r.group = t.group;
+  r.size_bytes = s.size;
   return r;
+}
+
+// --sizes: a ping-pong session of `size`-byte messages, as many as fit in --size's bytes
+// (at least 5, at most --pings): large messages cost their time, small ones their count.
+tcp::Params size_params(const Options& o, std::uint64_t size) {
+  tcp::Params p = o.lat;
+  p.size_bytes = p.chunk_bytes = size;
+  const std::uint64_t fit = std::max<std::uint64_t>(o.bw.size_bytes / size, 5);
+  p.iters = static_cast<std::uint32_t>(std::min<std::uint64_t>(fit, o.lat.iters));
+  p.warmup = 1;
+  return p;
 }
 
 // The client's view of a session: each direction as its receiver measured it.
@@ -95,7 +111,7 @@ class Part {
   // server tasks, learns every server's port, runs its client tasks; rank 0 returns
   // every rank's records, the others their own.
   std::vector<Record> run(const Step& s) {
-    const tcp::Params& params = s.kind == "lat" ? o_.lat : o_.bw;
+    const tcp::Params params = s.kind == "size" ? size_params(o_, s.size) : s.kind == "lat" ? o_.lat : o_.bw;
     std::map<std::size_t, std::unique_ptr<tcp::Server>> servers;  // by task index
     nlohmann::json ports = nlohmann::json::object();
     std::vector<Record> mine;
@@ -212,11 +228,26 @@ class Part {
     const auto parts = boot_.gather_live(out::dump_json(j), o_.round_timeout_s);
     if (me_ != 0) return mine;
     std::vector<Record> all;
-    for (const auto& p : parts)
-      if (p)
-        for (const auto& r : parse(*p, "a rank's records")) all.push_back(record_from_json(r));
+    for (std::size_t rank = 0; rank < parts.size(); ++rank) {
+      if (!parts[rank]) continue;
+      // A rank whose records do not parse (another version, or a stranger in its place)
+      // loses its own records of the step, not the survey's.
+      try {
+        std::vector<Record> theirs;
+        for (const auto& r : parse(*parts[rank], "a rank's records")) theirs.push_back(record_from_json(r));
+        all.insert(all.end(), theirs.begin(), theirs.end());
+      } catch (const Error& e) {
+        refused_.push_back(fmt::format("rank {}'s records of a step were refused: {}", rank, e.what()));
+      }
+    }
     return all;
   }
+
+ public:
+  // What gather_records refused since the last call (rank 0 puts it in the notes).
+  std::vector<std::string> take_refused() { return std::exchange(refused_, {}); }
+
+ private:
 
   Bootstrap& boot_;
   const Options& o_;
@@ -225,6 +256,7 @@ class Part {
   const LinkTransport& transport_;
   int me_;
   std::optional<std::string> token_;
+  std::vector<std::string> refused_;
 };
 
 // Rank 0's side: the plan, the steps, the second pass, the verdict.
@@ -303,7 +335,11 @@ class Driver {
     });
     if (s.tasks.empty()) return;
     const std::string what = fmt::format("{} step of round {} (pass {})",
-                                         s.kind == "bw" ? "bandwidth" : s.kind == "lat" ? "latency" : "local", s.round, s.pass);
+                                         s.kind == "bw"     ? "bandwidth"
+                                         : s.kind == "lat"  ? "latency"
+                                         : s.kind == "size" ? format_size(s.size) + " ping-pong"
+                                                            : s.kind,
+                                         s.round, s.pass);
     boot_.broadcast_live(out::dump_json(to_json(s)), o_.round_timeout_s);
     std::vector<Record> got = part_.run(s);
     for (const auto& [rank, why] : boot_.dropped()) {
@@ -317,6 +353,10 @@ class Driver {
     for (Record& rec : got) {
       if (o_.record) o_.record(to_json(rec));
       r_.records.push_back(std::move(rec));
+    }
+    for (std::string& why : part_.take_refused()) {
+      progress(why);
+      r_.notes.push_back(std::move(why));
     }
   }
 
@@ -358,13 +398,28 @@ class Driver {
     progress(fmt::format("device pairs inside the hosts measured ({} figure{})", got, got == 1 ? "" : "s"));
   }
 
+  // --sizes: each link of the round ping-pongs each message size, the campaign's points
+  // (one-way time = round trip / 2) for the link models. One size a step; on hosts that
+  // share CPUs one link at a time, as latency (a ping-pong times its CPU's hand-over).
+  void size_steps(int pass, int round, const std::vector<Task>& tasks) {
+    for (const std::uint64_t size : o_.sizes) {
+      if (!r_.shared_cpus) {
+        run_step({pass, round, "size", tasks, size});
+        continue;
+      }
+      for (const Task& t : tasks) run_step({pass, round, "size", {t}, size});
+    }
+  }
+
   void pair_round(int pass, int round, const Round& pairs, const std::vector<int>& group_sizes) {
     Step bw{pass, round, "bw", {}};
     for (std::size_t i = 0; i < pairs.size(); ++i)
       for (int rail = 0; rail < rails(); ++rail)
         bw.tasks.push_back({pairs[i].a, pairs[i].b, rail, i < group_sizes.size() ? group_sizes[i] : 2});
     run_step(bw);
-    if (!o_.latency || !group_sizes.empty()) return;
+    if (!group_sizes.empty()) return;
+    size_steps(pass, round, bw.tasks);
+    if (!o_.latency) return;
     Step lat = bw;
     lat.kind = "lat";
     if (!r_.shared_cpus) {

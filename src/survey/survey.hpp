@@ -36,6 +36,7 @@ struct Record {
   int group = 2;             // hosts of the group it ran in at once (2: the pair alone)
   int dev_src = -1, dev_dst = -1;  // gpu: the directed device pair (bench gpu's device numbers)
   std::string backend;             // gpu: ce, or host where the host has no GPU pair
+  std::uint64_t size_bytes = 0;    // size: the message size of its ping-pongs (latency_ns)
   std::string failure;       // empty: completed
   std::vector<double> c2s_bytes_per_s, s2c_bytes_per_s;  // per timed round, as each receiver saw it
   std::vector<double> latency_ns;                        // one-way: round trip / 2
@@ -49,6 +50,7 @@ struct Options {
   std::vector<Rail> rails;                // --rails; empty: NIC i with NIC i
   std::vector<std::string> expect_hosts;  // --hosts: the host names the ranks must be, each once
   tcp::Params bw, lat;                    // the two sessions of a link (bidir, latency)
+  std::vector<std::uint64_t> sizes;       // --sizes: ping-pongs of each size per link (a campaign)
   std::string transport = "tcp";          // tcp (sockets) or net (an NCCL net plugin: transport.hpp)
   std::string plugin;                     // net: a path, file or NAME; empty: NCCL_NET_PLUGIN's rules
   bool latency = true, local = true, recheck = true;
@@ -116,6 +118,8 @@ Result run(Bootstrap& boot, const Options& o);
 // `rails` empty: NIC i with NIC i.
 std::vector<Figure> figures_of(const std::vector<Record>& records, const std::vector<HostInfo>& hosts,
                                const std::vector<Rail>& rails = {});
+// The class of link a <-> b on `rail`: "NIC 200 Mb/s", the slower end's speed.
+std::string link_class_of(const std::vector<HostInfo>& hosts, const std::vector<Rail>& rails, int a, int b, int rail);
 // What identifies a task across a resumed run: "1:bw:host0:host1:0".
 std::string task_key(const Record& r, const std::vector<HostInfo>& hosts);
 

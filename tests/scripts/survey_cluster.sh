@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `p2pscope survey` under a real mpirun on hosts made of network namespaces
 # (tools/netns-cluster.sh): a healthy cluster flags nothing, a link slowed to 50 % is named
-# as that link, --transport net runs the links over the reference plugin, --expect sees a fleet below what it should carry, --rails crosses rails, a killed host is named and every other pair kept, a NIC a host lacks is
+# as that link, --transport net runs the links over the reference plugin, --sizes writes
+# link models that export reads, --expect sees a fleet below what it should carry, --rails crosses rails, a killed host is named and every other pair kept, a NIC a host lacks is
 # a clear exit 2. Exit 77 (ctest: skipped, with the reason) where namespaces, tc or
 # mpirun are missing.  Usage: survey_cluster.sh P2PSCOPE SOURCE_DIR
 set -uo pipefail
@@ -73,6 +74,21 @@ P2PSCOPE_REFNET_IFS=eth1 P2PSCOPE_NETNS_ENV=P2PSCOPE_REFNET_IFS survey netmissin
 check "--transport net, a rail's NIC not among the plugin's devices: exit 2, named" \
   "$([ $rc = 2 ] && grep -q 'has no device for NIC eth2 (its devices: eth1)' "$out/netmissing.err"; echo $?)" \
   "rc $rc; $(grep -v PMIX "$out/netmissing.err" | head -2)"
+
+# A campaign across hosts: each link ping-pongs each size; links.json holds its models and
+# export reads the survey's folder as a campaign's (4 NPUs, one per host). A 1 MiB message
+# cannot beat the 200mbit shaping (25 MB/s): its point must lie at or under it, +10 %.
+survey sizes --sizes 1K,16K,256K,1M --no-recheck --no-local --no-latency
+check "--sizes: exit 0, links.json with 24 links (6 pairs, 2 rails, both directions)" "$(python3 -c "
+import json,sys; d=json.load(open('$out/sizes/links.json'))
+ok=d['kind']=='p2pscope_link_models' and len(d['links'])==24 and d['source']['npu_hosts']==['h0','h1','h2','h3']
+big=[p['bytes_per_s'] for l in d['links'] for p in l['points'] if p['size_bytes']==1048576]
+ok=ok and len(big)==24 and all(15e6 < b < 27.5e6 for b in big)
+sys.exit(0 if ok else 1)"; echo $?)" "rc $rc; $(grep -v PMIX "$out/sizes.err" | tail -2)"
+"$bin" export "$out/sizes" --to astra-sim --backend "tcp eth2" >"$out/sizes.yml" 2>"$out/sizes-export.err"
+check "--sizes: export --to astra-sim reads the survey (4 NPUs, rail eth2)" \
+  "$(grep -q '^npus_count: \[ *4 *\]' "$out/sizes.yml" && grep -q 'backend tcp eth2' "$out/sizes.yml"; echo $?)" \
+  "$(head -3 "$out/sizes-export.err"; grep -m2 'npus_count\|backend' "$out/sizes.yml")"
 
 bash "$cluster" slow-link 1 2 2 50 >/dev/null 2>&1
 survey slow
