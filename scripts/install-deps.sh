@@ -15,6 +15,7 @@ if [ "$what" = test ]; then
   packages+=(libgtest-dev iproute2 iperf3 clang
              openmpi-bin           # mpirun: the survey's namespace-cluster tests (tests/scripts/survey_cluster.sh)
              slurm-wlm munge       # srun on a one-node Slurm started by the test (tests/scripts/survey_srun.sh)
+             python3-torch         # torchrun (tests/scripts/survey_torchrun.sh); about 2 min to install
              python3 python3-yaml  # python3-yaml: tests/scripts/check_export_yaml.py
              universal-ctags)      # tools/function-lengths.sh (ctest repo.LongestFunction)
   if [ "${P2PSCOPE_WITH_BROWSER:-1}" = 1 ]; then

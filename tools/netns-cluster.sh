@@ -18,7 +18,8 @@
 #                                          (OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK or RANK)
 #   netns-cluster.sh exec H CMD...         run CMD in host H, with its host name
 #   netns-cluster.sh survey ARGS...        `p2pscope survey ARGS` on every host under mpirun
-#                                          (P2PSCOPE_NETNS_LAUNCHER=srun: under Slurm's srun;
+#                                          (P2PSCOPE_NETNS_LAUNCHER=srun: under Slurm's srun,
+#                                          =torchrun: under PyTorch's torchrun;
 #                                          P2PSCOPE_NETNS_ENV="VAR ...": more variables to the ranks)
 #                                          ($P2PSCOPE: the binary, default build/p2pscope;
 #                                          P2PSCOPE_NETNS_RECOVERY=1: a rank that dies does
@@ -161,6 +162,13 @@ case "${1:-}" in
       # Slurm's srun (tools/local-slurm.sh starts one here): every rank from SLURM_PROCID.
       command -v srun >/dev/null || die "needs Slurm's srun (apt-get install slurm-wlm)"
       exec srun --ntasks "$n" --overlap --kill-on-bad-exit=0 --export=ALL \
+        "$0" rank-exec ${P2PSCOPE_NETNS_WRAP:-} "${P2PSCOPE:-build/p2pscope}" survey "$@"
+    fi
+    if [ "${P2PSCOPE_NETNS_LAUNCHER:-mpirun}" = torchrun ]; then
+      # PyTorch's torchrun (python3-torch): every rank from RANK; --no_python runs the
+      # script itself. It exits 1 when any rank exits non-zero (3 included: "found").
+      command -v torchrun >/dev/null || die "needs torchrun (apt-get install python3-torch)"
+      exec torchrun --standalone --nnodes 1 --nproc_per_node "$n" --no_python \
         "$0" rank-exec ${P2PSCOPE_NETNS_WRAP:-} "${P2PSCOPE:-build/p2pscope}" survey "$@"
     fi
     command -v mpirun >/dev/null || die "needs Open MPI's mpirun (apt-get install openmpi-bin)"

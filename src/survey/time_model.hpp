@@ -13,6 +13,10 @@ struct StepCosts {
   double local_s = 0;     // one host's local ceiling session
   double bw_s = 0;        // one bandwidth session (the pairs of a step run at once)
   double lat_s = 0;       // one latency session
+  // --sizes: one link's ping-pong session of each size (each its own step), and how many
+  double sizes_s = 0;     //   the sizes' sessions together
+  int sizes = 0;          //   sizes per link
+  double gpu_s = 0;       // one host's device pairs (its gpu step), 0 when none ran
   double step_s = 0;      // a step's coordination (4 exchanges through rank 0), per host
   double step_base_s = 0; // ... and its fixed part
   bool shared_kernel = false;  // local and latency steps one session at a time
