@@ -38,7 +38,7 @@ std::string whose(const HandlePolicy& p) {
   std::string s = "neither the address the control connection came from (" + p.peer_ip + ") nor ";
   if (!p.authenticated)
     return s + "an address the peer vouched for (a peer's other addresses are taken only from a peer that proved "
-               "P2PSCOPE_TOKEN)";
+               "P2PSCOPE_TOKEN: set the same one on both sides)";
   return s + "one of the " + std::to_string(p.vouched.size()) + " the peer vouched for in its authenticated frame";
 }
 
