@@ -12,6 +12,7 @@
 #include "p2pscope/affinity.hpp"
 #include "p2pscope/bounded_json.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/rank_record.hpp"
 #include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 
@@ -21,12 +22,6 @@ namespace {
 // record of its CPUs (a cpulist of 8192 CPUs is under 40 KB), pid and host name.
 constexpr std::uint32_t kArgumentsBytes = 1u << 20;
 constexpr std::uint32_t kPlaceBytes = 64u << 10;
-
-std::string refused_record(int rank, const std::string& what, const std::string& came) {
-  return fmt::format("rank {} sent {} where {} belongs: not this run's p2pscope (a stranger? set the same "
-                     "P2PSCOPE_TOKEN on every rank so that no stranger can take a rank's place)",
-                     rank, came, what);
-}
 
 std::string this_host() {
   char host[256] = {};
@@ -142,38 +137,6 @@ std::vector<RankPlace> gather_rank_places(Bootstrap& boot, const std::function<v
   log(fmt::format("warning: {} (mpirun binds each rank to one core by default): {}. Use mpirun --bind-to none (or numa).",
                   who, cost));
   return places;
-}
-
-nlohmann::json rank_record(const std::string& bytes, int rank, const std::string& what, std::size_t max_bytes) {
-  JsonLimits l;
-  l.max_bytes = max_bytes;
-  l.max_depth = 2;
-  l.max_elements = 4096;
-  l.max_string_bytes = max_bytes;
-  BoundedJson j = parse_json_bounded(bytes, l);
-  if (!j.ok())
-    throw UsageError(refused_record(rank, what, fmt::format("{} bytes that are no JSON record ({})", bytes.size(),
-                                                            external_text(j.error, 100))));
-  if (!j.value.is_object())
-    throw UsageError(refused_record(rank, what, fmt::format("{} bytes of JSON that are no object", bytes.size())));
-  return std::move(j.value);
-}
-
-std::string rank_string(const nlohmann::json& record, const char* key, int rank, const std::string& what,
-                        std::size_t max_bytes) {
-  const auto it = record.find(key);
-  if (it == record.end() || !it->is_string())
-    throw UsageError(refused_record(rank, what, fmt::format("a record whose '{}' is {}", key,
-                                                            it == record.end() ? "missing" : "not a string")));
-  return external_text(it->get<std::string>(), max_bytes);
-}
-
-std::int64_t rank_count(const nlohmann::json& record, const char* key, int rank, const std::string& what) {
-  const auto it = record.find(key);
-  if (it == record.end() || !it->is_number_integer() || it->get<std::int64_t>() < 0)
-    throw UsageError(refused_record(rank, what, fmt::format("a record whose '{}' is {}", key,
-                                                            it == record.end() ? "missing" : "no whole number")));
-  return it->get<std::int64_t>();
 }
 
 }  // namespace p2pscope

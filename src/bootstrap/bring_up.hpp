@@ -10,8 +10,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "p2pscope/bootstrap.hpp"
 
 namespace p2pscope {
@@ -69,14 +67,5 @@ void check_same_arguments(Bootstrap& boot, const std::vector<std::string>& argv)
 // `one_cpu_cost`: what one CPU costs this command (empty: NCCL's proxy threads).
 std::vector<RankPlace> gather_rank_places(Bootstrap& boot, const std::function<void(const std::string&)>& log,
                                           const std::string& one_cpu_cost = "");
-
-// Another rank's part of a collective is that rank's bytes, and without P2PSCOPE_TOKEN a
-// stranger may hold the rank (issue 43 item 4): a JSON object of at most `max_bytes`,
-// two levels deep, or a UsageError naming the rank, what belongs there and what came.
-nlohmann::json rank_record(const std::string& bytes, int rank, const std::string& what, std::size_t max_bytes);
-// A field of such a record, of the type asked for, or the same UsageError naming it.
-std::string rank_string(const nlohmann::json& record, const char* key, int rank, const std::string& what,
-                        std::size_t max_bytes);
-std::int64_t rank_count(const nlohmann::json& record, const char* key, int rank, const std::string& what);
 
 }  // namespace p2pscope
