@@ -13,6 +13,7 @@
 
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "p2pscope/auth.hpp"
 #include "p2pscope/netplugin.hpp"
@@ -21,6 +22,7 @@
 #include "support/server_thread.hpp"
 #include "support/tcp_session.hpp"
 #include "transport/session/protocol.hpp"
+#include "transport/tcp/listener.hpp"
 #include "unit/net/net_test_util.hpp"
 
 using namespace p2pscope;
@@ -270,4 +272,45 @@ TEST(BenchNetForgedHandles, AMalformedListOfAddressesIsRefusedByName) {
     EXPECT_TRUE(r.reason().find("net_addresses") != std::string::npos ||
                 r.reason().find("vouched address") != std::string::npos) << r.reason();
   }
+}
+
+// The other way: a malicious server's handle naming a host on the client's own subnet
+// (and a list of "its" addresses, unauthenticated, that the client must not read). The
+// old client connected where the server said, as the old server did.
+TEST(BenchNetForgedHandles, AClientRefusesAServersHandleToAnotherHostOfItsSubnet) {
+  auto plugin = nettest::load_refnet();
+  const SideListener side("127.0.0.2");
+  ASSERT_TRUE(side.ok());
+  Listener l({"127.0.0.1"}, 0);
+  std::thread fake([&] {
+    try {
+      Socket ctrl = l.accept(5);
+      session::expect_frame(ctrl, session::FrameType::hello, "fake");
+      session::send_frame(ctrl, session::FrameType::challenge, {{"nonce", "00"}, {"auth", "none"}});
+      session::expect_frame(ctrl, session::FrameType::params, "fake");
+      session::send_frame(ctrl, session::FrameType::accept,
+                          {{"session", "s1"}, {"proof", ""}, {"timeout_s", 3.0}, {"net_addresses", {"127.0.0.2"}}});
+      session::expect_frame(ctrl, session::FrameType::net_handles, "fake");
+      session::send_frame(ctrl, session::FrameType::net_handles,
+                          {{"handles", {hex(refnet_handle("127.0.0.2", side.port(), 0, 0))}}});
+      char b;
+      ::recv(ctrl.fd(), &b, 1, 0);  // until the client goes
+    } catch (const std::exception&) {
+    }
+  });
+  ClientOptions co;
+  co.port = l.port();
+  co.local = pt::over(plugin);
+  Params p = small();
+  p.reverse = false;  // the client sends: it connects to the server's handle
+  std::string err;
+  try {
+    err = run_client(co, p).failure;
+  } catch (const Error& e) {
+    err = e.what();
+  }
+  fake.join();
+  EXPECT_FALSE(side.reached(0)) << "the client connected to 127.0.0.2, which its server did not prove its own";
+  EXPECT_NE(err.find("127.0.0.2:" + std::to_string(side.port()) + ", neither the address the control connection came "
+                     "from (127.0.0.1)"), std::string::npos) << err;
 }
