@@ -18,7 +18,8 @@
 #                                          (OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK or RANK)
 #   netns-cluster.sh exec H CMD...         run CMD in host H, with its host name
 #   netns-cluster.sh survey ARGS...        `p2pscope survey ARGS` on every host under mpirun
-#                                          (P2PSCOPE_NETNS_LAUNCHER=srun: under Slurm's srun)
+#                                          (P2PSCOPE_NETNS_LAUNCHER=srun: under Slurm's srun;
+#                                          P2PSCOPE_NETNS_ENV="VAR ...": more variables to the ranks)
 #                                          ($P2PSCOPE: the binary, default build/p2pscope;
 #                                          P2PSCOPE_NETNS_RECOVERY=1: a rank that dies does
 #                                          not end the others)
@@ -168,6 +169,7 @@ case "${1:-}" in
     exec mpirun --allow-run-as-root --oversubscribe --bind-to none ${P2PSCOPE_NETNS_RECOVERY:+--enable-recovery} -np "$n" \
       -x P2PSCOPE_TOKEN -x P2PSCOPE_RENDEZVOUS -x P2PSCOPE_NETNS_PREFIX -x P2PSCOPE_NETNS_NET \
       ${P2PSCOPE_NETNS_CPUS:+-x P2PSCOPE_NETNS_CPUS} ${P2PSCOPE_NETNS_WRAP:+-x KILL_RANK -x KILL_AFTER -x KILL_SIG -x KILL_WHEN -x KILL_LINES} \
+      $(for v in ${P2PSCOPE_NETNS_ENV:-}; do printf -- '-x %s ' "$v"; done) \
       "$0" rank-exec ${P2PSCOPE_NETNS_WRAP:-} "${P2PSCOPE:-build/p2pscope}" survey "$@" ;;
   rank-exec)
     shift

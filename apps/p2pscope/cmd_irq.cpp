@@ -111,11 +111,12 @@ void print_apply(const tune::ApplyResult& r, const char* verb) {
   for (const auto& x : r.refused) refused.insert(x.irq);
   for (const auto& c : r.changes) {
     changes += c.changed() ? 1 : 0;
-    // What happened, not what was asked: a refused IRQ kept its old CPUs.
-    const std::string what = !c.changed()             ? "-"
-                             : r.dry_run              ? "would"
+    // What happened, not what was asked: a refused IRQ kept its old CPUs. One refused
+    // before any write (a link under --root) is refused in a dry run too.
+    const std::string what = !c.changed()           ? "-"
                              : refused.count(c.irq) ? "REFUSED"
-                                                      : "yes";
+                             : r.dry_run            ? "would"
+                                                    : "yes";
     t.add_row({std::to_string(c.irq), c.name, format_cpulist(c.from_cpus), format_cpulist(c.to_cpus), c.from_mask,
                c.to_mask, what});
   }
@@ -123,6 +124,7 @@ void print_apply(const tune::ApplyResult& r, const char* verb) {
   if (r.dry_run) {
     std::cout << "dry run: " << changes << " of " << r.changes.size() << " IRQs would change; add --yes to " << verb
               << "\n";
+    for (const auto& x : r.refused) std::cout << "REFUSED irq " << x.irq << ": " << x.reason << "\n";
     return;
   }
   std::cout << verb << ": " << r.applied.size() << " IRQ(s) written and read back\n";

@@ -24,6 +24,7 @@
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/monitor.hpp"
 #include "p2pscope/profile.hpp"
@@ -82,8 +83,13 @@ monitor::SessionResult finish_monitor(monitor::MonitorSession& mon, const Profil
       r.json["notes"].push_back("monitor.csv left in " + dir.string() + ": " + ec.message());
     }
   }
-  std::ofstream f(dir / "monitor_summary.json");
-  f << out::dump_json(r.json, 2) << "\n";
+  // Temporary file and rename: a link planted in the campaign folder is replaced, not
+  // written through. A summary that cannot be written costs nothing measured (monitor.csv
+  // holds the samples), as when this was an unchecked ofstream.
+  try {
+    write_file_atomic(dir / "monitor_summary.json", out::dump_json(r.json, 2) + "\n", Replace::allow);
+  } catch (const Error&) {
+  }
   return r;
 }
 

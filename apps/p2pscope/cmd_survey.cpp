@@ -30,7 +30,7 @@ namespace p2pscope::app {
 namespace survey_cmd {
 
 struct SurveyCli {
-  std::string pairs = "all", nics, hosts, transport = "tcp", expect, rails;
+  std::string pairs = "all", nics, hosts, transport = "tcp", plugin, expect, rails;
   std::string size = "64M", chunk = "1M", ping_size = "8";
   std::uint32_t channels = 1, window = 4, iters = 9, warmup = 1, pings = 200;
   std::uint64_t seed = 1;
@@ -59,7 +59,12 @@ void add_options(CLI::App& c, SurveyCli& o) {
   c.add_option("--expect", o.expect,
                "what the links should carry, e.g. bw=23MB/s,lat=50us,local=1GB/s (each part optional; bw per direction "
                "of a link): a whole class below it is a finding, which comparing peers cannot see");
-  c.add_option("--transport", o.transport, "tcp (bench tcp's engine)")->capture_default_str();
+  c.add_option("--transport", o.transport,
+               "tcp (bench tcp's engine over sockets) or net (bench net's: an NCCL net plugin, each rail over the "
+               "plugin device that is its NIC)")
+      ->capture_default_str();
+  c.add_option("--plugin", o.plugin, "--transport net: the plugin, a path, a file or NAME (libnccl-net-NAME.so); "
+                                     "default $NCCL_NET_PLUGIN, else libnccl-net.so, as NCCL resolves it");
   c.add_option("--size", o.size, "bytes per timed round of each link's bandwidth session")->capture_default_str();
   c.add_option("--chunk", o.chunk, "chunk size")->capture_default_str();
   c.add_option("--channels", o.channels, "channels (TCP connections) per link")->capture_default_str();
@@ -100,13 +105,18 @@ double parse_pct(double v, const char* flag) {
 }
 
 survey::Options to_options(const SurveyCli& c, const LaunchInfo& launch) {
-  if (c.transport != "tcp")
-    throw UsageError("--transport " + c.transport + ": the survey runs over tcp (bench tcp's engine) only so far");
+  if (c.transport != "tcp" && c.transport != "net")
+    throw UsageError("--transport " + c.transport + ": expected tcp (sockets) or net (an NCCL net plugin); NCCL "
+                     "send/recv between hosts is bench nccl's, not the survey's yet");
+  if (!c.plugin.empty() && c.transport != "net")
+    throw UsageError("--plugin goes with --transport net (the survey's links over an NCCL net plugin)");
   if (c.format != "text" && c.format != "json" && c.format != "csv")
     throw UsageError("--format " + c.format + ": expected text, json or csv");
   survey::Options o;
   o.pairs = survey::parse_pairs(c.pairs);
   o.seed = c.seed;
+  o.transport = c.transport;
+  o.plugin = c.plugin;
   if (!c.nics.empty()) o.nics = split_list(c.nics, "--nics");
   if (!c.rails.empty()) o.rails = survey::parse_rails(c.rails, o.nics);
   if (!c.hosts.empty()) o.expect_hosts = split_list(c.hosts, "--hosts");
@@ -201,6 +211,7 @@ survey::Result read_survey(const std::string& path_text) {
     r.wall_s = j.at("wall_s").get<double>();
     r.shared_kernel = j.at("shared_kernel").get<bool>();
     r.shared_cpus = j.value("shared_cpus", r.shared_kernel);
+    r.transport = j.value("transport", std::string("tcp"));
   } catch (const std::exception& e) {
     throw UsageError("--from " + p.string() + ": a survey JSON this version cannot read (" + std::string(e.what()) + ")");
   }

@@ -5,6 +5,7 @@
 // never sees half a file, a kill leaves the old file whole, and a symlink planted
 // at the target is replaced, never written through.
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -20,19 +21,36 @@ inline constexpr std::uint64_t kMaxReadBytes = 256ull << 20;
 // (fifo, socket, device, directory: refused without blocking), or over max_bytes.
 std::optional<std::string> try_read_regular_file(const std::filesystem::path& p, std::uint64_t max_bytes = kMaxReadBytes,
                                                  std::string* why = nullptr);
+// As above, of a descriptor already open (read from its offset; the caller closes it).
+std::optional<std::string> try_read_open_file(int fd, std::uint64_t max_bytes = kMaxReadBytes, std::string* why = nullptr);
 // As above, but throws Error("cannot read <what> 'p': why").
 std::string read_regular_file(const std::filesystem::path& p, std::string_view what = "file",
                               std::uint64_t max_bytes = kMaxReadBytes);
 
+// A file of a folder someone else may have planted links in (a campaign folder): read
+// whole, but a symlink at p is refused (O_NOFOLLOW), and so is a hard link (st_nlink > 1:
+// the same file under another name, perhaps outside the folder). Throws Error naming p.
+std::string read_own_file(const std::filesystem::path& p, std::string_view what, std::uint64_t max_bytes = kMaxReadBytes);
+
+// Opens p for writing (O_WRONLY, plus O_CREAT, O_APPEND or O_TRUNC from `flags`) the
+// same way: a symlink or a hard link at p is refused before anything is cut or written.
+// A fifo without a reader fails at once. Throws Error naming p and what it is; returns
+// the descriptor, which the caller owns. open_own_stream: the same as a FILE* ("a"
+// with O_APPEND, else "w"), closed with fclose.
+int open_own_file(const std::filesystem::path& p, int flags, std::string_view what);
+std::FILE* open_own_stream(const std::filesystem::path& p, int flags, std::string_view what);
+
 enum class Replace { refuse, allow };
-// Writes `content` to a new file in p's directory (created O_EXCL, mode 0666 less the
-// umask), syncs it and renames it onto p. With Replace::refuse an existing p (a
+// Writes `content` to a new file in p's directory (created O_EXCL under a random name,
+// mode `mode` less the umask), syncs it and renames it onto p. With Replace::refuse an existing p (a
 // dangling symlink included) is left alone and UsageError says so, ending with
 // `hint` (e.g. "pass --force to replace it"); the check and the rename are one step
 // (renameat2 RENAME_NOREPLACE), so a file that appears meanwhile is not replaced.
 // Throws Error for I/O failures; the temporary file never outlives the call.
+// A symlink at p is replaced, never followed; one planted at a temporary name is left
+// alone (O_EXCL: another random name is tried).
 void write_file_atomic(const std::filesystem::path& p, std::string_view content, Replace replace,
-                       std::string_view hint = "pass --force to replace it");
+                       std::string_view hint = "pass --force to replace it", unsigned mode = 0666);
 
 // An exclusive advisory lock (flock) on a directory, held for the object's life.
 // A second holder, in this process or another, is refused at once with UsageError

@@ -5,6 +5,7 @@
 // an exception: discovery reports it as "unknown".
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,7 +15,9 @@ namespace p2pscope {
 
 class FsRoot {
  public:
-  // Throws UsageError if `root` is not a directory.
+  // Throws UsageError if `root` is not a directory. The directory is opened here, once
+  // (O_PATH): writes, and the reads of read_beneath, stay in the tree opened here even
+  // when another directory is put at its path later. Copies share the descriptor.
   explicit FsRoot(std::filesystem::path root = "/");
 
   const std::filesystem::path& root() const { return root_; }
@@ -46,12 +49,28 @@ class FsRoot {
   int cpu_limit() const;
 
   // Writes go through the root too (irq apply). Under a root other than "/", the path is
-  // opened one component at a time with no symlink followed: a write never leaves the
-  // tree. Throws Error on failure (naming a refused symlink as such).
+  // opened relative to the root's descriptor with no symlink followed and no ".."
+  // (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, or the same walk by hand where the
+  // kernel lacks openat2), and a hard link (st_nlink > 1: the same file under another
+  // name, perhaps outside the tree) is refused: a write never leaves the tree. Throws
+  // Error on failure, naming a refused symlink or hard link as such.
   void write(std::string_view abs, std::string_view content) const;
+
+  // What read_beneath found.
+  struct BeneathRead {
+    std::optional<std::string> text;  // the whole file; nullopt: see the rest
+    bool missing = false;             // no such file (not a refusal)
+    bool refused = false;             // a symlink, "..", or a hard link on the way: not read
+    std::string why;                  // when there is no text
+  };
+  // The reads that irq apply and reset act on and copy into their backup: under a root
+  // other than "/", opened as write() opens (so nothing outside the tree is read),
+  // regular files only, at most `max_bytes`. On "/", the file as read() reads it.
+  BeneathRead read_beneath(std::string_view abs, std::uint64_t max_bytes = 1u << 20) const;
 
  private:
   std::filesystem::path root_;
+  std::shared_ptr<const int> root_fd_;  // the root opened once (O_PATH | O_DIRECTORY)
 };
 
 }  // namespace p2pscope

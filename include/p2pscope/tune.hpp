@@ -180,13 +180,18 @@ struct IrqBackup {
     std::string smp_affinity, smp_affinity_list;  // raw file contents
   };
   std::vector<Entry> entries;
+  // IRQs left out of `entries` because a file of theirs was refused under --root (a
+  // symlink, "..", a hard link): never copied, never written. Not saved in the file.
+  std::vector<IrqRefusal> refused;
 };
 nlohmann::json to_json(const IrqBackup& b);
 IrqBackup backup_from_json(const nlohmann::json& j);  // throws UsageError
 
-// Reads the current state of `irqs`. Throws UsageError naming IRQs that do not exist.
+// Reads the current state of `irqs` (under --root, with FsRoot::read_beneath: nothing from
+// outside the tree). Throws UsageError naming IRQs that do not exist.
 IrqBackup read_backup(const FsRoot& fs, const std::vector<int>& irqs);
-// Writes `b` to `path` atomically (temporary file in the same folder, then rename).
+// Writes `b` to `path` atomically (temporary file in the same folder, then rename), 0600:
+// the affinities of a machine are its owner's to read.
 void write_backup_file(const std::string& path, const IrqBackup& b);
 IrqBackup read_backup_file(const std::string& path);
 

@@ -83,7 +83,7 @@ void check_kinds(const Loaded& a, const Loaded& b, double threshold_pct) {
   if (a.mode != b.mode && a.kind == Kind::survey)
     throw UsageError(
         fmt::format("'{}' is a survey of {} and '{}' of {}: not the same cluster; compare two surveys of "
-                    "one set of hosts and rails",
+                    "one set of hosts and rails over one transport",
                     a.path, a.mode, b.path, b.mode));
   if (a.mode != b.mode)
     throw UsageError(

@@ -162,8 +162,12 @@ Loaded load_survey(const std::string& shown, const nlohmann::json& j) {
   std::vector<std::string> sorted = hosts;
   std::sort(sorted.begin(), sorted.end());
   const std::string rails = nics.empty() ? "" : join(nics.front(), ",");
-  r.mode = fmt::format("{} hosts ({}), rails {}", hosts.size(), join(sorted, ","), rails.empty() ? "-" : rails);
-  r.description = fmt::format("survey of {} hosts, rails {}", hosts.size(), rails.empty() ? "-" : rails);
+  // Over sockets or a plugin: another transport is another measurement, refused as another mode.
+  const std::string transport =
+      j.contains("transport") && j["transport"].is_string() ? external_text(j["transport"].get<std::string>(), 300) : "tcp";
+  r.mode = fmt::format("{} hosts ({}), rails {}, over {}", hosts.size(), join(sorted, ","), rails.empty() ? "-" : rails,
+                       transport);
+  r.description = fmt::format("survey of {} hosts, rails {}, over {}", hosts.size(), rails.empty() ? "-" : rails, transport);
   const auto name = [&](int h, int rail) {
     if (h < 0 || static_cast<std::size_t>(h) >= hosts.size()) return std::string("?");
     const auto& n = nics[static_cast<std::size_t>(h)];

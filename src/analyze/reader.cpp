@@ -15,6 +15,7 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
 #include "p2pscope/text.hpp"
+#include "profile/execution_log.hpp"
 
 namespace p2pscope::analyze {
 namespace fs = std::filesystem;
@@ -227,6 +228,7 @@ void check_against_plan(Campaign* c) {
 // Where each field of a row is: indices into the header, -1 where the column is absent.
 struct LogColumns {
   int cfg = -1, src = -1, dst = -1, size = -1, rep = -1, backend = -1, ts = -1, dur = -1, gpu = -1, gts = -1, batch = -1;
+  bool checked = false;  // the last column is the row's crc32 (execution_log.hpp)
   bool p2pscope_log = false;  // header written by `profile`: every row ends in a newline
 };
 
@@ -244,6 +246,7 @@ LogColumns read_header(const std::vector<std::string_view>& header, std::string_
   k.gts = column(header, {"gpu_ts_start_ns"});
   k.batch = column(header, {"batch"});
   k.p2pscope_log = column(header, {"ts_end_ns"}) >= 0;
+  k.checked = !header.empty() && column(header, {"crc32"}) == static_cast<int>(header.size()) - 1;
   std::vector<std::string> missing;
   if (k.src < 0) missing.push_back("src");
   if (k.dst < 0) missing.push_back("dst");
@@ -319,6 +322,11 @@ void parse_execution_log(const std::string& text, const std::string& where, Camp
     const auto f = split_views(line, ',');
     if (f.size() != header.size()) {
       skip(line_no, line, "wrong number of fields");
+      continue;
+    }
+    // A digit changed on the disk leaves a number: only the checksum tells it from a measurement.
+    if (k.checked && !profile::log_row_checks(line)) {
+      skip(line_no, line, "checksum mismatch: a byte of the row changed after it was written");
       continue;
     }
     Op op;

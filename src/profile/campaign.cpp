@@ -268,9 +268,13 @@ void CampaignRun::read_resumed_log() {
     return c.src == r.src && c.dst == r.dst && c.size_bytes == r.size_bytes && c.backend == r.backend &&
            r.repetition >= 0 && r.repetition < plan_.reps;
   };
+  // The header metadata.json records is what a damaged one is rebuilt to ("" for a
+  // campaign older than the record: the rows tell which it is).
+  const auto& rec = opt_.resumed_metadata.value("execution_log", nlohmann::json::object());
+  const std::string header = rec.is_object() && rec.value("header", nlohmann::json()).is_string() ? rec["header"].get<std::string>() : "";
   ResumeLog log;
   try {
-    log = prepare_log_for_resume(path(kLogFile), path(kLogAsideFile), fits);
+    log = prepare_log_for_resume(path(kLogFile), path(kLogAsideFile), fits, header);
   } catch (const Error& e) {
     throw UsageError(std::string("--resume ") + dir_ + ": " + e.what());
   }
@@ -288,7 +292,8 @@ void CampaignRun::initialize() {
   lock_ = std::make_unique<DirLock>(dir_, "campaign directory");
   if (!resuming_ && p_.out_dir.empty()) point_latest_link();
   // metadata.json is written before the log exists: a campaign killed in between resumes with no rows.
-  if (resuming_ && fs::exists(path(kLogFile))) read_resumed_log();
+  // symlink_status: a link planted at the log's name is refused by read_log, not taken for no log.
+  if (resuming_ && fs::exists(fs::symlink_status(path(kLogFile)))) read_resumed_log();
   for (const auto& r : rows_) done_.insert({r.config_id, r.repetition});
 
   res_.out_dir = dir_;
@@ -326,6 +331,10 @@ void CampaignRun::initialize() {
     meta_["warmup_logged"] = false;  // warmup ops are run but not written to the log
     meta_["timing"] = timing_json(p_);
   }
+  // What the log holds, so that a damaged header is rebuilt from here (the log is in this
+  // form from now on, a resumed older one included: prepare_log_for_resume rewrote it).
+  meta_["execution_log"] = {{"header", kLogHeader},
+                            {"row_check", "crc32: CRC-32 (IEEE) of the row's text before its last comma, 8 hex digits"}};
   meta_["status"] = "running";
   meta_["sessions"].push_back(session_);
   session_index_ = meta_["sessions"].size() - 1;

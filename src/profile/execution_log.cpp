@@ -1,12 +1,13 @@
 #include "profile/execution_log.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <filesystem>
-#include <map>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -22,16 +23,40 @@ double LogRow::per_transfer_ns() const {
   return whole / std::max(batch, 1);
 }
 
+std::uint32_t log_row_crc(std::string_view fields) {
+  // Bitwise: rows are ~100 bytes, written one per op; a table would buy nothing here.
+  std::uint32_t c = 0xFFFFFFFFu;
+  for (unsigned char b : fields) {
+    c ^= b;
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+
+bool log_row_checks(std::string_view line) {
+  const auto comma = line.rfind(',');
+  if (comma == std::string_view::npos || line.size() - comma - 1 != 8) return false;
+  std::uint32_t want = 0;
+  const char* b = line.data() + comma + 1;
+  const auto [p, ec] = std::from_chars(b, b + 8, want, 16);
+  return ec == std::errc() && p == b + 8 && log_row_crc(line.substr(0, comma)) == want;
+}
+
 std::string format_log_row(const LogRow& r) {
   std::string gpu_dur = std::isnan(r.gpu_duration_ns) ? "" : fmt::format("{:.1f}", r.gpu_duration_ns);
   std::string gs = r.gpu_ts_start_ns < 0 ? "" : std::to_string(r.gpu_ts_start_ns);
   std::string ge = r.gpu_ts_end_ns < 0 ? "" : std::to_string(r.gpu_ts_end_ns);
-  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.2f}", r.config_id, r.src, r.dst, r.size_bytes,
-                     r.repetition, r.backend, r.ts_start_ns, r.ts_end_ns, r.duration_ns, gpu_dur, gs, ge, r.batch,
-                     r.timing, r.per_transfer_ns());
+  std::string row = fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.2f}", r.config_id, r.src, r.dst,
+                                r.size_bytes, r.repetition, r.backend, r.ts_start_ns, r.ts_end_ns, r.duration_ns,
+                                gpu_dur, gs, ge, r.batch, r.timing, r.per_transfer_ns());
+  return row + fmt::format(",{:08x}", log_row_crc(row));
 }
 
 namespace {
+
+enum class LogFormat { v1, unchecked, checked };
+
+constexpr const char* kNotARow = "not a valid row";
 
 template <typename T>
 bool parse_num(std::string_view s, T& out) {
@@ -40,158 +65,161 @@ bool parse_num(std::string_view s, T& out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
-bool parse_row(std::string_view line, LogRow& r, bool legacy) {
+// nullptr when `line` is a row of the format (into r), else why it is none.
+const char* parse_row(std::string_view line, LogRow& r, LogFormat format) {
+  if (format == LogFormat::checked) {
+    const auto comma = line.rfind(',');
+    if (comma == std::string_view::npos || split_views(line, ',').size() != 16u) return kNotARow;
+    if (!log_row_checks(line)) return "checksum mismatch: a byte of the row changed after it was written";
+    line = line.substr(0, comma);
+  }
+  const bool v1 = format == LogFormat::v1;
   const auto f = split_views(line, ',');
-  if (f.size() != (legacy ? 12u : 15u)) return false;
+  if (f.size() != (v1 ? 12u : 15u)) return kNotARow;
   if (!parse_num(f[0], r.config_id) || !parse_num(f[1], r.src) || !parse_num(f[2], r.dst) ||
       !parse_num(f[3], r.size_bytes) || !parse_num(f[4], r.repetition) || f[5].empty() ||
       !parse_num(f[6], r.ts_start_ns) || !parse_num(f[7], r.ts_end_ns) || !parse_num(f[8], r.duration_ns))
-    return false;
+    return kNotARow;
+  // True of every row a campaign writes: a changed digit in one of the three breaks it,
+  // in an unchecked log too.
+  if (r.duration_ns != r.ts_end_ns - r.ts_start_ns)
+    return "duration_ns is not ts_end_ns - ts_start_ns: a digit changed after the row was written";
   r.backend = std::string(f[5]);
   r.gpu_duration_ns = NAN;
-  if (!f[9].empty()) {
-    // from_chars for double is in GCC 11+; fine for our g++ 12.
-    if (!parse_num(f[9], r.gpu_duration_ns)) return false;
-  }
+  // from_chars for double is in GCC 11+; fine for our g++ 12.
+  if (!f[9].empty() && !parse_num(f[9], r.gpu_duration_ns)) return kNotARow;
   r.gpu_ts_start_ns = -1;
   r.gpu_ts_end_ns = -1;
-  if (!f[10].empty() && !parse_num(f[10], r.gpu_ts_start_ns)) return false;
-  if (!f[11].empty() && !parse_num(f[11], r.gpu_ts_end_ns)) return false;
-  if (legacy) return true;
-  if (!parse_num(f[12], r.batch) || r.batch < 1 || (f[13] != "batch" && f[13] != "single")) return false;
+  if (!f[10].empty() && !parse_num(f[10], r.gpu_ts_start_ns)) return kNotARow;
+  if (!f[11].empty() && !parse_num(f[11], r.gpu_ts_end_ns)) return kNotARow;
+  if (v1) return nullptr;
+  if (!parse_num(f[12], r.batch) || r.batch < 1 || (f[13] != "batch" && f[13] != "single")) return kNotARow;
   r.timing = std::string(f[13]);
-  return true;
+  return nullptr;
 }
 
-// A header with a few bytes changed (a bit flip, a torn sector): the header's field count
-// and nearly all of its bytes. Anything else is another file, not ours to rewrite.
-bool looks_like_damaged_header(std::string_view line) {
-  const std::string_view h = kLogHeader;
-  if (line.size() != h.size() || split_views(line, ',').size() != split_views(h, ',').size()) return false;
-  std::size_t differ = 0;
-  for (std::size_t i = 0; i < h.size(); ++i) differ += line[i] != h[i];
-  return differ > 0 && differ <= 8;
+// The fewest edits (a byte changed, lost or added) that turn some start of `line` into
+// `h`: a header with a few bytes damaged is a few edits away, a header whose newline was
+// lost is 0 or 1 from the start of its line.
+std::size_t header_edits(std::string_view line, std::string_view h) {
+  const std::size_t m = std::min(line.size(), h.size() + 16);
+  std::vector<std::size_t> prev(m + 1), cur(m + 1);
+  for (std::size_t j = 0; j <= m; ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= h.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= m; ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (h[i - 1] != line[j - 1] ? 1u : 0u)});
+    std::swap(prev, cur);
+  }
+  return *std::min_element(prev.begin(), prev.end());
+}
+
+// The format of a log whose first line is no header: the one metadata.json records, else
+// the one its rows hold, else the header the line is nearer to when it is a few edits
+// from one (or the campaign vouches for the file). Throws Error when nothing says ours.
+LogFormat damaged_header_format(std::string_view text, std::string_view line1, const std::string* campaign_header,
+                                const std::string& path) {
+  if (campaign_header && *campaign_header == kLogHeader) return LogFormat::checked;
+  if (campaign_header && *campaign_header == kLogHeaderUnchecked) return LogFormat::unchecked;
+  std::size_t checked = 0, unchecked = 0, start = std::min(text.size(), line1.size() + 1);
+  for (int n = 0; n < 1000 && start < text.size(); ++n) {
+    const auto nl = text.find('\n', start);
+    if (nl == std::string_view::npos) break;
+    LogRow r;
+    const std::string_view line = text.substr(start, nl - start);
+    if (!parse_row(line, r, LogFormat::checked)) ++checked;
+    else if (!parse_row(line, r, LogFormat::unchecked)) ++unchecked;
+    start = nl + 1;
+  }
+  if (checked > 0) return LogFormat::checked;
+  if (unchecked > 0) return LogFormat::unchecked;
+  const std::size_t to_checked = header_edits(line1, kLogHeader), to_unchecked = header_edits(line1, kLogHeaderUnchecked);
+  if (std::min(to_checked, to_unchecked) <= 8 || campaign_header)
+    return to_unchecked < to_checked ? LogFormat::unchecked : LogFormat::checked;
+  throw Error(fmt::format("{} is not a p2pscope execution log: its first line is not the header \"{}...\" nor a "
+                          "damaged copy of it, and no line after it is a row; if it is a campaign's log, put that "
+                          "header back as line 1",
+                          path, std::string_view(kLogHeader).substr(0, 40)));
+}
+
+// A checked row that a lost or changed newline glued to the damaged header: the first
+// place in the line from which the rest is a row whose checksum holds (one place in 2^32
+// holds by chance).
+bool glued_row(std::string_view line1, LogRow& r) {
+  for (std::size_t k = 1; k < line1.size(); ++k)
+    if (!parse_row(line1.substr(k), r, LogFormat::checked)) return true;
+  return false;
 }
 
 }  // namespace
 
-LogContents read_log(const std::string& path) {
-  const std::string text = read_regular_file(path, "execution log");
+LogContents read_log(const std::string& path, const std::string* campaign_header) {
+  const std::string text = read_own_file(path, "execution log");
   LogContents out;
   if (text.empty()) {  // created, never written: nothing was measured into it
     out.header_repair = "the log was empty (0 bytes: created but never written, as when the disk is full)";
     return out;
   }
-  std::size_t pos = text.find('\n');
+  const std::size_t pos = text.find('\n');
   const std::string_view header = pos == std::string::npos ? std::string_view() : std::string_view(text).substr(0, pos);
-  out.legacy = header == kLogHeaderV1;
-  if (header != kLogHeader && !out.legacy) {
-    if (!looks_like_damaged_header(header))
-      throw Error(fmt::format("{} is not a p2pscope execution log: its first line is not the header \"{}...\" nor a "
-                              "damaged copy of it; if it is a campaign's log, put that header back as line 1",
-                              path, std::string_view(kLogHeader).substr(0, 40)));
+  LogFormat format = LogFormat::checked;
+  if (header == kLogHeaderUnchecked) {
+    format = LogFormat::unchecked;
+  } else if (header == kLogHeaderV1) {
+    format = LogFormat::v1;
+  } else if (header != kLogHeader) {
+    format = damaged_header_format(text, header, campaign_header, path);
     out.header_repair = "its header line was damaged";
     out.bad.push_back({1, std::string(header), "damaged header"});
+    LogRow r;
+    if (format == LogFormat::checked && glued_row(header, r)) {
+      out.rows.push_back(std::move(r));
+      out.row_line.push_back(1);
+      out.header_repair += " (the first row, glued to it by a lost newline, holds its checksum: kept)";
+    }
   }
-  out.good_bytes = pos + 1;
-  std::size_t start = pos + 1, line_no = 1;
+  out.legacy = format == LogFormat::v1;
+  out.unchecked = format == LogFormat::unchecked;
+  out.good_bytes = pos == std::string::npos ? 0 : pos + 1;
+  std::size_t start = out.good_bytes, line_no = 1;
   // A bad line in the middle is one bad line, not the end of the log: the rows after
   // it were measured and flushed like the rows before it.
-  while (start < text.size()) {
+  while (pos != std::string::npos && start < text.size()) {
     const auto nl = text.find('\n', start);
     if (nl == std::string::npos) break;  // unterminated: torn by a kill
     ++line_no;
     const std::string_view line = std::string_view(text).substr(start, nl - start);
     LogRow r;
-    if (parse_row(line, r, out.legacy)) {
+    if (const char* why = parse_row(line, r, format)) {
+      out.bad.push_back({line_no, std::string(line), why});
+    } else {
       out.rows.push_back(std::move(r));
       out.row_line.push_back(line_no);
-    } else {
-      out.bad.push_back({line_no, std::string(line), "not a valid row"});
     }
     start = nl + 1;
     out.good_bytes = start;
   }
+  out.lines = pos == std::string::npos ? 0 : line_no;
   out.torn_tail = out.good_bytes < text.size();
   if (out.torn_tail) out.tail = text.substr(out.good_bytes);
   return out;
 }
 
-ResumeLog prepare_log_for_resume(const std::string& path, const std::string& aside_path,
-                                 const std::function<bool(const LogRow&)>& fits) {
-  const LogContents log = read_log(path);
-  if (log.legacy)
-    throw UsageError(fmt::format("{} was written by an older p2pscope (one op per row, no batch column); "
-                                 "analyze it as it is, or start a new campaign", path));
-  ResumeLog out;
-  if (!log.header_repair.empty())
-    out.notes.push_back("execution_log.csv: " + log.header_repair + "; a fresh header was written and every row read "
-                        "after it kept");
-  std::vector<BadLine> aside = log.bad;
-  std::map<std::pair<int, int>, std::size_t> first_line;  // (config, rep) -> line
-  std::string kept = std::string(kLogHeader) + "\n";
-  std::size_t fitting = 0;
-  for (std::size_t i = 0; i < log.rows.size(); ++i) {
-    const LogRow& r = log.rows[i];
-    const std::size_t n = log.row_line[i];
-    if (!fits(r)) {
-      aside.push_back({n, format_log_row(r), fmt::format("config {} rep {} is not in the saved plan", r.config_id, r.repetition)});
-      continue;
-    }
-    ++fitting;
-    const auto [it, fresh] = first_line.emplace(std::make_pair(r.config_id, r.repetition), n);
-    if (!fresh) {
-      aside.push_back({n, format_log_row(r), fmt::format("config {} rep {} again, first on line {}: two writers?",
-                                                         r.config_id, r.repetition, it->second)});
-      continue;
-    }
-    kept += format_log_row(r) + "\n";
-    out.rows.push_back(r);
-  }
-  if (fitting == 0 && !log.rows.empty())
-    throw UsageError(fmt::format("{} holds {} row(s) and none is of the saved plan (e.g. config {}, rep {}): it is "
-                                 "the log of another campaign", path, log.rows.size(), log.rows.front().config_id,
-                                 log.rows.front().repetition));
-  if (log.torn_tail)
-    aside.push_back({log.row_line.size() + log.bad.size() + 2, log.tail,
-                     "torn last line, no newline: the previous run stopped mid-write (killed, or the disk was full)"});
-  if (aside.empty()) {
-    out.keep_bytes = log.good_bytes;
-    return out;
-  }
-  std::sort(aside.begin(), aside.end(), [](const BadLine& a, const BadLine& b) { return a.line_no < b.line_no; });
-  std::string text;
-  for (const auto& b : aside) text += fmt::format("line {} ({}): {}\n", b.line_no, b.why, b.text);
-  // Set aside first, rewrite second: a kill in between leaves a line in both, never in neither.
-  {
-    std::FILE* f = std::fopen(aside_path.c_str(), "a");
-    if (!f) throw Error("cannot write " + aside_path + ": " + errno_text(errno));
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (std::fclose(f) != 0 || !ok) throw Error("writing " + aside_path + " failed: " + errno_text(errno));
-  }
-  write_file_atomic(path, kept, Replace::allow);
-  out.keep_bytes = kept.size();
-  const std::string aside_name = std::filesystem::path(aside_path).filename().string();
-  for (std::size_t i = 0; i < aside.size() && i < 5; ++i)
-    out.notes.push_back(fmt::format("execution_log.csv line {} set aside in {} ({})", aside[i].line_no, aside_name, aside[i].why));
-  if (aside.size() > 5) out.notes.push_back(fmt::format("... and {} more lines set aside in {}", aside.size() - 5, aside_name));
-  out.notes.push_back(fmt::format("{} rows kept; every (config, repetition) missing from them is measured again", out.rows.size()));
-  return out;
-}
-
 LogWriter::LogWriter(const std::string& path, std::uint64_t keep_bytes) : path_(path) {
   if (keep_bytes == 0) {
-    f_ = std::fopen(path.c_str(), "w");
-    if (!f_) throw Error("cannot create " + path + ": " + errno_text(errno));
+    f_ = open_own_stream(path, O_CREAT | O_TRUNC, "execution log");
     std::fprintf(f_, "%s\n", kLogHeader);
     std::fflush(f_);
     return;
   }
+  f_ = open_own_stream(path, O_APPEND, "execution log");
   // Cut a torn last line away so that appended rows start on a line of their own.
-  if (truncate(path.c_str(), static_cast<off_t>(keep_bytes)) != 0)
-    throw Error("cannot trim " + path + ": " + errno_text(errno));
-  f_ = std::fopen(path.c_str(), "a");
-  if (!f_) throw Error("cannot append to " + path + ": " + errno_text(errno));
+  if (::ftruncate(::fileno(f_), static_cast<off_t>(keep_bytes)) != 0) {
+    const int err = errno;
+    std::fclose(f_);
+    f_ = nullptr;
+    throw Error("cannot trim " + path + ": " + errno_text(err));
+  }
 }
 
 LogWriter::~LogWriter() {

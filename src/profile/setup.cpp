@@ -14,6 +14,7 @@
 
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 #include "p2pscope/fsroot.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/output.hpp"
@@ -35,17 +36,10 @@ nlohmann::json read_json_file(const std::string& path) {
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& j) {
-  // Write then rename: a kill never leaves a half-written metadata.json behind.
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw Error("cannot write " + tmp + ": " + errno_text(errno));
-    out << out::dump_json(j, 2) << "\n";
-    if (!out) throw Error("writing " + tmp + " failed: " + errno_text(errno));
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) throw Error("cannot rename " + tmp + " to " + path + ": " + ec.message());
+  // A temporary file under a random name (O_EXCL), synced, then renamed: a kill never
+  // leaves a half-written metadata.json, and a link planted in the folder (at the name or
+  // at the old fixed metadata.json.tmp) is never written through.
+  write_file_atomic(path, out::dump_json(j, 2) + "\n", Replace::allow);
 }
 
 namespace {

@@ -1,5 +1,7 @@
 #include "profile/temperature.hpp"
 
+#include <fcntl.h>
+
 #include <cerrno>
 #include <chrono>
 
@@ -7,12 +9,13 @@
 
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 
 namespace p2pscope::profile {
 
 void write_temperature_note(const std::string& path, const std::string& note, bool append) {
-  std::FILE* f = std::fopen(path.c_str(), append ? "a" : "w");
-  if (!f) throw Error("cannot write " + path + ": " + errno_text(errno));
+  // open_own_stream: a link planted at the name is refused, not written through.
+  std::FILE* f = open_own_stream(path, append ? O_CREAT | O_APPEND : O_CREAT | O_TRUNC, "temperatures");
   if (!append) std::fprintf(f, "%s\n", kTemperatureHeader);
   std::fprintf(f, "# %s\n", note.c_str());
   std::fclose(f);
@@ -21,8 +24,7 @@ void write_temperature_note(const std::string& path, const std::string& note, bo
 TemperatureSampler::TemperatureSampler(const nvml::Nvml& nvml, std::vector<Target> targets,
                                        double interval_s, const std::string& csv_path, bool append)
     : nvml_(nvml), targets_(std::move(targets)), interval_s_(interval_s) {
-  f_ = std::fopen(csv_path.c_str(), append ? "a" : "w");
-  if (!f_) throw Error("cannot write " + csv_path + ": " + errno_text(errno));
+  f_ = open_own_stream(csv_path, append ? O_CREAT | O_APPEND : O_CREAT | O_TRUNC, "temperatures");
   if (!append) std::fprintf(f_, "%s\n", kTemperatureHeader);
   std::fflush(f_);
   take_samples();  // one sample before the campaign starts

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/files.hpp"
 #include "p2pscope/output.hpp"
 
 namespace p2pscope::profile {
@@ -93,10 +94,8 @@ nlohmann::json make_trace(const Plan& plan, const std::vector<LogRow>& rows, con
 }
 
 void write_trace(const std::string& path, const nlohmann::json& trace) {
-  std::ofstream out(path);
-  if (!out) throw Error("cannot write " + path + ": " + errno_text(errno));
-  out << out::dump_json(trace) << "\n";
-  if (!out) throw Error("writing " + path + " failed: " + errno_text(errno));
+  // Temporary file and rename: a link planted at trace.json is replaced, not written through.
+  write_file_atomic(path, out::dump_json(trace) + "\n", Replace::allow);
 }
 
 }  // namespace p2pscope::profile

@@ -125,6 +125,11 @@ void check_hosts(const std::vector<HostInfo>& hosts, const Options& o) {
       throw UsageError(fmt::format("survey: host {} has {} NICs to survey and host {} has {}: give every host the "
                                    "same rails with --nics",
                                    h.host, h.nics.size(), hosts.front().host, hosts.front().nics.size()));
+  for (const HostInfo& h : hosts)
+    if (h.transport != hosts.front().transport)
+      throw UsageError(fmt::format("survey: host {} moves data over {} and host {} over {}: every host must load the "
+                                   "same plugin (the same --plugin or NCCL_NET_PLUGIN, and the same file)",
+                                   h.host, h.transport, hosts.front().host, hosts.front().transport));
   for (const Rail& r : o.rails)
     if (static_cast<std::size_t>(std::max(r.low, r.high)) >= hosts.front().nics.size())
       throw UsageError(fmt::format("survey: --rails {}:{} names NIC {} but the hosts have {} NICs to survey ({}: {})", r.low,
@@ -149,7 +154,7 @@ nlohmann::json to_json(const HostInfo& h) {
   nlohmann::json nics = nlohmann::json::array();
   for (const NicInfo& n : h.nics) nics.push_back({{"name", n.name}, {"ipv4", n.ipv4}, {"speed_mbps", n.speed_mbps}});
   return {{"rank", h.rank}, {"host", h.host}, {"boot_id", h.boot_id}, {"cpus", h.cpus},
-          {"allowed_cpus", h.allowed_cpus}, {"nics", nics}, {"problem", h.problem}};
+          {"allowed_cpus", h.allowed_cpus}, {"nics", nics}, {"problem", h.problem}, {"transport", h.transport}};
 }
 
 HostInfo host_from_json(const nlohmann::json& j) {
@@ -162,6 +167,7 @@ HostInfo host_from_json(const nlohmann::json& j) {
     h.cpus = j.at("cpus").get<int>();
     h.problem = external_text(j.at("problem").get<std::string>(), 2000);
     h.allowed_cpus = j.value("allowed_cpus", std::vector<int>{});
+    h.transport = external_text(j.value("transport", std::string("tcp")), 300);
     for (const auto& n : j.at("nics"))
       h.nics.push_back({external_text(n.at("name").get<std::string>(), 64), external_text(n.at("ipv4").get<std::string>(), 64),
                         n.at("speed_mbps").get<long long>()});

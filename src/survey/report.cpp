@@ -142,6 +142,7 @@ nlohmann::json to_json(const Result& r) {
                        {"findings", findings}}},
           {"hosts", hosts},
           {"rails", r.names.rails},
+          {"transport", r.transport},
           {"gone", r.gone},
           {"rounds", r.rounds},
           {"recheck_rounds", r.recheck_rounds},

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <thread>
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "p2pscope/auth.hpp"
@@ -19,6 +22,7 @@
 #include "p2pscope/output.hpp"
 #include "survey/device_pairs.hpp"
 #include "survey/survey.hpp"
+#include "survey/transport.hpp"
 
 namespace p2pscope::survey {
 namespace {
@@ -82,8 +86,10 @@ void take_figures(Record& rec, const tcp::Results& res) {
 
 class Part {
  public:
-  Part(Bootstrap& boot, const Options& o, const std::vector<HostInfo>& hosts, const std::vector<Rail>& rails)
-      : boot_(boot), o_(o), hosts_(hosts), rails_(rails), me_(boot.rank()), token_(auth::load_token()) {}
+  Part(Bootstrap& boot, const Options& o, const std::vector<HostInfo>& hosts, const std::vector<Rail>& rails,
+       const LinkTransport& transport)
+      : boot_(boot), o_(o), hosts_(hosts), rails_(rails), transport_(transport), me_(boot.rank()),
+        token_(auth::load_token()) {}
 
   // This rank's share of one step (every rank calls it for every step): listens for its
   // server tasks, learns every server's port, runs its client tasks; rank 0 returns
@@ -102,6 +108,7 @@ class Part {
       // The client connects as soon as it has the ports: a longer wait only means it failed.
       so.accept_timeout_s = std::min(o_.round_timeout_s, params.timeout_s + 5);
       so.token = token_;
+      so.local = local_for(t.client, t.rail);
       try {
         servers[i] = std::make_unique<tcp::Server>(so);
         ports[std::to_string(i)] = servers[i]->port();
@@ -148,6 +155,7 @@ class Part {
             tcp::ClientOptions co;
             co.hosts = {nic(t.server, me_, t.rail).ipv4};
             co.port = static_cast<std::uint16_t>(port_v);
+            co.local = local_for(t.server, t.rail);
             co.local.nics = {nic(me_, t.server, t.rail).ipv4};
             co.token = token_;
             take_figures(r, tcp::run_client(co, params));
@@ -167,6 +175,21 @@ class Part {
  private:
   // The NIC `rank` uses on `rail` with `peer` (--rails may cross them).
   const NicInfo& nic(int rank, int peer, int rail) const { return rail_nic(hosts_, rails_, rank, peer, rail); }
+
+  // This host's side of a session with `peer` on `rail`: sockets, or the plugin device
+  // that is the rail's NIC here. A plugin call that hangs holds a thread nothing can stop:
+  // the rank ends, and rank 0 names it gone and goes on (as for a killed host).
+  tcp::LocalOptions local_for(int peer, int rail) const {
+    tcp::LocalOptions l;
+    const NicInfo& n = nic(me_, peer, rail);
+    l.path = transport_.by_nic.at(static_cast<std::size_t>(&n - hosts_[static_cast<std::size_t>(me_)].nics.data()));
+    l.on_hung_call = [](const std::string& why) {
+      std::fprintf(stderr, "p2pscope survey: error: %s\n", why.c_str());
+      std::fflush(nullptr);
+      std::_Exit(1);
+    };
+    return l;
+  }
 
   nlohmann::json exchange_ports(const nlohmann::json& mine) {
     const auto parts = boot_.gather_live(out::dump_json(mine), o_.round_timeout_s);
@@ -199,6 +222,7 @@ class Part {
   const Options& o_;
   const std::vector<HostInfo>& hosts_;
   const std::vector<Rail>& rails_;
+  const LinkTransport& transport_;
   int me_;
   std::optional<std::string> token_;
 };
@@ -206,7 +230,8 @@ class Part {
 // Rank 0's side: the plan, the steps, the second pass, the verdict.
 class Driver {
  public:
-  Driver(Bootstrap& boot, const Options& o, Result& r) : boot_(boot), o_(o), r_(r), part_(boot, o, r.hosts, r.rails) {
+  Driver(Bootstrap& boot, const Options& o, Result& r, const LinkTransport& transport)
+      : boot_(boot), o_(o), r_(r), part_(boot, o, r.hosts, r.rails, transport) {
     for (const Record& rec : o.resumed) done_.insert(task_key(rec, r.hosts));
   }
 
@@ -450,7 +475,9 @@ class Driver {
 Result run(Bootstrap& boot, const Options& o) {
   Result r;
   const int me = boot.rank(), n = boot.size();
-  const HostInfo mine = describe_host(me, o);
+  HostInfo mine = describe_host(me, o);
+  const LinkTransport transport = open_transport(o, mine);  // a plugin that cannot serve: mine.problem
+  mine.transport = transport.name;
   const auto parts = boot.allgather(out::dump_json(to_json(mine)));  // everyone is present at the start
   for (const auto& p : parts) r.hosts.push_back(host_from_json(parse(p, "a host description")));
   for (int i = 0; i < n; ++i) r.hosts[static_cast<std::size_t>(i)].rank = i;
@@ -473,7 +500,7 @@ Result run(Bootstrap& boot, const Options& o) {
   for (const Rail& rail : r.rails) r.names.rails.push_back(rail_label(r.hosts.front(), rail));
 
   if (me != 0) {
-    Part part(boot, o, r.hosts, r.rails);
+    Part part(boot, o, r.hosts, r.rails, transport);
     // Rank 0 may run other hosts' local ceilings one at a time meanwhile.
     const double wait_s = std::max(600.0, o.round_timeout_s * (n + 2));
     for (;;) {
@@ -483,7 +510,11 @@ Result run(Bootstrap& boot, const Options& o) {
     }
     return r;
   }
-  Driver d(boot, o, r);
+  r.transport = transport.name;
+  if (o.transport != "tcp")
+    r.notes.push_back(fmt::format("links over {}, each rail's sessions on the device that is its NIC ({}); the local "
+                                  "ceilings over TCP loopback", transport.name, fmt::join(transport.devices, ", ")));
+  Driver d(boot, o, r, transport);
   try {
     d.run();
   } catch (...) {

@@ -49,6 +49,8 @@ struct Options {
   std::vector<Rail> rails;                // --rails; empty: NIC i with NIC i
   std::vector<std::string> expect_hosts;  // --hosts: the host names the ranks must be, each once
   tcp::Params bw, lat;                    // the two sessions of a link (bidir, latency)
+  std::string transport = "tcp";          // tcp (sockets) or net (an NCCL net plugin: transport.hpp)
+  std::string plugin;                     // net: a path, file or NAME; empty: NCCL_NET_PLUGIN's rules
   bool latency = true, local = true, recheck = true;
   // Inside each host: every directed device pair, copied by `gpu_backend` ("auto": ce with
   // 2+ GPUs, the host backend (memory between NUMA nodes) without a GPU; "none": not run).
@@ -76,12 +78,14 @@ struct HostInfo {
   int cpus = 0;
   std::vector<int> allowed_cpus;  // where this rank may run (sched_getaffinity)
   std::vector<NicInfo> nics;  // by rail
+  std::string transport;      // what its links move data over ("tcp", the plugin it loaded)
   std::string problem;        // set when this host cannot take part (a NIC it lacks)
 };
 
 struct Result {
   std::vector<HostInfo> hosts;
   std::vector<Rail> rails;  // resolved: --rails, or NIC i with NIC i
+  std::string transport = "tcp";  // rank 0's: every host's is the same (check_hosts)
   std::vector<Record> records;
   std::vector<std::string> gone;  // by rank: why it dropped out ("" while present)
   std::vector<Judged> judged;
@@ -100,7 +104,7 @@ struct Result {
 // This host as it enters the survey (NICs resolved, or `problem` set).
 HostInfo describe_host(int rank, const Options& o);
 // UsageError naming what is wrong with the hosts together: a host's problem, two ranks
-// on one host, hosts with different rail counts, a --hosts list with a duplicate, a rank
+// on one host, hosts with different rail counts or transports, a --hosts list with a duplicate, a rank
 // on a host the list lacks, a listed host without a rank.
 void check_hosts(const std::vector<HostInfo>& hosts, const Options& o);
 

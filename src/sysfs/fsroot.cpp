@@ -12,6 +12,7 @@
 #include "p2pscope/files.hpp"
 #include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
+#include "sysfs/beneath.hpp"
 
 namespace fs = std::filesystem;
 
@@ -23,6 +24,12 @@ FsRoot::FsRoot(fs::path root) : root_(std::move(root)) {
     throw UsageError("--root '" + root_.string() + "' is not a directory; give a captured tree (tools/capture-fsroot.sh) or /");
   if (root_ != "/") root_ = fs::absolute(root_, ec).lexically_normal();
   if (root_.string().size() > 1 && root_.string().back() == '/') root_ = root_.parent_path();
+  const int fd = ::open(root_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw UsageError("--root '" + root_.string() + "': cannot open it: " + errno_text(errno));
+  root_fd_ = std::shared_ptr<const int>(new int(fd), [](const int* p) {
+    ::close(*p);
+    delete p;
+  });
 }
 
 fs::path FsRoot::host_path(std::string_view abs) const {
@@ -137,38 +144,16 @@ std::optional<std::string> FsRoot::resolve(std::string_view abs) const {
 
 namespace {
 
-// Opens root/rel for writing one component at a time, each relative to the last and
-// none of them followed if it is a symlink (O_NOFOLLOW), so a tree's link (absolute or
-// with "..") can never lead a write outside the root. -1 with errno on failure.
-int open_beneath(const fs::path& root, std::string_view abs, int flags) {
-  std::vector<std::string> parts;
-  for (const auto& part : fs::path(abs).relative_path()) {
-    const std::string s = part.string();
-    if (s.empty() || s == ".") continue;
-    if (s == "..") {
-      errno = EXDEV;
-      return -1;
-    }
-    parts.push_back(s);
-  }
-  if (parts.empty()) {
-    errno = EISDIR;
-    return -1;
-  }
-  int dir = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  for (std::size_t i = 0; dir >= 0 && i + 1 < parts.size(); ++i) {
-    const int next = ::openat(dir, parts[i].c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    const int err = errno;
-    ::close(dir);
-    errno = err;
-    dir = next;
-  }
-  if (dir < 0) return -1;
-  const int fd = ::openat(dir, parts.back().c_str(), flags | O_NOFOLLOW);
-  const int err = errno;
-  ::close(dir);
-  errno = err;
-  return fd;
+// Why a path under --root was refused, by the errno of the open or the file's link count.
+std::string fsroot_refusal(const fs::path& p, const fs::path& root, int err, nlink_t links) {
+  if (links > 1)
+    return p.string() + ": refused: it is a hard link (" + std::to_string(links) +
+           " names for one file, and the others may lie outside the tree); under --root " + root.string() +
+           " no file is read or written through one, so that nothing outside the tree is touched";
+  if (err == ELOOP || err == EXDEV)
+    return p.string() + ": refused: the path holds a symlink (or \"..\"), and under --root " + root.string() +
+           " no file is read or written through one, so that nothing outside the tree is touched";
+  return "";
 }
 
 }  // namespace
@@ -178,17 +163,23 @@ void FsRoot::write(std::string_view abs, std::string_view content) const {
   // O_NONBLOCK: a fifo without a reader fails at once (ENXIO) instead of waiting. No
   // O_TRUNC at open: nothing is cut before the file is known to be a regular one.
   const int flags = O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
-  const int fd = is_live() ? ::open(p.c_str(), flags) : open_beneath(root_, abs, flags);
+  const int fd = is_live() ? ::open(p.c_str(), flags) : sysfs::open_beneath(*root_fd_, abs, flags);
   if (fd < 0) {
-    if (!is_live() && (errno == ELOOP || errno == ENOTDIR || errno == EXDEV))
-      throw Error("write " + p.string() + ": refused: the path holds a symlink (or \"..\"), and a write under --root " +
-                  root_.string() + " follows none, so that it cannot leave the tree");
+    const int err = errno;
+    if (!is_live())
+      if (const std::string why = fsroot_refusal(p, root_, err, 1); !why.empty()) throw Error("write " + why);
+    errno = err;
     throw_errno("open " + p.string() + " for writing");
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     throw Error("write " + p.string() + ": not a regular file (a /proc or /sys attribute, or a file of a captured tree)");
+  }
+  // Checked before anything is cut: a hard link's other names share these bytes.
+  if (!is_live() && st.st_nlink > 1) {
+    ::close(fd);
+    throw Error("write " + fsroot_refusal(p, root_, 0, st.st_nlink));
   }
   if (!is_live() && ::ftruncate(fd, 0) != 0) {
     const int err = errno;
@@ -207,6 +198,32 @@ void FsRoot::write(std::string_view abs, std::string_view content) const {
     done += static_cast<std::size_t>(n);
   }
   if (::close(fd) != 0) throw_errno("write " + p.string());
+}
+
+FsRoot::BeneathRead FsRoot::read_beneath(std::string_view abs, std::uint64_t max_bytes) const {
+  BeneathRead out;
+  const fs::path p = host_path(abs);
+  // O_NONBLOCK: a fifo in a captured tree fails the read instead of waiting for a writer.
+  const int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+  const int fd = is_live() ? ::open(p.c_str(), flags) : sysfs::open_beneath(*root_fd_, abs, flags);
+  if (fd < 0) {
+    const int err = errno;
+    out.missing = err == ENOENT || err == ENOTDIR;
+    out.why = is_live() ? "" : fsroot_refusal(p, root_, err, 1);
+    out.refused = !out.why.empty();
+    if (!out.refused) out.why = errno_text(err);
+    return out;
+  }
+  struct stat st {};
+  if (!is_live() && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1) {
+    ::close(fd);
+    out.refused = true;
+    out.why = fsroot_refusal(p, root_, 0, st.st_nlink);
+    return out;
+  }
+  out.text = try_read_open_file(fd, max_bytes, &out.why);
+  ::close(fd);
+  return out;
 }
 
 }  // namespace p2pscope

@@ -1,9 +1,12 @@
 // Applying an IRQ plan and undoing it, through the FsRoot so that tests work on a
 // copied tree. Every write is read back; the kernel may refuse managed IRQs (EIO).
+// Every read goes through FsRoot::read_beneath: under --root, what is acted on and
+// copied into the backup is the tree's own, never a file a link leads to.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -29,16 +32,23 @@ std::string trim(std::string s) {
   return s.substr(b);
 }
 
+// Affinity files hold one mask or list: far below this on any machine.
+constexpr std::uint64_t kAffinityBytes = 1u << 20;
+
 std::string machine_hostname(const FsRoot& fs) {
-  auto h = fs.read_line("/proc/sys/kernel/hostname");
-  if (!h || h->empty()) h = fs.read_line("/etc/hostname");
-  return h ? *h : "";
+  for (const char* f : {"/proc/sys/kernel/hostname", "/etc/hostname"}) {
+    const auto text = fs.read_beneath(f).text;
+    if (!text) continue;
+    const std::string line = trim(text->substr(0, text->find('\n')));
+    if (!line.empty()) return line;
+  }
+  return "";
 }
 
 // IRQ number -> action names from /proc/interrupts ("" when unreadable).
 std::map<int, std::string> irq_names(const FsRoot& fs) {
   std::map<int, std::string> out;
-  const auto text = fs.read("/proc/interrupts");
+  const auto text = fs.read_beneath("/proc/interrupts", kMaxReadBytes).text;
   if (!text) return out;
   for (const auto& irq : topo::parse_interrupts(*text).irqs) out[irq.irq] = irq.name;
   return out;
@@ -59,13 +69,27 @@ std::vector<int> mask_cpus(const std::string& raw, int irq) {
   }
 }
 
+// An IRQ's two affinity files as the tree holds them; `refused` says why one of them was
+// not read (a link under --root): such an IRQ is neither copied nor written.
+struct IrqFiles {
+  FsRoot::BeneathRead mask, list;
+  std::string refused;
+};
+IrqFiles read_irq_files(const FsRoot& fs, int irq) {
+  IrqFiles f{fs.read_beneath(irq_dir(irq) + "/smp_affinity", kAffinityBytes),
+             fs.read_beneath(irq_dir(irq) + "/smp_affinity_list", kAffinityBytes), ""};
+  for (const auto* r : {&f.mask, &f.list})
+    if (r->refused && f.refused.empty()) f.refused = "not read: " + r->why;
+  return f;
+}
+
 // Writes one IRQ's affinity and reads it back; returns "" or the refusal reason.
 std::string write_affinity(const FsRoot& fs, int irq, const std::string& mask, const std::string& list,
                            const std::vector<int>& want) {
   try {
     fs.write(irq_dir(irq) + "/smp_affinity", mask);
     // On a captured tree no kernel keeps the list file in step: keep it ourselves.
-    if (!fs.is_live() && fs.exists(irq_dir(irq) + "/smp_affinity_list"))
+    if (!fs.is_live() && !fs.read_beneath(irq_dir(irq) + "/smp_affinity_list", kAffinityBytes).missing)
       fs.write(irq_dir(irq) + "/smp_affinity_list", list);
   } catch (const Error& e) {
     std::string why = std::string("write failed: ") + e.what();
@@ -73,7 +97,7 @@ std::string write_affinity(const FsRoot& fs, int irq, const std::string& mask, c
       why += " (a managed IRQ: the kernel places it itself)";
     return why;
   }
-  const auto back = fs.read(irq_dir(irq) + "/smp_affinity");
+  const auto back = fs.read_beneath(irq_dir(irq) + "/smp_affinity", kAffinityBytes).text;
   if (!back) return "read back failed: smp_affinity vanished";
   std::vector<int> got;
   try {
@@ -94,16 +118,20 @@ IrqBackup read_backup(const FsRoot& fs, const std::vector<int>& irqs) {
   const auto names = irq_names(fs);
   std::string missing;
   for (int irq : irqs) {
-    const auto mask = fs.read(irq_dir(irq) + "/smp_affinity");
-    if (!mask) {
+    IrqFiles f = read_irq_files(fs, irq);
+    if (!f.refused.empty()) {
+      b.refused.push_back({irq, f.refused});
+      continue;
+    }
+    if (!f.mask.text) {
       missing += (missing.empty() ? "" : ", ") + std::to_string(irq);
       continue;
     }
     IrqBackup::Entry e;
     e.irq = irq;
     if (auto it = names.find(irq); it != names.end()) e.name = it->second;
-    e.smp_affinity = *mask;
-    e.smp_affinity_list = fs.read(irq_dir(irq) + "/smp_affinity_list").value_or("");
+    e.smp_affinity = std::move(*f.mask.text);
+    e.smp_affinity_list = f.list.text.value_or("");
     b.entries.push_back(std::move(e));
   }
   if (!missing.empty())
@@ -150,7 +178,8 @@ void write_backup_file(const std::string& path, const IrqBackup& b) {
   // apply's affinities, and the machine's own could not be restored.
   write_file_atomic(path, out::dump_json(to_json(b), 2) + "\n", Replace::refuse,
                     "it may hold the affinities of an earlier apply; restore them with 'p2pscope irq reset --backup " +
-                        path + " --yes' or give another --backup name");
+                        path + " --yes' or give another --backup name",
+                    0600);
 }
 
 IrqBackup read_backup_file(const std::string& path) {
@@ -192,12 +221,21 @@ ApplyResult apply_plan(const FsRoot& fs, const IrqPlan& plan, bool dry_run, cons
                 mask_cpus(e.smp_affinity, e.irq), t.cpus};
     r.changes.push_back(std::move(c));
   }
+  // An IRQ whose files were refused: its old CPUs unknown ("?"), said as refused, not written.
+  std::set<int> unread;
+  for (const auto& x : before.refused) {
+    const IrqTarget& t = *targets.at(x.irq);
+    r.changes.push_back({x.irq, t.name, "?", format_cpumask(t.cpus), {}, t.cpus});
+    r.refused.push_back(x);
+    unread.insert(x.irq);
+  }
+  std::sort(r.changes.begin(), r.changes.end(), [](const IrqChange& a, const IrqChange& b) { return a.irq < b.irq; });
   if (dry_run) return r;
   require_root_for_live(fs, "irq apply --yes");
   if (backup_path.empty()) throw UsageError("a real 'irq apply' needs --backup FILE to restore from later");
   write_backup_file(backup_path, before);  // before touching anything
   for (const auto& c : r.changes) {
-    if (!c.changed()) continue;
+    if (!c.changed() || unread.count(c.irq)) continue;
     const std::string why = write_affinity(fs, c.irq, c.to_mask + "\n", format_cpulist(c.to_cpus) + "\n", c.to_cpus);
     if (why.empty())
       r.applied.push_back(c.irq);
@@ -214,8 +252,16 @@ ApplyResult reset_from_backup(const FsRoot& fs, const IrqBackup& b, bool dry_run
   const auto names = irq_names(fs);
   ApplyResult r;
   r.dry_run = dry_run;
+  std::set<int> unread;
   for (const auto& e : b.entries) {
-    const auto now = fs.read(irq_dir(e.irq) + "/smp_affinity");
+    IrqFiles f = read_irq_files(fs, e.irq);
+    if (!f.refused.empty()) {  // in r.changes all the same: the loop below pairs them by index
+      r.changes.push_back({e.irq, e.name, "?", trim(e.smp_affinity), {}, mask_cpus(e.smp_affinity, e.irq)});
+      r.refused.push_back({e.irq, f.refused});
+      unread.insert(e.irq);
+      continue;
+    }
+    const auto& now = f.mask.text;
     if (!now)
       throw UsageError("the backup names IRQ " + std::to_string(e.irq) + " (" + e.name +
                        ") which does not exist on this machine; refusing to reset");
@@ -232,7 +278,7 @@ ApplyResult reset_from_backup(const FsRoot& fs, const IrqBackup& b, bool dry_run
     const auto& e = b.entries[i];
     const auto& c = r.changes[i];
     // Rewrite even unchanged IRQs on a tree so the list file is restored byte for byte.
-    if (!c.changed() && fs.is_live()) continue;
+    if ((!c.changed() && fs.is_live()) || unread.count(e.irq)) continue;
     const std::string list = e.smp_affinity_list.empty() ? format_cpulist(c.to_cpus) + "\n" : e.smp_affinity_list;
     const std::string why = write_affinity(fs, e.irq, e.smp_affinity, list, c.to_cpus);
     if (why.empty())

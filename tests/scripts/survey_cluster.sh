@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `p2pscope survey` under a real mpirun on hosts made of network namespaces
 # (tools/netns-cluster.sh): a healthy cluster flags nothing, a link slowed to 50 % is named
-# as that link, --expect sees a fleet below what it should carry, --rails crosses rails, a killed host is named and every other pair kept, a NIC a host lacks is
+# as that link, --transport net runs the links over the reference plugin, --expect sees a fleet below what it should carry, --rails crosses rails, a killed host is named and every other pair kept, a NIC a host lacks is
 # a clear exit 2. Exit 77 (ctest: skipped, with the reason) where namespaces, tc or
 # mpirun are missing.  Usage: survey_cluster.sh P2PSCOPE SOURCE_DIR
 set -uo pipefail
@@ -55,6 +55,24 @@ sys.exit(0 if d['rails']==['eth1:eth2'] and len(bw)==6 and not any(r['failure'] 
 survey badrails --rails 0:3
 check "--rails past the hosts' NICs: exit 2, named" \
   "$([ $rc = 2 ] && grep -q -- '--rails 0:3 names NIC 3 but the hosts have 2 NICs' "$out/badrails.err"; echo $?)" "rc $rc"
+
+# The links over an NCCL net plugin (p2pscope's reference plugin, told the rails' NICs):
+# each rail's sessions on the plugin device that is its NIC, nothing flagged.
+plugin=$(dirname "$bin")/lib/libnccl-net-p2pscope.so
+P2PSCOPE_REFNET_IFS=eth1,eth2 P2PSCOPE_NETNS_ENV=P2PSCOPE_REFNET_IFS \
+  survey net --transport net --plugin "$plugin" --no-recheck --no-local
+check "--transport net: exit 0, nothing flagged" \
+  "$([ $rc = 0 ] && head_of net | grep -q '^survey: 0 of 12 links slow'; echo $?)" "rc $rc; $(head_of net); $(grep -v PMIX "$out/net.err" | tail -3)"
+check "--transport net: every link over the plugin's device of its NIC" "$(python3 -c "
+import json,sys; d=json.load(open('$out/net/survey.json'))
+bw=[r for r in d['records'] if r['step']=='bw']
+ok='p2pscope-refnet' in d['transport'] and len(bw)==12 and not any(r['failure'] for r in bw)
+ok=ok and any('device 1 (eth2)' in n for n in d['notes'])
+sys.exit(0 if ok else 1)"; echo $?)" "$(grep -o '"transport": "[^"]*"' "$out/net/survey.json" | head -1)"
+P2PSCOPE_REFNET_IFS=eth1 P2PSCOPE_NETNS_ENV=P2PSCOPE_REFNET_IFS survey netmissing --transport net --plugin "$plugin"
+check "--transport net, a rail's NIC not among the plugin's devices: exit 2, named" \
+  "$([ $rc = 2 ] && grep -q 'has no device for NIC eth2 (its devices: eth1)' "$out/netmissing.err"; echo $?)" \
+  "rc $rc; $(grep -v PMIX "$out/netmissing.err" | head -2)"
 
 bash "$cluster" slow-link 1 2 2 50 >/dev/null 2>&1
 survey slow

@@ -490,12 +490,19 @@ void plugin_pong(WorkerArgs a) {
   });
 }
 
-// The plugin devices a session's links use: link (gpu g, channel c) is on (g x C + c) % devices.
-std::vector<int> devices_used(const Params& p, std::size_t ndev) {
+// The plugin device of link (gpu g, channel c): the (g x C + c)-th of `only` in turn, or
+// of every device of the plugin when `only` is empty.
+int link_device(const Params& p, std::size_t g, std::uint32_t c, std::size_t ndev, const std::vector<int>& only) {
+  const std::size_t i = g * p.channels + c;
+  return only.empty() ? static_cast<int>(i % ndev) : only[i % only.size()];
+}
+
+// The plugin devices a session's links use.
+std::vector<int> devices_used(const Params& p, std::size_t ndev, const std::vector<int>& only) {
   std::vector<int> used;
   for (std::size_t g = 0; g < p.gpus.size(); ++g)
     for (std::uint32_t c = 0; c < p.channels; ++c) {
-      const int d = static_cast<int>((g * p.channels + c) % ndev);
+      const int d = link_device(p, g, c, ndev, only);
       if (std::find(used.begin(), used.end(), d) == used.end()) used.push_back(d);
     }
   return used;
@@ -511,7 +518,13 @@ std::string device_no_dmabuf(const net::Plugin& plugin, int dev) {
 
 class PluginPath final : public DataPath {
  public:
-  PluginPath(std::shared_ptr<net::Plugin> plugin, DmabufMode dmabuf) : plugin_(std::move(plugin)), dmabuf_(dmabuf) {}
+  PluginPath(std::shared_ptr<net::Plugin> plugin, DmabufMode dmabuf, std::vector<int> devices)
+      : plugin_(std::move(plugin)), dmabuf_(dmabuf), only_(std::move(devices)) {
+    for (int d : only_)
+      if (d < 0 || d >= static_cast<int>(plugin_->devices().size()))
+        throw UsageError(plugin_->describe() + " has no device " + std::to_string(d) + " (it offers " +
+                         std::to_string(plugin_->devices().size()) + ")");
+  }
 
   std::string name() const override {
     return "net plugin " + plugin_->name() + " v" + std::to_string(plugin_->version());
@@ -633,7 +646,7 @@ class PluginPath final : public DataPath {
     if (p.mem != MemKind::gpu)
       throw UsageError("--dmabuf on registers CUDA memory through a dma-buf, and this run moves host memory: add "
                        "--mem gpu, or drop --dmabuf on");
-    for (int d : devices_used(p, plugin_->devices().size()))
+    for (int d : devices_used(p, plugin_->devices().size(), only_))
       if (const std::string why = device_no_dmabuf(*plugin_, d); !why.empty())
         throw UsageError("--dmabuf on: " + why + ": use --dmabuf auto (regMr where DMA-BUF is not offered) or off");
     for (int g : p.gpus)
@@ -711,7 +724,7 @@ class PluginPath final : public DataPath {
             conn->gpu_slot = g;
             conn->channel = c;
             conn->socket = k;
-            link->dev = static_cast<int>((std::size_t{g} * p.channels + c) % devs.size());
+            link->dev = link_device(p, g, c, devs.size(), only_);
             const auto& d = devs[static_cast<std::size_t>(link->dev)];
             conn->nic = {d.name, ""};
             conn->local_desc = "dev " + std::to_string(d.index) + " " + d.name;
@@ -774,6 +787,7 @@ class PluginPath final : public DataPath {
 
   std::shared_ptr<net::Plugin> plugin_;
   DmabufMode dmabuf_;
+  std::vector<int> only_;  // the devices links go over in turn; empty: every device
   std::mutex gpu_mu_;  // the client and server sessions of --loopback prepare at once
   std::map<int, std::string> gpu_dmabuf_;
 };
@@ -793,8 +807,9 @@ DmabufMode parse_dmabuf_mode(const std::string& text) {
 
 std::string to_string(DmabufMode m) { return enum_name(kDmabufModeNames, m); }
 
-std::shared_ptr<DataPath> make_plugin_path(std::shared_ptr<net::Plugin> plugin, DmabufMode dmabuf) {
-  return std::make_shared<PluginPath>(std::move(plugin), dmabuf);
+std::shared_ptr<DataPath> make_plugin_path(std::shared_ptr<net::Plugin> plugin, DmabufMode dmabuf,
+                                           std::vector<int> devices) {
+  return std::make_shared<PluginPath>(std::move(plugin), dmabuf, std::move(devices));
 }
 
 }  // namespace p2pscope::tcp

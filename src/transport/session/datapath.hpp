@@ -92,6 +92,10 @@ enum class DmabufMode { auto_, on, off };
 DmabufMode parse_dmabuf_mode(const std::string& text);  // UsageError for other text
 std::string to_string(DmabufMode m);
 // One loaded plugin serves every session of the process (and both sides of --loopback).
-std::shared_ptr<DataPath> make_plugin_path(std::shared_ptr<net::Plugin> plugin, DmabufMode dmabuf = DmabufMode::auto_);
+// Link (GPU g, channel c) goes over the (g x channels + c)-th of `devices` in turn, or of
+// every plugin device when it is empty (the survey gives one rail's device; UsageError
+// for an index the plugin does not have).
+std::shared_ptr<DataPath> make_plugin_path(std::shared_ptr<net::Plugin> plugin, DmabufMode dmabuf = DmabufMode::auto_,
+                                           std::vector<int> devices = {});
 
 }  // namespace p2pscope::tcp

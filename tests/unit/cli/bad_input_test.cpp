@@ -40,6 +40,9 @@ TEST(BadInput, RefusedWithExit2NamingTheFlag) {
       {"survey --expect speed=9", "'speed=9' is not KEY=VALUE"},
       {"survey --rails 0:1,0:1", "rail 0:1 given twice"},
       {"survey --rails eth1:eth2", "only together with --nics"},
+      {"survey --transport nccl", "--transport nccl: expected tcp (sockets) or net"},
+      {"survey --plugin p2pscope", "--plugin goes with --transport net"},
+      {"survey --transport net --plugin /nonexistent/libnccl-net-x.so", "the plugin did not load"},
   };
   for (const auto& c : cases) {
     const auto r = run_binary(c.args);
