@@ -557,9 +557,12 @@ class PluginPath final : public DataPath {
   // closes comms only after a barrier, and so does the session.
   bool linger_until_client_closes() const override { return true; }
   bool sends_complete_locally() const override { return true; }
-  std::vector<std::string> own_addresses() const override {
+  std::vector<std::string> own_addresses() const override {  // of the devices links may use
     std::vector<std::string> names;
-    for (const auto& d : plugin_->devices()) names.push_back(d.name);
+    const auto& devs = plugin_->devices();
+    for (std::size_t i = 0; i < devs.size(); ++i)
+      if (only_.empty() || std::find(only_.begin(), only_.end(), static_cast<int>(i)) != only_.end())
+        names.push_back(devs[i].name);
     return net::ipv4_of(names);
   }
   // An isend reads its buffer until it completes, and a read leaves it as it was: without
