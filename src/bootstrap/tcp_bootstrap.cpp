@@ -459,17 +459,6 @@ class SingleBootstrap final : public Bootstrap {
 
 }  // namespace
 
-std::vector<std::string> Bootstrap::allgather_bounded(const std::string& mine, std::uint32_t max_part_bytes,
-                                                      const std::string& what) {
-  auto all = allgather(mine);
-  for (std::size_t r = 0; r < all.size(); ++r)
-    if (all[r].size() > max_part_bytes)
-      throw UsageError(fmt::format("bootstrap: rank {} sent {} bytes where {} of at most {} bytes belongs: not this "
-                                   "run's p2pscope (a stranger? set P2PSCOPE_TOKEN on every rank)",
-                                   r, all[r].size(), what, max_part_bytes));
-  return all;
-}
-
 std::unique_ptr<Bootstrap> make_single_bootstrap() { return std::make_unique<SingleBootstrap>(); }
 
 std::unique_ptr<Bootstrap> make_tcp_bootstrap(int rank, int size, const std::string& host, std::uint16_t port,

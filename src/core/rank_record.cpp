@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "p2pscope/bootstrap.hpp"
 #include "p2pscope/bounded_json.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/text.hpp"
@@ -60,6 +61,20 @@ void rank_fields_typed(const nlohmann::json& record, int rank, const std::string
 void rank_part_size(const std::string& part, int rank, const std::string& what, std::size_t bytes) {
   if (part.size() != bytes)
     throw UsageError(rank_refusal(rank, what, fmt::format("{} bytes (expected {})", part.size(), bytes)));
+}
+
+// In core, not beside the TCP bootstrap: it is Bootstrap's first non-inline virtual, so
+// the class's vtable is emitted here, and the GPU library (below the TCP bootstrap's
+// library) and a test's own Bootstrap link with core alone.
+std::vector<std::string> Bootstrap::allgather_bounded(const std::string& mine, std::uint32_t max_part_bytes,
+                                                      const std::string& what) {
+  auto all = allgather(mine);
+  for (std::size_t r = 0; r < all.size(); ++r)
+    if (all[r].size() > max_part_bytes)
+      throw UsageError(fmt::format("bootstrap: rank {} sent {} bytes where {} of at most {} bytes belongs: not this "
+                                   "run's p2pscope (a stranger? set P2PSCOPE_TOKEN on every rank)",
+                                   r, all[r].size(), what, max_part_bytes));
+  return all;
 }
 
 }  // namespace p2pscope
