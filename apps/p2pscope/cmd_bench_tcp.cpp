@@ -162,10 +162,14 @@ const char* command_name(const BenchTcpOptions& o) { return o.net ? "p2pscope be
 void serve(const BenchTcpOptions& o, const tcp::LocalOptions& local, double monitor_interval_s, Context& ctx,
            const Printing& printing) {
   if (o.sessions < 0) throw UsageError("--sessions must be 0 (serve until killed) or a count of sessions");
+  // Before the server: its sessions stop on the flag too (a receiving server that never
+  // saw it ran to the end of its session after "stopping within a second": issue 43 item 7).
+  const profile::InterruptFlag interrupt(command_name(o));
   tcp::ServerOptions so;
   so.bind_addrs = o.bind;
   so.port = static_cast<std::uint16_t>(o.port);
   so.local = local;
+  so.local.stop = interrupt.flag();
   so.accept_timeout_s = o.accept_timeout_s;
   so.limits.max_memory_bytes = o.max_memory.empty() ? 0 : parse_size(o.max_memory);
   so.limits.max_connections = o.max_conns;
@@ -182,7 +186,6 @@ void serve(const BenchTcpOptions& o, const tcp::LocalOptions& local, double moni
   else
     std::fprintf(stderr, "%s: listening on port %u for %d session%s\n", command_name(o), server.port(), o.sessions,
                  o.sessions == 1 ? "" : "s");
-  const profile::InterruptFlag interrupt("p2pscope bench tcp");
   std::jthread watch([&](std::stop_token st) {  // accept() waits in poll: stop() wakes it
     while (!st.stop_requested() && !interrupt.flag()->load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (interrupt.flag()->load()) server.stop();

@@ -68,6 +68,12 @@ class Bootstrap {
   virtual int size() const = 0;
   // Every rank's `mine`, indexed by rank.
   virtual std::vector<std::string> allgather(const std::string& mine) = 0;
+  // allgather where every part is at most max_part_bytes: a larger one is refused with a
+  // UsageError naming the rank, its size and `what` belongs there, before it is read
+  // whole. For parts of a known bound (bring-up records): without P2PSCOPE_TOKEN a
+  // stranger may hold a rank, and its frame then costs no more than a rank's would.
+  virtual std::vector<std::string> allgather_bounded(const std::string& mine, std::uint32_t max_part_bytes,
+                                                     const std::string& what);
   // Every rank's `mine` on rank 0, indexed by rank; the other ranks get an empty vector.
   // Half an allgather's frames: for results only rank 0 reads (a served op's timing).
   virtual std::vector<std::string> gather(const std::string& mine) {

@@ -30,8 +30,10 @@ namespace p2pscope::tcp {
 inline constexpr std::uint32_t kProtocolMagic = 0x50325453;  // "P2TS"
 // 2: challenge-response, server-chosen session ids; 3: core data pattern (SplitMix64
 // stream), so --verify agrees only between peers of one pattern; 4: a last go after the
-// last round (it confirms the round's bytes to the server).
-inline constexpr std::uint32_t kProtocolVersion = 4;
+// last round (it confirms the round's bytes to the server); 5: net_addresses in params
+// and accept (the addresses a bench net side vouches for), the server's under its proof,
+// so a version-4 client with a token would fail the server's proof without saying why.
+inline constexpr std::uint32_t kProtocolVersion = 5;
 
 enum class Mode { bw, bidir, latency, fullmesh };
 enum class MemKind { host, gpu };

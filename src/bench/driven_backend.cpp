@@ -7,7 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "p2pscope/bounded_json.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/text.hpp"
 
 namespace p2pscope::bench {
 namespace {
@@ -109,37 +111,61 @@ Part& part(Part* p, const std::string& call) {
 }
 }  // namespace
 
+namespace {
+// One command of rank 0's; false at "stop". Its fields convert implicitly and throw
+// nlohmann's type_error when they are not of their types (serve_backend names it).
+bool serve_command(Backend& b, const json& c) {
+  const std::string call = c.at("call");
+  if (call == "stop") return false;
+  if (call == "prepare") {
+    b.prepare(c.at("devices").get<std::vector<int>>(), c.at("max_bytes"));
+  } else if (call == "run_batch") {
+    BatchSpec s;
+    s.src = c.at("src");
+    s.dst = c.at("dst");
+    s.bytes = c.at("bytes");
+    s.pattern = parse_pattern(c.at("pattern"));
+    s.warmup = c.at("warmup");
+    s.iters = c.at("iters");
+    b.run_batch(s);
+  } else if (call == "run_blocking") {
+    b.run_blocking(c.at("src"), c.at("dst"), c.at("bytes"));
+  } else if (call == "run_blocking_batch") {
+    b.run_blocking_batch(c.at("src"), c.at("dst"), c.at("bytes"), c.at("count"));
+  } else if (call == "verify") {
+    b.verify(c.at("src"), c.at("dst"), c.at("bytes"));
+  } else if (call == "read_device_timer") {
+    part(b.device_timer(), call).read_device_timer(c.at("device"));
+  } else if (call == "read_device_timer_burst") {
+    part(b.device_timer(), call).read_device_timer_burst(c.at("device"), c.at("count"));
+  } else if (call == "busy_compute") {
+    part(b.heater(), call).busy_compute(c.at("device"), c.at("seconds"));
+  } else {
+    throw Error("rank 0 asked for '" + external_text(call, 100) +
+                "', which this p2pscope does not know: use the same binary on every rank");
+  }
+  return true;
+}
+}  // namespace
+
 void serve_backend(Backend& b, Bootstrap& boot) {
   for (;;) {
-    const json c = json::parse(boot.broadcast(0, std::string()), nullptr, false);
-    if (c.is_discarded() || !c.contains("call")) throw Error("rank 0 sent a command that is not one: not the same p2pscope?");
-    const std::string call = c["call"];
-    if (call == "stop") return;
-    if (call == "prepare") {
-      b.prepare(c["devices"].get<std::vector<int>>(), c["max_bytes"]);
-    } else if (call == "run_batch") {
-      BatchSpec s;
-      s.src = c["src"];
-      s.dst = c["dst"];
-      s.bytes = c["bytes"];
-      s.pattern = parse_pattern(c["pattern"]);
-      s.warmup = c["warmup"];
-      s.iters = c["iters"];
-      b.run_batch(s);
-    } else if (call == "run_blocking") {
-      b.run_blocking(c["src"], c["dst"], c["bytes"]);
-    } else if (call == "run_blocking_batch") {
-      b.run_blocking_batch(c["src"], c["dst"], c["bytes"], c["count"]);
-    } else if (call == "verify") {
-      b.verify(c["src"], c["dst"], c["bytes"]);
-    } else if (call == "read_device_timer") {
-      part(b.device_timer(), call).read_device_timer(c["device"]);
-    } else if (call == "read_device_timer_burst") {
-      part(b.device_timer(), call).read_device_timer_burst(c["device"], c["count"]);
-    } else if (call == "busy_compute") {
-      part(b.heater(), call).busy_compute(c["device"], c["seconds"]);
-    } else {
-      throw Error("rank 0 asked for '" + call + "', which this p2pscope does not know: use the same binary on every rank");
+    const std::string text = boot.broadcast(0, std::string());
+    // Rank 0's bytes: without P2PSCOPE_TOKEN a process squatting the rendezvous port may
+    // be rank 0 to this rank. Bounded, and its fields typed, or a usage error (issue 43
+    // item 4), never nlohmann's type_error as "internal error".
+    JsonLimits limits;
+    limits.max_bytes = 1u << 20;
+    limits.max_depth = 2;
+    const BoundedJson c = parse_json_bounded(text, limits);
+    if (!c.ok() || !c.value.is_object() || !c.value.contains("call"))
+      throw Error("rank 0 sent a command that is not one: not the same p2pscope?");
+    try {
+      if (!serve_command(b, c.value)) return;
+    } catch (const json::exception& e) {
+      throw UsageError("rank 0 sent a command whose fields are not of their types (" + external_text(e.what(), 200) +
+                       "): not this run's p2pscope rank 0 (another process on the rendezvous port? set the same "
+                       "P2PSCOPE_TOKEN on every rank)");
     }
   }
 }

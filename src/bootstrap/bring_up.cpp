@@ -12,11 +12,17 @@
 #include "p2pscope/affinity.hpp"
 #include "p2pscope/bounded_json.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/rank_record.hpp"
 #include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope {
 namespace {
+// What a rank's part of a bring-up collective can hold at most: an argument list, and a
+// record of its CPUs (a cpulist of 8192 CPUs is under 40 KB), pid and host name.
+constexpr std::uint32_t kArgumentsBytes = 1u << 20;
+constexpr std::uint32_t kPlaceBytes = 64u << 10;
+
 std::string this_host() {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
@@ -57,12 +63,12 @@ void check_same_arguments(Bootstrap& boot, const std::vector<std::string>& argv)
   // argv[0] is left out: ranks may name the binary by different paths.
   const nlohmann::json mine(argv.size() > 1 ? std::vector<std::string>(argv.begin() + 1, argv.end())
                                             : std::vector<std::string>{});
-  const auto all = boot.allgather(mine.dump());
+  const auto all = boot.allgather_bounded(mine.dump(), kArgumentsBytes, "a list of arguments");
   // Another rank's bytes may be a stranger's (a rendezvous without a secret): shown as
   // what they are when they are no list of arguments, never an internal error.
   const auto shown = [](const std::string& packed) {
     JsonLimits l;
-    l.max_bytes = 1u << 20;
+    l.max_bytes = kArgumentsBytes;
     l.max_depth = 1;
     l.max_elements = 4096;
     const BoundedJson j = parse_json_bounded(packed, l);
@@ -90,14 +96,21 @@ std::vector<RankPlace> gather_rank_places(Bootstrap& boot, const std::function<v
                              {"host", this_host()}};
   std::vector<RankPlace> places;
   std::vector<std::string> rank_cpus;
-  const auto all = boot.allgather(me.dump());
+  const std::string what = "a bring-up record (CPUs, pid, host)";
+  const auto all = boot.allgather_bounded(me.dump(), kPlaceBytes, what);
   for (std::size_t r = 0; r < all.size(); ++r) {
-    const auto j = nlohmann::json::parse(all[r], nullptr, false);
-    if (!j.is_object())
-      throw Error(fmt::format("rank {} sent a bring-up record that is not JSON: not the same p2pscope on every rank?", r));
+    const int rank = static_cast<int>(r);
+    const auto j = rank_record(all[r], rank, what, kPlaceBytes);
     // Another rank's text (its CPU list, its host name) is printed: made safe as it enters.
-    places.push_back({external_text(j.value("cpus", ""), 4096), j.value("pid", std::int64_t{0}),
-                      external_text(j.value("host", ""), 256)});
+    places.push_back({rank_string(j, "cpus", rank, what, 4096), rank_count(j, "pid", rank, what),
+                      rank_string(j, "host", rank, what, 256)});
+    try {  // the warning below reads it as a CPU list
+      parse_cpulist(places.back().cpus);
+    } catch (const std::exception& e) {
+      throw UsageError(fmt::format("rank {} sent {} whose 'cpus' is no CPU list ({}): not this run's p2pscope (a "
+                                   "stranger? set P2PSCOPE_TOKEN on every rank)",
+                                   r, what, external_text(e.what(), 200)));
+    }
     rank_cpus.push_back(places.back().cpus);
   }
   if (boot.rank() != 0 || !log) return places;

@@ -166,6 +166,26 @@ class TcpBootstrap final : public Bootstrap {
     return all;
   }
 
+  std::vector<std::string> allgather_bounded(const std::string& mine, std::uint32_t max_part_bytes,
+                                             const std::string& what) override {
+    const Timed t(*this);
+    const Bound bound{max_part_bytes, what};
+    if (rank_ != 0) {
+      send(root_, mine);
+      // The whole: every part within the bound, each behind its 4-byte length.
+      const std::uint64_t whole = (std::uint64_t{max_part_bytes} + 4) * static_cast<std::uint64_t>(size_);
+      auto all = unpack(recv(root_, {static_cast<std::uint32_t>(std::min<std::uint64_t>(whole, kMaxFrame)), what}), size_);
+      for (int r = 0; r < size_; ++r) check_part(all[static_cast<std::size_t>(r)], r, bound);
+      return all;
+    }
+    std::vector<std::string> all(static_cast<std::size_t>(size_));
+    all[0] = mine;
+    for (int r = 1; r < size_; ++r) all[static_cast<std::size_t>(r)] = recv(peer(r), bound);
+    const std::string packed = pack(all);
+    for (int r = 1; r < size_; ++r) send(peer(r), packed);
+    return all;
+  }
+
   std::vector<std::string> gather(const std::string& mine) override {
     const Timed t(*this);
     if (rank_ != 0) {
@@ -273,12 +293,34 @@ class TcpBootstrap final : public Bootstrap {
     ++counters_.frames_sent;
     counters_.bytes_sent += data.size();
   }
-  std::string recv(Socket& s) {
+  // What may come in one collective's frame, and what belongs there (for the refusal).
+  struct Bound {
+    std::uint32_t bytes;
+    std::string what;
+  };
+  std::string recv(Socket& s) { return recv(s, Bound{kMaxFrame, ""}); }
+  std::string recv(Socket& s, const Bound& bound) {
     spin_until_readable(s, spin_ns_);
-    std::string data = guarded(s, [&] { return recv_frame(s); });
+    std::string data = guarded(s, [&] {
+      try {
+        return recv_frame(s, bound.bytes);
+      } catch (const rdv::FrameTooLarge& e) {  // a stranger's, or not this p2pscope: said as such
+        throw UsageError(fmt::format("bootstrap (rank {} of {}, rendezvous {}): where {} of at most {} bytes "
+                                     "belongs, {} Is every rank this run's? (set the same P2PSCOPE_TOKEN on every "
+                                     "rank so that no stranger can take a rank's place)",
+                                     rank_, size_, where_, bound.what.empty() ? "a message" : bound.what,
+                                     bound.bytes, e.what()));
+      }
+    });
     ++counters_.frames_received;
     counters_.bytes_received += data.size();
     return data;
+  }
+  void check_part(const std::string& part, int r, const Bound& bound) const {
+    if (part.size() > bound.bytes)
+      throw UsageError(fmt::format("bootstrap (rank {} of {}): rank {} sent {} bytes where {} of at most {} bytes "
+                                   "belongs: not this run's p2pscope (a stranger? set P2PSCOPE_TOKEN on every rank)",
+                                   rank_, size_, r, part.size(), bound.what, bound.bytes));
   }
 
   // Runs one exchange step, turning a socket failure into an error that names the
@@ -287,6 +329,8 @@ class TcpBootstrap final : public Bootstrap {
   auto guarded(Socket& s, F&& f) -> decltype(f()) {
     try {
       return f();
+    } catch (const UsageError&) {  // it answered, with what no rank of this run sends
+      throw;
     } catch (const Error& e) {
       throw Error(fmt::format("bootstrap (rank {} of {}, rendezvous {}): {} stopped answering: {}. It probably "
                               "failed or was killed; see its own output",

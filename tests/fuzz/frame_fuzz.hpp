@@ -50,13 +50,16 @@ inline void read_as(FrameType type, const nlohmann::json& body) {
     case FrameType::net_handles: {
       const auto it = body.find("handles");
       if (it == body.end() || !it->is_array()) break;
-      net::HandlePolicy policy{"127.0.0.1", {{0x0100007f, 0x000000ff}}};
+      net::HandlePolicy policy{.peer_ip = "127.0.0.1", .vouched = {"127.0.0.2"}, .plugin = "", .authenticated = true};
       for (const auto& h : *it) {
         if (!h.is_string() || h.get<std::string>().size() != 2 * net::kHandleBytes) continue;
         net::NetHandle nh{};
         const std::string& s = h.get_ref<const std::string&>();
         for (std::size_t i = 0; i < nh.size(); ++i) nh[i] = static_cast<unsigned char>(s[2 * i] ^ s[2 * i + 1]);
         net::check_peer_handle(nh, policy);
+        policy.plugin = "FastSocket";  // its layout too: the counts it range-checks
+        net::check_peer_handle(nh, policy);
+        policy.plugin.clear();
       }
       break;
     }

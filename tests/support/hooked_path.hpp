@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "transport/session/channel.hpp"
 #include "transport/session/datapath.hpp"
@@ -37,6 +38,7 @@ class HookedPath final : public session::DataPath {
   }
   bool linger_until_client_closes() const override { return in_->linger_until_client_closes(); }
   bool sends_complete_locally() const override { return in_->sends_complete_locally(); }
+  std::vector<std::string> own_addresses() const override { return in_->own_addresses(); }
 
  private:
   std::shared_ptr<session::DataPath> in_;

@@ -23,7 +23,11 @@
 
 #include "p2pscope/backend.hpp"
 #include "p2pscope/bootstrap.hpp"
+#include "p2pscope/bounded_json.hpp"
 #include "p2pscope/clock.hpp"
+#include "p2pscope/error.hpp"
+#include "p2pscope/rank_record.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 #include "transport/cuda/device_clock.hpp"
 #include "transport/cuda/kernels.hpp"
@@ -125,7 +129,13 @@ class NcclRanksBackend final : public Backend, public DeviceTimer, public Heater
       wait(what);
       for (int i = 0; i < s.iters; ++i) mine.push_back(elapsed_ms(a[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)]) * 1e6);
     }
-    const auto all = rc_->boot().allgather(pack(mine));
+    // A rank's samples: exactly --iters doubles from each side (a stranger's frame is
+    // refused by its size, not read as samples).
+    const std::string timings = "the timings of " + what;
+    const std::size_t want = static_cast<std::size_t>(std::max(0, s.iters)) * sizeof(double);
+    const auto all = rc_->boot().allgather_bounded(pack(mine), static_cast<std::uint32_t>(want), timings);
+    for (const int r : {s.src, s.dst})
+      rank_part_size(all[static_cast<std::size_t>(r)], r, timings, want);
     const auto S = unpack(all[static_cast<std::size_t>(s.src)]), D = unpack(all[static_cast<std::size_t>(s.dst)]);
     for (std::size_t i = 0; i < S.size() && i < D.size(); ++i) {
       if (shape.lat) {
@@ -215,7 +225,9 @@ class NcclRanksBackend final : public Backend, public DeviceTimer, public Heater
       r.device_ns = static_cast<std::int64_t>(ts[0]);
       mine = {{"device_ns", r.device_ns}, {"before", r.host_before_ns}, {"after", r.host_after_ns}};
     }
-    const auto j = nlohmann::json::parse(rc_->boot().broadcast(device, mine.dump()));
+    const std::string what = "a device timer reading";
+    const auto j = rank_record(rc_->boot().broadcast(device, mine.dump()), device, what, 4096);
+    rank_fields_typed(j, device, what, {}, {"device_ns", "before", "after"});
     return {j.value("device_ns", std::int64_t{-1}), j.value("before", std::int64_t{0}), j.value("after", std::int64_t{0})};
   }
 
@@ -230,13 +242,30 @@ class NcclRanksBackend final : public Backend, public DeviceTimer, public Heater
       for (const auto& x : b.readings) r.push_back({x.device_ns, x.host_before_ns, x.host_after_ns});
       mine = {{"step", b.step_ns}, {"method", b.method}, {"note", b.note}, {"readings", r}};
     }
-    const auto j = nlohmann::json::parse(rc_->boot().broadcast(device, mine.dump()));
+    const std::string what = "a burst of device timer readings";
+    const std::string text = rc_->boot().broadcast(device, mine.dump());
+    JsonLimits limits;  // readings are [device, before, after] triples: one level deeper than a record
+    limits.max_bytes = 16u << 20;
+    limits.max_depth = 3;
+    limits.max_elements = 1u << 20;
+    const BoundedJson bj = parse_json_bounded(text, limits);
+    if (!bj.ok() || !bj.value.is_object())
+      throw UsageError(rank_refusal(device, what, fmt::format("{} bytes that are no JSON record", text.size())));
+    const nlohmann::json& j = bj.value;
+    rank_fields_typed(j, device, what, {"method", "note"}, {"step"});
     TimerBurst out;
     out.step_ns = j.value("step", std::int64_t{0});
-    out.method = j.value("method", std::string());
-    out.note = j.value("note", std::string());
-    for (const auto& x : j.value("readings", nlohmann::json::array()))
-      out.readings.push_back({x.at(0).get<std::int64_t>(), x.at(1).get<std::int64_t>(), x.at(2).get<std::int64_t>()});
+    out.method = external_text(j.value("method", std::string()), 200);
+    out.note = external_text(j.value("note", std::string()), 500);
+    const auto readings = j.find("readings");
+    if (readings != j.end() && !readings->is_array())
+      throw UsageError(rank_refusal(device, what, "a record whose 'readings' is not a list"));
+    for (const auto& x : readings == j.end() ? nlohmann::json::array() : *readings) {
+      if (!x.is_array() || x.size() != 3 || !x[0].is_number_integer() || !x[1].is_number_integer() ||
+          !x[2].is_number_integer())
+        throw UsageError(rank_refusal(device, what, "a reading that is not three whole numbers"));
+      out.readings.push_back({x[0].get<std::int64_t>(), x[1].get<std::int64_t>(), x[2].get<std::int64_t>()});
+    }
     return out;
   }
 
@@ -261,7 +290,18 @@ class NcclRanksBackend final : public Backend, public DeviceTimer, public Heater
       P2P_CUDA(cudaMemcpyAsync(&out, bad, sizeof out, cudaMemcpyDeviceToHost, stream()), gpu_);
       wait("the data check");
     }
-    out = std::stoll(rc_->boot().broadcast(dst, std::to_string(out)));
+    const std::string got = rc_->boot().broadcast(dst, std::to_string(out));
+    // A number in text, as this rank sent its own: std::stoll's invalid_argument was an
+    // "internal error" for anything else.
+    const bool number = !got.empty() && got.size() <= 20 &&
+                        std::all_of(got.begin() + (got[0] == '-' ? 1 : 0), got.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+                        got != "-";
+    if (!number) throw UsageError(rank_refusal(dst, "the data check's first bad offset", std::to_string(got.size()) + " bytes that are no number"));
+    try {
+      out = std::stoll(got);
+    } catch (const std::out_of_range&) {
+      throw UsageError(rank_refusal(dst, "the data check's first bad offset", "a number out of range"));
+    }
     return out == LLONG_MAX ? -1 : out;
   }
 

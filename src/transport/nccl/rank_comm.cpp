@@ -14,12 +14,15 @@
 
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/clock.hpp"
+#include "p2pscope/rank_record.hpp"
+#include "p2pscope/text.hpp"
 #include "transport/cuda/kernels.hpp"
 #include "transport/nccl/nccl_util.hpp"
 
 namespace p2pscope::bench::nccl {
 namespace {
 constexpr double kWaitLimitS = 600;  // a GPU wait with live peers but no progress
+constexpr std::uint32_t kGpuRecordBytes = 64u << 10;  // a rank's host, GPU name, bus id, CUDA_VISIBLE_DEVICES
 }
 
 RankComm::RankComm(std::shared_ptr<Bootstrap> boot, int rank_device, std::string who)
@@ -51,9 +54,15 @@ RankComm::RankComm(std::shared_ptr<Bootstrap> boot, int rank_device, std::string
     me["name"] = p.name;
     me["bus"] = bus;
   }
-  const auto all = boot_->allgather(me.dump());
+  const std::string what = "a GPU record (host, GPU, bus)";
+  const auto all = boot_->allgather_bounded(me.dump(), kGpuRecordBytes, what);
   for (int r = 0; r < size_; ++r) {
-    const auto j = nlohmann::json::parse(all[static_cast<std::size_t>(r)]);
+    // Another rank's bytes (a stranger's, without a token): bounded and typed, never a
+    // json exception ("internal error") from value() below (issue 43 item 4).
+    auto j = rank_record(all[static_cast<std::size_t>(r)], r, what, kGpuRecordBytes);
+    rank_fields_typed(j, r, what, {"host", "bus", "name", "cvd", "error"}, {"gpu", "visible", "want"});
+    for (const char* key : {"host", "bus", "name", "cvd", "error"})
+      if (j.contains(key)) j[key] = external_text(j[key].get<std::string>(), 256);  // printed below
     if (j.contains("error")) throw Error(fmt::format("{}: rank {} on {}: {}", who_, r, j.value("host", "?"), j.value("error", "")));
     for (int q = 0; q < r; ++q)
       if (peers_[static_cast<std::size_t>(q)]["host"] == j["host"] && peers_[static_cast<std::size_t>(q)]["bus"] == j["bus"])
@@ -91,7 +100,8 @@ std::string RankComm::describe(int r) const {
 void RankComm::agree_or_throw(const std::string& why_not) {
   const auto whys = boot_->allgather(why_not);
   for (int r = 0; r < size_; ++r)
-    if (!whys[static_cast<std::size_t>(r)].empty()) throw UsageError(fmt::format("rank {}: {}", r, whys[static_cast<std::size_t>(r)]));
+    if (!whys[static_cast<std::size_t>(r)].empty())
+      throw UsageError(fmt::format("rank {}: {}", r, external_text(whys[static_cast<std::size_t>(r)], 2000)));
 }
 
 void RankComm::init_comm() {
@@ -99,7 +109,8 @@ void RankComm::init_comm() {
   ncclUniqueId id{};
   if (rank_ == 0) P2P_NCCL(ncclGetUniqueId(&id), gpu_);
   const std::string got = boot_->broadcast(0, std::string(reinterpret_cast<const char*>(&id), sizeof id));
-  std::memcpy(&id, got.data(), std::min(got.size(), sizeof id));
+  rank_part_size(got, 0, "an NCCL unique id", sizeof id);
+  std::memcpy(&id, got.data(), sizeof id);
   cuda::preload_kernels(gpu_);  // the spin kernel must not load lazily behind NCCL's
   ncclComm_t c = nullptr;
   P2P_NCCL(ncclCommInitRank(&c, size_, id, rank_), gpu_);

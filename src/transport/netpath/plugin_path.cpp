@@ -557,6 +557,14 @@ class PluginPath final : public DataPath {
   // closes comms only after a barrier, and so does the session.
   bool linger_until_client_closes() const override { return true; }
   bool sends_complete_locally() const override { return true; }
+  std::vector<std::string> own_addresses() const override {  // of the devices links may use
+    std::vector<std::string> names;
+    const auto& devs = plugin_->devices();
+    for (std::size_t i = 0; i < devs.size(); ++i)
+      if (only_.empty() || std::find(only_.begin(), only_.end(), static_cast<int>(i)) != only_.end())
+        names.push_back(devs[i].name);
+    return net::ipv4_of(names);
+  }
   // An isend reads its buffer until it completes, and a read leaves it as it was: without
   // --verify (the only case with a source ring) the window's sends read one slot per link,
   // as bench tcp's sender does, which stays in the core's cache (1 MiB against 4 MiB per
@@ -752,11 +760,12 @@ class PluginPath final : public DataPath {
     const std::size_t want = s.conns.size() * (latency ? 2 : 1);
     if (it == theirs.end() || !it->is_array() || it->size() != want)
       throw Error("the peer's plugin handles do not match this session's " + std::to_string(want) + " comms");
+    // Only where the peer is, or said it is in a frame the token authenticated.
     net::HandlePolicy policy;
     policy.peer_ip = ctrl.peer_addr().substr(0, ctrl.peer_addr().rfind(':'));
-    std::vector<std::string> names;
-    for (const auto& d : devs) names.push_back(d.name);
-    policy.local_nets = net::subnets_of(names);
+    policy.vouched = s.peer_addrs;
+    policy.plugin = plugin_->name();
+    policy.authenticated = s.authenticated;
     const auto deadline = net::Clock::now() + std::chrono::duration_cast<net::Clock::duration>(
                                                   std::chrono::duration<double>(p.timeout_s));
     for (std::size_t i = 0; i < s.conns.size(); ++i) {

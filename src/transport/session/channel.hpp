@@ -85,6 +85,11 @@ struct Session {
   DataPath* path = nullptr;  // not owned: the options' path outlives the session
   Socket* ctrl = nullptr;  // the control connection while the rounds run (run_rounds); not owned
   bool reveal_host = true;   // the server's hostname goes to an authenticated client only
+  bool authenticated = false;  // the peer proved the shared secret
+  // The peer's other IPv4 addresses, as it vouched for them in a frame the secret covers
+  // (the client's params, the server's accept); empty without a secret. bench net's
+  // handle check takes these and the control connection's address, nothing else.
+  std::vector<std::string> peer_addrs;
   LocalOptions local;
   std::vector<std::unique_ptr<Conn>> conns;
   std::vector<Buffer> src, dst;                       // per GPU slot (src empty on a receive-only side)

@@ -65,6 +65,10 @@ class DataPath {
   // has them: the round's sends then end when the receiver confirms the round (its
   // "done", or the client's next "go"), or a 4 MB/s link read 3.8 GB/s (issue 32 item 13).
   virtual bool sends_complete_locally() const { return false; }
+  // The IPv4 addresses this side's links listen on (a plugin's devices), which it vouches
+  // for to its peer in an authenticated frame: a peer's handle may name only those and the
+  // control connection's address (issue 43 item 3). Sockets: none (links dial the server).
+  virtual std::vector<std::string> own_addresses() const { return {}; }
 };
 
 }  // namespace p2pscope::session

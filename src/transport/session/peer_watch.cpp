@@ -12,6 +12,11 @@
 #include "transport/session/protocol.hpp"
 
 namespace p2pscope::session {
+namespace {
+// How long the watch sleeps before it looks again at a header that came in part: a
+// peer's reason is then read at most this late, against a whole CPU spent waiting.
+constexpr int kPartialHeaderWaitMs = 20;
+}  // namespace
 
 PeerWatch::PeerWatch(Socket* ctrl, RoundCtl& ctl, std::string peer) {
   if (!ctrl || ctrl->fd() < 0) return;
@@ -46,7 +51,14 @@ void PeerWatch::loop(Socket& ctrl, RoundCtl& ctl, const std::string& peer) {
                n == 0 ? IoCause::closed : IoCause::reset, "");
       return;
     }
-    if (n < static_cast<ssize_t>(sizeof h)) continue;  // a header on its way: look again
+    if (n < static_cast<ssize_t>(sizeof h)) {
+      // A header on its way: the connection stays readable, so a poll on it returns at
+      // once and this loop spun a CPU for as long as the rest was missing (issue 43 item
+      // 7). Sleep on the stop alone for a while (the round's end still wakes it), then look again.
+      pollfd stop_only{stop_fd_, POLLIN, 0};
+      if (::poll(&stop_only, 1, kPartialHeaderWaitMs) > 0) return;
+      continue;
+    }
     const auto type = static_cast<FrameType>(h.type);
     if (type != FrameType::error && type != FrameType::reject) return;
     std::string why = "the " + peer + " failed the round";

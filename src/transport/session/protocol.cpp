@@ -185,8 +185,27 @@ std::string client_binding(const std::string& server_addr, const nlohmann::json&
 }
 
 std::string server_binding(const std::string& client_binding, const std::string& session_id,
-                           const nlohmann::json& timeout_s) {
-  return client_binding + "|session=" + session_id + "|timeout_s=" + timeout_s.dump();
+                           const nlohmann::json& timeout_s, const nlohmann::json& addresses) {
+  const std::string b = client_binding + "|session=" + session_id + "|timeout_s=" + timeout_s.dump();
+  return addresses.is_null() ? b : b + "|addresses=" + out::dump_json(addresses);
+}
+
+std::vector<std::string> vouched_addresses(const nlohmann::json& frame) {
+  const auto it = frame.is_object() ? frame.find("net_addresses") : frame.end();
+  if (!frame.is_object() || it == frame.end()) return {};
+  const auto bad = [&] {
+    return UsageError("malformed parameters from peer: 'net_addresses' must be a list of at most " +
+                      std::to_string(kMaxVouchedAddresses) + " IPv4 addresses, not " + tcp::shown(*it));
+  };
+  if (!it->is_array() || it->size() > kMaxVouchedAddresses) throw bad();
+  std::vector<std::string> out;
+  for (const auto& a : *it) {
+    if (!a.is_string()) throw bad();
+    const std::string text = external_text(a.get<std::string>(), 20);
+    tcp::parse_ipv4(text, "a vouched address");  // UsageError naming it
+    out.push_back(text);
+  }
+  return out;
 }
 
 JsonLimits frame_limits(FrameType type) {

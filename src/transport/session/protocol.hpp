@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -78,8 +79,15 @@ nlohmann::json frame_body(FrameType type, std::string_view text, const std::stri
 // and timeout it accepted. A relay that forwards a client's nonces and proof to the
 // real server dialed another address, or changed the parameters: the proof fails.
 std::string client_binding(const std::string& server_addr, const nlohmann::json& params);
+// `addresses`: the accept frame's net_addresses (null when it has none, as bench tcp's).
 std::string server_binding(const std::string& client_binding, const std::string& session_id,
-                           const nlohmann::json& timeout_s);
+                           const nlohmann::json& timeout_s, const nlohmann::json& addresses = nullptr);
+
+// The IPv4 addresses a peer vouches for (bench net: its plugin devices'), the field
+// `net_addresses` of its params or accept frame: none when absent; UsageError unless a
+// list of at most kMaxVouchedAddresses dotted IPv4 addresses.
+inline constexpr std::size_t kMaxVouchedAddresses = 64;
+std::vector<std::string> vouched_addresses(const nlohmann::json& frame);
 
 // Reads one frame. A header with another magic or version throws ProtocolMismatch
 // (after telling the peer why, when `refuse` is set); other faults throw Error.

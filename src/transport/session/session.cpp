@@ -337,7 +337,9 @@ Results run_client(const ClientOptions& o, const Params& params) {
   if (o.token && !required)
     throw Error(context + ": this client has a shared secret (P2PSCOPE_TOKEN) but the server checks none: not "
                           "sending parameters to it; give the server the same P2PSCOPE_TOKEN, or unset it here");
-  const nlohmann::json pj = to_json(p);
+  nlohmann::json pj = to_json(p);
+  // bench net: the addresses this side's handles may name, under the proof's digest.
+  if (const auto mine = path->own_addresses(); !mine.empty()) pj["net_addresses"] = mine;
   const std::string binding = client_binding(ctrl.peer_addr(), pj);
   send_frame(ctrl, FrameType::params,
              {{"proof", o.token ? auth::proof(*o.token, "client", nonce, server_nonce + binding) : ""}, {"params", pj}});
@@ -345,11 +347,15 @@ Results run_client(const ClientOptions& o, const Params& params) {
   const std::string session_id = json_string(accepted, "session", context);
   if (required) {
     const auto to = accepted.find("timeout_s");
-    const std::string bound = server_binding(binding, session_id, to == accepted.end() ? nlohmann::json() : *to);
+    const auto addrs = accepted.find("net_addresses");
+    const std::string bound = server_binding(binding, session_id, to == accepted.end() ? nlohmann::json() : *to,
+                                             addrs == accepted.end() ? nlohmann::json() : *addrs);
     if (!auth::equal_constant_time(json_string(accepted, "proof", context),
                                    auth::proof(*o.token, "server", nonce, server_nonce + bound)))
       throw Error(context + ": the server could not prove it holds the shared secret for this session; not "
                             "sending data to it");
+    s.authenticated = true;
+    s.peer_addrs = vouched_addresses(accepted);  // proven: the server's other addresses
   }
   const auto t = accepted.find("timeout_s");
   if (t != accepted.end() && t->is_number() && t->get<double>() != p.timeout_s)
@@ -503,6 +509,7 @@ Results Server::Impl::session(Gate& gate, ClientHello& c) {
   ctrl.set_label("control connection from " + c.peer);
   Params p;
   std::uint64_t host_bytes = 0;
+  std::vector<std::string> vouched;
   try {
     p = params_from_json(c.params);
     if (p.transport != path->name())
@@ -530,6 +537,8 @@ Results Server::Impl::session(Gate& gate, ClientHello& c) {
                        "server's --max-memory " + format_size(max_mem) + "; use a smaller --size or --chunk x "
                        "--window, fewer --iters or a larger --chunk, or drop --verify (it keeps a whole source)");
     probe_gpus(p);
+    // Only a client that proved the secret vouches: a stranger's list is not read.
+    if (c.authenticated) vouched = vouched_addresses(c.params);
   } catch (const std::exception& e) {
     try {
       send_frame(ctrl, FrameType::reject, {{"reason", e.what()}});
@@ -545,16 +554,22 @@ Results Server::Impl::session(Gate& gate, ClientHello& c) {
     Gate& g;
     ~Close() { g.close_session(); }
   } close{gate};
-  send_frame(ctrl, FrameType::accept,
-             {{"session", session_id},
-              {"proof", opts.token ? auth::proof(*opts.token, "server", c.client_nonce,
-                                                 c.server_nonce + server_binding(c.binding, session_id,
-                                                                                 nlohmann::json(p.timeout_s)))
-                                   : ""},
-              {"timeout_s", p.timeout_s}});
+  const auto mine = path->own_addresses();
+  const nlohmann::json addrs = mine.empty() ? nlohmann::json() : nlohmann::json(mine);
+  nlohmann::json accept = {
+      {"session", session_id},
+      {"proof", opts.token ? auth::proof(*opts.token, "server", c.client_nonce,
+                                         c.server_nonce + server_binding(c.binding, session_id,
+                                                                         nlohmann::json(p.timeout_s), addrs))
+                           : ""},
+      {"timeout_s", p.timeout_s}};
+  if (!addrs.is_null()) accept["net_addresses"] = addrs;
+  send_frame(ctrl, FrameType::accept, accept);
 
   Session s = new_session(p, false, opts.local, path.get());
   s.reveal_host = c.authenticated;
+  s.authenticated = c.authenticated;
+  s.peer_addrs = std::move(vouched);
   try {  // the client is told why: it read "peer closed" when this side ran out of descriptors
     path->open_server(s, ctrl, gate, session_id);
     prepare_session(s);

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <cstdio>
 #include <deque>
 #include <optional>
@@ -109,13 +111,58 @@ void run_guarded(WorkerArgs& a, const std::function<void()>& body) {
   a.rep.involuntary_switches += static_cast<std::uint64_t>(sw1.involuntary - sw0.involuntary);
 }
 
+namespace {
+constexpr const char* kInterruptedBySignal = "interrupted by a signal (Ctrl-C / SIGTERM); the rounds before it are kept";
+}  // namespace
+
 void check_stop(const WorkerArgs& a) {
-  if (a.s.local.stop && a.s.local.stop->load(std::memory_order_relaxed))
-    throw Error("interrupted by a signal (Ctrl-C / SIGTERM); the rounds before it are kept");
+  if (a.s.local.stop && a.s.local.stop->load(std::memory_order_relaxed)) throw Error(kInterruptedBySignal);
 }
+
+namespace {
+// The round's thread waits for its workers here, looking at the stop flag every 50 ms:
+// a receiver blocked on its link (or a plugin's test) never reached a check_stop, and a
+// SIGTERM'd receiving side ran to the end of its session (35-41 s, issue 43 item 7). A
+// stop fails the round as any failure does: its sockets are shut, its workers return.
+class WorkersRunning {
+ public:
+  void started() {
+    std::lock_guard lk(mu_);
+    ++running_;
+  }
+  void ended() {
+    {
+      std::lock_guard lk(mu_);
+      --running_;
+    }
+    cv_.notify_one();
+  }
+  void wait(const std::atomic<bool>* stop, RoundCtl& ctl) {
+    std::unique_lock lk(mu_);
+    while (running_ > 0) {
+      if (!stop) {
+        cv_.wait(lk, [&] { return running_ == 0; });
+        break;
+      }
+      cv_.wait_for(lk, std::chrono::milliseconds(50));
+      if (stop->load(std::memory_order_relaxed) && !ctl.failed.load()) {
+        lk.unlock();
+        ctl.fail(kInterruptedBySignal, IoCause::other, "");
+        lk.lock();
+      }
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::size_t running_ = 0;
+};
+}  // namespace
 
 void run_worker_threads(Session& s, std::uint32_t round, bool timed, RoundCtl& ctl,
                         const std::function<WorkerFn(const WorkerReport&)>& pick) {
+  WorkersRunning running;
   {
     std::vector<std::jthread> threads;
     threads.reserve(s.workers.size());
@@ -125,11 +172,21 @@ void run_worker_threads(Session& s, std::uint32_t round, bool timed, RoundCtl& c
         ChannelState& ch = *s.chans[s.chan_index(c.c2s, c.gpu_slot, c.channel)];
         WorkerArgs a{s, c, ch, round, timed, ctl, s.workers[w],
                      cpus_for(s.workers[w].role == "rx" ? s.local.rx_bind : s.local.tx_bind, c.nic)};
-        threads.emplace_back(pick(s.workers[w]), a);
+        running.started();
+        try {
+          threads.emplace_back([fn = pick(s.workers[w]), a, &running] {
+            fn(a);
+            running.ended();
+          });
+        } catch (...) {
+          running.ended();
+          throw;
+        }
       }
     } catch (const std::system_error& e) {  // out of threads: the ones started stop on the failure
       ctl.fail(std::string("could not start a worker thread: ") + e.what(), IoCause::other, "");
     }
+    running.wait(s.local.stop, ctl);
   }  // jthreads join here
   if (ctl.failed) throw RoundFailure(ctl.error, ctl.cause, ctl.nic);
 }

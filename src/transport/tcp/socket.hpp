@@ -51,9 +51,10 @@ class Socket {
                            double timeout_s);
 
   // send_all / send_two / recv_all fail once the peer moved no byte for `seconds`
-  // (within slice_of(seconds)), or a message took longer than the timeout plus its size
-  // at kMinBytesPerS from its first short call. TCP_USER_TIMEOUT is set to it too; the
-  // kernel's SO_RCVTIMEO / SO_SNDTIMEO get the slice.
+  // (within slice_of(seconds)), or once a message, past the timeout from its first short
+  // call, has moved fewer bytes than kMinBytesPerS times the time past it (a floor on its
+  // rate, checked as it goes). TCP_USER_TIMEOUT is set to it too; the kernel's
+  // SO_RCVTIMEO / SO_SNDTIMEO get the slice.
   void set_timeout(double seconds);
   double timeout_s() const { return timeout_s_; }  // 0: none
   // How late past the timeout a silent peer is found: the kernel wait of one call.
@@ -95,8 +96,8 @@ class Socket {
   };
   // After a call that returned short (moved: it moved bytes; else a slice passed with
   // none): throws IoError (timeout) once the peer was silent for the timeout or the
-  // message of n bytes is past its deadline.
-  void after_short_call(Wait& w, std::size_t n, bool moved, const char* op) const;
+  // message of n bytes, `done` of them moved, fell below its rate floor.
+  void after_short_call(Wait& w, std::size_t n, std::size_t done, bool moved, const char* op) const;
 };
 
 // "a.b.c.d" or throws UsageError naming `what`.

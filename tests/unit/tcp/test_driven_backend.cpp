@@ -139,6 +139,27 @@ TEST(DrivenBackend, AnUnknownCommandIsRefusedWithTheReason) {
   EXPECT_NE(servant.get().find("same binary on every rank"), std::string::npos);
 }
 
+// Issue 43 item 4: a command's fields were read by implicit conversion, and one of the
+// wrong type ended the serving rank with nlohmann's type_error ("internal error").
+TEST(DrivenBackend, ACommandWithFieldsOfTheWrongTypeIsRefusedAsAUsageError) {
+  for (const std::string& junk : {std::string(R"({"call":"run_batch","src":"x","dst":1,"bytes":1,"pattern":"a"})"),
+                                  std::string(R"({"call":5})"), std::string(R"({"call":"verify","src":0})"),
+                                  std::string(R"({"call":"prepare","devices":[[[1]]],"max_bytes":1})")}) {
+    const std::uint16_t port = free_port();
+    auto servant = std::async(std::launch::async, [=] {
+      try {
+        return serve_until_error(port);
+      } catch (const std::exception& e) {
+        return std::string("NOT AN ERROR: ") + e.what();
+      }
+    });
+    auto boot = make_tcp_bootstrap(0, 2, "127.0.0.1", port, 10);
+    boot->broadcast(0, junk);
+    const std::string why = servant.get();
+    EXPECT_EQ(why.rfind("rank 0 sent a command", 0), 0u) << junk << ": " << why;
+  }
+}
+
 TEST(DrivenBackend, OffersNoTimerOrHeaterWhereTheBackendItWrapsHasNone) {
   const std::uint16_t port = free_port();
   auto servant = std::async(std::launch::async, [=] { return serve_until_error(port, false); });

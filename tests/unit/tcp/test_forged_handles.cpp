@@ -7,15 +7,22 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <string>
+#include <thread>
 
+#include "p2pscope/auth.hpp"
 #include "p2pscope/netplugin.hpp"
 #include "p2pscope/tcp.hpp"
 #include "support/raw_peer.hpp"
 #include "support/server_thread.hpp"
 #include "support/tcp_session.hpp"
+#include "transport/session/protocol.hpp"
+#include "transport/tcp/listener.hpp"
 #include "unit/net/net_test_util.hpp"
 
 using namespace p2pscope;
@@ -76,13 +83,20 @@ ServerOptions plugin_server(const std::shared_ptr<net::Plugin>& plugin) {
   return so;
 }
 
-// A raw bench net client past the handshake: the server's handles read, `body` sent as ours.
-Reply send_handles(std::uint16_t port, const std::string& transport, const std::string& body) {
-  RawPeer peer(port);
+nlohmann::json one_link(const std::string& transport) {
   nlohmann::json p = to_json(small());
   p["transport"] = transport;
   p["channels"] = 1;  // one link: one handle
   p["sockets_per_channel"] = 1;
+  return p;
+}
+
+// A raw bench net client past the handshake: the server's handles read, `body` sent as ours.
+Reply send_handles(std::uint16_t port, const std::string& transport, const std::string& body,
+                   const nlohmann::json& extra = nlohmann::json::object()) {
+  RawPeer peer(port);
+  nlohmann::json p = one_link(transport);
+  p.update(extra);
   const Reply r = peer.propose(p);
   EXPECT_EQ(r.type, pt::kAccept) << r.body;
   const Reply theirs = peer.read_frame();
@@ -91,6 +105,54 @@ Reply send_handles(std::uint16_t port, const std::string& transport, const std::
   peer.send_bytes(f.data(), f.size());
   return peer.read_frame();
 }
+
+// The same past a token handshake, made by hand as the library's client makes it: the
+// proof covers the parameters, `net_addresses` included.
+void send_handles_with_token(RawPeer& peer, std::uint16_t port, const std::string& token, const nlohmann::json& p,
+                             const net::NetHandle& h) {
+  const std::string nonce = "00112233445566778899aabbccddeeff";
+  peer.send_frame(pt::kHello, {{"nonce", nonce}});
+  const Reply c = peer.read_frame();
+  ASSERT_EQ(c.type, pt::kChallenge) << c.body;
+  const std::string server_nonce = c.json().value("nonce", "");
+  const std::string binding = session::client_binding("127.0.0.1:" + std::to_string(port), p);
+  peer.send_frame(pt::kParams, {{"proof", auth::proof(token, "client", nonce, server_nonce + binding)}, {"params", p}});
+  const Reply a = peer.read_frame();
+  ASSERT_EQ(a.type, pt::kAccept) << a.body;
+  ASSERT_EQ(peer.read_frame().type, kNetHandles);
+  peer.send_frame(kNetHandles, {{"handles", {hex(h)}}});
+}
+
+// A listener on another loopback address (127.0.0.0/8 is this host's, on lo, the plugin's
+// device): a host on the server's own subnet that the client never named as its own.
+class SideListener {
+ public:
+  explicit SideListener(const char* ip) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    inet_pton(AF_INET, ip, &a.sin_addr);
+    socklen_t len = sizeof a;
+    ok_ = ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::listen(fd_, 8) == 0 &&
+          ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+    port_ = ntohs(a.sin_port);
+  }
+  ~SideListener() { ::close(fd_); }
+  SideListener(const SideListener&) = delete;
+  SideListener& operator=(const SideListener&) = delete;
+  bool ok() const { return ok_; }
+  std::uint16_t port() const { return port_; }
+  // True when a connection came within wait_ms.
+  bool reached(int wait_ms) const {
+    pollfd p{fd_, POLLIN, 0};
+    return ::poll(&p, 1, wait_ms) == 1;
+  }
+
+ private:
+  int fd_ = -1;
+  bool ok_ = false;
+  std::uint16_t port_ = 0;
+};
 
 std::string legit(std::uint16_t port, const std::shared_ptr<net::Plugin>& plugin) {
   ClientOptions co;
@@ -137,4 +199,118 @@ TEST(BenchNetForgedHandles, ADeeplyNestedNetHandlesFrameIsRefusedAndTheServerSer
   ASSERT_TRUE(ServerThread::wait_for([&] { return srv.errors().size() == 1; }));
   EXPECT_NE(srv.errors()[0].find("nested deeper than"), std::string::npos) << srv.errors()[0];
   EXPECT_EQ(legit(srv.port(), plugin), "");
+}
+
+// Issue 43 item 3: the old check let a handle name any host on the subnet of one of the
+// server's plugin devices; across namespaces that reached a host on the server's internal
+// subnet that the stranger itself could not reach. Now only the control connection's
+// address, or one a peer that proved the token vouched for; a list from a stranger is
+// not read.
+TEST(BenchNetForgedHandles, AHandleToAnotherHostOfTheServersSubnetIsRefusedThoughAStrangerVouchesForIt) {
+  auto plugin = nettest::load_refnet();
+  ServerThread srv(plugin_server(plugin));
+  const SideListener side("127.0.0.2");
+  ASSERT_TRUE(side.ok());
+  const std::string transport = pt::over(plugin).path->name();
+  send_handles(srv.port(), transport, nlohmann::json{{"handles", {hex(refnet_handle("127.0.0.2", side.port(), 0, 0))}}}.dump(),
+               {{"net_addresses", {"127.0.0.2"}}});
+  const bool refused = ServerThread::wait_for([&] { return srv.errors().size() == 1; });
+  EXPECT_FALSE(side.reached(0)) << "the server connected to 127.0.0.2, which its client did not name as its own";
+  ASSERT_TRUE(refused) << "no refusal within 5 s";
+  const std::string err = srv.errors()[0];
+  EXPECT_NE(err.find("127.0.0.2:" + std::to_string(side.port()) + ", neither the address the control connection came "
+                     "from (127.0.0.1)"), std::string::npos) << err;
+  EXPECT_NE(err.find("only from a peer that proved P2PSCOPE_TOKEN"), std::string::npos) << err;
+  EXPECT_EQ(legit(srv.port(), plugin), "");
+}
+
+// With the token, a client's other addresses are its own to name: the server connects to
+// an address the client vouched for in its (proven) parameters, and to no other.
+TEST(BenchNetForgedHandles, AnAddressTheAuthenticatedClientVouchedForIsConnectedToAndNoOther) {
+  auto plugin = nettest::load_refnet();
+  ServerOptions so = plugin_server(plugin);
+  so.token = "forty-two";
+  ServerThread srv(so);
+  const SideListener side("127.0.0.2");
+  ASSERT_TRUE(side.ok());
+  const std::string transport = pt::over(plugin).path->name();
+  {
+    RawPeer peer(srv.port());
+    nlohmann::json p = one_link(transport);
+    p["net_addresses"] = {"127.0.0.3"};
+    send_handles_with_token(peer, srv.port(), *so.token, p, refnet_handle("127.0.0.2", side.port(), 0, 0));
+    ASSERT_TRUE(ServerThread::wait_for([&] { return srv.errors().size() == 1; })) << srv.log();
+    EXPECT_NE(srv.errors()[0].find("nor one of the 1 the peer vouched for"), std::string::npos) << srv.errors()[0];
+    EXPECT_FALSE(side.reached(0));
+  }
+  RawPeer peer(srv.port());
+  nlohmann::json p = one_link(transport);
+  p["net_addresses"] = {"127.0.0.2"};
+  send_handles_with_token(peer, srv.port(), *so.token, p, refnet_handle("127.0.0.2", side.port(), 0, 0));
+  EXPECT_TRUE(side.reached(5000)) << "the server did not connect to the address its authenticated client vouched for";
+}
+
+// The vouched list is bounded and typed like every other field of the parameters.
+TEST(BenchNetForgedHandles, AMalformedListOfAddressesIsRefusedByName) {
+  auto plugin = nettest::load_refnet();
+  ServerOptions so = plugin_server(plugin);
+  so.token = "forty-two";
+  ServerThread srv(so);
+  const std::string transport = pt::over(plugin).path->name();
+  for (const nlohmann::json& bad : {nlohmann::json("127.0.0.1"), nlohmann::json({1, 2}), nlohmann::json({"10.0.0.300"}),
+                                    nlohmann::json(std::vector<std::string>(65, "10.0.0.1"))}) {
+    RawPeer peer(srv.port());
+    nlohmann::json p = one_link(transport);
+    p["net_addresses"] = bad;
+    const std::string nonce = "00112233445566778899aabbccddeeff";
+    peer.send_frame(pt::kHello, {{"nonce", nonce}});
+    const std::string server_nonce = peer.read_frame().json().value("nonce", "");
+    const std::string binding = session::client_binding("127.0.0.1:" + std::to_string(srv.port()), p);
+    peer.send_frame(pt::kParams, {{"proof", auth::proof(*so.token, "client", nonce, server_nonce + binding)}, {"params", p}});
+    const Reply r = peer.read_frame();
+    EXPECT_EQ(r.type, pt::kReject) << bad.dump();
+    EXPECT_TRUE(r.reason().find("net_addresses") != std::string::npos ||
+                r.reason().find("vouched address") != std::string::npos) << r.reason();
+  }
+}
+
+// The other way: a malicious server's handle naming a host on the client's own subnet
+// (and a list of "its" addresses, unauthenticated, that the client must not read). The
+// old client connected where the server said, as the old server did.
+TEST(BenchNetForgedHandles, AClientRefusesAServersHandleToAnotherHostOfItsSubnet) {
+  auto plugin = nettest::load_refnet();
+  const SideListener side("127.0.0.2");
+  ASSERT_TRUE(side.ok());
+  Listener l({"127.0.0.1"}, 0);
+  std::thread fake([&] {
+    try {
+      Socket ctrl = l.accept(5);
+      session::expect_frame(ctrl, session::FrameType::hello, "fake");
+      session::send_frame(ctrl, session::FrameType::challenge, {{"nonce", "00"}, {"auth", "none"}});
+      session::expect_frame(ctrl, session::FrameType::params, "fake");
+      session::send_frame(ctrl, session::FrameType::accept,
+                          {{"session", "s1"}, {"proof", ""}, {"timeout_s", 3.0}, {"net_addresses", {"127.0.0.2"}}});
+      session::expect_frame(ctrl, session::FrameType::net_handles, "fake");
+      session::send_frame(ctrl, session::FrameType::net_handles,
+                          {{"handles", {hex(refnet_handle("127.0.0.2", side.port(), 0, 0))}}});
+      char b;
+      ::recv(ctrl.fd(), &b, 1, 0);  // until the client goes
+    } catch (const std::exception&) {
+    }
+  });
+  ClientOptions co;
+  co.port = l.port();
+  co.local = pt::over(plugin);
+  Params p = small();
+  p.reverse = false;  // the client sends: it connects to the server's handle
+  std::string err;
+  try {
+    err = run_client(co, p).failure;
+  } catch (const Error& e) {
+    err = e.what();
+  }
+  fake.join();
+  EXPECT_FALSE(side.reached(0)) << "the client connected to 127.0.0.2, which its server did not prove its own";
+  EXPECT_NE(err.find("127.0.0.2:" + std::to_string(side.port()) + ", neither the address the control connection came "
+                     "from (127.0.0.1)"), std::string::npos) << err;
 }
