@@ -167,8 +167,10 @@ case "${1:-}" in
     if [ "${P2PSCOPE_NETNS_LAUNCHER:-mpirun}" = torchrun ]; then
       # PyTorch's torchrun (python3-torch): every rank from RANK; --no_python runs the
       # script itself. It exits 1 when any rank exits non-zero (3 included: "found").
+      # --redirects 1 --tee 1: Debian's torch 1.13 under Python 3.11 cannot read its own
+      # default "0" (Std.NONE is no longer iterated); ranks' stdout comes as "[default0]:...".
       command -v torchrun >/dev/null || die "needs torchrun (apt-get install python3-torch)"
-      exec torchrun --standalone --nnodes 1 --nproc_per_node "$n" --no_python \
+      exec torchrun --standalone --nnodes 1 --nproc_per_node "$n" --redirects 1 --tee 1 --no_python \
         "$0" rank-exec ${P2PSCOPE_NETNS_WRAP:-} "${P2PSCOPE:-build/p2pscope}" survey "$@"
     fi
     command -v mpirun >/dev/null || die "needs Open MPI's mpirun (apt-get install openmpi-bin)"

@@ -27,7 +27,7 @@ survey() {  # NAME ARGS...
   timeout 200 bash "$cluster" survey --size 1M --round-timeout 20 --timeout 5 --out "$out/$name" "$@" >"$out/$name.txt" 2>"$out/$name.err"
   rc=$?
 }
-head_of() { sed -n 1p "$out/$1.txt"; }
+head_of() { sed -n 's/^\[default0\]://p' "$out/$1.txt" | sed -n 1p; }  # rank 0's stdout, as torchrun tees it
 
 survey healthy
 check "torchrun healthy: exit 0" "$([ $rc = 0 ]; echo $?)" "rc $rc; $(tail -5 "$out/healthy.err")"
@@ -41,7 +41,7 @@ bash "$cluster" slow-link 1 2 2 50 >/dev/null 2>&1
 survey slow
 # torchrun exits 1 when a rank exits non-zero: rank 0's 3 ("found") shows in its log.
 check "torchrun slow link: named as the link, rank 0 exit 3" \
-  "$(head_of slow | grep -q '1 of 12 links slow: h1 eth2 <-> h2 eth2' && grep -q 'exitcode *: 3' "$out/slow.err"; echo $?)" \
+  "$(head_of slow | grep -q '1 of 12 links slow: h1 eth2 <-> h2 eth2' && grep -q 'exitcode: 3' "$out/slow.err"; echo $?)" \
   "rc $rc; $(head_of slow); $(grep -m2 exitcode "$out/slow.err")"
 
 rm -rf "$out"
