@@ -70,7 +70,7 @@ class FsRoot {
 
  private:
   std::filesystem::path root_;
-  std::shared_ptr<const int> root_fd_;  // the root opened once (O_PATH | O_DIRECTORY)
+  std::shared_ptr<const int> root_fd_;  // the root opened once (O_PATH | O_DIRECTORY); null on "/"
 };
 
 }  // namespace p2pscope

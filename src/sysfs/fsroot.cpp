@@ -24,6 +24,9 @@ FsRoot::FsRoot(fs::path root) : root_(std::move(root)) {
     throw UsageError("--root '" + root_.string() + "' is not a directory; give a captured tree (tools/capture-fsroot.sh) or /");
   if (root_ != "/") root_ = fs::absolute(root_, ec).lexically_normal();
   if (root_.string().size() > 1 && root_.string().back() == '/') root_ = root_.parent_path();
+  // The live machine is read and written by path (there is nothing to stay beneath), so
+  // "/" holds no descriptor: a long-lived FsRoot (a monitor session's) keeps none open.
+  if (is_live()) return;
   const int fd = ::open(root_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) throw UsageError("--root '" + root_.string() + "': cannot open it: " + errno_text(errno));
   root_fd_ = std::shared_ptr<const int>(new int(fd), [](const int* p) {

@@ -90,8 +90,9 @@ TEST(BenchNetWatchdog, AHungIsendEndsTheRunWithinTheTimeout) {
   const HungRun r = bench_net("isend", args, 0, 20);
   ASSERT_NE(r.exit_code, -1) << "still running after 20 s:\n" << r.err;
   EXPECT_NE(r.exit_code, 0) << r.err;
-  // The timeout (2 s), the watchdog's look (50 ms), and the plugin's load and set-up.
-  EXPECT_LT(r.seconds, 2 + 2.5) << r.err;
+  // The timeout (2 s), the watchdog's look (50 ms), and the plugin's load and set-up: a
+  // loaded 2-core machine once took 6.3 s in all. Without the watchdog it never ends.
+  EXPECT_LT(r.seconds, 2 + 6.0) << r.err;
   EXPECT_NE(r.err.find("isend call has not returned"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("hung"), std::string::npos) << r.err;
 }
