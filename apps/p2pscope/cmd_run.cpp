@@ -3,6 +3,7 @@
 // benchmark, then analyze, each as a child p2pscope process: one step failing or
 // hanging (killed at --step-timeout) loses nothing the others measured, and each
 // step's own output and log stay in DIR for anyone to rerun by hand.
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -154,11 +155,13 @@ fs::path write_index(const fs::path& out, const std::vector<StepResult>& results
                         r.note.empty() ? "" : "<br>" + charts::xml_escape(r.note));
   }
   std::string files;
+  // A skipped step ran nothing: "10 of 10 steps run" with four skipped was not true.
+  const auto ran = std::count_if(results.begin(), results.end(), [](const StepResult& r) { return r.status != "skipped"; });
   for (const auto& [name, what] : kRunFiles)
     if (fs::exists(out / name)) files += "<li>" + link(name, name) + ": " + charts::xml_escape(what) + "</li>\n";
   std::string body = "<h1>p2pscope run</h1>\n" + headline_html(headline) + "<p>" +
                      charts::xml_escape(fs::absolute(out).lexically_normal().string()) +
-                     fmt::format(": {} of {} steps run.</p>\n", results.size(), planned) + "<h2>Files</h2>\n<ul>\n" +
+                     fmt::format(": {} of {} steps run.</p>\n", ran, planned) + "<h2>Files</h2>\n<ul>\n" +
                      (files.empty() ? "<li>none written</li>\n" : files) + "</ul>\n<h2>Steps</h2>\n" +
                      "<table><tr><th>step</th><th>status</th><th>time</th><th>output</th><th>log</th><th>command</th></tr>\n" +
                      rows + "</table>\n";
@@ -237,7 +240,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
             s.args.clear(), s.skipped_because = "needs " + need + ", which is skipped";
 
     const InterruptFlag interrupt("p2pscope run");
-    const StepRunner runner(out, o->step_timeout_s, interrupt.flag());
+    const StepRunner runner(out, o->step_timeout_s, interrupt.flag(), interrupt.pass_on());
     nlohmann::json record = run_metadata(ctx.argv);
     record["versions"] = gpu::to_json(rt);
     record["steps"] = nlohmann::json::array();
@@ -271,10 +274,14 @@ void add_run_command(CLI::App& app, Context& ctx) {
     std::cout << fmt::format("\n{} step(s) ok, {} failed, {} skipped; details in {}\n", ok, failed, skipped,
                              (out / "run.json").string());
     std::cout << "index: " << index.string() << "   (every result of this run)\n";
+    const StepResult& analyze = *std::find_if(results.begin(), results.end(), [](const StepResult& r) { return r.name == "analyze"; });
     if (fs::exists(report)) {
       std::cout << "report: " << fs::absolute(report).lexically_normal().string() << "\n";
+    } else if (analyze.status == "skipped") {
+      // Asked for (--skip) or implied by it: no failure, and no analyze.log to point at.
+      std::cout << "no report.html: analyze was skipped (" << analyze.note << ")\n";
     } else {
-      std::cout << "no report.html was written: see " << (out / "analyze.log").string() << "\n";
+      std::cout << "no report.html was written: see " << analyze.log_path << "\n";
       ctx.exit_code = 1;
     }
     if (failed > 0) ctx.exit_code = 1;
