@@ -64,4 +64,47 @@ TEST(FirstReading, AnalyzeFoldsNoiseWarningsIntoOneLinePerKind) {
   fs::remove_all(out);
 }
 
+// predict.html opened with a list of ten assumptions; the answer came after them. Now
+// its headline comes first, then the charts, and the assumptions last.
+TEST(FirstReading, PredictPageOpensWithItsHeadline) {
+  const auto out = scratch("predict-ring");
+  const auto r = run_binary("predict " + std::string(P2PSCOPE_FIXTURES_DIR) +
+                            "/links/uniform4 --ops allreduce,allgather --sizes 1M,1G --html " + (out / "p.html").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string page = slurp(out / "p.html");
+  const auto head = page.find("id=\"headline\"");
+  ASSERT_NE(head, std::string::npos) << page.substr(0, 2000);
+  EXPECT_LT(head, page.find("<svg"));
+  EXPECT_LT(page.find("<svg"), page.find("How it was predicted"));
+  EXPECT_LT(page.find("<svg"), page.find("<li>"));
+  const std::string box = page.substr(head, page.find("</div>", head) - head);
+  EXPECT_NE(box.find("allreduce at 1 GiB: predicted "), std::string::npos) << box;
+  EXPECT_NE(box.find("Predicted only"), std::string::npos) << box;
+  fs::remove_all(out);
+}
+
+// The NCCL model's page: its first chart is an op whose predicted cells were measured (it
+// was allgather on 2 GPUs, in name order, whose cells there are the calibration's own).
+TEST(FirstReading, PredictNcclPageLeadsWithAMeasuredOp) {
+  const auto out = scratch("predict-nccl");
+  const std::string dir = std::string(P2PSCOPE_FIXTURES_DIR) + "/nccl-calibration/h100x4";
+  const auto r = run_binary("predict " + dir + " --algo nccl --ops allreduce,allgather --ranks 2,4 --sizes 1M,64M,1G "
+                            "--measured " + dir + "/measured-h100x4.json --format json --out " + (out / "p.json").string() +
+                            " --html " + (out / "p.html").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::set<std::string> measured;  // "allgather on 4 GPUs"
+  const auto doc = nlohmann::json::parse(slurp(out / "p.json"));  // held: the loop reads into it
+  for (const auto& row : doc.at("rows"))
+    if (row.at("role") == "predicted" && row.at("measured_us").is_number())
+      measured.insert(row.at("op").get<std::string>() + " on " + std::to_string(row.at("ranks").get<int>()) + " GPUs");
+  ASSERT_FALSE(measured.empty());
+  const std::string page = slurp(out / "p.html");
+  EXPECT_LT(page.find("id=\"headline\""), page.find("<svg"));
+  const auto first = page.find(": time per size");
+  ASSERT_NE(first, std::string::npos);
+  const std::string title = page.substr(page.rfind('>', first) + 1, first - page.rfind('>', first) - 1);
+  EXPECT_TRUE(measured.count(title)) << "first chart: " << title;
+  fs::remove_all(out);
+}
+
 }  // namespace
