@@ -107,4 +107,33 @@ TEST(FirstReading, PredictNcclPageLeadsWithAMeasuredOp) {
   fs::remove_all(out);
 }
 
+// Bad bench nccl JSON given to --measured: exit 2 and the file, row and field named.
+// Before, a field of another type ended in "internal error: [json.exception.type_error.302]"
+// (exit 1), a cut file quoted the parser, and a negative size was read as 2^64 - 16 MiB.
+TEST(FirstReading, PredictMeasuredNamesTheBadFieldNotTheLibrary) {
+  const auto out = scratch("measured");
+  const std::string dir = std::string(P2PSCOPE_FIXTURES_DIR) + "/nccl-calibration/h100x4";
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"op":"allreduce","ranks":2,"rows":[{"size_bytes":"x","time_us":5}]})", "\"size_bytes\""},
+      {R"({"op":"allreduce","ranks":2,"rows":[{"size_bytes":-16777216,"time_us":5}]})", "\"size_bytes\""},
+      {R"({"op":"allreduce","ranks":"2","rows":[{"size_bytes":1024,"time_us":5}]})", "\"ranks\""},
+      {R"({"op":"allreduce","ranks":2,"rows":[{"size_bytes":1024,"time_us":"5"}]})", "\"time_us\""},
+      {R"({"op":"allreduce","ranks":2,"rows":[{"size_bytes":1024}]})", "\"time_us\""},
+      {R"({"op":"allreduce","ranks":2,"rows":[{"size_bytes":1024,)", "line 1, column"},
+  };
+  int n = 0;
+  for (const auto& [text, names] : cases) {
+    const fs::path f = out / ("bad" + std::to_string(n++) + ".json");
+    std::ofstream(f) << text;
+    const auto r = run_binary("predict " + dir + " --algo nccl --ops allreduce --ranks 2 --sizes 1K,16M --measured " +
+                              f.string());
+    EXPECT_EQ(r.code, 2) << text << "\n" << r.out;
+    EXPECT_NE(r.out.find(f.string()), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(names), std::string::npos) << text << "\n" << r.out;
+    for (const char* library : {"json.exception", "type_error", "parse_error", "internal error", "TiB"})
+      EXPECT_EQ(r.out.find(library), std::string::npos) << text << "\n" << r.out;
+  }
+  fs::remove_all(out);
+}
+
 }  // namespace
