@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "p2pscope/json_words.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
@@ -31,7 +32,7 @@ nlohmann::json read_json_file(const std::string& path) {
   try {
     return nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(path + " is not valid JSON: " + e.what());
+    throw Error(path + " is not valid JSON: " + json_error_words(e.what()));
   }
 }
 

@@ -136,4 +136,21 @@ TEST(FirstReading, PredictMeasuredNamesTheBadFieldNotTheLibrary) {
   fs::remove_all(out);
 }
 
+// A cut links.json (a campaign copied while analyze wrote it) quoted the parser:
+// "not valid JSON ([json.exception.parse_error.101] parse error at line 1, column 12:
+// syntax error while parsing value - ...)". Now the place and the reason in our words.
+TEST(FirstReading, ACutLinksFileIsSaidWithoutTheParsersText) {
+  const auto dir = scratch("cut-links");
+  std::ofstream(dir / "links.json") << "{\"links\": [";
+  for (const std::string& cmd : {"predict " + dir.string(), "export " + dir.string() + " --to json"}) {
+    const auto r = run_binary(cmd);
+    EXPECT_EQ(r.code, 2) << cmd << "\n" << r.out;
+    EXPECT_NE(r.out.find((dir / "links.json").string() + ": not valid JSON (line 1, column 12: unexpected end of input)"),
+              std::string::npos) << cmd << "\n" << r.out;
+    for (const char* library : {"json.exception", "parse_error", "syntax error while parsing"})
+      EXPECT_EQ(r.out.find(library), std::string::npos) << cmd << "\n" << r.out;
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
