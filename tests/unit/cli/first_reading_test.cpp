@@ -153,4 +153,16 @@ TEST(FirstReading, ACutLinksFileIsSaidWithoutTheParsersText) {
   fs::remove_all(dir);
 }
 
+// The campaign's progress line named its op by the trace's event name, so the 64M the
+// user gave came back as "p2p_cfg0001_s1d0_sz67108864_r0"; now "host 1->0 64M rep 0".
+TEST(FirstReading, ProfileProgressGivesSizesBackAsTheUserWroteThem) {
+  const auto dir = scratch("progress");
+  const auto r = run_binary("profile --backend host --sizes 64M --reps 1 --warmup 1 --out " + (dir / "c").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("[measure] 2/2 (100%)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" 64M rep 0"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("67108864"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
 }  // namespace
