@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -22,6 +23,16 @@ nlohmann::json read_json(const fs::path& p) {
   auto j = nlohmann::json::parse(in, nullptr, false);
   return j.is_discarded() ? nlohmann::json(nullptr) : j;
 }
+
+// The run directory's step files, less those of steps this run skipped: a copy an earlier
+// run left there is not this run's result (a skipped TCP step showed last run's rate).
+struct HeadlineSources {
+  const fs::path& dir;
+  const std::set<std::string>& not_this_run;
+  nlohmann::json read(const std::string& name) const {
+    return not_this_run.count(name) ? nlohmann::json(nullptr) : read_json(dir / name);
+  }
+};
 
 struct Spread {
   double min = NAN, median = NAN, max = NAN;
@@ -57,8 +68,8 @@ std::vector<double> per_pair(const nlohmann::json& j, const char* field, std::ui
   return v;
 }
 
-void bandwidth(Headline& h, const fs::path& dir) {
-  const auto j = read_json(dir / "bench-gpu.json");
+void bandwidth(Headline& h, const HeadlineSources& dir) {
+  const auto j = dir.read("bench-gpu.json");
   if (!j.is_object()) return;
   std::uint64_t size = 0;
   const Spread s = spread(per_pair(j, "algbw_GBps", &size));
@@ -71,8 +82,8 @@ void bandwidth(Headline& h, const fs::path& dir) {
   h.numbers["bandwidth_GBps"]["size_bytes"] = size;
 }
 
-void latency(Headline& h, const fs::path& dir) {
-  const auto j = read_json(dir / "bench-latency.json");
+void latency(Headline& h, const HeadlineSources& dir) {
+  const auto j = dir.read("bench-latency.json");
   if (!j.is_object()) return;
   std::uint64_t size = 0;
   const bool blocking = j.value("pattern", "") == "blocking";
@@ -95,8 +106,8 @@ void latency(Headline& h, const fs::path& dir) {
   if (unpinned) h.numbers["one_way_latency_threads_pinned"] = false;
 }
 
-void collective(Headline& h, const fs::path& dir) {
-  const auto j = read_json(dir / "nccl-allreduce.json");
+void collective(Headline& h, const HeadlineSources& dir) {
+  const auto j = dir.read("nccl-allreduce.json");
   if (!j.is_object()) return;
   double busbw = NAN;
   std::uint64_t size = 0;
@@ -111,8 +122,8 @@ void collective(Headline& h, const fs::path& dir) {
   h.numbers["allreduce_busbw_GBps"] = {{"value", busbw}, {"size_bytes", size}};
 }
 
-void tcp_item(Headline& h, const fs::path& dir) {
-  const auto j = read_json(dir / "tcp-loopback.json");
+void tcp_item(Headline& h, const HeadlineSources& dir) {
+  const auto j = dir.read("tcp-loopback.json");
   if (!j.is_object() || !j.contains("client")) return;
   const double bps = j["client"].value("tx_bytes_per_s", 0.0);
   if (bps <= 0) return;
@@ -123,8 +134,8 @@ void tcp_item(Headline& h, const fs::path& dir) {
   h.numbers["tcp_loopback_GBps"] = bps / 1e9;
 }
 
-void prediction(Headline& h, const fs::path& dir) {
-  const auto j = read_json(dir / "predict.json");
+void prediction(Headline& h, const HeadlineSources& dir) {
+  const auto j = dir.read("predict.json");
   if (!j.is_object()) return;
   std::vector<double> err, gpu_err;
   // predict's NCCL model marks each row calibration or predicted: only predicted rows
@@ -159,8 +170,8 @@ void prediction(Headline& h, const fs::path& dir) {
 // The finding that matters most, as the report's conclusions pick it: one about the
 // hardware (a warning first); a finding about the measurement (noise, clocks) is the top
 // one only when the campaign found nothing about the hardware, and says that it is.
-void finding(Headline& h, const fs::path& dir) {
-  const auto j = read_json(dir / "campaign" / "findings.json");
+void finding(Headline& h, const HeadlineSources& dir) {
+  const auto j = dir.read("campaign/findings.json");
   if (!j.is_object()) return;
   const nlohmann::json* best = nullptr;
   int best_rank = 99;
@@ -189,7 +200,8 @@ void finding(Headline& h, const fs::path& dir) {
 
 }  // namespace
 
-Headline read_headline(const fs::path& dir) {
+Headline read_headline(const fs::path& run_dir, const std::set<std::string>& not_this_run) {
+  const HeadlineSources dir{run_dir, not_this_run};
   Headline h;
   h.numbers = nlohmann::json::object();
   // One malformed step output costs its own item, never the run's summary.

@@ -297,6 +297,26 @@ TEST(Run, CtrlCAtATerminalIsOneSignalToTheStep) {
   fs::remove(log);
 }
 
+// A step skipped this time leaves an earlier run's file in --out: the headline showed that
+// file's figure (and the index linked it) as this run's result.
+TEST(Run, ASkippedStepsOldFileIsNotThisRunsResult) {
+  const auto dir = fresh_dir("stale");
+  const std::string common = " --out " + dir.string() + " --backend host --sizes 1K --reps 1 --skip "
+                             "topo-text,profile,bench-gpu,bench-latency,analyze,export,predict";
+  ASSERT_EQ(run("run" + common).code, 0);
+  ASSERT_TRUE(read_json(dir / "headline.json").at("numbers").contains("tcp_loopback_GBps"));
+  const auto r = run("run" + common + ",tcp-loopback,topo");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(fs::exists(dir / "tcp-loopback.json")) << "the earlier run's file is kept";
+  EXPECT_FALSE(read_json(dir / "headline.json").at("numbers").contains("tcp_loopback_GBps")) << r.out;
+  EXPECT_EQ(r.out.find("TCP (loopback)"), std::string::npos) << r.out;
+  std::ifstream idx(dir / "index.html");
+  const std::string index((std::istreambuf_iterator<char>(idx)), {});
+  EXPECT_EQ(index.find("href=\"tcp-loopback.json\""), std::string::npos);
+  EXPECT_EQ(index.find("href=\"topology.json\""), std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST(Run, UnknownStepInSkipIsUsageError) {
   const auto r = run("run --skip bogus");
   EXPECT_EQ(r.code, 2) << r.out;
