@@ -17,6 +17,17 @@ namespace {
 // after every option is parsed and checked, before any subcommand's callback. (Replacing
 // the callbacks instead freed the options they own while CLI11 still wrote them: ASan.)
 struct ParseOnlyDone {};
+
+// The CLI11 type name ("INT", "FLOAT") of option `name` on the command line's path of
+// subcommands, for a refusal said in p2pscope's words; "" when none has it.
+std::string option_type(const CLI::App& root, const std::string& name) {
+  for (const CLI::App* at = &root; at != nullptr;) {
+    if (const CLI::Option* o = at->get_option_no_throw(name)) return o->get_type_name();
+    const auto subs = at->get_subcommands();
+    at = subs.empty() ? nullptr : subs.back();
+  }
+  return "";
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -90,7 +101,9 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
-    std::fprintf(stderr, "p2pscope: %s\nRun 'p2pscope --help' (or '<subcommand> --help') for usage.\n", e.what());
+    const std::string words =
+        app::parse_error_words(e.what(), [&root](const std::string& name) { return option_type(root, name); });
+    std::fprintf(stderr, "p2pscope: %s\nRun 'p2pscope --help' (or '<subcommand> --help') for usage.\n", words.c_str());
     return 2;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "p2pscope: %s\n", e.what());

@@ -165,4 +165,23 @@ TEST(FirstReading, ProfileProgressGivesSizesBackAsTheUserWroteThem) {
   fs::remove_all(dir);
 }
 
+// CLI11's own words for a bad value reached the user ("Could not convert: --reps = x",
+// "--out: 1 required TEXT missing", "--skip: bogus not in {topo,...}"): said in ours.
+TEST(FirstReading, ABadOptionValueIsSaidInOurWords) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"run --reps x", "--reps: 'x' is not a whole number"},
+      {"run --step-timeout abc", "--step-timeout: 'abc' is not a number"},
+      {"bench gpu --iters 1.5", "--iters: '1.5' is not a whole number"},
+      {"run --out", "--out needs a value"},
+      {"run --skip bogus", "--skip: 'bogus' is not one of topo, topo-text, profile"},
+  };
+  for (const auto& [args, says] : cases) {
+    const auto r = run_binary(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(says), std::string::npos) << args << "\n" << r.out;
+    for (const char* library : {"Could not convert", "required TEXT", "not in {"})
+      EXPECT_EQ(r.out.find(library), std::string::npos) << args << "\n" << r.out;
+  }
+}
+
 }  // namespace
