@@ -184,4 +184,23 @@ TEST(FirstReading, ABadOptionValueIsSaidInOurWords) {
   }
 }
 
+// export's notes on the terminal gave sizes as exact bytes: "S 4 B..536870912 B (512 MiB)
+// (messages 1 B..134217728 B (128 MiB), ...)", "off by +295184% at 1024 B". Now in
+// KiB/MiB; the file's own header keeps the exact bytes that --for takes.
+TEST(FirstReading, ExportNotesSaySizesAsSizes) {
+  const auto dir = scratch("export") / "c";
+  fs::copy(fs::path(P2PSCOPE_FIXTURES_DIR) / "campaigns" / "mixed4", dir, fs::copy_options::recursive);
+  ASSERT_EQ(run_binary("analyze " + dir.string() + " --no-report").code, 0);
+  const auto r = run_binary("export " + dir.string() + " --to astra-sim --out " + (dir / "n.yml").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("ring all-reduce of S 4 B-512 MiB (messages 1 B-128 MiB, off by up to"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("at 1 KiB against the measured medians (the model itself from 256 MiB up)"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("536870912"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("1024 B"), std::string::npos) << r.out;
+  EXPECT_NE(slurp(dir / "n.yml").find("536870912 B (512 MiB)"), std::string::npos) << "the header keeps exact bytes";
+  fs::remove_all(dir.parent_path());
+}
+
 }  // namespace
