@@ -68,8 +68,7 @@ std::string predict_headline(const std::vector<std::pair<std::string, Curve>>& c
                              const std::string& why_not) {
   if (curves.empty() || curves.front().second.bytes.empty()) return "Nothing was predicted.";
   const auto& [op, c] = curves.front();
-  const std::size_t big = static_cast<std::size_t>(
-      std::max_element(c.bytes.begin(), c.bytes.end()) - c.bytes.begin());
+  const std::size_t big = static_cast<std::size_t>(std::max_element(c.bytes.begin(), c.bytes.end()) - c.bytes.begin());
   std::string h = fmt::format("{} at {}: predicted {}", op, format_size(static_cast<std::uint64_t>(c.bytes[big])),
                               format_duration_ns(c.predicted_ns[big]));
   if (measured && std::isfinite(c.measured_ns[big]))
@@ -78,12 +77,13 @@ std::string predict_headline(const std::vector<std::pair<std::string, Curve>>& c
   std::vector<double> err;
   for (const auto& [name, k] : curves)
     for (std::size_t i = 0; i < k.bytes.size(); ++i)
-      if (std::isfinite(k.measured_ns[i])) err.push_back(std::fabs((k.predicted_ns[i] - k.measured_ns[i]) / k.measured_ns[i] * 100));
+      if (std::isfinite(k.measured_ns[i]))
+        err.push_back(std::fabs((k.predicted_ns[i] - k.measured_ns[i]) / k.measured_ns[i] * 100));
   if (err.empty())
     return h + ". Predicted only: " + (why_not.empty() ? "run with --measure to compare with NCCL" : why_not) + ".";
   std::sort(err.begin(), err.end());
-  return h + fmt::format(". Against NCCL over {} measured cell(s): |error| {:.1f}-{:.1f} % (median {:.1f} %).", err.size(),
-                         err.front(), err.back(), err[err.size() / 2]);
+  return h + fmt::format(". Against NCCL over {} measured cell(s): |error| {:.1f}-{:.1f} % (median {:.1f} %).",
+                         err.size(), err.front(), err.back(), err[err.size() / 2]);
 }
 
 // The page people look at: its headline, then per op (measured ops first) predicted and
@@ -94,7 +94,8 @@ std::string predict_page(const std::string& what, const std::vector<std::string>
                          const std::string& why_not) {
   using charts::Format;
   std::stable_partition(curves.begin(), curves.end(), [](const auto& oc) {
-    return std::any_of(oc.second.measured_ns.begin(), oc.second.measured_ns.end(), [](double v) { return std::isfinite(v); });
+    return std::any_of(oc.second.measured_ns.begin(), oc.second.measured_ns.end(),
+                       [](double v) { return std::isfinite(v); });
   });
   std::string body = "<h1>p2pscope predict</h1>\n<div class=\"headline\" id=\"headline\"><p><b>" +
                      charts::xml_escape(predict_headline(curves, measured, why_not)) + "</b></p></div>\n";

@@ -142,8 +142,8 @@ const std::vector<std::pair<std::string, std::string>> kRunFiles = {
 // interrupt): a copy an earlier run left in --out is not this run's result, so neither
 // the headline nor the index's file list shows it as one.
 std::set<std::string> files_not_of_this_run(const std::vector<Step>& steps, const std::vector<StepResult>& results) {
-  const std::map<std::string, std::string> also = {{"topo", "topology.json"}, {"export", "network.yml"},
-                                                   {"predict", "predict.html"}};
+  const std::map<std::string, std::string> also = {
+      {"topo", "topology.json"}, {"export", "network.yml"}, {"predict", "predict.html"}};
   std::set<std::string> files;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     if (i < results.size() && results[i].status != "skipped") continue;
@@ -174,15 +174,18 @@ fs::path write_index(const fs::path& out, const std::vector<StepResult>& results
   }
   std::string files;
   // A skipped step ran nothing: "10 of 10 steps run" with four skipped was not true.
-  const auto ran = std::count_if(results.begin(), results.end(), [](const StepResult& r) { return r.status != "skipped"; });
+  const auto ran =
+      std::count_if(results.begin(), results.end(), [](const StepResult& r) { return r.status != "skipped"; });
   for (const auto& [name, what] : kRunFiles)
-    if (fs::exists(out / name) && !stale.count(name)) files += "<li>" + link(name, name) + ": " + charts::xml_escape(what) + "</li>\n";
-  std::string body = "<h1>p2pscope run</h1>\n" + headline_html(headline) + "<p>" +
-                     charts::xml_escape(fs::absolute(out).lexically_normal().string()) +
-                     fmt::format(": {} of {} steps run.</p>\n", ran, planned) + "<h2>Files</h2>\n<ul>\n" +
-                     (files.empty() ? "<li>none written</li>\n" : files) + "</ul>\n<h2>Steps</h2>\n" +
-                     "<table><tr><th>step</th><th>status</th><th>time</th><th>output</th><th>log</th><th>command</th></tr>\n" +
-                     rows + "</table>\n";
+    if (fs::exists(out / name) && !stale.count(name))
+      files += "<li>" + link(name, name) + ": " + charts::xml_escape(what) + "</li>\n";
+  std::string body =
+      "<h1>p2pscope run</h1>\n" + headline_html(headline) + "<p>" +
+      charts::xml_escape(fs::absolute(out).lexically_normal().string()) +
+      fmt::format(": {} of {} steps run.</p>\n", ran, planned) + "<h2>Files</h2>\n<ul>\n" +
+      (files.empty() ? "<li>none written</li>\n" : files) + "</ul>\n<h2>Steps</h2>\n" +
+      "<table><tr><th>step</th><th>status</th><th>time</th><th>output</th><th>log</th><th>command</th></tr>\n" + rows +
+      "</table>\n";
   const fs::path index = fs::absolute(out / "index.html").lexically_normal();
   write_file_atomic(index, charts::html::page("p2pscope run", body), Replace::allow);
   return index;
@@ -294,7 +297,8 @@ void add_run_command(CLI::App& app, Context& ctx) {
     std::cout << fmt::format("\n{} step(s) ok, {} failed, {} skipped; details in {}\n", ok, failed, skipped,
                              (out / "run.json").string());
     std::cout << "index: " << index.string() << "   (every result of this run)\n";
-    const StepResult& analyze = *std::find_if(results.begin(), results.end(), [](const StepResult& r) { return r.name == "analyze"; });
+    const StepResult& analyze =
+        *std::find_if(results.begin(), results.end(), [](const StepResult& r) { return r.name == "analyze"; });
     if (fs::exists(report)) {
       std::cout << "report: " << fs::absolute(report).lexically_normal().string() << "\n";
     } else if (analyze.status == "skipped") {

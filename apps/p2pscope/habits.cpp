@@ -132,8 +132,8 @@ std::string parse_error_words(const std::string& what, const std::function<std::
                                  : "a value this option takes";
     if (!name.empty()) return name + ": '" + value + "' is not " + kind + " (or is out of range)";
   }
-  if (const auto r = what.find(" required "); r != std::string::npos && what.size() > 8 &&
-                                              what.compare(what.size() - 8, 8, " missing") == 0) {
+  if (const auto r = what.find(" required ");
+      r != std::string::npos && what.size() > 8 && what.compare(what.size() - 8, 8, " missing") == 0) {
     const auto colon = what.rfind(": ", r);
     if (colon != std::string::npos) return what.substr(0, colon) + " needs a value";
   }

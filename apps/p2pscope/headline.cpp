@@ -95,13 +95,14 @@ void latency(Headline& h, const HeadlineSources& dir) {
   for (const auto& r : j.value("rows", nlohmann::json::array()))
     unpinned = unpinned || (r.contains("note") && r["note"].is_string() &&
                             r["note"].get<std::string>().find(bench::kHostThreadsNotPinned) != std::string::npos);
-  h.items.push_back({blocking ? "copy time seen by the host" : "one-way latency", show(s, 2, "us"),
-                     fmt::format("{} backend, {} message, {} pair{}{}{}", j.value("backend", "?"), format_size(size), s.n,
-                                 s.n == 1 ? "" : "s", blocking ? " (no ping-pong here: a blocking copy)" : ", ping-pong / 2",
-                                 unpinned ? "; caveat: its threads are not pinned to a CPU each, so both may share a core "
-                                            "and the figure includes the scheduler's time"
-                                          : ""),
-                     "bench-latency.json"});
+  h.items.push_back(
+      {blocking ? "copy time seen by the host" : "one-way latency", show(s, 2, "us"),
+       fmt::format("{} backend, {} message, {} pair{}{}{}", j.value("backend", "?"), format_size(size), s.n,
+                   s.n == 1 ? "" : "s", blocking ? " (no ping-pong here: a blocking copy)" : ", ping-pong / 2",
+                   unpinned ? "; caveat: its threads are not pinned to a CPU each, so both may share a core "
+                              "and the figure includes the scheduler's time"
+                            : ""),
+       "bench-latency.json"});
   h.numbers[blocking ? "host_copy_us" : "one_way_latency_us"] = to_json(s);
   if (unpinned) h.numbers["one_way_latency_threads_pinned"] = false;
 }

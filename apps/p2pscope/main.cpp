@@ -115,17 +115,20 @@ int main(int argc, char** argv) {
     // A reader that took a file's shape on trust: its text ("[json.exception.type_error.302]
     // type must be number") names the library, not the file. Each reader names its own
     // fields (predict --measured, doctor --results); this is the net under the rest.
-    std::fprintf(stderr, "p2pscope: a JSON input is not in the form this command reads (a field of another type, or "
-                         "missing); check the files given against the command's --help\n");
+    std::fprintf(stderr,
+                 "p2pscope: a JSON input is not in the form this command reads (a field of another type, or "
+                 "missing); check the files given against the command's --help\n");
     return 2;
   } catch (const std::invalid_argument&) {
     // std::stoi and kin say only their own name ("stoull").
-    std::fprintf(stderr, "p2pscope: internal error: a number in the input could not be read; please report the "
-                         "command line that led here\n");
+    std::fprintf(stderr,
+                 "p2pscope: internal error: a number in the input could not be read; please report the "
+                 "command line that led here\n");
     return 1;
   } catch (const std::out_of_range&) {
-    std::fprintf(stderr, "p2pscope: internal error: a number or index in the input is out of range; please report "
-                         "the command line that led here\n");
+    std::fprintf(stderr,
+                 "p2pscope: internal error: a number or index in the input is out of range; please report "
+                 "the command line that led here\n");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "p2pscope: internal error: %s\n", e.what());

@@ -52,8 +52,10 @@ void read_bench_json(const std::string& file, const std::string& text, Measured&
       throw UsageError(fmt::format("--measured {}: not bench nccl's JSON (no op, ranks or rows)", file));
     if (!one["op"].is_string() || !one["ranks"].is_number_integer() || one["ranks"].get<long long>() < 1 ||
         !one["rows"].is_array())
-      throw UsageError(fmt::format("--measured {}: \"op\" must be a name, \"ranks\" a count of 1 or more and "
-                                   "\"rows\" a list", file));
+      throw UsageError(
+          fmt::format("--measured {}: \"op\" must be a name, \"ranks\" a count of 1 or more and "
+                      "\"rows\" a list",
+                      file));
     const std::string op = one["op"].get<std::string>();
     const int n = static_cast<int>(std::min<long long>(one["ranks"].get<long long>(), 1 << 20));
     std::size_t k = 0;
@@ -61,8 +63,10 @@ void read_bench_json(const std::string& file, const std::string& text, Measured&
       const std::string where = fmt::format("{} row {}", op, ++k);
       if (!r.is_object()) throw UsageError(fmt::format("--measured {}: {} is not an object", file, where));
       if (!r.contains("size_bytes") || !r["size_bytes"].is_number_integer() || r["size_bytes"].get<long long>() < 0)
-        throw UsageError(fmt::format("--measured {}: {}: \"size_bytes\" is missing or not a size in bytes (a whole "
-                                     "number >= 0)", file, where));
+        throw UsageError(
+            fmt::format("--measured {}: {}: \"size_bytes\" is missing or not a size in bytes (a whole "
+                        "number >= 0)",
+                        file, where));
       const double t = r.contains("time_us") ? number(r, "time_us", where) * 1e3
                        : r.contains("time_ns") && r["time_ns"].is_object()
                            ? number(r["time_ns"], "median", where + " time_ns")  // before nccl-tests' timing

@@ -180,7 +180,8 @@ std::string page(const std::string& head, const std::vector<std::string>& lines,
   for (const auto& c : cells) grouped[{c.op, c.ranks}].push_back(&c);
   // An op whose predicted cells were measured first: the first chart shows how far off the
   // model is, not a curve the calibration fitted or one nothing was compared with.
-  std::vector<std::pair<std::pair<std::string, int>, std::vector<const PricedCell*>>> by(grouped.begin(), grouped.end());
+  std::vector<std::pair<std::pair<std::string, int>, std::vector<const PricedCell*>>> by(grouped.begin(),
+                                                                                         grouped.end());
   std::stable_partition(by.begin(), by.end(), [](const auto& g) {
     return std::any_of(g.second.begin(), g.second.end(),
                        [](const PricedCell* c) { return c->p.role == "predicted" && std::isfinite(c->measured_ns); });

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "p2pscope/json_words.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/json_words.hpp"
 #include "p2pscope/monitor.hpp"
 #include "p2pscope/units.hpp"
 

@@ -12,12 +12,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "p2pscope/json_words.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
 #include "p2pscope/fsroot.hpp"
 #include "p2pscope/gpu_runtime.hpp"
+#include "p2pscope/json_words.hpp"
 #include "p2pscope/output.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/topo.hpp"

@@ -138,12 +138,13 @@ std::string collective_lines(const AstraPlan& plan, std::size_t k, const std::ve
     const auto size = [](double b) { return format_size(static_cast<std::uint64_t>(b)); };
     const auto human = [&](double from, double to) { return from == to ? size(from) : size(from) + "-" + size(to); };
     const std::string said = join(bad, "; ", [&](const auto& r) {
-      return fmt::format("S {} (messages {}, off by up to {:+.1f}%)", human(r.from * div, r.to * div), human(r.from, r.to),
-                         100 * r.worst);
+      return fmt::format("S {} (messages {}, off by up to {:+.1f}%)", human(r.from * div, r.to * div),
+                         human(r.from, r.to), 100 * r.worst);
     });
-    notes->push_back(fmt::format("dimension {} ({}): this file is off by more than 2 % for ring all-reduce of {}; export "
-                                 "once per size there with `--for ring:S` (the header lists the sizes)",
-                                 k, comment_safe(plan.dims[k].cls), said));
+    notes->push_back(
+        fmt::format("dimension {} ({}): this file is off by more than 2 % for ring all-reduce of {}; export "
+                    "once per size there with `--for ring:S` (the header lists the sizes)",
+                    k, comment_safe(plan.dims[k].cls), said));
   }
   return o;
 }
@@ -217,9 +218,10 @@ std::string dimension_block(const AstraPlan& plan, std::size_t k, std::vector<st
     const std::string said = std::isfinite(d.exact_to_bytes)
                                  ? "from " + size(d.exact_from_bytes) + " to " + size(d.exact_to_bytes)
                                  : "from " + size(d.exact_from_bytes) + " up";
-    notes->push_back(fmt::format("dimension {} ({}): one alpha-beta line is off by {:+.0f}% at {} against the "
-                                 "measured medians (the model itself {}); the table in the file's header has every size",
-                                 k, comment_safe(d.cls), 100 * worst, size(worst_at), said));
+    notes->push_back(
+        fmt::format("dimension {} ({}): one alpha-beta line is off by {:+.0f}% at {} against the "
+                    "measured medians (the model itself {}); the table in the file's header has every size",
+                    k, comment_safe(d.cls), 100 * worst, size(worst_at), said));
   }
   std::vector<double> b, a;
   for (const auto* l : d.links) {

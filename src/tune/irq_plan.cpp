@@ -5,9 +5,9 @@
 #include <map>
 #include <set>
 
-#include "p2pscope/json_words.hpp"
 #include "p2pscope/bindings.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/json_words.hpp"
 #include "p2pscope/tune.hpp"
 #include "p2pscope/units.hpp"
 

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <regex>
 
-#include "p2pscope/json_words.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/json_words.hpp"
 #include "p2pscope/tune.hpp"
 #include "p2pscope/units.hpp"
 

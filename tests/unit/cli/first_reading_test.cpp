@@ -68,8 +68,9 @@ TEST(FirstReading, AnalyzeFoldsNoiseWarningsIntoOneLinePerKind) {
 // its headline comes first, then the charts, and the assumptions last.
 TEST(FirstReading, PredictPageOpensWithItsHeadline) {
   const auto out = scratch("predict-ring");
-  const auto r = run_binary("predict " + std::string(P2PSCOPE_FIXTURES_DIR) +
-                            "/links/uniform4 --ops allreduce,allgather --sizes 1M,1G --html " + (out / "p.html").string());
+  const auto r =
+      run_binary("predict " + std::string(P2PSCOPE_FIXTURES_DIR) +
+                 "/links/uniform4 --ops allreduce,allgather --sizes 1M,1G --html " + (out / "p.html").string());
   ASSERT_EQ(r.code, 0) << r.out;
   const std::string page = slurp(out / "p.html");
   const auto head = page.find("id=\"headline\"");
@@ -88,11 +89,13 @@ TEST(FirstReading, PredictPageOpensWithItsHeadline) {
 TEST(FirstReading, PredictNcclPageLeadsWithAMeasuredOp) {
   const auto out = scratch("predict-nccl");
   const std::string dir = std::string(P2PSCOPE_FIXTURES_DIR) + "/nccl-calibration/h100x4";
-  const auto r = run_binary("predict " + dir + " --algo nccl --ops allreduce,allgather --ranks 2,4 --sizes 1M,64M,1G "
-                            "--measured " + dir + "/measured-h100x4.json --format json --out " + (out / "p.json").string() +
+  const auto r = run_binary("predict " + dir +
+                            " --algo nccl --ops allreduce,allgather --ranks 2,4 --sizes 1M,64M,1G "
+                            "--measured " +
+                            dir + "/measured-h100x4.json --format json --out " + (out / "p.json").string() +
                             " --html " + (out / "p.html").string());
   ASSERT_EQ(r.code, 0) << r.out;
-  std::set<std::string> measured;  // "allgather on 4 GPUs"
+  std::set<std::string> measured;                                 // "allgather on 4 GPUs"
   const auto doc = nlohmann::json::parse(slurp(out / "p.json"));  // held: the loop reads into it
   for (const auto& row : doc.at("rows"))
     if (row.at("role") == "predicted" && row.at("measured_us").is_number())
@@ -125,8 +128,8 @@ TEST(FirstReading, PredictMeasuredNamesTheBadFieldNotTheLibrary) {
   for (const auto& [text, names] : cases) {
     const fs::path f = out / ("bad" + std::to_string(n++) + ".json");
     std::ofstream(f) << text;
-    const auto r = run_binary("predict " + dir + " --algo nccl --ops allreduce --ranks 2 --sizes 1K,16M --measured " +
-                              f.string());
+    const auto r =
+        run_binary("predict " + dir + " --algo nccl --ops allreduce --ranks 2 --sizes 1K,16M --measured " + f.string());
     EXPECT_EQ(r.code, 2) << text << "\n" << r.out;
     EXPECT_NE(r.out.find(f.string()), std::string::npos) << r.out;
     EXPECT_NE(r.out.find(names), std::string::npos) << text << "\n" << r.out;
@@ -145,8 +148,11 @@ TEST(FirstReading, ACutLinksFileIsSaidWithoutTheParsersText) {
   for (const std::string& cmd : {"predict " + dir.string(), "export " + dir.string() + " --to json"}) {
     const auto r = run_binary(cmd);
     EXPECT_EQ(r.code, 2) << cmd << "\n" << r.out;
-    EXPECT_NE(r.out.find((dir / "links.json").string() + ": not valid JSON (line 1, column 12: unexpected end of input)"),
-              std::string::npos) << cmd << "\n" << r.out;
+    EXPECT_NE(
+        r.out.find((dir / "links.json").string() + ": not valid JSON (line 1, column 12: unexpected end of input)"),
+        std::string::npos)
+        << cmd << "\n"
+        << r.out;
     for (const char* library : {"json.exception", "parse_error", "syntax error while parsing"})
       EXPECT_EQ(r.out.find(library), std::string::npos) << cmd << "\n" << r.out;
   }

@@ -137,7 +137,11 @@ TEST(Headline, UnpinnedHostLatencyCarriesACaveat) {
   const auto latency = [&](const std::string& note) {
     nlohmann::json rows = nlohmann::json::array();
     for (int i = 0; i < 2; ++i)
-      rows.push_back({{"src", i}, {"dst", 1 - i}, {"size_bytes", 8}, {"supported", true}, {"one_way_us", 1.0 + i},
+      rows.push_back({{"src", i},
+                      {"dst", 1 - i},
+                      {"size_bytes", 8},
+                      {"supported", true},
+                      {"one_way_us", 1.0 + i},
                       {"note", note}});
     put(d / "bench-latency.json", {{"backend", "host"}, {"pattern", "latency"}, {"rows", rows}});
   };

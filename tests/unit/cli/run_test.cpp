@@ -8,8 +8,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <termios.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -248,9 +248,10 @@ TEST(Run, CtrlCAtATerminalIsOneSignalToTheStep) {
   ASSERT_EQ(grantpt(master), 0);
   ASSERT_EQ(unlockpt(master), 0);
   const std::string slave = ptsname(master);
-  const std::vector<std::string> args = {P2PSCOPE_BINARY, "run", "--out", dir.string(), "--backend", "host",
-                                         "--sizes", "1K", "--reps", "1000000", "--skip",
-                                         "topo,topo-text,bench-gpu,bench-latency,tcp-loopback"};
+  const std::vector<std::string> args = {
+      P2PSCOPE_BINARY, "run",     "--out",   dir.string(),
+      "--backend",     "host",    "--sizes", "1K",
+      "--reps",        "1000000", "--skip",  "topo,topo-text,bench-gpu,bench-latency,tcp-loopback"};
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -301,7 +302,8 @@ TEST(Run, CtrlCAtATerminalIsOneSignalToTheStep) {
 // file's figure (and the index linked it) as this run's result.
 TEST(Run, ASkippedStepsOldFileIsNotThisRunsResult) {
   const auto dir = fresh_dir("stale");
-  const std::string common = " --out " + dir.string() + " --backend host --sizes 1K --reps 1 --skip "
+  const std::string common = " --out " + dir.string() +
+                             " --backend host --sizes 1K --reps 1 --skip "
                              "topo-text,profile,bench-gpu,bench-latency,analyze,export,predict";
   ASSERT_EQ(run("run" + common).code, 0);
   ASSERT_TRUE(read_json(dir / "headline.json").at("numbers").contains("tcp_loopback_GBps"));
