@@ -313,7 +313,10 @@ void run_predict(const PredictOptions& o, Context& ctx) {
 
   std::string no_measure;
   if (o.measure) bring_up_ranks(ctx, one_process_only("predict --measure"));  // it drives the campaign's GPUs itself
-  if (o.measure) no_measure = why_no_measure(pr.devices(), pr.backend());
+  // Where it could not run even if asked (host links, no NCCL) the page says why, rather
+  // than "run with --measure"; the GPU check is left to --measure, as it starts CUDA.
+  const bool cannot = !bench::capabilities_of(pr.backend()).gpu_links || !bench::nccl_collectives_built();
+  if (o.measure || cannot) no_measure = why_no_measure(pr.devices(), pr.backend());
   const bool measuring = o.measure && no_measure.empty();
   PredictTable pt{predict_table(measuring), {}, {}, 0};
   for (const auto op : ops) add_op(o, pr, op, algo, sizes, measuring, pt);

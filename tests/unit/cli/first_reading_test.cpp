@@ -81,6 +81,14 @@ TEST(FirstReading, PredictPageOpensWithItsHeadline) {
   const std::string box = page.substr(head, page.find("</div>", head) - head);
   EXPECT_NE(box.find("allreduce at 1 GiB: predicted "), std::string::npos) << box;
   EXPECT_NE(box.find("Predicted only"), std::string::npos) << box;
+  // Links of host memory have no NCCL run to compare with: said, not "run with --measure".
+  const fs::path host = out / "host2";
+  fs::copy(fs::path(P2PSCOPE_FIXTURES_DIR) / "campaigns" / "host2", host, fs::copy_options::recursive);
+  ASSERT_EQ(run_binary("analyze " + host.string() + " --no-report").code, 0);
+  ASSERT_EQ(run_binary("predict " + host.string() + " --sizes 1M --html " + (out / "h.html").string()).code, 0);
+  const std::string hp = slurp(out / "h.html");
+  const std::string hbox = hp.substr(hp.find("id=\"headline\""), 600);
+  EXPECT_NE(hbox.find("Predicted only: the campaign&#39;s links are backend host"), std::string::npos) << hbox;
   fs::remove_all(out);
 }
 
