@@ -1,6 +1,7 @@
 // `p2pscope predict DIR`: collective times from the campaign's link models (ring or
 // tree schedules, the slowest link of each step), and with --measure the same ops and
 // sizes run through `bench nccl`'s machinery, predicted against measured per size.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -61,14 +62,44 @@ struct Curve {
   std::vector<double> bytes, predicted_ns, measured_ns;
 };
 
-// The page people look at: per op, predicted and measured time against size (log-log),
-// the error per size where measured, then the assumptions and the table.
+// The page's first line: the first op's largest size as predicted (and measured), then
+// how far off the model is where NCCL ran, or why it did not run.
+std::string predict_headline(const std::vector<std::pair<std::string, Curve>>& curves, bool measured,
+                             const std::string& why_not) {
+  if (curves.empty() || curves.front().second.bytes.empty()) return "Nothing was predicted.";
+  const auto& [op, c] = curves.front();
+  const std::size_t big = static_cast<std::size_t>(std::max_element(c.bytes.begin(), c.bytes.end()) - c.bytes.begin());
+  std::string h = fmt::format("{} at {}: predicted {}", op, format_size(static_cast<std::uint64_t>(c.bytes[big])),
+                              format_duration_ns(c.predicted_ns[big]));
+  if (measured && std::isfinite(c.measured_ns[big]))
+    h += fmt::format(", measured {} ({:+.1f} %)", format_duration_ns(c.measured_ns[big]),
+                     (c.predicted_ns[big] - c.measured_ns[big]) / c.measured_ns[big] * 100);
+  std::vector<double> err;
+  for (const auto& [name, k] : curves)
+    for (std::size_t i = 0; i < k.bytes.size(); ++i)
+      if (std::isfinite(k.measured_ns[i]))
+        err.push_back(std::fabs((k.predicted_ns[i] - k.measured_ns[i]) / k.measured_ns[i] * 100));
+  if (err.empty())
+    return h + ". Predicted only: " + (why_not.empty() ? "run with --measure to compare with NCCL" : why_not) + ".";
+  std::sort(err.begin(), err.end());
+  return h + fmt::format(". Against NCCL over {} measured cell(s): |error| {:.1f}-{:.1f} % (median {:.1f} %).",
+                         err.size(), err.front(), err.back(), err[err.size() / 2]);
+}
+
+// The page people look at: its headline, then per op (measured ops first) predicted and
+// measured time against size (log-log) with the error per size where measured, the
+// table, and last the assumptions (a list that opened the page and hid the answer).
 std::string predict_page(const std::string& what, const std::vector<std::string>& assumptions,
-                         const std::vector<std::pair<std::string, Curve>>& curves, const Table& t, bool measured) {
+                         std::vector<std::pair<std::string, Curve>> curves, const Table& t, bool measured,
+                         const std::string& why_not) {
   using charts::Format;
-  std::string body = "<h1>p2pscope predict</h1>\n<p>" + charts::xml_escape(what) + "</p>\n<ul>";
-  for (const auto& a : assumptions) body += "<li>" + charts::xml_escape(a) + "</li>";
-  body += "</ul>\n<div class=\"charts\">";
+  std::stable_partition(curves.begin(), curves.end(), [](const auto& oc) {
+    return std::any_of(oc.second.measured_ns.begin(), oc.second.measured_ns.end(),
+                       [](double v) { return std::isfinite(v); });
+  });
+  std::string body = "<h1>p2pscope predict</h1>\n<div class=\"headline\" id=\"headline\"><p><b>" +
+                     charts::xml_escape(predict_headline(curves, measured, why_not)) + "</b></p></div>\n";
+  body += "<div class=\"charts\">";
   for (const auto& [op, c] : curves) {
     charts::LineChart ch{op + ": time per size", {"size S (nccl-tests' count)", true, Format::size_bytes},
                          {"time", true, Format::duration_ns}, {}, 520, 320, true};
@@ -86,6 +117,9 @@ std::string predict_page(const std::string& what, const std::vector<std::string>
     body += charts::render_line_chart(err);
   }
   body += "</div>\n" + charts::html::table(t.headers(), t.rows());
+  body += "<h2>How it was predicted</h2>\n<p>" + charts::xml_escape(what) + "</p>\n<ul>";
+  for (const auto& a : assumptions) body += "<li>" + charts::xml_escape(a) + "</li>";
+  body += "</ul>\n";
   return charts::html::page("p2pscope predict", body);
 }
 
@@ -199,7 +233,9 @@ out::Report predict_report(const PredictOptions& o, const simulate::Predictor& p
   rep.tables.push_back(pt.t);
   rep.text.emplace_back(pt.t);
   rep.json = [&o, &pr, &f, &pt, &ctx] { return out::JsonDoc(predict_json(o, pr, f, pt, ctx)); };
-  rep.html = [&f, &pt] { return predict_page(f.what, f.assumptions, pt.curves, pt.t.rendered(), f.measuring); };
+  rep.html = [&f, &pt] {
+    return predict_page(f.what, f.assumptions, pt.curves, pt.t.rendered(), f.measuring, f.no_measure);
+  };
   return rep;
 }
 
@@ -277,7 +313,10 @@ void run_predict(const PredictOptions& o, Context& ctx) {
 
   std::string no_measure;
   if (o.measure) bring_up_ranks(ctx, one_process_only("predict --measure"));  // it drives the campaign's GPUs itself
-  if (o.measure) no_measure = why_no_measure(pr.devices(), pr.backend());
+  // Where it could not run even if asked (host links, no NCCL) the page says why, rather
+  // than "run with --measure"; the GPU check is left to --measure, as it starts CUDA.
+  const bool cannot = !bench::capabilities_of(pr.backend()).gpu_links || !bench::nccl_collectives_built();
+  if (o.measure || cannot) no_measure = why_no_measure(pr.devices(), pr.backend());
   const bool measuring = o.measure && no_measure.empty();
   PredictTable pt{predict_table(measuring), {}, {}, 0};
   for (const auto op : ops) add_op(o, pr, op, algo, sizes, measuring, pt);

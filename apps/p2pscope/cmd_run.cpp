@@ -3,11 +3,14 @@
 // benchmark, then analyze, each as a child p2pscope process: one step failing or
 // hanging (killed at --step-timeout) loses nothing the others measured, and each
 // step's own output and log stay in DIR for anyone to rerun by hand.
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -135,10 +138,26 @@ const std::vector<std::pair<std::string, std::string>> kRunFiles = {
     {"headline.json", "the figures of the Results box above, unrounded"},
     {"run.json", "every step: command, status, time, exit code"}};
 
+// The files of steps that did not run this time (skipped, or not reached before an
+// interrupt): a copy an earlier run left in --out is not this run's result, so neither
+// the headline nor the index's file list shows it as one.
+std::set<std::string> files_not_of_this_run(const std::vector<Step>& steps, const std::vector<StepResult>& results) {
+  const std::map<std::string, std::string> also = {
+      {"topo", "topology.json"}, {"export", "network.yml"}, {"predict", "predict.html"}};
+  std::set<std::string> files;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (i < results.size() && results[i].status != "skipped") continue;
+    files.insert(steps[i].name + ".json");
+    if (!steps[i].stdout_name.empty()) files.insert(steps[i].stdout_name);
+    if (const auto a = also.find(steps[i].name); a != also.end()) files.insert(a->second);
+  }
+  return files;
+}
+
 // index.html: one page linking every result of the run (relative links, so the folder
 // can be moved or copied whole). Returns its absolute path.
 fs::path write_index(const fs::path& out, const std::vector<StepResult>& results, std::size_t planned,
-                     const Headline& headline) {
+                     const Headline& headline, const std::set<std::string>& stale) {
   const auto rel = [&](const std::string& p) { return p.empty() ? std::string() : fs::relative(p, out).string(); };
   const auto link = [](const std::string& href, const std::string& text) {
     return "<a href=\"" + charts::xml_escape(href) + "\">" + charts::xml_escape(text) + "</a>";
@@ -154,14 +173,19 @@ fs::path write_index(const fs::path& out, const std::vector<StepResult>& results
                         r.note.empty() ? "" : "<br>" + charts::xml_escape(r.note));
   }
   std::string files;
+  // A skipped step ran nothing: "10 of 10 steps run" with four skipped was not true.
+  const auto ran =
+      std::count_if(results.begin(), results.end(), [](const StepResult& r) { return r.status != "skipped"; });
   for (const auto& [name, what] : kRunFiles)
-    if (fs::exists(out / name)) files += "<li>" + link(name, name) + ": " + charts::xml_escape(what) + "</li>\n";
-  std::string body = "<h1>p2pscope run</h1>\n" + headline_html(headline) + "<p>" +
-                     charts::xml_escape(fs::absolute(out).lexically_normal().string()) +
-                     fmt::format(": {} of {} steps run.</p>\n", results.size(), planned) + "<h2>Files</h2>\n<ul>\n" +
-                     (files.empty() ? "<li>none written</li>\n" : files) + "</ul>\n<h2>Steps</h2>\n" +
-                     "<table><tr><th>step</th><th>status</th><th>time</th><th>output</th><th>log</th><th>command</th></tr>\n" +
-                     rows + "</table>\n";
+    if (fs::exists(out / name) && !stale.count(name))
+      files += "<li>" + link(name, name) + ": " + charts::xml_escape(what) + "</li>\n";
+  std::string body =
+      "<h1>p2pscope run</h1>\n" + headline_html(headline) + "<p>" +
+      charts::xml_escape(fs::absolute(out).lexically_normal().string()) +
+      fmt::format(": {} of {} steps run.</p>\n", ran, planned) + "<h2>Files</h2>\n<ul>\n" +
+      (files.empty() ? "<li>none written</li>\n" : files) + "</ul>\n<h2>Steps</h2>\n" +
+      "<table><tr><th>step</th><th>status</th><th>time</th><th>output</th><th>log</th><th>command</th></tr>\n" + rows +
+      "</table>\n";
   const fs::path index = fs::absolute(out / "index.html").lexically_normal();
   write_file_atomic(index, charts::html::page("p2pscope run", body), Replace::allow);
   return index;
@@ -169,8 +193,8 @@ fs::path write_index(const fs::path& out, const std::vector<StepResult>& results
 
 // headline.json: the Results box's figures, for scripts and for the test that the page
 // shows what the JSON says.
-Headline write_headline(const fs::path& out) {
-  Headline h = read_headline(out);
+Headline write_headline(const fs::path& out, const std::set<std::string>& stale) {
+  Headline h = read_headline(out, stale);
   nlohmann::json j = {{"schema_version", kSchemaVersion}, {"kind", "p2pscope_run_headline"}, {"numbers", h.numbers},
                       {"items", nlohmann::json::array()}};
   for (const auto& i : h.items)
@@ -237,7 +261,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
             s.args.clear(), s.skipped_because = "needs " + need + ", which is skipped";
 
     const InterruptFlag interrupt("p2pscope run");
-    const StepRunner runner(out, o->step_timeout_s, interrupt.flag());
+    const StepRunner runner(out, o->step_timeout_s, interrupt.flag(), interrupt.pass_on());
     nlohmann::json record = run_metadata(ctx.argv);
     record["versions"] = gpu::to_json(rt);
     record["steps"] = nlohmann::json::array();
@@ -255,8 +279,9 @@ void add_run_command(CLI::App& app, Context& ctx) {
       results.push_back(r);
       write_record();  // after every step: a kill loses nothing already done
       if (r.status == "interrupted") {
-        const Headline h = write_headline(out);
-        const fs::path index = write_index(out, results, steps.size(), h);
+        const auto stale = files_not_of_this_run(steps, results);
+        const Headline h = write_headline(out, stale);
+        const fs::path index = write_index(out, results, steps.size(), h, stale);
         std::cout << "\n" << headline_text(h);
         ctx.exit_code = 128 + (interrupt.signal_number() ? interrupt.signal_number() : SIGINT);
         std::cerr << "run: interrupted; what was measured is in " << out.string() << " (index: " << index.string() << ")\n";
@@ -265,16 +290,22 @@ void add_run_command(CLI::App& app, Context& ctx) {
     }
     trace_phase("run: steps done");
     const fs::path report = out / "campaign" / "report.html";
-    const Headline headline = write_headline(out);
-    const fs::path index = write_index(out, results, steps.size(), headline);
+    const auto stale = files_not_of_this_run(steps, results);
+    const Headline headline = write_headline(out, stale);
+    const fs::path index = write_index(out, results, steps.size(), headline, stale);
     trace_phase("run: headline and index written");
     std::cout << fmt::format("\n{} step(s) ok, {} failed, {} skipped; details in {}\n", ok, failed, skipped,
                              (out / "run.json").string());
     std::cout << "index: " << index.string() << "   (every result of this run)\n";
+    const StepResult& analyze =
+        *std::find_if(results.begin(), results.end(), [](const StepResult& r) { return r.name == "analyze"; });
     if (fs::exists(report)) {
       std::cout << "report: " << fs::absolute(report).lexically_normal().string() << "\n";
+    } else if (analyze.status == "skipped") {
+      // Asked for (--skip) or implied by it: no failure, and no analyze.log to point at.
+      std::cout << "no report.html: analyze was skipped (" << analyze.note << ")\n";
     } else {
-      std::cout << "no report.html was written: see " << (out / "analyze.log").string() << "\n";
+      std::cout << "no report.html was written: see " << analyze.log_path << "\n";
       ctx.exit_code = 1;
     }
     if (failed > 0) ctx.exit_code = 1;

@@ -16,6 +16,7 @@
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
+#include "p2pscope/json_words.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/output.hpp"
 #include "p2pscope/text.hpp"
@@ -227,7 +228,8 @@ survey::Result read_survey(const std::string& path_text) {
     r.shared_cpus = j.value("shared_cpus", r.shared_kernel);
     r.transport = j.value("transport", std::string("tcp"));
   } catch (const std::exception& e) {
-    throw UsageError("--from " + p.string() + ": a survey JSON this version cannot read (" + std::string(e.what()) + ")");
+    throw UsageError("--from " + p.string() + ": a survey JSON this version cannot read (" +
+                     json_error_words(e.what()) + ")");
   }
   return r;
 }

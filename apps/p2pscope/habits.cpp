@@ -115,4 +115,37 @@ std::string unexpected_arguments_message(const std::string& command, const std::
   return msg;
 }
 
+std::string parse_error_words(const std::string& what, const std::function<std::string(const std::string&)>& type_of) {
+  const auto between = [&](std::string_view from, std::string_view to, std::size_t at = 0) {
+    const auto a = what.find(from, at);
+    if (a == std::string::npos) return std::string();
+    const auto b = to.empty() ? what.size() : what.find(to, a + from.size());
+    return b == std::string::npos ? std::string() : what.substr(a + from.size(), b - a - from.size());
+  };
+  if (what.rfind("Could not convert: ", 0) == 0) {
+    const std::string name = between("Could not convert: ", " = "), value = between(" = ", "");
+    const std::string type = type_of(name);
+    const std::string kind = type.rfind("UINT", 0) == 0  ? "a whole number of 0 or more"
+                             : type.rfind("INT", 0) == 0 ? "a whole number"
+                             : type.rfind("FLOAT", 0) == 0 || type.rfind("NUMBER", 0) == 0
+                                 ? "a number"
+                                 : "a value this option takes";
+    if (!name.empty()) return name + ": '" + value + "' is not " + kind + " (or is out of range)";
+  }
+  if (const auto r = what.find(" required ");
+      r != std::string::npos && what.size() > 8 && what.compare(what.size() - 8, 8, " missing") == 0) {
+    const auto colon = what.rfind(": ", r);
+    if (colon != std::string::npos) return what.substr(0, colon) + " needs a value";
+  }
+  if (const auto in = what.find(" not in {"); in != std::string::npos && what.back() == '}') {
+    const auto colon = what.find(": ");
+    if (colon != std::string::npos && colon < in) {
+      std::string choices = what.substr(in + 9, what.size() - in - 10);
+      for (std::size_t c = 0; (c = choices.find(',', c)) != std::string::npos; c += 2) choices.replace(c, 1, ", ");
+      return what.substr(0, colon) + ": '" + what.substr(colon + 2, in - colon - 2) + "' is not one of " + choices;
+    }
+  }
+  return what;
+}
+
 }  // namespace p2pscope::app

@@ -5,6 +5,7 @@
 // run's directory. index.html opens with it, run's text output ends with it, and
 // headline.json holds the same numbers for tests and scripts.
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,10 @@ struct Headline {
   nlohmann::json numbers;  // the figures, unrounded, by item
 };
 
-// Reads what is there; a step that did not run gives no item (and no error).
-Headline read_headline(const std::filesystem::path& run_dir);
+// Reads what is there; a step that did not run gives no item (and no error). Files named
+// in not_this_run (relative to run_dir: the outputs of steps this run skipped) are left
+// out, though an earlier run's copy is there.
+Headline read_headline(const std::filesystem::path& run_dir, const std::set<std::string>& not_this_run = {});
 std::string headline_text(const Headline& h);  // lines for the terminal
 std::string headline_html(const Headline& h);  // the box at the top of index.html
 

@@ -2,7 +2,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <stdexcept>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "habits.hpp"
@@ -14,6 +17,17 @@ namespace {
 // after every option is parsed and checked, before any subcommand's callback. (Replacing
 // the callbacks instead freed the options they own while CLI11 still wrote them: ASan.)
 struct ParseOnlyDone {};
+
+// The CLI11 type name ("INT", "FLOAT") of option `name` on the command line's path of
+// subcommands, for a refusal said in p2pscope's words; "" when none has it.
+std::string option_type(const CLI::App& root, const std::string& name) {
+  for (const CLI::App* at = &root; at != nullptr;) {
+    if (const CLI::Option* o = at->get_option_no_throw(name)) return o->get_type_name();
+    const auto subs = at->get_subcommands();
+    at = subs.empty() ? nullptr : subs.back();
+  }
+  return "";
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -87,13 +101,34 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
-    std::fprintf(stderr, "p2pscope: %s\nRun 'p2pscope --help' (or '<subcommand> --help') for usage.\n", e.what());
+    const std::string words =
+        app::parse_error_words(e.what(), [&root](const std::string& name) { return option_type(root, name); });
+    std::fprintf(stderr, "p2pscope: %s\nRun 'p2pscope --help' (or '<subcommand> --help') for usage.\n", words.c_str());
     return 2;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "p2pscope: %s\n", e.what());
     return 2;
   } catch (const Error& e) {
     std::fprintf(stderr, "p2pscope: error: %s\n", e.what());
+    return 1;
+  } catch (const nlohmann::json::exception&) {
+    // A reader that took a file's shape on trust: its text ("[json.exception.type_error.302]
+    // type must be number") names the library, not the file. Each reader names its own
+    // fields (predict --measured, doctor --results); this is the net under the rest.
+    std::fprintf(stderr,
+                 "p2pscope: a JSON input is not in the form this command reads (a field of another type, or "
+                 "missing); check the files given against the command's --help\n");
+    return 2;
+  } catch (const std::invalid_argument&) {
+    // std::stoi and kin say only their own name ("stoull").
+    std::fprintf(stderr,
+                 "p2pscope: internal error: a number in the input could not be read; please report the "
+                 "command line that led here\n");
+    return 1;
+  } catch (const std::out_of_range&) {
+    std::fprintf(stderr,
+                 "p2pscope: internal error: a number or index in the input is out of range; please report "
+                 "the command line that led here\n");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "p2pscope: internal error: %s\n", e.what());

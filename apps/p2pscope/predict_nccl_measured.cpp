@@ -23,34 +23,68 @@ double spread_of(const std::vector<double>& spans) {
   return *lo > 0 ? *hi / *lo - 1 : NAN;
 }
 
-// bench nccl's JSON: one op, or several under "ops".
+// "line 3, column 7" of a byte offset, in our words rather than the JSON library's.
+std::string where_in_text(const std::string& text, std::size_t byte) {
+  byte = std::min(byte, text.size());
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i + 1 < byte; ++i) (text[i] == '\n') ? (++line, col = 1) : ++col;
+  return fmt::format("line {}, column {}", line, col);
+}
+
+// bench nccl's JSON: one op, or several under "ops". Every field read is checked first:
+// a wrong type is named by file, row and field, never in the JSON library's words
+// ("type_error.302"), and a negative size is refused, not read as 1.68e+07 TiB.
 void read_bench_json(const std::string& file, const std::string& text, Measured& m) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw UsageError(fmt::format("--measured {}: starts like JSON but does not parse ({}): a cut file?", file, e.what()));
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UsageError(fmt::format("--measured {}: starts like JSON but does not parse at {}: a cut file?", file,
+                                 where_in_text(text, e.byte)));
   }
+  const auto number = [&](const nlohmann::json& o, const char* key, const std::string& where) {
+    if (!o.contains(key) || !o[key].is_number())
+      throw UsageError(fmt::format("--measured {}: {}: \"{}\" is missing or not a number", file, where, key));
+    return o[key].get<double>();
+  };
   const auto add = [&](const nlohmann::json& one) {
-    if (!one.contains("op") || !one.contains("ranks") || !one.contains("rows"))
+    if (!one.is_object() || !one.contains("op") || !one.contains("ranks") || !one.contains("rows"))
       throw UsageError(fmt::format("--measured {}: not bench nccl's JSON (no op, ranks or rows)", file));
+    if (!one["op"].is_string() || !one["ranks"].is_number_integer() || one["ranks"].get<long long>() < 1 ||
+        !one["rows"].is_array())
+      throw UsageError(
+          fmt::format("--measured {}: \"op\" must be a name, \"ranks\" a count of 1 or more and "
+                      "\"rows\" a list",
+                      file));
     const std::string op = one["op"].get<std::string>();
-    const int n = one["ranks"].get<int>();
+    const int n = static_cast<int>(std::min<long long>(one["ranks"].get<long long>(), 1 << 20));
+    std::size_t k = 0;
     for (const auto& r : one["rows"]) {
-      const double t = r.contains("time_us") ? r["time_us"].get<double>() * 1e3
-                                             : r.at("time_ns").value("median", NAN);  // before nccl-tests' timing
+      const std::string where = fmt::format("{} row {}", op, ++k);
+      if (!r.is_object()) throw UsageError(fmt::format("--measured {}: {} is not an object", file, where));
+      if (!r.contains("size_bytes") || !r["size_bytes"].is_number_integer() || r["size_bytes"].get<long long>() < 0)
+        throw UsageError(
+            fmt::format("--measured {}: {}: \"size_bytes\" is missing or not a size in bytes (a whole "
+                        "number >= 0)",
+                        file, where));
+      const double t = r.contains("time_us") ? number(r, "time_us", where) * 1e3
+                       : r.contains("time_ns") && r["time_ns"].is_object()
+                           ? number(r["time_ns"], "median", where + " time_ns")  // before nccl-tests' timing
+                           : number(r, "time_us", where);
+      if (!(t > 0)) throw UsageError(fmt::format("--measured {}: {}: the time is not positive", file, where));
       std::vector<double> spans;
       if (r.contains("spans_us") && r["spans_us"].is_array())
         for (const auto& x : r["spans_us"])
           if (x.is_number()) spans.push_back(x.get<double>());
       double gpu = NAN;
       if (r.contains("per_iteration_ns") && r["per_iteration_ns"].is_object() &&
-          r["per_iteration_ns"].value("median", 0.0) > 0)
+          r["per_iteration_ns"].contains("median") && r["per_iteration_ns"]["median"].is_number() &&
+          r["per_iteration_ns"]["median"].get<double>() > 0)
         gpu = r["per_iteration_ns"]["median"].get<double>();
-      m[{op, n, r.at("size_bytes").get<std::uint64_t>()}] = {t, file, spread_of(spans), gpu};
+      m[{op, n, r["size_bytes"].get<std::uint64_t>()}] = {t, file, spread_of(spans), gpu};
     }
   };
-  if (j.contains("ops"))
+  if (j.is_object() && j.contains("ops") && j["ops"].is_array())
     for (const auto& one : j["ops"]) add(one);
   else
     add(j);

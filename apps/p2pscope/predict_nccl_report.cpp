@@ -1,6 +1,7 @@
 // predict --algo nccl's report (predict_nccl_parts.hpp): the error table per op x ranks
 // x size, its summaries and headline, as text, csv, JSON and the page.
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -171,11 +172,20 @@ out::ResultTable cell_table(const std::vector<PricedCell>& cells, bool measured)
 std::string page(const std::string& head, const std::vector<std::string>& lines, const std::vector<PricedCell>& cells,
                  const Table& t, bool measured) {
   using charts::Format;
-  std::string body = "<h1>p2pscope predict: NCCL's collectives</h1>\n<p><b>" + charts::xml_escape(head) + "</b></p>\n<ul>";
+  std::string body = "<h1>p2pscope predict: NCCL's collectives</h1>\n<div class=\"headline\" id=\"headline\"><p><b>" +
+                     charts::xml_escape(head) + "</b></p></div>\n<ul>";
   for (const auto& l : lines) body += "<li>" + charts::xml_escape(l) + "</li>";
   body += "</ul>\n<div class=\"charts\">";
-  std::map<std::pair<std::string, int>, std::vector<const PricedCell*>> by;
-  for (const auto& c : cells) by[{c.op, c.ranks}].push_back(&c);
+  std::map<std::pair<std::string, int>, std::vector<const PricedCell*>> grouped;
+  for (const auto& c : cells) grouped[{c.op, c.ranks}].push_back(&c);
+  // An op whose predicted cells were measured first: the first chart shows how far off the
+  // model is, not a curve the calibration fitted or one nothing was compared with.
+  std::vector<std::pair<std::pair<std::string, int>, std::vector<const PricedCell*>>> by(grouped.begin(),
+                                                                                         grouped.end());
+  std::stable_partition(by.begin(), by.end(), [](const auto& g) {
+    return std::any_of(g.second.begin(), g.second.end(),
+                       [](const PricedCell* c) { return c->p.role == "predicted" && std::isfinite(c->measured_ns); });
+  });
   for (const auto& [k, v] : by) {
     const std::string title = fmt::format("{} on {} GPUs", k.first, k.second);
     charts::LineChart ch{title + ": time per size", {"size S (nccl-tests' count)", true, Format::size_bytes},

@@ -36,8 +36,9 @@ nlohmann::json to_json(const StepResult& r) {
   return j;
 }
 
-StepRunner::StepRunner(fs::path out_dir, double timeout_s, const std::atomic<bool>* stop)
-    : out_(std::move(out_dir)), timeout_s_(timeout_s), stop_(stop) {
+StepRunner::StepRunner(fs::path out_dir, double timeout_s, const std::atomic<bool>* stop,
+                       const std::atomic<bool>* pass_on)
+    : out_(std::move(out_dir)), timeout_s_(timeout_s), stop_(stop), pass_on_(pass_on) {
   std::error_code ec;
   self_ = fs::read_symlink("/proc/self/exe", ec);
   if (ec) throw Error("cannot find this program's path in /proc/self/exe: " + ec.message());
@@ -71,8 +72,9 @@ StepResult StepRunner::run(const Step& step, std::size_t index, std::size_t tota
   how.timeout_s = timeout_s_;
   how.kill_after_s = 10;
   // A signal sent to `run` alone (kill, timeout(1)) reaches the step too, once: it then
-  // stops within a second and writes what it measured (Ctrl-C reaches the whole group).
-  how.stop = stop_;
+  // stops within a second and writes what it measured. Ctrl-C reached the whole group,
+  // the step included: passed on as well, the step took it for a second signal.
+  how.stop = pass_on_;
   how.on_err = [&log](std::string_view piece) {
     log.write(piece.data(), static_cast<std::streamsize>(piece.size()));
     log.flush();

@@ -30,15 +30,19 @@ nlohmann::json to_json(const StepResult& r);
 
 class StepRunner {
  public:
-  // `stop` is raised by Ctrl-C: the step gets the same SIGINT from the terminal and
-  // stops itself (a campaign saves what it has); the result is "interrupted".
-  StepRunner(std::filesystem::path out_dir, double timeout_s, const std::atomic<bool>* stop);
+  // `stop` is raised by a signal: the result is "interrupted". `pass_on` is raised with it
+  // when the signal was sent to run alone: the step is then sent SIGTERM. Ctrl-C at a
+  // terminal reaches the step already (the same process group); it stops itself and a
+  // campaign saves what it has.
+  StepRunner(std::filesystem::path out_dir, double timeout_s, const std::atomic<bool>* stop,
+             const std::atomic<bool>* pass_on);
   StepResult run(const Step& step, std::size_t index, std::size_t total) const;
 
  private:
   std::filesystem::path out_, self_;
   double timeout_s_;
   const std::atomic<bool>* stop_;
+  const std::atomic<bool>* pass_on_;
 };
 
 }  // namespace p2pscope::app

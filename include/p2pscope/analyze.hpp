@@ -42,7 +42,7 @@ struct Result {
   std::size_t configs = 0;
   std::size_t links = 0;
   std::size_t findings = 0;
-  std::vector<std::string> top_findings;  // up to 5 warnings, a link's high-CV sizes in one line
+  std::vector<std::string> top_findings;  // up to 5 hardware warnings, then one line per noise kind
   std::size_t predictions_matched = 0, predictions_unmatched = 0;
   bool predictions_failed = false;  // a predictions file was given but nothing matched / unreadable
   // Mean absolute percentage error per regime ("latency", "transition", "bandwidth",

@@ -62,6 +62,12 @@ struct BatchSpec {
   const std::atomic<bool>* stop = nullptr;
 };
 
+// In the host backend's latency note where its two ping-pong threads are not pinned to a
+// CPU each: run's headline reads it to put its caveat beside the figure.
+inline constexpr const char* kHostThreadsNotPinned =
+    "threads not pinned to a CPU each (each may run on any CPU of its NUMA node): both can share a core, and the "
+    "time then includes the scheduler's";
+
 // Raw samples, one per timed iteration; Stats are computed by the caller.
 struct BatchResult {
   PairSupport support;

@@ -94,7 +94,7 @@ struct Progress {
   std::size_t done = 0, total = 0;  // ops (measure: including ops of earlier sessions)
   double ops_per_s = 0;
   double eta_s = -1;          // -1 unknown
-  std::string current;        // event name of the op in flight
+  std::string current;        // the op in flight, "host 0->1 64M rep 2"
   const char* unit = "ops";   // what done counts, for the rate ("rows" in bench sweeps)
 };
 

@@ -21,6 +21,11 @@ class InterruptFlag {
   InterruptFlag(const InterruptFlag&) = delete;
   InterruptFlag& operator=(const InterruptFlag&) = delete;
   const std::atomic<bool>* flag() const;
+  // Raised with flag() when the first signal was sent to this process (kill, timeout(1)),
+  // not typed at its terminal: a child process is to be told then. Ctrl-C reached the
+  // whole foreground process group, children included, and telling them again would
+  // count as their second signal.
+  const std::atomic<bool>* pass_on() const;
   int signal_number() const;  // 0 if none arrived
 };
 

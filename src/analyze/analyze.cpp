@@ -169,6 +169,20 @@ std::string comparison_csv(const Comparison& cmp) {
   return o;
 }
 
+// "(noise) high_cv, 54 findings (a, b, c and 51 more): what the kind means": every
+// warning of one kind about the measurement in one line; findings.json has each.
+std::string noise_line(const KindGroup& k) {
+  std::vector<const Finding*> w;
+  for (const Finding* m : k.members)
+    if (m->severity == "warning") w.push_back(m);
+  constexpr std::size_t kNamed = 3;
+  std::string names;
+  for (std::size_t i = 0; i < w.size() && i < kNamed; ++i) names += (i ? ", " : "") + w[i]->subject;
+  if (w.size() > kNamed) names += fmt::format(" and {} more", w.size() - kNamed);
+  return fmt::format("(noise) {}, {} finding{} ({}): {}", k.kind, w.size(), w.size() == 1 ? "" : "s", names,
+                     w.size() == 1 ? w[0]->message : k.description);
+}
+
 }  // namespace
 
 OutlierRule parse_outlier_rule(const std::string& text) { return parse_enum(kOutlierRuleNames, text, "--outliers"); }
@@ -195,11 +209,13 @@ Result analyze(const std::string& dir, const Options& options) {
   r.configs = summaries.size();
   r.links = links.size();
   r.findings = findings.size();
-  // Findings about the hardware first; those about the measurement (noise) say so.
-  for (const bool noise : {false, true})
-    for (const auto& g : group_findings(findings))
-      if (g.head.severity == "warning" && about_measurement(g.head) == noise && r.top_findings.size() < 5)
-        r.top_findings.push_back((noise ? "(noise) " : "") + g.head.subject + ": " + g.head.message);
+  // Warnings about the hardware first, a line each (up to 5); those about the measurement
+  // (noise) one line per kind: a line per noisy config buried the rest (29-62 lines).
+  for (const auto& g : group_findings(findings))
+    if (g.head.severity == "warning" && !about_measurement(g.head) && r.top_findings.size() < 5)
+      r.top_findings.push_back(g.head.subject + ": " + g.head.message);
+  for (const auto& k : group_by_kind(findings))
+    if (k.about_measurement && k.severity == "warning") r.top_findings.push_back(noise_line(k));
 
   const fs::path d(options.out_dir.empty() ? dir : options.out_dir);
   if (!options.out_dir.empty()) {

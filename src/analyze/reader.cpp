@@ -14,6 +14,7 @@
 #include "p2pscope/backend_table.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
+#include "p2pscope/json_words.hpp"
 #include "p2pscope/text.hpp"
 #include "profile/execution_log.hpp"
 
@@ -56,7 +57,8 @@ nlohmann::json read_json_optional(const fs::path& p, Campaign* c) {
   try {
     return nlohmann::json::parse(read_text(p));
   } catch (const nlohmann::json::exception& e) {
-    c->notes.push_back(fmt::format("{} is not valid JSON ({}): ignored", p.filename().string(), e.what()));
+    c->notes.push_back(
+        fmt::format("{} is not valid JSON ({}): ignored", p.filename().string(), json_error_words(e.what())));
     return nlohmann::json::object();
   }
 }

@@ -1,4 +1,5 @@
 #include "p2pscope/bounded_json.hpp"
+#include "p2pscope/json_words.hpp"
 #include "p2pscope/text.hpp"
 
 #include <string>
@@ -37,7 +38,7 @@ class LimitedSax {
   bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& e) {
     // nlohmann quotes the bytes it last read: the peer's, raw (invalid UTF-8, escapes).
     if (error.empty()) error_byte = pos;
-    if (error.empty()) error = "not JSON at byte " + std::to_string(pos) + " (" + external_text(e.what(), 300) + ")";
+    if (error.empty()) error = "not JSON at byte " + std::to_string(pos) + " (" + json_error_words(e.what()) + ")";
     return false;
   }
 
@@ -82,7 +83,7 @@ BoundedJson parse_json_bounded(std::string_view text, const JsonLimits& limits) 
   try {
     ok = json::sax_parse(text.begin(), text.end(), &sax, json::input_format_t::json, true);
   } catch (const json::exception& e) {  // the DOM builder's own refusals (none expected without exceptions)
-    sax.error = external_text(e.what(), 300);
+    sax.error = json_error_words(e.what());
   }
   if (!ok || !sax.error.empty()) {
     out.error = sax.error.empty() ? "not JSON" : sax.error;

@@ -17,6 +17,9 @@ namespace {
 std::atomic<bool> g_stop{false};
 std::atomic<int> g_signal{0};
 std::atomic<int> g_count{0};
+// Raised with g_stop when the first signal was not the terminal's (kill, timeout(1)): only
+// then must a runner pass it on to its children (see InterruptFlag::pass_on).
+std::atomic<bool> g_pass_on{false};
 struct sigaction g_old_int, g_old_term;
 // Built by the constructor, only read by the handler.
 char g_first_int[512], g_first_term[512], g_second[512];
@@ -27,10 +30,13 @@ void say(const char* text) {
   if (write(STDERR_FILENO, text, n) < 0) return;
 }
 
-extern "C" void on_interrupt(int sig) {
+extern "C" void on_interrupt(int sig, siginfo_t* info, void*) {
   const int n = g_count.fetch_add(1) + 1;  // lock-free atomics: async-signal-safe
   if (n == 1) {
     g_signal.store(sig);
+    // A terminal's Ctrl-C (si_code SI_KERNEL) reaches the whole foreground process group:
+    // a child has it already, and one passed on would read as a second signal there.
+    g_pass_on.store(info == nullptr || info->si_code != SI_KERNEL);
     g_stop.store(true);
     say(sig == SIGTERM ? g_first_term : g_first_int);
   } else if (n == 2) {
@@ -72,10 +78,11 @@ InterruptFlag::InterruptFlag(const std::string& command, bool announce) {
   g_stop.store(false);
   g_signal.store(0);
   g_count.store(0);
+  g_pass_on.store(false);
   struct sigaction sa {};
-  sa.sa_handler = on_interrupt;
+  sa.sa_sigaction = on_interrupt;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;  // stays installed: the second signal is counted, not the default kill
+  sa.sa_flags = SA_SIGINFO;  // stays installed: the second signal is counted, not the default kill
   sigaction(SIGINT, &sa, &g_old_int);
   sigaction(SIGTERM, &sa, &g_old_term);
 }
@@ -86,6 +93,7 @@ InterruptFlag::~InterruptFlag() {
 }
 
 const std::atomic<bool>* InterruptFlag::flag() const { return &g_stop; }
+const std::atomic<bool>* InterruptFlag::pass_on() const { return &g_pass_on; }
 int InterruptFlag::signal_number() const { return g_signal.load(); }
 
 SignalForwarder::SignalForwarder() {

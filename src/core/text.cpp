@@ -1,4 +1,5 @@
 #include "p2pscope/text.hpp"
+#include "p2pscope/json_words.hpp"
 
 #include <algorithm>
 
@@ -143,6 +144,37 @@ std::string external_text(std::string_view raw, std::size_t max_bytes) {
     out += piece;
   }
   return out;
+}
+
+}  // namespace p2pscope
+
+namespace p2pscope {
+
+// The words only: what a library said may quote a stranger's bytes (external_text).
+std::string json_error_words(std::string_view what) {
+  std::string_view w = what;
+  if (w.rfind("[json.exception.", 0) == 0 && w.find("] ") != std::string_view::npos) w.remove_prefix(w.find("] ") + 2);
+  const auto cut = [](std::string_view s, std::string_view at) {
+    const auto i = s.find(at);
+    return i == std::string_view::npos ? s : s.substr(0, i);
+  };
+  std::string r;
+  if (w.rfind("parse error", 0) == 0) {
+    // "parse error at line L, column C: syntax error while parsing X - WHAT; last read: ..."
+    if (const auto at = w.find("line "); at != std::string_view::npos) r = std::string(cut(w.substr(at), ":")) + ": ";
+    const auto dash = w.find(" - ");
+    r += dash == std::string_view::npos ? std::string("not JSON") : std::string(cut(w.substr(dash + 3), ";"));
+  } else if (w.rfind("type must be ", 0) == 0) {
+    // "type must be number, but is string"
+    const auto is = w.find("but is ");
+    r = "a " + std::string(is == std::string_view::npos ? std::string_view("value") : w.substr(is + 7)) + " where a " +
+        std::string(cut(w.substr(13), ",")) + " belongs";
+  } else if (w.rfind("key '", 0) == 0) {
+    r = "no " + std::string(cut(w, " not found").substr(4)) + " field";  // "key 'x' not found"
+  } else {
+    r = std::string(w);
+  }
+  return external_text(r, 300);
 }
 
 }  // namespace p2pscope

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/json_words.hpp"
 #include "p2pscope/monitor.hpp"
 #include "p2pscope/units.hpp"
 
@@ -64,7 +65,7 @@ SessionResult MonitorSession::stop() noexcept {
     result_.csv_path = csv_path_;
   } catch (const std::exception& e) {
     result_ = SessionResult{};
-    result_.json = {{"error", std::string("monitor summary failed: ") + e.what()}};
+    result_.json = {{"error", std::string("monitor summary failed: ") + json_error_words(e.what())}};
   } catch (...) {
     result_ = SessionResult{};
     result_.json = {{"error", "monitor summary failed"}};

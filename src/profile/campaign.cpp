@@ -23,6 +23,7 @@
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/nvml.hpp"
 #include "p2pscope/profile.hpp"
+#include "p2pscope/units.hpp"
 #include "profile/alignment.hpp"
 #include "profile/batching.hpp"
 #include "profile/clock_readings.hpp"
@@ -46,6 +47,12 @@ struct NvtxRange {
   explicit NvtxRange(const std::string&) {}
 #endif
 };
+
+// The progress line's op in the user's words, "host 0->1 64M rep 2": the trace's event
+// name (p2p_cfg0019_s0d1_sz67108864_r2) gave back a size of 64M as 67108864.
+std::string campaign_progress_label(const Config& c, int rep) {
+  return fmt::format("{} {}->{} {} rep {}", c.backend, c.src, c.dst, format_size_compact(c.size_bytes), rep);
+}
 
 // Calls on_progress at most 10 times a second (and always for the last op).
 class Ticker {
@@ -423,7 +430,7 @@ void CampaignRun::warmup() {
       const int used = batched ? k : 1;
       const bench::OpTiming op = run_op(c, "warmup_" + event_name(c, w), used);
       if (batched && !last) k = batch_size_for(sample_ns(op) / used, p_.min_sample_ns);
-      t.tick(n + 1, event_name(c, w));
+      t.tick(n + 1, campaign_progress_label(c, w));
     }
   }
   if (batched) {
@@ -461,7 +468,7 @@ void CampaignRun::trials() {
       rows_.push_back(std::move(r));
       done_.insert({id, rep});
       ++res_.ops_this_session;
-      t.tick(rows_.size(), name);
+      t.tick(rows_.size(), campaign_progress_label(c, rep));
       if (gpu_backend_) sync_->maybe_sync();  // between ops, never inside one
       rewarm_if_cold(since_check);
     }

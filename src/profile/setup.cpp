@@ -17,6 +17,7 @@
 #include "p2pscope/files.hpp"
 #include "p2pscope/fsroot.hpp"
 #include "p2pscope/gpu_runtime.hpp"
+#include "p2pscope/json_words.hpp"
 #include "p2pscope/output.hpp"
 #include "p2pscope/stats.hpp"
 #include "p2pscope/topo.hpp"
@@ -31,7 +32,7 @@ nlohmann::json read_json_file(const std::string& path) {
   try {
     return nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(path + " is not valid JSON: " + e.what());
+    throw Error(path + " is not valid JSON: " + json_error_words(e.what()));
   }
 }
 

@@ -132,10 +132,20 @@ std::string collective_lines(const AstraPlan& plan, std::size_t k, const std::ve
   o += fmt::format("#   off beyond 2 % for {}:\n#     {}\n", chosen ? "other collective sizes" : "ring all-reduce of", advice);
   o += "#   for those, export once per collective size: `p2pscope export CAMPAIGN --to astra-sim --for ring:S` writes the\n"
        "#   line of the regime that holds at S's messages (the sizes listed are measured messages x the divisor)\n";
-  if (!chosen && plan.effective_for_nccl_bytes == 0)
-    notes->push_back(fmt::format("dimension {} ({}): this file is off by more than 2 % for ring all-reduce of {}; export "
-                                 "once per size there with `--for ring:S` (the header lists the sizes)",
-                                 k, comment_safe(plan.dims[k].cls), advice));
+  if (!chosen && plan.effective_for_nccl_bytes == 0) {
+    // The terminal's note in sizes a reader knows ("S 256 KiB-4 GiB"); the header above
+    // keeps exact bytes beside them, which --for takes.
+    const auto size = [](double b) { return format_size(static_cast<std::uint64_t>(b)); };
+    const auto human = [&](double from, double to) { return from == to ? size(from) : size(from) + "-" + size(to); };
+    const std::string said = join(bad, "; ", [&](const auto& r) {
+      return fmt::format("S {} (messages {}, off by up to {:+.1f}%)", human(r.from * div, r.to * div),
+                         human(r.from, r.to), 100 * r.worst);
+    });
+    notes->push_back(
+        fmt::format("dimension {} ({}): this file is off by more than 2 % for ring all-reduce of {}; export "
+                    "once per size there with `--for ring:S` (the header lists the sizes)",
+                    k, comment_safe(plan.dims[k].cls), said));
+  }
   return o;
 }
 
@@ -201,10 +211,18 @@ std::string dimension_block(const AstraPlan& plan, std::size_t k, std::vector<st
   o += fmt::format("#   {:>12} {:>14} {:>18} {:>9} {}\n", "size_bytes", "file_ns", "slowest_median_ns", "error",
                    "error range over the links");
   o += table;
-  if (std::fabs(worst) > analyze::kModelTolerance && plan.effective_for_nccl_bytes == 0)
-    notes->push_back(fmt::format("dimension {} ({}): one alpha-beta line is off by {:+.0f}% at {:.0f} B against the "
-                                 "measured medians (the model itself {}); the table in the file's header has every size",
-                                 k, comment_safe(d.cls), 100 * worst, worst_at, range));
+  if (std::fabs(worst) > analyze::kModelTolerance && plan.effective_for_nccl_bytes == 0) {
+    // The terminal's note in sizes a reader knows ("16 KiB", "from 4 MiB up"); the file's
+    // header keeps exact bytes, which --for takes.
+    const auto size = [](double b) { return format_size(static_cast<std::uint64_t>(b)); };
+    const std::string said = std::isfinite(d.exact_to_bytes)
+                                 ? "from " + size(d.exact_from_bytes) + " to " + size(d.exact_to_bytes)
+                                 : "from " + size(d.exact_from_bytes) + " up";
+    notes->push_back(
+        fmt::format("dimension {} ({}): one alpha-beta line is off by {:+.0f}% at {} against the "
+                    "measured medians (the model itself {}); the table in the file's header has every size",
+                    k, comment_safe(d.cls), 100 * worst, size(worst_at), said));
+  }
   std::vector<double> b, a;
   for (const auto* l : d.links) {
     double from = 0;

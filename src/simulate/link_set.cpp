@@ -11,6 +11,7 @@
 
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
+#include "p2pscope/json_words.hpp"
 #include "p2pscope/text.hpp"
 
 namespace p2pscope::simulate {
@@ -164,7 +165,8 @@ LinkSet read_link_set(const std::string& dir) {
   try {
     j = nlohmann::json::parse(read_text_file(lp.string()));
   } catch (const nlohmann::json::exception& e) {
-    throw UsageError(fmt::format("{}: not valid JSON ({}); run `p2pscope analyze {}` again", lp.string(), e.what(), dir));
+    throw UsageError(fmt::format("{}: not valid JSON ({}); run `p2pscope analyze {}` again", lp.string(),
+                                 json_error_words(e.what()), dir));
   }
   if (!j.is_object() || !j.contains("kind") || j["kind"] != "p2pscope_link_models" || !j.contains("links") || !j["links"].is_array())
     throw UsageError(lp.string() + ": not p2pscope's link models (kind p2pscope_link_models with a \"links\" array)");

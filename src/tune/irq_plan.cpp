@@ -7,6 +7,7 @@
 
 #include "p2pscope/bindings.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/json_words.hpp"
 #include "p2pscope/tune.hpp"
 #include "p2pscope/units.hpp"
 
@@ -348,7 +349,7 @@ IrqPlan plan_from_json(const nlohmann::json& j) {
     }
     return p;
   } catch (const nlohmann::json::exception& e) {
-    throw UsageError(std::string("not an 'irq plan' JSON document: ") + e.what());
+    throw UsageError(std::string("not an 'irq plan' JSON document: ") + json_error_words(e.what()));
   }
 }
 

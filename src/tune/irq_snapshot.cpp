@@ -3,6 +3,7 @@
 #include <regex>
 
 #include "p2pscope/error.hpp"
+#include "p2pscope/json_words.hpp"
 #include "p2pscope/tune.hpp"
 #include "p2pscope/units.hpp"
 
@@ -112,7 +113,7 @@ IrqSnapshot snapshot_from_json(const nlohmann::json& j) {
     s.warnings = j.value("warnings", std::vector<std::string>{});
     return s;
   } catch (const nlohmann::json::exception& e) {
-    throw UsageError(std::string("not an 'irq snapshot' JSON document: ") + e.what());
+    throw UsageError(std::string("not an 'irq snapshot' JSON document: ") + json_error_words(e.what()));
   }
 }
 

@@ -257,6 +257,11 @@ class HostBackend final : public Backend {
     responder.join();
     r.note = fmt::format("ping-pong of two threads on atomic flags, {} round trips per sample, one-way = rtt/2",
                          kRoundTripsPerSample);
+    // Each thread is bound to its NUMA node's CPUs, one CPU each only where a node has one:
+    // else the two may share a core and the time holds the scheduler's (the headline says so).
+    const auto& a = node_of(s.src).cpus;
+    const auto& b = node_of(s.dst).cpus;
+    if (!(a.size() == 1 && b.size() == 1 && a != b)) r.note += "; " + std::string(kHostThreadsNotPinned);
   }
 
   void check_device(int d) const {
