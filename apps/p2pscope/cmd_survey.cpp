@@ -140,6 +140,8 @@ survey::Options to_options(const SurveyCli& c, const LaunchInfo& launch) {
   if (!c.sizes.empty()) {
     o.sizes = parse_size_list(c.sizes);
     if (o.sizes.empty() || o.sizes.front() == 0) throw UsageError("--sizes " + c.sizes + ": expected sizes of 1 byte or more");
+    if (o.sizes.size() < 2)
+      throw UsageError("--sizes " + c.sizes + ": give two sizes or more (e.g. 1K:1M): a link's model needs two points");
     if (o.sizes.size() > 40)
       throw UsageError(fmt::format("--sizes {}: {} sizes; at most 40 (each link ping-pongs every one)", c.sizes,
                                    o.sizes.size()));
@@ -265,7 +267,8 @@ void print_plan(const SurveyCli& c) {
 void write_links(const std::filesystem::path& dir, const survey::Result& r) {
   const auto links = survey::link_models(r);
   if (links.empty()) {
-    std::fprintf(stderr, "p2pscope survey: --sizes: no link has two sizes measured: no links.json written\n");
+    std::fprintf(stderr, "p2pscope survey: --sizes: no link has two sizes measured (see the failed sessions above): no "
+                 "links.json written; run again with --resume DIR to measure the rest\n");
     return;
   }
   write_file(dir / "links.json", out::dump_json(survey::links_json(r, links), 1) + "\n");

@@ -42,6 +42,9 @@ TEST(BadInput, RefusedWithExit2NamingTheFlag) {
       {"survey --rails eth1:eth2", "only together with --nics"},
       {"survey --transport nccl", "--transport nccl: expected tcp (sockets) or net"},
       {"survey --plugin p2pscope", "--plugin goes with --transport net"},
+      {"survey --sizes 0,1K", "size '0' is 0 bytes"},
+      {"survey --sizes 1M", "give two sizes or more"},
+      {"survey --sizes 1K,2G", "at most 1G per message"},
       {"survey --transport net --plugin /nonexistent/libnccl-net-x.so", "the plugin did not load"},
   };
   for (const auto& c : cases) {
