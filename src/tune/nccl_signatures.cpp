@@ -38,6 +38,7 @@ constexpr Marker kMarkers[] = {
     {"speed_default", "Could not get speed from "},
     {"virtio", "is not a PCI device"},
     {"gpu_affinity_empty", "is empty, ignoring"},
+    {"gpu_affinity_set", "Setting affinity for GPU "},
     {"topo_file_missing", "Could not open XML topology file"},
     {"socket_threads", " threads and "},
     {"socket_over", "total number of sockets is greater than the maximum"},
