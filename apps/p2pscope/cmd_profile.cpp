@@ -16,7 +16,6 @@
 #include "commands.hpp"
 #include "monitor_options.hpp"
 #include "profile_pattern.hpp"
-#include "nccl_calibration.hpp"
 #include "progress.hpp"
 #include "p2pscope/output.hpp"
 #include "p2pscope/phase_trace.hpp"
@@ -32,6 +31,7 @@
 #include "p2pscope/units.hpp"
 #include "profile/batching.hpp"
 #include "profile/processes.hpp"
+#include "simulate/nccl_calibration.hpp"
 #include "profile/setup.hpp"
 
 namespace p2pscope::app {
@@ -51,7 +51,7 @@ struct ProfileOptions {
   std::string process_share;  // "I/K": this is child I of a --processes K campaign
   MonitorCliOptions monitor;
   PatternOptions pattern;  // --pattern: contention instead of the isolated campaign
-  std::string nccl_calibration = "auto";  // auto | full | quick | off (nccl_calibration.hpp)
+  std::string nccl_calibration = "auto";  // auto | full | quick | off (simulate/nccl_calibration.hpp)
 };
 
 // --monitor: the campaign directory is named inside run_campaign, so without --out the
@@ -291,7 +291,7 @@ void calibrate_nccl(const ProfileOptions& o, const std::string& dir, const std::
     std::fprintf(stderr, "profile: no NCCL calibration (%s): predict will use NCCL's defaults and say so\n", why_not.c_str());
     return;
   }
-  CalibrationOptions c;
+  simulate::CalibrationOptions c;
   if (o.gpus.empty())
     for (int d = 0; d < rt.device_count; ++d) c.gpus.push_back(d);
   else
@@ -299,8 +299,9 @@ void calibrate_nccl(const ProfileOptions& o, const std::string& dir, const std::
   c.quick = o.nccl_calibration == "quick";
   c.full = o.nccl_calibration == "full";
   c.stop = stop;
+  c.say = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   std::fprintf(stderr, "profile: NCCL calibration for predict (--nccl-calibration off skips it)\n");
-  run_nccl_calibration(dir, c);
+  simulate::run_nccl_calibration(dir, c);
 }
 
 // Under a launcher: what the campaign cost on the bootstrap (rank 0 relays every frame),
