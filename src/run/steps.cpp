@@ -74,7 +74,7 @@ StepResult StepRunner::run(const Step& step, std::size_t index, std::size_t tota
   // stops within a second and writes what it measured. Ctrl-C reached the whole group,
   // the step included: passed on as well, the step took it for a second signal.
   how.stop = pass_on_;
-  how.on_err = [&log](std::string_view piece) {
+  how.on_err = [&log, this](std::string_view piece) {
     log.write(piece.data(), static_cast<std::streamsize>(piece.size()));
     log.flush();
     say_.write(piece.data(), static_cast<std::streamsize>(piece.size()));
