@@ -64,43 +64,6 @@ std::vector<TransportRun> compare_transports(const std::string& size, const std:
 
 std::string gb_text(double bytes_per_s) { return bytes_per_s > 0 ? fixed(bytes_per_s / 1e9, 2) + " GB/s" : std::string("n/a"); }
 
-// What NCCL would load for its network under this environment, and whether it reaches
-// GPU memory: a host-memory-only plugin on a GPU host means every byte is staged.
-Finding plugin_finding(const net::NcclPluginReport& pr, bool gpus_here) {
-  Finding f;
-  f.id = "net.plugin";
-  f.severity = "info";
-  const auto& r = pr.resolution;
-  if (r.disabled) {
-    f.title = "NCCL_NET_PLUGIN=none: NCCL uses its built-in IB and socket transports";
-  } else if (!r.found) {
-    f.title = std::string("NCCL would load no net plugin (") +
-              (r.request.empty() ? "NCCL_NET_PLUGIN unset and no libnccl-net.so" : "no file for NCCL_NET_PLUGIN=" + r.request) +
-              " on the library path): it uses its built-in IB and socket transports";
-    f.evidence.push_back(r.reason);
-  } else if (!pr.plugin) {
-    f.severity = "warning";
-    f.title = "NCCL would load " + r.path + " but it fails to load: " + pr.load_error;
-    f.fix = "check the plugin's own requirements (devices, drivers); `p2pscope topo --net-plugin " + r.path +
-            "` shows its log";
-  } else {
-    f.title = "NCCL would load " + pr.plugin->describe() + " with " +
-              std::to_string(pr.plugin->devices().size()) + " device(s); GPU memory: " + pr.gpu_memory;
-    for (const auto& row : net::properties_rows(*pr.plugin)) {
-      std::string line;
-      for (const auto& c : row) line += (line.empty() ? "" : "  ") + c;
-      f.evidence.push_back(line);
-    }
-    if (gpus_here && pr.gpu_memory.rfind("no", 0) == 0) {
-      f.severity = "warning";
-      f.fix = "this plugin stages every GPU byte through host memory; check its GPUDirect settings "
-              "(`p2pscope bench net --plugin " + r.path + " --mem gpu` says what it offers)";
-    }
-  }
-  if (!r.request.empty()) f.evidence.push_back("NCCL_NET_PLUGIN=" + r.request + " (this shell)");
-  return f;
-}
-
 }  // namespace
 
 std::map<std::string, std::string> nccl_env() {
