@@ -16,8 +16,6 @@
 #include "commands.hpp"
 #include "monitor_options.hpp"
 #include "profile_pattern.hpp"
-#include "profile_processes.hpp"
-#include "nccl_calibration.hpp"
 #include "progress.hpp"
 #include "p2pscope/output.hpp"
 #include "p2pscope/phase_trace.hpp"
@@ -32,6 +30,8 @@
 #include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
 #include "profile/batching.hpp"
+#include "profile/processes.hpp"
+#include "simulate/nccl_calibration.hpp"
 #include "profile/setup.hpp"
 
 namespace p2pscope::app {
@@ -47,11 +47,11 @@ struct ProfileOptions {
   std::string rewarm_below = "off";
   int rewarm_every = 20;
   std::string timing = "batch", min_sample_time = "200us";
-  int processes = 0;          // 0: default_processes(reps), or the resumed campaign's
+  int processes = 0;          // 0: profile::default_processes(reps), or the resumed campaign's
   std::string process_share;  // "I/K": this is child I of a --processes K campaign
   MonitorCliOptions monitor;
   PatternOptions pattern;  // --pattern: contention instead of the isolated campaign
-  std::string nccl_calibration = "auto";  // auto | full | quick | off (nccl_calibration.hpp)
+  std::string nccl_calibration = "auto";  // auto | full | quick | off (simulate/nccl_calibration.hpp)
 };
 
 // --monitor: the campaign directory is named inside run_campaign, so without --out the
@@ -91,18 +91,6 @@ monitor::SessionResult finish_monitor(monitor::MonitorSession& mon, const Profil
   } catch (const Error&) {
   }
   return r;
-}
-
-// The --processes of the campaign being resumed (1 when it has none, or no readable
-// metadata: run_campaign then says what is wrong with the directory).
-int saved_processes(const std::string& dir) {
-  try {
-    return profile::read_json_file((std::filesystem::path(dir) / profile::kMetadataFile).string())
-        .value("settings", nlohmann::json::object())
-        .value("processes", 1);
-  } catch (const std::exception&) {
-    return 1;
-  }
 }
 
 void print_result(const profile::Result& r) {
@@ -276,13 +264,13 @@ std::unique_ptr<monitor::MonitorSession> start_monitor(const ProfileOptions& o, 
   return std::make_unique<monitor::MonitorSession>(monitor_dir_for(o), o.monitor.interval_s(), mo);
 }
 
-// The campaign in this process, or split over --processes K children (profile_processes.cpp).
+// The campaign in this process, or split over --processes K children (src/profile/processes.cpp).
 profile::Result run_campaign_or_processes(profile::Params& p, const ProfileOptions& o, int processes,
                                           const std::string& backend, bool backend_given, Context& ctx) {
   if (processes > 1 && o.process_share.empty()) {
-    ProcessCampaign pc{ctx.argv, o.out, o.out_root, o.resume, backend, backend_given, processes,
+    profile::ProcessCampaign pc{ctx.argv, o.out, o.out_root, o.resume, backend, backend_given, processes,
                        p.drift_s, p.stop, p.thermal_warmup};
-    return run_profile_processes(pc);
+    return profile::run_profile_processes(pc);
   }
   if (o.process_share.empty()) p.share.count = std::max(1, processes);
   return profile::run_campaign(p);
@@ -303,7 +291,7 @@ void calibrate_nccl(const ProfileOptions& o, const std::string& dir, const std::
     std::fprintf(stderr, "profile: no NCCL calibration (%s): predict will use NCCL's defaults and say so\n", why_not.c_str());
     return;
   }
-  CalibrationOptions c;
+  simulate::CalibrationOptions c;
   if (o.gpus.empty())
     for (int d = 0; d < rt.device_count; ++d) c.gpus.push_back(d);
   else
@@ -311,8 +299,9 @@ void calibrate_nccl(const ProfileOptions& o, const std::string& dir, const std::
   c.quick = o.nccl_calibration == "quick";
   c.full = o.nccl_calibration == "full";
   c.stop = stop;
+  c.say = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   std::fprintf(stderr, "profile: NCCL calibration for predict (--nccl-calibration off skips it)\n");
-  run_nccl_calibration(dir, c);
+  simulate::run_nccl_calibration(dir, c);
 }
 
 // Under a launcher: what the campaign cost on the bootstrap (rank 0 relays every frame),
@@ -351,7 +340,7 @@ void run_isolated_campaign(profile::Params p, const ProfileOptions& o, Context& 
   std::unique_ptr<monitor::MonitorSession> mon = start_monitor(o, backends);
   int processes = o.processes;
   if (processes == 0 && o.process_share.empty())
-    processes = o.resume.empty() ? default_processes(o.reps) : saved_processes(o.resume);
+    processes = o.resume.empty() ? profile::default_processes(o.reps) : profile::saved_processes(o.resume);
   profile::Result r;
   try {
     r = run_campaign_or_processes(p, o, processes, backends.front(), backend_given, ctx);
@@ -401,7 +390,7 @@ void add_profile_command(CLI::App& app, Context& ctx) {
       return;
     }
     profile::Params p = params_from_options(*o, flags, ctx);
-    if (!o->process_share.empty()) die_with_parent();  // a child of --processes K
+    if (!o->process_share.empty()) profile::die_with_parent();  // a child of --processes K
     std::shared_ptr<Bootstrap> boot;
     if (!join_ranks(p, *o, ctx, boot)) return;  // a rank other than 0: it served rank 0's campaign
     const BootstrapCounters before = boot ? boot->counters() : BootstrapCounters{};

@@ -1,51 +1,34 @@
 // `p2pscope survey`: one process per host under mpirun, srun or torchrun; the links of
 // every host measured in rounds of disjoint pairs, and which link, NIC or host is slow
-// (src/survey/, docs/survey.md). This file parses options and writes what rank 0 gets.
-#include <algorithm>
+// (src/survey/, docs/survey.md). This file binds the options (survey/request.hpp checks
+// them), brings the ranks up and prints what rank 0 gets.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "bench_common.hpp"
 #include "commands.hpp"
-#include "p2pscope/backend.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
-#include "p2pscope/files.hpp"
-#include "p2pscope/json_words.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/output.hpp"
 #include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
-#include "survey/campaign.hpp"
+#include "survey/files.hpp"
 #include "survey/report.hpp"
+#include "survey/request.hpp"
 #include "survey/survey.hpp"
 #include "survey/time_model.hpp"
 
 namespace p2pscope::app {
 // Named, not anonymous: the unity build puts this file in one batch with the other
-// commands, whose anonymous run() and write_file() would collide.
+// commands, whose anonymous run() would collide.
 namespace survey_cmd {
 
-struct SurveyCli {
-  std::string pairs = "all", nics, hosts, transport = "tcp", plugin, expect, rails;
-  std::string size = "64M", chunk = "1M", ping_size = "8";
-  std::uint32_t channels = 1, window = 4, iters = 9, warmup = 1, pings = 200;
-  std::uint64_t seed = 1;
-  double timeout_s = 10, round_timeout_s = 60, max_time_s = 0;
-  double threshold_pct = 5, latency_threshold_pct = 50;
-  bool no_latency = false, no_local = false, no_recheck = false;
-  std::string format = "text", out, resume;
-  std::string plan, from;  // --plan N,N...: the time model, no launch
-  std::string gpu_backend = "auto", gpu_size = "256M";
-  std::string sizes;  // --sizes: the survey as a campaign across hosts
-};
-
-void add_options(CLI::App& c, SurveyCli& o) {
+void add_options(CLI::App& c, survey::Request& o) {
   c.add_option("--pairs", o.pairs, "all (every pair: the circle method, N-1 rounds of N/2 pairs), ring, random:K")
       ->capture_default_str();
   c.add_option("--nics", o.nics, "the NICs to survey, one per rail, the same names on every host (default: every IPv4 "
@@ -105,142 +88,17 @@ void add_options(CLI::App& c, SurveyCli& o) {
   c.add_option("--from", o.from, "--plan: price the steps with this survey's measured sessions (DIR or survey.json)");
 }
 
-double parse_pct(double v, const char* flag) {
-  if (!(v > 0 && v < 100)) throw UsageError(fmt::format("{} {}: expected a percentage between 0 and 100", flag, v));
-  return v;
+std::vector<survey::Record> resumed_records(const std::string& dir) {
+  survey::ResumeRecords r = survey::read_resume(dir);
+  if (r.bad_lines > 0)
+    std::fprintf(stderr, "p2pscope survey: --resume: %d of %d lines of %s do not parse; their tasks run again\n",
+                 r.bad_lines, r.lines, r.path.c_str());
+  return std::move(r.records);
 }
 
-survey::Options to_options(const SurveyCli& c, const LaunchInfo& launch) {
-  if (c.transport != "tcp" && c.transport != "net")
-    throw UsageError("--transport " + c.transport + ": expected tcp (sockets) or net (an NCCL net plugin); NCCL "
-                     "send/recv between hosts is bench nccl's, not the survey's yet");
-  if (!c.plugin.empty() && c.transport != "net")
-    throw UsageError("--plugin goes with --transport net (the survey's links over an NCCL net plugin)");
-  if (c.format != "text" && c.format != "json" && c.format != "csv")
-    throw UsageError("--format " + c.format + ": expected text, json or csv");
-  survey::Options o;
-  o.pairs = survey::parse_pairs(c.pairs);
-  o.seed = c.seed;
-  o.transport = c.transport;
-  o.plugin = c.plugin;
-  if (!c.nics.empty()) o.nics = split_list(c.nics, "--nics");
-  if (!c.rails.empty()) o.rails = survey::parse_rails(c.rails, o.nics);
-  if (!c.hosts.empty()) o.expect_hosts = split_list(c.hosts, "--hosts");
-  if (!c.expect.empty()) o.expect = survey::parse_expect(c.expect);
-  o.gpu_backend = c.gpu_backend;
-  std::vector<std::string> names = bench::backend_names();
-  std::erase(names, "nccl");  // one process per GPU: not a host's own device pairs
-  if (c.gpu_backend != "auto" && c.gpu_backend != "none" &&
-      std::find(names.begin(), names.end(), c.gpu_backend) == names.end())
-    throw UsageError(fmt::format("--gpu-backend {}: expected auto, none or one of bench gpu's one-process backends "
-                                 "({})", c.gpu_backend, fmt::join(names, ", ")));
-  o.gpu_size = parse_size(c.gpu_size);
-  if (o.gpu_size == 0) throw UsageError("--gpu-size must be at least 1 byte");
-  o.gpu_iters = static_cast<int>(c.iters);
-  if (!c.sizes.empty()) {
-    o.sizes = parse_size_list(c.sizes);
-    if (o.sizes.empty() || o.sizes.front() == 0) throw UsageError("--sizes " + c.sizes + ": expected sizes of 1 byte or more");
-    if (o.sizes.size() < 2)
-      throw UsageError("--sizes " + c.sizes + ": give two sizes or more (e.g. 1K:1M): a link's model needs two points");
-    if (o.sizes.size() > 40)
-      throw UsageError(fmt::format("--sizes {}: {} sizes; at most 40 (each link ping-pongs every one)", c.sizes,
-                                   o.sizes.size()));
-    if (o.sizes.back() > (1ull << 30))
-      throw UsageError("--sizes " + c.sizes + ": at most 1G per message");
-  }
-  o.bw.mode = tcp::Mode::bidir;
-  o.bw.size_bytes = parse_size(c.size);
-  o.bw.chunk_bytes = std::min<std::uint64_t>(parse_size(c.chunk), o.bw.size_bytes);
-  o.bw.channels = c.channels;
-  o.bw.window = c.window;
-  o.bw.iters = c.iters;
-  o.bw.warmup = c.warmup;
-  o.bw.timeout_s = c.timeout_s;
-  if (c.iters < 3) throw UsageError("--iters must be at least 3: each link's interval comes from its rounds");
-  o.lat = o.bw;
-  o.lat.mode = tcp::Mode::latency;
-  o.lat.size_bytes = o.lat.chunk_bytes = parse_size(c.ping_size);
-  o.lat.iters = c.pings;
-  o.lat.warmup = 0;
-  tcp::validate(o.bw);
-  tcp::validate(o.lat);
-  o.latency = !c.no_latency;
-  o.local = !c.no_local;
-  o.recheck = !c.no_recheck;
-  if (!(c.round_timeout_s > 0)) throw UsageError("--round-timeout must be a positive number of seconds");
-  if (!(c.max_time_s >= 0)) throw UsageError("--max-time must be 0 (no bound) or a number of seconds");
-  o.round_timeout_s = c.round_timeout_s;
-  o.max_time_s = c.max_time_s;
-  o.outliers.threshold_pct = parse_pct(c.threshold_pct, "--threshold");
-  o.outliers.latency_threshold_pct = c.latency_threshold_pct > 0 ? c.latency_threshold_pct
-                                                                  : throw UsageError("--latency-threshold must be positive");
-  o.rendezvous_host = launch.rendezvous_host;
-  return o;
-}
-
-std::vector<survey::Record> read_resume(const std::string& dir) {
-  const std::filesystem::path p = std::filesystem::path(dir) / "rounds.jsonl";
-  std::ifstream f(p);
-  if (!f) throw UsageError(fmt::format("--resume {}: no rounds.jsonl there (the --out DIR of an earlier survey)", dir));
-  std::vector<survey::Record> out;
-  std::string line;
-  int n = 0, bad = 0;
-  while (std::getline(f, line)) {
-    ++n;
-    if (trim(line).empty()) continue;
-    try {
-      out.push_back(survey::record_from_json(nlohmann::json::parse(line)));
-    } catch (const std::exception&) {
-      ++bad;  // a line cut by a crash: that task runs again
-    }
-  }
-  if (bad > 0)
-    std::fprintf(stderr, "p2pscope survey: --resume: %d of %d lines of %s do not parse; their tasks run again\n", bad, n,
-                 p.c_str());
-  return out;
-}
-
-void write_file(const std::filesystem::path& p, const std::string& text) {
-  std::ofstream f(p);
-  f << text;
-  if (!f) throw Error("survey: could not write " + p.string());
-}
-
-// A survey.json back into the figures the time model needs.
-survey::Result read_survey(const std::string& path_text) {
-  std::filesystem::path p(path_text);
-  if (std::filesystem::is_directory(p)) p /= "survey.json";
-  std::ifstream f(p);
-  if (!f) throw UsageError("--from " + path_text + ": no survey.json there (a survey's --out DIR or its survey.json)");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(f);
-  } catch (const nlohmann::json::exception&) {
-    throw UsageError("--from " + p.string() + ": not JSON (a survey's survey.json)");
-  }
-  if (!j.is_object() || j.value("kind", "") != "p2pscope_survey")
-    throw UsageError("--from " + p.string() + ": not a survey's JSON (its kind is not p2pscope_survey)");
-  survey::Result r;
-  try {
-    for (const auto& h : j.at("hosts")) r.hosts.push_back(survey::host_from_json(h));
-    for (const auto& rec : j.at("records")) r.records.push_back(survey::record_from_json(rec));
-    r.names.rails = j.at("rails").get<std::vector<std::string>>();
-    r.wall_s = j.at("wall_s").get<double>();
-    r.shared_kernel = j.at("shared_kernel").get<bool>();
-    r.shared_cpus = j.value("shared_cpus", r.shared_kernel);
-    r.transport = j.value("transport", std::string("tcp"));
-  } catch (const std::exception& e) {
-    throw UsageError("--from " + p.string() + ": a survey JSON this version cannot read (" +
-                     json_error_words(e.what()) + ")");
-  }
-  return r;
-}
-
-void print_plan(const SurveyCli& c) {
+void print_plan(const survey::Request& c) {
   const survey::PairsSpec pairs = survey::parse_pairs(c.pairs);
-  const int rails = c.nics.empty() ? 2 : static_cast<int>(split_list(c.nics, "--nics").size());
-  survey::StepCosts costs = c.from.empty() ? survey::default_costs(rails) : survey::costs_from(read_survey(c.from));
-  if (c.no_latency) costs.latency = false;
+  const survey::StepCosts costs = survey::plan_costs(c);
   std::printf("survey plan, --pairs %s, %d rail%s; step costs %s%s\n", c.pairs.c_str(), costs.rails,
               costs.rails == 1 ? "" : "s", costs.source.c_str(),
               costs.shared_kernel ? " (hosts on one kernel: local and latency sessions one at a time)" : "");
@@ -248,14 +106,7 @@ void print_plan(const SurveyCli& c) {
   std::printf("%8s %8s %10s %10s %12s %16s %12s %14s\n", "hosts", "rounds", "pairs", "sessions", "time",
               "separate hosts", "records", "rank-0 memory");
   for (const std::string& item : split_list(c.plan, "--plan")) {
-    long long n = 0;
-    try {
-      n = parse_int(item, "--plan");
-    } catch (const Error&) {
-      n = 0;
-    }
-    if (n < 2 || n > 100000) throw UsageError("--plan " + item + ": expected a host count from 2 to 100000");
-    const survey::Plan p = survey::plan(costs, static_cast<int>(n), pairs);
+    const survey::Plan p = survey::plan_row(costs, item, pairs);
     std::printf("%8d %8d %10d %10d %12s %16s %12s %14s\n", p.hosts, p.rounds, p.pairs, p.sessions,
                 hours(p.seconds).c_str(), hours(p.seconds_separate).c_str(),
                 format_size(static_cast<std::uint64_t>(p.record_bytes)).c_str(),
@@ -263,20 +114,18 @@ void print_plan(const SurveyCli& c) {
   }
 }
 
-// --sizes: the links' models where export reads them (analyze's links.json).
-void write_links(const std::filesystem::path& dir, const survey::Result& r) {
-  const auto links = survey::link_models(r);
-  if (links.empty()) {
+// --sizes: where the links' models went (export reads them), or why there are none.
+void say_links(const std::filesystem::path& dir, std::size_t links) {
+  if (links == 0) {
     std::fprintf(stderr, "p2pscope survey: --sizes: no link has two sizes measured (see the failed sessions above): no "
                  "links.json written; run again with --resume DIR to measure the rest\n");
     return;
   }
-  write_file(dir / "links.json", out::dump_json(survey::links_json(r, links), 1) + "\n");
   std::fprintf(stderr, "p2pscope survey: wrote %s/links.json (%zu links' models): p2pscope export %s --to astra-sim\n",
-               dir.c_str(), links.size(), dir.c_str());
+               dir.c_str(), links, dir.c_str());
 }
 
-void run(const SurveyCli& c, Context& ctx) {
+void run(const survey::Request& c, Context& ctx) {
   if (!c.plan.empty()) {
     print_plan(c);
     return;
@@ -287,12 +136,12 @@ void run(const SurveyCli& c, Context& ctx) {
   const Launched up = bring_up_ranks(ctx, {},
                                      "a link's sender and receiver threads then share that core, and a figure can be "
                                      "the core's rather than the link's (namespace hosts pinned on purpose excepted)");
-  survey::Options o = to_options(c, up.launch);
+  survey::Options o = survey::options_of(c, up.launch.rendezvous_host);
   const bool reporter = up.reporter();
   std::string out = c.out.empty() ? (c.resume.empty() ? "p2pscope-out/survey-" + compact_timestamp(realtime_ns()) : c.resume) : c.out;
   std::ofstream log;
   if (reporter) {
-    if (!c.resume.empty()) o.resumed = read_resume(c.resume);
+    if (!c.resume.empty()) o.resumed = resumed_records(c.resume);
     std::filesystem::create_directories(out);
     log.open(std::filesystem::path(out) / "rounds.jsonl", std::ios::app);
     if (!log) throw UsageError("survey: cannot write " + out + "/rounds.jsonl");
@@ -312,10 +161,8 @@ void run(const SurveyCli& c, Context& ctx) {
   const auto doc = out::measured_json(run_metadata(ctx.argv), body);
   const std::string json_text = out::dump_json(doc, 2) + "\n";
   const std::filesystem::path dir(out);
-  write_file(dir / "survey.json", json_text);
-  write_file(dir / "survey.csv", survey::to_csv(r));
-  write_file(dir / "survey.html", survey::to_html(r));
-  if (!o.sizes.empty()) write_links(dir, r);
+  const std::size_t links = survey::write_survey_files(dir, r, json_text, !o.sizes.empty());
+  if (!o.sizes.empty()) say_links(dir, links);
   if (c.format == "json") std::fputs(json_text.c_str(), stdout);
   else if (c.format == "csv") std::fputs(survey::to_csv(r).c_str(), stdout);
   else std::fputs(survey::to_text(r).c_str(), stdout);
@@ -327,7 +174,7 @@ void run(const SurveyCli& c, Context& ctx) {
 
 void add_survey_command(CLI::App& app, Context& ctx) {
   using namespace survey_cmd;
-  auto opts = std::make_shared<SurveyCli>();
+  auto opts = std::make_shared<survey::Request>();
   auto* c = app.add_subcommand("survey", "A fleet's links: every host's NICs against every other's in rounds of "
                                          "disjoint pairs (one process per host under mpirun/srun/torchrun), and which "
                                          "link, NIC or host is slow, each figure with its interval");

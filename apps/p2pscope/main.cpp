@@ -28,15 +28,9 @@ std::string option_type(const CLI::App& root, const std::string& name) {
   }
   return "";
 }
-}  // namespace
-
-int main(int argc, char** argv) {
+// Every command on the root, in the order --help lists them.
+void add_commands(CLI::App& root, p2pscope::app::Context& ctx) {
   using namespace p2pscope;
-  trace_phase("main");
-  app::Context ctx;
-  ctx.argv.assign(argv, argv + argc);
-
-  CLI::App root{"p2pscope: measure, diagnose and tune GPU-to-GPU communication", "p2pscope"};
   root.require_subcommand(1);
   root.set_version_flag("--version", [] { return app::version_text(); });
   app::add_topo_command(root, ctx);
@@ -55,56 +49,55 @@ int main(int argc, char** argv) {
   app::add_predict_command(root, ctx);
   app::add_compare_command(root, ctx);
   app::add_survey_command(root, ctx);
+}
 
-  // P2PSCOPE_PARSE_ONLY=1: parse the command line and stop, exit 0, before any command
-  // runs (the test that every command the doctor suggests parses uses it).
-  const bool parse_only = std::getenv("P2PSCOPE_PARSE_ONLY") != nullptr;
-  if (parse_only) root.parse_complete_callback([] { throw ParseOnlyDone{}; });
+// Words CLI11 did not take: CLI11 lists them reversed and knows no other tool's habits,
+// so they are said in order, with hints. Exit 2.
+int unexpected_arguments(const CLI::App& root) {
+  const CLI::App* at = &root;
+  std::string command;
+  for (auto subs = root.get_subcommands(); !subs.empty(); subs = at->get_subcommands()) {
+    at = subs.back();
+    command += (command.empty() ? "" : " ") + at->get_name();
+  }
+  std::vector<std::string> known;
+  for (const auto* o : at->get_options())
+    for (const auto& l : o->get_lnames()) known.push_back("--" + l);
+  std::vector<std::string> extra = at->remaining(false);
+  if (extra.empty()) extra = root.remaining(true);
+  std::fprintf(stderr, "%s\nRun 'p2pscope %s--help' for its options.\n",
+               p2pscope::app::unexpected_arguments_message(command, extra, known).c_str(),
+               command.empty() ? "" : (command + " ").c_str());
+  return 2;
+}
+
+// Any other refusal of CLI11's, in p2pscope's words. Exit 2.
+int parse_error(const CLI::App& root, const CLI::ParseError& e, int argc, char** argv) {
+  // CLI11 says only "A subcommand is required" for a misspelt one: name it.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const auto* sub : root.get_subcommands([](const CLI::App*) { return true; })) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "p2pscope: unknown subcommand '%s'; the subcommands are: %s\n", argv[1], names.c_str());
+      return 2;
+    }
+  }
+  const std::string words =
+      p2pscope::app::parse_error_words(e.what(), [&root](const std::string& name) { return option_type(root, name); });
+  std::fprintf(stderr, "p2pscope: %s\nRun 'p2pscope --help' (or '<subcommand> --help') for usage.\n", words.c_str());
+  return 2;
+}
+
+// What a command threw, as a message and an exit status: 2 for the user's input, 1 for
+// the world. Called inside a catch block; rethrows to tell the kinds apart.
+int error_exit() {
+  using namespace p2pscope;
   try {
-    root.parse(argc, argv);
-  } catch (const ParseOnlyDone&) {
-    return 0;
-  } catch (const CLI::CallForHelp& e) {
-    return root.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return root.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return root.exit(e);
-  } catch (const CLI::ExtrasError&) {
-    // CLI11 lists them reversed and knows no other tool's habits: say it in order, with hints.
-    const CLI::App* at = &root;
-    std::string command;
-    for (auto subs = root.get_subcommands(); !subs.empty(); subs = at->get_subcommands()) {
-      at = subs.back();
-      command += (command.empty() ? "" : " ") + at->get_name();
-    }
-    std::vector<std::string> known;
-    for (const auto* o : at->get_options())
-      for (const auto& l : o->get_lnames()) known.push_back("--" + l);
-    std::vector<std::string> extra = at->remaining(false);
-    if (extra.empty()) extra = root.remaining(true);
-    std::fprintf(stderr, "%s\nRun 'p2pscope %s--help' for its options.\n",
-                 app::unexpected_arguments_message(command, extra, known).c_str(),
-                 command.empty() ? "" : (command + " ").c_str());
-    return 2;
-  } catch (const CLI::ParseError& e) {
-    // CLI11 says only "A subcommand is required" for a misspelt one: name it.
-    if (argc > 1 && argv[1][0] != '-') {
-      std::string names;
-      bool known = false;
-      for (const auto* sub : root.get_subcommands([](CLI::App*) { return true; })) {
-        known = known || sub->get_name() == argv[1];
-        names += (names.empty() ? "" : ", ") + sub->get_name();
-      }
-      if (!known) {
-        std::fprintf(stderr, "p2pscope: unknown subcommand '%s'; the subcommands are: %s\n", argv[1], names.c_str());
-        return 2;
-      }
-    }
-    const std::string words =
-        app::parse_error_words(e.what(), [&root](const std::string& name) { return option_type(root, name); });
-    std::fprintf(stderr, "p2pscope: %s\nRun 'p2pscope --help' (or '<subcommand> --help') for usage.\n", words.c_str());
-    return 2;
+    throw;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "p2pscope: %s\n", e.what());
     return 2;
@@ -133,6 +126,38 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "p2pscope: internal error: %s\n", e.what());
     return 1;
+  }
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace p2pscope;
+  trace_phase("main");
+  app::Context ctx;
+  ctx.argv.assign(argv, argv + argc);
+
+  CLI::App root{"p2pscope: measure, diagnose and tune GPU-to-GPU communication", "p2pscope"};
+  add_commands(root, ctx);
+  // P2PSCOPE_PARSE_ONLY=1: parse the command line and stop, exit 0, before any command
+  // runs (the test that every command the doctor suggests parses uses it).
+  const bool parse_only = std::getenv("P2PSCOPE_PARSE_ONLY") != nullptr;
+  if (parse_only) root.parse_complete_callback([] { throw ParseOnlyDone{}; });
+  try {
+    root.parse(argc, argv);
+  } catch (const ParseOnlyDone&) {
+    return 0;
+  } catch (const CLI::CallForHelp& e) {
+    return root.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return root.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return root.exit(e);
+  } catch (const CLI::ExtrasError&) {
+    return unexpected_arguments(root);
+  } catch (const CLI::ParseError& e) {
+    return parse_error(root, e, argc, argv);
+  } catch (...) {
+    return error_exit();
   }
   trace_phase("exit");
   return ctx.exit_code;

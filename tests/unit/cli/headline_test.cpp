@@ -1,4 +1,4 @@
-// run's headline (apps/p2pscope/headline.cpp) from made-up step files: which finding
+// run's headline (src/run/headline.cpp) from made-up step files: which finding
 // leads, the prediction's two errors, and a broken file costing only its own item.
 #include <filesystem>
 #include <fstream>
@@ -6,11 +6,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "headline.hpp"
+#include "run/headline.hpp"
 #include "p2pscope/backend.hpp"
 
 namespace fs = std::filesystem;
-using p2pscope::app::read_headline;
+using p2pscope::run::read_headline;
 
 namespace {
 fs::path fresh(const std::string& name) {
@@ -25,7 +25,7 @@ nlohmann::json finding(const char* kind, const char* severity, const char* about
   if (about) f["about"] = about;
   return f;
 }
-const p2pscope::app::HeadlineItem* item(const p2pscope::app::Headline& h, const std::string& prefix) {
+const p2pscope::run::HeadlineItem* item(const p2pscope::run::Headline& h, const std::string& prefix) {
   for (const auto& i : h.items)
     if (i.label.rfind(prefix, 0) == 0) return &i;
   return nullptr;
@@ -156,5 +156,33 @@ TEST(Headline, UnpinnedHostLatencyCarriesACaveat) {
   ASSERT_NE(item(pinned, "one-way latency"), nullptr);
   EXPECT_EQ(item(pinned, "one-way latency")->detail.find("caveat"), std::string::npos);
   EXPECT_FALSE(pinned.numbers.contains("one_way_latency_threads_pinned"));
+  fs::remove_all(d);
+}
+
+// Issue 45: the median of an even count is the mean of the two middle values. Four pairs
+// at 10, 12, 14 and 20 GB/s (given out of order) give 13: the upper middle would say 14,
+// the lower middle 12; and two prediction errors of 2 and 6 % give 4 (not 6, not 2).
+TEST(Headline, MedianOfAnEvenCountIsTheMeanOfTheTwoMiddleValues) {
+  const auto d = fresh("even");
+  nlohmann::json rows = nlohmann::json::array();
+  int pair = 0;
+  for (const double gbps : {14.0, 10.0, 20.0, 12.0}) {
+    rows.push_back({{"src", pair}, {"dst", pair + 1}, {"size_bytes", 64 << 20}, {"supported", true},
+                    {"algbw_GBps", gbps}});
+    ++pair;
+  }
+  put(d / "bench-gpu.json", {{"backend", "ce"}, {"rows", rows}});
+  put(d / "predict.json",
+      {{"rows", {{{"role", "predicted"}, {"error_pct", -6.0}}, {{"role", "predicted"}, {"error_pct", 2.0}}}}});
+  const auto h = read_headline(d);
+  const auto* bw = item(h, "per-pair bandwidth");
+  ASSERT_NE(bw, nullptr);
+  EXPECT_EQ(bw->value, "min 10.0 / median 13.0 / max 20.0 GB/s");
+  EXPECT_DOUBLE_EQ(h.numbers.at("bandwidth_GBps").at("median").get<double>(), 13.0);
+  EXPECT_EQ(h.numbers.at("bandwidth_GBps").at("pairs").get<int>(), 4);
+  const auto* p = item(h, "prediction error");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->value, "2-6 % (median 4 %)");
+  EXPECT_DOUBLE_EQ(h.numbers.at("prediction_error_pct").at("median").get<double>(), 4.0);
   fs::remove_all(d);
 }

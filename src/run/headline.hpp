@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace p2pscope::app {
+namespace p2pscope::run {
 
 struct HeadlineItem {
   std::string label;   // "per-pair bandwidth"
@@ -32,4 +32,4 @@ Headline read_headline(const std::filesystem::path& run_dir, const std::set<std:
 std::string headline_text(const Headline& h);  // lines for the terminal
 std::string headline_html(const Headline& h);  // the box at the top of index.html
 
-}  // namespace p2pscope::app
+}  // namespace p2pscope::run

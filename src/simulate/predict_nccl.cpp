@@ -1,29 +1,24 @@
-// predict --algo nccl (predict_nccl.hpp): the calibration read, held out and anchored,
-// every cell asked for priced and matched with its measurement, then reported
+// predict --algo nccl (simulate/predict_run.hpp): the calibration read, held out and
+// anchored, every cell asked for priced and matched with its measurement, then reported
 // (predict_nccl_report.cpp; measurements in predict_nccl_measured.cpp).
-#include "predict_nccl.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <iostream>
 #include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "bench_common.hpp"
 #include "p2pscope/collective.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/text.hpp"
-#include "predict_nccl_parts.hpp"
-#include "predict_output.hpp"
 #include "simulate/link_set.hpp"
 #include "simulate/nccl_model.hpp"
+#include "simulate/predict_nccl_parts.hpp"
 
-namespace p2pscope::app {
-using nccl_predict::Measured, nccl_predict::ModelNotes, nccl_predict::NcclReport, nccl_predict::PricedCell;
-using nccl_predict::measure_here, nccl_predict::nccl_report, nccl_predict::read_measured;
+namespace p2pscope::simulate {
+namespace nccl_predict {
 namespace {
 
 // --ops: names of the collective table, each once; "" or "all" for every op.
@@ -65,7 +60,7 @@ std::vector<int> parse_ranks(const std::string& text, std::size_t gpus) {
 // move), over what the calibration's fit says (the lower quartile of those ratios),
 // scales the fit at that rank count. The
 // predicted ops never enter it. Returns one line per rank count re-anchored.
-std::vector<std::string> anchor_host(simulate::NcclModel& model, const Measured& measured) {
+std::vector<std::string> anchor_host(NcclModel& model, const Measured& measured) {
   std::map<int, std::vector<double>> ratios;
   for (const auto& [key, value] : measured) {
     const auto& [op, n, S] = key;
@@ -94,10 +89,10 @@ std::vector<std::string> anchor_host(simulate::NcclModel& model, const Measured&
 
 // --hold-out: the ops other than allreduce and sendrecv timed at those rank counts leave
 // the calibration (so they are predicted); says which.
-std::vector<std::string> hold_out(simulate::NcclCalibration& cal, const std::vector<int>& rank_counts) {
+std::vector<std::string> hold_out(NcclCalibration& cal, const std::vector<int>& rank_counts) {
   std::vector<std::string> held;
   for (int n : rank_counts)
-    std::erase_if(cal.curves, [&](const simulate::NcclCurve& c) {
+    std::erase_if(cal.curves, [&](const NcclCurve& c) {
       const bool out = c.ranks == n && c.op != "allreduce" && c.op != "sendrecv";
       if (out) held.push_back(fmt::format("{} at {} ranks", c.op, n));
       return out;
@@ -111,7 +106,7 @@ std::vector<std::string> hold_out(simulate::NcclCalibration& cal, const std::vec
 // The campaign's GPU model (metadata.json), to refuse another machine's runs; "" unknown.
 std::string campaign_gpu_of(const std::string& dir) {
   try {
-    const auto meta = nlohmann::json::parse(simulate::read_text_file(dir + "/metadata.json"));
+    const auto meta = nlohmann::json::parse(read_text_file(dir + "/metadata.json"));
     for (const auto& d : meta.value("devices", nlohmann::json::array()))
       if (d.is_object() && d.contains("name") && d["name"].is_string()) return d["name"].get<std::string>();
   } catch (const std::exception&) {  // no metadata: nothing to compare
@@ -120,7 +115,7 @@ std::string campaign_gpu_of(const std::string& dir) {
 }
 
 // Every (op, ranks, S) asked for, priced, with its measurement where there is one.
-std::vector<PricedCell> price_cells(const simulate::NcclModel& model, const std::vector<std::string>& ops,
+std::vector<PricedCell> price_cells(const NcclModel& model, const std::vector<std::string>& ops,
                                     const std::vector<int>& ranks, const std::vector<std::uint64_t>& sizes,
                                     const Measured& measured, bool from_files) {
   std::vector<PricedCell> cells;
@@ -141,37 +136,46 @@ std::vector<PricedCell> price_cells(const simulate::NcclModel& model, const std:
   return cells;
 }
 
-}  // namespace
+// The model's lines beside the cells: what priced them, NCCL's defaults, the anchor, held-out ops.
+ModelNotes model_notes(const NcclPredictArgs& a, const NcclModel& model, std::vector<std::string> anchored,
+                       std::vector<std::string> held) {
+  const auto& cal = model.calibration();
+  ModelNotes notes{a.dir, cal.nccl_version, {}, model.calibrated_by(), model.defaults_used(), std::move(anchored),
+                   std::move(held)};
+  notes.lines.push_back(fmt::format("model: NCCL's calls priced from the calibration in {} (NCCL {}); docs/predict.md",
+                                    cal.dir, cal.nccl_version.empty() ? "version not logged" : cal.nccl_version));
+  for (const auto& l : notes.calibrated_by) notes.lines.push_back("calibrated by: " + l);
+  for (const auto& l : notes.defaults) notes.lines.push_back("NCCL default: " + l);
+  for (const auto& l : notes.anchored) notes.lines.push_back(l);
+  if (!notes.held.empty())
+    notes.lines.push_back("held out of the calibration, so predicted (--hold-out): " + join(notes.held, ", "));
+  return notes;
+}
 
-void run_predict_nccl(const NcclPredictArgs& a, const out::Output& output, Context& ctx) {
+}  // namespace
+}  // namespace nccl_predict
+
+NcclPredictRun predict_nccl(const NcclPredictArgs& a, const std::vector<std::string>& argv, const PredictHooks& hooks) {
+  using namespace nccl_predict;
   const auto ops = parse_ops(a.ops);
   const auto ranks = parse_ranks(a.ranks, a.devices.size());
-  simulate::NcclCalibration read = simulate::read_nccl_calibration(a.dir);
-  const std::vector<std::string> held = hold_out(read, a.hold_out);
-  simulate::NcclModel model(std::move(read));
-  const auto& cal = model.calibration();
-  for (const auto& n : cal.notes) std::fprintf(stderr, "note: %s\n", n.c_str());
+  NcclCalibration read = read_nccl_calibration(a.dir);
+  std::vector<std::string> held = hold_out(read, a.hold_out);
+  NcclModel model(std::move(read));
+  if (hooks.say)
+    for (const auto& n : model.calibration().notes) hooks.say("note: " + n);
 
   Measured measured;
   const std::string campaign_gpu = campaign_gpu_of(a.dir);
   for (const auto& f : a.measured) read_measured(f, measured, campaign_gpu);
   if (a.measure) {
-    bring_up_ranks(ctx, one_process_only("predict --measure"));
-    measure_here(a, ops, ranks, measured);
+    if (hooks.before_measure) hooks.before_measure();
+    measure_here(a, ops, ranks, measured, hooks.say);
   }
-  const std::vector<std::string> anchored = a.host_anchor ? anchor_host(model, measured) : std::vector<std::string>{};
+  std::vector<std::string> anchored = a.host_anchor ? anchor_host(model, measured) : std::vector<std::string>{};
   // Sizes and rank counts of --measured that predict was not asked for are still priced.
   const std::vector<PricedCell> cells = price_cells(model, ops, ranks, a.sizes, measured, !a.measured.empty());
-  ModelNotes notes{a.dir, cal.nccl_version, {}, model.calibrated_by(), model.defaults_used(), anchored, held};
-  notes.lines.push_back(fmt::format("model: NCCL's calls priced from the calibration in {} (NCCL {}); docs/predict.md",
-                                    cal.dir, cal.nccl_version.empty() ? "version not logged" : cal.nccl_version));
-  for (const auto& l : notes.calibrated_by) notes.lines.push_back("calibrated by: " + l);
-  for (const auto& l : notes.defaults) notes.lines.push_back("NCCL default: " + l);
-  for (const auto& l : anchored) notes.lines.push_back(l);
-  if (!held.empty()) notes.lines.push_back("held out of the calibration, so predicted (--hold-out): " + join(held, ", "));
-  const NcclReport r = nccl_report(cells, !measured.empty(), notes, ctx);
-  write_predict(r.report, output, {a.out, a.html, a.force});
-  std::cerr << r.headline << "\n";
+  return nccl_report(cells, !measured.empty(), model_notes(a, model, std::move(anchored), std::move(held)), argv);
 }
 
-}  // namespace p2pscope::app
+}  // namespace p2pscope::simulate

@@ -1,7 +1,6 @@
-// predict --algo nccl's measurements (predict_nccl_parts.hpp): bench nccl JSON or
+// predict --algo nccl's measurements (simulate/predict_nccl_parts.hpp): bench nccl JSON or
 // nccl-tests' output read back (--measured), or NCCL run here (--measure).
 #include <algorithm>
-#include <cstdio>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -11,10 +10,10 @@
 #include "p2pscope/collective.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/tune.hpp"
-#include "predict_nccl_parts.hpp"
 #include "simulate/link_set.hpp"
+#include "simulate/predict_nccl_parts.hpp"
 
-namespace p2pscope::app::nccl_predict {
+namespace p2pscope::simulate::nccl_predict {
 namespace {
 
 double spread_of(const std::vector<double>& spans) {
@@ -135,18 +134,21 @@ void read_nccl_tests(const std::string& file, const std::string& text, Measured&
 }  // namespace
 
 void read_measured(const std::string& file, Measured& m, const std::string& campaign_gpu) {
-  const std::string text = simulate::read_text_file(file);
+  const std::string text = read_text_file(file);
   const auto first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '{') read_bench_json(file, text, m);
   else read_nccl_tests(file, text, m, campaign_gpu);
 }
 
 void measure_here(const NcclPredictArgs& a, const std::vector<std::string>& ops, const std::vector<int>& ranks,
-                  Measured& m) {
+                  Measured& m, const std::function<void(const std::string&)>& say) {
+  const auto tell = [&say](const std::string& line) {
+    if (say) say(line);
+  };
   for (int n : ranks) {
     if (static_cast<std::size_t>(n) > a.devices.size()) {
-      std::fprintf(stderr, "predict --measure: %d ranks need %d of the campaign's GPUs, it has %zu: not measured\n", n, n,
-                   a.devices.size());
+      tell(fmt::format("predict --measure: {} ranks need {} of the campaign's GPUs, it has {}: not measured", n, n,
+                       a.devices.size()));
       continue;
     }
     const std::vector<int> gpus(a.devices.begin(), a.devices.begin() + n);
@@ -167,7 +169,7 @@ void measure_here(const NcclPredictArgs& a, const std::vector<std::string>& ops,
       spec.collective.spans = 3;  // the median of three spans: one OS hiccup does not make the figure
       spec.span_target_ns = bench::kCalibrationSpanTargetNs;  // as the calibration it is compared with
       spec.sizes = a.sizes;
-      std::fprintf(stderr, "predict --measure: %s on %d GPUs\n", op.c_str(), n);
+      tell(fmt::format("predict --measure: {} on {} GPUs", op, n));
       const auto r = bench::run_nccl_sweep(spec, local.get());
       for (std::size_t i = 0; i < r.rows.size(); ++i)
         m[{op, n, a.sizes[i]}] = {r.rows[i].span_ns, "measured here", spread_of(r.rows[i].spans_ns),
@@ -177,4 +179,4 @@ void measure_here(const NcclPredictArgs& a, const std::vector<std::string>& ops,
   }
 }
 
-}  // namespace p2pscope::app::nccl_predict
+}  // namespace p2pscope::simulate::nccl_predict

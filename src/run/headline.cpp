@@ -1,6 +1,6 @@
-// read_headline (headline.hpp): the figures a reader wants first, from the JSON files
+// read_headline (run/headline.hpp): the figures a reader wants first, from the JSON files
 // the steps of `run` wrote. Every number shown is in headline.json unrounded.
-#include "headline.hpp"
+#include "run/headline.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -11,9 +11,10 @@
 
 #include "p2pscope/backend.hpp"
 #include "p2pscope/charts.hpp"
+#include "p2pscope/stats.hpp"
 #include "p2pscope/units.hpp"
 
-namespace p2pscope::app {
+namespace p2pscope::run {
 namespace {
 namespace fs = std::filesystem;
 
@@ -38,14 +39,15 @@ struct Spread {
   double min = NAN, median = NAN, max = NAN;
   std::size_t n = 0;
 };
-Spread spread(std::vector<double> v) {
+// The median is core's (p2pscope/stats.hpp): an even count gives the mean of the two middle values.
+Spread spread(const std::vector<double>& v) {
   Spread s;
   if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
   s.n = v.size();
-  s.min = v.front();
-  s.max = v.back();
-  s.median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  s.min = *lo;
+  s.max = *hi;
+  s.median = p2pscope::median(v);
   return s;
 }
 nlohmann::json to_json(const Spread& s) { return {{"min", s.min}, {"median", s.median}, {"max", s.max}, {"pairs", s.n}}; }
@@ -238,4 +240,4 @@ std::string headline_html(const Headline& h) {
          "</table>\n</div>\n";
 }
 
-}  // namespace p2pscope::app
+}  // namespace p2pscope::run

@@ -1,15 +1,17 @@
 #pragma once
 // The steps of `p2pscope run`, each a child p2pscope process with its stdout in a
-// file, its stderr both shown and kept in <step>.log, and a time limit.
+// file, its stderr both shown (on the stream the command passes in) and kept in
+// <step>.log, and a time limit.
 #include <atomic>
 #include <cstddef>
 #include <filesystem>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
-namespace p2pscope::app {
+namespace p2pscope::run {
 
 struct Step {
   std::string name;
@@ -34,8 +36,10 @@ class StepRunner {
   // when the signal was sent to run alone: the step is then sent SIGTERM. Ctrl-C at a
   // terminal reaches the step already (the same process group); it stops itself and a
   // campaign saves what it has.
+  // `say`: where each step's line (command, status) and its stderr are shown (the command
+  // passes std::cerr); it must outlive the runner.
   StepRunner(std::filesystem::path out_dir, double timeout_s, const std::atomic<bool>* stop,
-             const std::atomic<bool>* pass_on);
+             const std::atomic<bool>* pass_on, std::ostream& say);
   StepResult run(const Step& step, std::size_t index, std::size_t total) const;
 
  private:
@@ -43,6 +47,7 @@ class StepRunner {
   double timeout_s_;
   const std::atomic<bool>* stop_;
   const std::atomic<bool>* pass_on_;
+  std::ostream& say_;
 };
 
-}  // namespace p2pscope::app
+}  // namespace p2pscope::run

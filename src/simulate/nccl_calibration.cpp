@@ -1,14 +1,13 @@
-// profile's NCCL calibration (nccl_calibration.hpp): the timed runs in this process, then
+// profile's NCCL calibration (simulate/nccl_calibration.hpp): the timed runs in this process, then
 // NCCL's choices on the same communicators with its debug log turned on for them, or in
 // child processes where this NCCL cannot turn its log on again (choices_here).
-#include "nccl_calibration.hpp"
+#include "simulate/nccl_calibration.hpp"
 
 #include <dlfcn.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <future>
-#include <iostream>
 #include <map>
 #include <memory>
 
@@ -30,7 +29,7 @@
 #include "simulate/link_set.hpp"
 #include "simulate/nccl_tuning.hpp"
 
-namespace p2pscope::app {
+namespace p2pscope::simulate {
 namespace fs = std::filesystem;
 
 std::vector<CalibrationRun> calibration_runs(const CalibrationOptions& o) {
@@ -63,6 +62,10 @@ std::vector<CalibrationRun> calibration_runs(const CalibrationOptions& o) {
 }
 
 namespace {
+
+void say(const CalibrationOptions& o, const std::string& line) {
+  if (o.say) o.say(line);
+}
 
 std::string stem_of(const CalibrationRun& r) { return fmt::format("{}-n{}", r.role, r.gpus.size()); }
 
@@ -145,8 +148,8 @@ void run_timed(const std::vector<CalibrationRun>& runs, const CalibrationOptions
   for (const auto& r : runs) {
     ++i;
     if (r.log || (o.stop && o.stop->load())) continue;
-    std::cerr << fmt::format("nccl calibration [{}/{}]: {} on GPUs {} (timed)\n", i, runs.size(), r.ops,
-                             format_cpulist(r.gpus));
+    say(o, fmt::format("nccl calibration [{}/{}]: {} on GPUs {} (timed)", i, runs.size(), r.ops,
+                             format_cpulist(r.gpus)));
     const auto t0 = std::chrono::steady_clock::now();
     int exit_code = 0;
     try {
@@ -165,7 +168,7 @@ void run_timed(const std::vector<CalibrationRun>& runs, const CalibrationOptions
       if (!stopped.empty()) throw Error(stopped);
     } catch (const std::exception& e) {
       exit_code = 1;
-      std::cerr << fmt::format("nccl calibration: {} failed: {}\n", stem_of(r), e.what());
+      say(o, fmt::format("nccl calibration: {} failed: {}", stem_of(r), e.what()));
       write_file_atomic(dir / (stem_of(r) + ".err"), std::string(e.what()) + "\n", Replace::allow);
     }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -199,10 +202,10 @@ bool choices_here(const CalibrationRun& r, const CalibrationOptions& o, Comms& c
   for (const auto& [k, v] : env.items()) ::unsetenv(k.c_str());
   reset();  // quiet again from NCCL's next line on (which also closes the file)
   std::error_code ec;
-  std::string text = fs::is_regular_file(log, ec) ? simulate::read_text_file(log.string()) : "";
-  if (!failed.empty() || simulate::parse_nccl_tuning(text).choices.empty()) {
-    std::cerr << fmt::format("nccl calibration: NCCL's choices on GPUs {} in this process gave {}; asking a child "
-                             "process instead\n", format_cpulist(r.gpus), failed.empty() ? "no TUNING line" : failed);
+  std::string text = fs::is_regular_file(log, ec) ? read_text_file(log.string()) : "";
+  if (!failed.empty() || parse_nccl_tuning(text).choices.empty()) {
+    say(o, fmt::format("nccl calibration: NCCL's choices on GPUs {} in this process gave {}; asking a child "
+                       "process instead", format_cpulist(r.gpus), failed.empty() ? "no TUNING line" : failed));
     return false;
   }
   // The version line NCCL prints at a communicator's set-up, which these calls did not see.
@@ -241,7 +244,7 @@ void run_choices(const std::vector<CalibrationRun>& runs, const CalibrationOptio
   std::vector<const CalibrationRun*> left;
   for (const auto& r : runs)
     if (r.log) {
-      std::cerr << fmt::format("nccl calibration: NCCL's choices on GPUs {} (logged, not timed)\n", format_cpulist(r.gpus));
+      say(o, fmt::format("nccl calibration: NCCL's choices on GPUs {} (logged, not timed)", format_cpulist(r.gpus)));
       if (!choices_here(r, o, comms, dir, list)) left.push_back(&r);
     }
   comms.clear();  // the children need the GPUs' memory
@@ -250,7 +253,7 @@ void run_choices(const std::vector<CalibrationRun>& runs, const CalibrationOptio
   if (specs.empty() || (o.stop && o.stop->load())) return;
   std::string what;
   for (const auto& [r, spec] : specs) what += (what.empty() ? "" : " and ") + fmt::format("GPUs {}", format_cpulist(r->gpus));
-  std::cerr << fmt::format("nccl calibration: NCCL's choices on {} (logged, not timed; at once)\n", what);
+  say(o, fmt::format("nccl calibration: NCCL's choices on {} (logged, not timed; at once)", what));
   std::vector<std::future<ChildResult>> waits;
   for (const auto& [r, spec] : specs)
     waits.push_back(std::async(std::launch::async, [&o, &spec = spec] {
@@ -271,8 +274,8 @@ void run_choices(const std::vector<CalibrationRun>& runs, const CalibrationOptio
     const auto& [r, spec] = specs[k];
     list.push_back(manifest_entry(*r, spec.env_set, c.exit_code, c.timed_out, c.elapsed_s, false));
     if (c.exit_code != 0)
-      std::cerr << fmt::format("nccl calibration: {} failed (exit {}{}); see {}\n", stem_of(*r), c.exit_code,
-                               c.timed_out ? ", timed out" : "", spec.err_path);
+      say(o, fmt::format("nccl calibration: {} failed (exit {}{}); see {}", stem_of(*r), c.exit_code,
+                         c.timed_out ? ", timed out" : "", spec.err_path));
   }
 }
 
@@ -295,4 +298,4 @@ void run_nccl_calibration(const fs::path& campaign_dir, const CalibrationOptions
   write_file_atomic(dir / "manifest.json", out::dump_json(manifest, 2) + "\n", Replace::allow);
 }
 
-}  // namespace p2pscope::app
+}  // namespace p2pscope::simulate

@@ -1,19 +1,21 @@
 #pragma once
-// predict --algo nccl's pieces, one file per job: the measured runs, read from files or
-// made here (predict_nccl_measured.cpp); the error table, its summaries and the report
-// every format prints (predict_nccl_report.cpp); the model priced (predict_nccl.cpp).
+// predict --algo nccl's pieces (simulate/predict_run.hpp), one file per job: the measured
+// runs, read from files or made here (predict_nccl_measured.cpp); the error table, its
+// summaries and the report every format prints (predict_nccl_report.cpp); the model
+// priced (predict_nccl.cpp).
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "p2pscope/output.hpp"
-#include "predict_nccl.hpp"
 #include "simulate/nccl_model.hpp"
+#include "simulate/predict_run.hpp"
 
-namespace p2pscope::app::nccl_predict {
+namespace p2pscope::simulate::nccl_predict {
 
 // A measured cell: nccl-tests' time, the file it came from, and how far its own spans
 // (bench nccl --spans K) lay apart: a model cannot be judged closer than that.
@@ -33,7 +35,7 @@ struct PricedCell {
   std::string op;
   int ranks = 0;
   std::uint64_t bytes = 0;
-  simulate::NcclPrediction p;
+  NcclPrediction p;
   double measured_ns = NAN;
   std::string measured_from;
   double spread = NAN;  // NCCL's own spans of this cell: max / min - 1 (NaN: one span, or text)
@@ -44,8 +46,9 @@ struct PricedCell {
 // another GPU model than the campaign's, `campaign_gpu`; "" unknown).
 void read_measured(const std::string& file, Measured& m, const std::string& campaign_gpu);
 // --measure: every op at every rank count the campaign's GPUs hold, timed as nccl-tests times.
+// Progress lines go to `say` (may be empty).
 void measure_here(const NcclPredictArgs& a, const std::vector<std::string>& ops, const std::vector<int>& ranks,
-                  Measured& m);
+                  Measured& m, const std::function<void(const std::string&)>& say);
 
 // What the report says beside the cells: the model's lines and what the JSON records.
 struct ModelNotes {
@@ -53,13 +56,10 @@ struct ModelNotes {
   std::vector<std::string> lines;  // model, calibrated by, defaults, host anchor, held out
   std::vector<std::string> calibrated_by, defaults, anchored, held;
 };
-struct NcclReport {
-  out::Report report;
-  std::string headline;  // the one line said on stderr too
-};
 // The cells for every printer: text (headline, model lines, the table), the table for
-// csv, the JSON document, and the page with a chart per op and rank count.
-NcclReport nccl_report(const std::vector<PricedCell>& cells, bool measured, const ModelNotes& notes,
-                       const Context& ctx);
+// csv, the JSON document, and the page with a chart per op and rank count. The report
+// holds its own copies of the cells and notes (it outlives them).
+NcclPredictRun nccl_report(const std::vector<PricedCell>& cells, bool measured, const ModelNotes& notes,
+                           const std::vector<std::string>& argv);
 
-}  // namespace p2pscope::app::nccl_predict
+}  // namespace p2pscope::simulate::nccl_predict

@@ -12,7 +12,7 @@
 
 #include "p2pscope/profile.hpp"
 
-namespace p2pscope::app {
+namespace p2pscope::profile {
 
 struct ProcessCampaign {
   std::vector<std::string> argv;      // this command line (ctx.argv): the children's options come from it
@@ -24,12 +24,15 @@ struct ProcessCampaign {
   const std::atomic<bool>* stop = nullptr;  // the parent's interrupt flag: forwarded to the running child
   // The thermal warm-up: the first child gets it whole, the others max_s / K (the GPU is
   // warm by then; a GPU that never reaches the target would otherwise cost K x max_s).
-  std::optional<profile::ThermalTarget> thermal;
+  std::optional<ThermalTarget> thermal;
 };
 
 // The default --processes: 3 (two processes can tell a shift but a t-interval of 2
 // medians is 12.7 half-spreads wide), at most the repetitions.
 int default_processes(int reps);
+// The --processes of the campaign being resumed (1 when it has none, or no readable
+// metadata: run_campaign then says what is wrong with the directory).
+int saved_processes(const std::string& dir);
 
 // In a child: killed with the parent (a SIGKILLed `profile` leaves no orphan measuring
 // into the directory, which a resume would find locked); exits at once if the parent is
@@ -39,6 +42,6 @@ void die_with_parent();
 // Runs the children (only the shares that still miss rows, on resume) and returns the
 // campaign's result as its metadata.json says. Throws Error when a child fails (naming
 // it and the resume command), UsageError for options the split cannot take.
-profile::Result run_profile_processes(const ProcessCampaign& pc);
+Result run_profile_processes(const ProcessCampaign& pc);
 
-}  // namespace p2pscope::app
+}  // namespace p2pscope::profile

@@ -1,5 +1,5 @@
-// `profile --processes K`: see profile_processes.hpp.
-#include "profile_processes.hpp"
+// `profile --processes K`: see profile/processes.hpp.
+#include "profile/processes.hpp"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -19,7 +19,7 @@
 #include "profile/execution_log.hpp"
 #include "profile/setup.hpp"
 
-namespace p2pscope::app {
+namespace p2pscope::profile {
 namespace fs = std::filesystem;
 namespace {
 
@@ -45,7 +45,7 @@ std::vector<std::string> base_args(const std::vector<std::string>& argv) {
 // Runs this binary with `args`, stdout to /dev/null (the parent prints the result),
 // stderr shared (progress, notes), in a process group of its own so that a Ctrl-C
 // reaches it once, through the parent. Returns the exit status (128 + signal if killed).
-int run_child(const std::string& name, const std::vector<std::string>& args, const std::atomic<bool>* stop) {
+int run_share(const std::string& name, const std::vector<std::string>& args, const std::atomic<bool>* stop) {
   ChildSpec spec;
   spec.program = "/proc/self/exe";  // this very binary, whatever PATH says
   spec.argv = {name};
@@ -152,6 +152,16 @@ void die_with_parent() {
 // at K = 3 against < 5 % at K = 1), which the truth goals of one process do not include.
 int default_processes(int /*reps*/) { return 1; }
 
+int saved_processes(const std::string& dir) {
+  try {
+    return read_json_file((fs::path(dir) / kMetadataFile).string())
+        .value("settings", nlohmann::json::object())
+        .value("processes", 1);
+  } catch (const std::exception&) {
+    return 1;
+  }
+}
+
 profile::Result run_profile_processes(const ProcessCampaign& pc) {
   const int k = pc.processes;
   const bool fresh = pc.resume.empty();
@@ -181,7 +191,7 @@ profile::Result run_profile_processes(const ProcessCampaign& pc) {
                 {"--thermal-warmup", pc.thermal ? fmt::format("{}C:{}ms", pc.thermal->celsius,
                                                               std::llround(pc.thermal->max_s * 1e3 / (first ? 1 : k)))
                                                 : "off"});
-    const int rc = run_child(pc.argv.empty() ? "p2pscope" : pc.argv[0], args, pc.stop);
+    const int rc = run_share(pc.argv.empty() ? "p2pscope" : pc.argv[0], args, pc.stop);
     if (first && fresh && pc.out.empty() && fs::exists(dir)) point_latest(pc.out_root, dir);
     first = false;
     if (rc == 130 || (pc.stop && pc.stop->load())) {
@@ -203,4 +213,4 @@ profile::Result run_profile_processes(const ProcessCampaign& pc) {
   return r;
 }
 
-}  // namespace p2pscope::app
+}  // namespace p2pscope::profile

@@ -9,10 +9,11 @@
 // `run`'s step limit (or Ctrl-C) ends it.
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
-namespace p2pscope::app {
+namespace p2pscope::simulate {
 
 struct CalibrationRun {
   std::string ops;        // bench nccl's --op list
@@ -30,6 +31,9 @@ struct CalibrationOptions {
   bool full = false;       // every op on 3 GPUs too (where there are 4 or more)
   double timeout_s = 180;  // per run
   const std::atomic<bool>* stop = nullptr;
+  // Progress lines (which run, what failed), one at a time without the newline; the
+  // command shows them (profile: on stderr). Empty: said to no one.
+  std::function<void(const std::string&)> say;
 };
 
 // The runs a calibration makes, in order.
@@ -37,7 +41,7 @@ std::vector<CalibrationRun> calibration_runs(const CalibrationOptions& o);
 // Runs them into campaign_dir/nccl-calibration/ and writes its manifest.json (each run's
 // command, environment, exit code, files and seconds). A failed run is recorded and the
 // others still run; throws UsageError for fewer than two GPUs, Error when the folder
-// cannot be made. Progress lines go to stderr.
+// cannot be made. Progress lines go to o.say.
 void run_nccl_calibration(const std::filesystem::path& campaign_dir, const CalibrationOptions& o);
 
-}  // namespace p2pscope::app
+}  // namespace p2pscope::simulate

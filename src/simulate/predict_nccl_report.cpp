@@ -1,4 +1,4 @@
-// predict --algo nccl's report (predict_nccl_parts.hpp): the error table per op x ranks
+// predict --algo nccl's report (simulate/predict_nccl_parts.hpp): the error table per op x ranks
 // x size, its summaries and headline, as text, csv, JSON and the page.
 #include <algorithm>
 #include <cmath>
@@ -10,10 +10,9 @@
 #include "p2pscope/output.hpp"
 #include "p2pscope/text.hpp"
 #include "p2pscope/units.hpp"
-#include "predict_nccl_parts.hpp"
-#include "predict_output.hpp"
+#include "simulate/predict_nccl_parts.hpp"
 
-namespace p2pscope::app::nccl_predict {
+namespace p2pscope::simulate::nccl_predict {
 namespace {
 
 double geomean(const std::vector<double>& v) {
@@ -234,8 +233,8 @@ nlohmann::json rows_json(const std::vector<PricedCell>& cells) {
 
 }  // namespace
 
-NcclReport nccl_report(const std::vector<PricedCell>& cells, bool measured, const ModelNotes& notes,
-                       const Context& ctx) {
+NcclPredictRun nccl_report(const std::vector<PricedCell>& cells, bool measured, const ModelNotes& notes,
+                           const std::vector<std::string>& argv) {
   const Summaries sum(cells);
   std::string head = headline(sum.big, sum.small, measured);
   if (sum.gpu_big.n && sum.gpu_small.n)
@@ -252,15 +251,15 @@ NcclReport nccl_report(const std::vector<PricedCell>& cells, bool measured, cons
                         std::max(sum.fit_big.worst_pct, sum.fit_small.worst_pct));
   std::vector<std::string> lines = notes.lines;
   if (measured) sum.add_lines(lines);
-  NcclReport r{{}, head};
+  NcclPredictRun r{{}, head};
   out::Report& rep = r.report;
   rep.tables.push_back(cell_table(cells, measured));
   std::string top = "# p2pscope predict (NCCL model): " + head + "\n";
   for (const auto& l : lines) top += "# " + l + "\n";
   rep.text.emplace_back(std::move(top));
   rep.text.emplace_back(rep.tables.back());
-  rep.json = [&cells, &notes, &ctx, sum, head] {
-    nlohmann::ordered_json j = predict_json_head(ctx);
+  rep.json = [cells, notes, argv, sum, head] {
+    nlohmann::ordered_json j = predict_json_head(argv);
     j["kind"] = "p2pscope_predict_nccl";
     j["campaign"] = notes.campaign;
     j["headline"] = head;
@@ -273,10 +272,10 @@ NcclReport nccl_report(const std::vector<PricedCell>& cells, bool measured, cons
     j["rows"] = nlohmann::ordered_json::parse(out::dump_json(rows_json(cells)));
     return out::JsonDoc(std::move(j));
   };
-  rep.html = [&cells, measured, head, lines, t = rep.tables.back().rendered()] {
+  rep.html = [cells, measured, head, lines, t = rep.tables.back().rendered()] {
     return page(head, lines, cells, t, measured);
   };
   return r;
 }
 
-}  // namespace p2pscope::app::nccl_predict
+}  // namespace p2pscope::simulate::nccl_predict
