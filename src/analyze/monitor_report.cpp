@@ -44,21 +44,16 @@ charts::Format format_of(const std::string& key) {
   return charts::Format::number;
 }
 
-}  // namespace
+// One chart's worth of monitor.csv: a kind of source and a key, a series per source.
+struct MonitorGroup {
+  std::string kind, key;
+  std::map<std::string, charts::Series> by_source;
+};
+using MonitorGroups = std::map<std::pair<std::string, std::string>, MonitorGroup>;
 
-std::string monitor_timelines(const Campaign& c) {
-  struct Group {
-    std::string kind, key;
-    std::map<std::string, charts::Series> by_source;
-  };
-  std::map<std::pair<std::string, std::string>, Group> groups;
-  double t0 = INFINITY, t1 = -INFINITY;
-  for (const auto& m : c.monitor) t0 = std::min(t0, m.time_s), t1 = std::max(t1, m.time_s);
-  // One sampling time (a run shorter than the monitor's interval): no line anywhere, so
-  // one sentence instead of a dozen charts with axes around a single point.
-  if (!(t1 > t0))
-    return "<p class=\"note\">monitor.csv holds one sample per source (the run was shorter than the monitor's "
-           "interval): nothing to draw over time; the values are in monitor.csv.</p>\n";
+// The samples worth a chart, grouped by source kind and key, time from t0.
+MonitorGroups group_monitor_samples(const Campaign& c, double t0) {
+  MonitorGroups groups;
   for (const auto& m : c.monitor) {
     if (m.source == "note" || m.key == "throttle_reasons" || m.key == "last_cpu") continue;
     std::string key = m.key;
@@ -79,6 +74,10 @@ std::string monitor_timelines(const Campaign& c) {
     s.x.push_back(m.time_s - t0);
     s.y.push_back(value);
   }
+  return groups;
+}
+
+void colour_by_source(MonitorGroups& groups) {
   // One colour per source in every chart (gpu2 is the same colour in the temperature
   // and the power chart), whatever its rank by peak: its place among the sources of its
   // kind, by name, in the colour-blind-safe palette.
@@ -91,6 +90,21 @@ std::string monitor_timelines(const Campaign& c) {
   }
   for (auto& [k, g] : groups)
     for (auto& [src, series] : g.by_source) series.color = charts::palette(colour_index[g.kind][src]);
+}
+
+}  // namespace
+
+std::string monitor_timelines(const Campaign& c) {
+  using Group = MonitorGroup;
+  double t0 = INFINITY, t1 = -INFINITY;
+  for (const auto& m : c.monitor) t0 = std::min(t0, m.time_s), t1 = std::max(t1, m.time_s);
+  // One sampling time (a run shorter than the monitor's interval): no line anywhere, so
+  // one sentence instead of a dozen charts with axes around a single point.
+  if (!(t1 > t0))
+    return "<p class=\"note\">monitor.csv holds one sample per source (the run was shorter than the monitor's "
+           "interval): nothing to draw over time; the values are in monitor.csv.</p>\n";
+  MonitorGroups groups = group_monitor_samples(c, t0);
+  colour_by_source(groups);
   std::vector<Group*> ordered;
   for (auto& [k, g] : groups) ordered.push_back(&g);
   std::stable_sort(ordered.begin(), ordered.end(),

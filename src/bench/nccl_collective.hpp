@@ -53,7 +53,6 @@ struct CollectiveResult {
 
 class CollectiveRanks;
 bool nccl_collectives_built();
-double median_of(std::vector<double> v);  // the upper median; 0 for none
 // Throws UsageError when NCCL is not built in, Error on NCCL/CUDA failures.
 CollectiveResult run_collective(const CollectiveSpec& spec);
 

@@ -12,10 +12,6 @@ namespace {
 }
 }  // namespace
 bool nccl_collectives_built() { return false; }
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
 CollectiveResult run_collective(const CollectiveSpec&) { not_built_in(); }
 std::unique_ptr<CollectiveRanks> make_collective_ranks(std::shared_ptr<Bootstrap>, int) { not_built_in(); }
 std::unique_ptr<CollectiveRanks> make_local_collectives(const std::vector<int>&) { not_built_in(); }

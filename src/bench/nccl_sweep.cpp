@@ -10,6 +10,7 @@
 #include "p2pscope/phase_trace.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/stats.hpp"
 #include "p2pscope/units.hpp"
 
 namespace p2pscope::bench {
@@ -139,8 +140,8 @@ void spread_spans(const NcclSweepSpec& spec, CollectiveRanks& ranks, CollectiveS
     NcclSweepRow& row = res.rows[i];
     if (row.bytes > spec.spread_spans_max_bytes) continue;
     row.spans_spread = true;
-    row.span_ns = median_of(row.spans_ns);
-    if (!in_place[i].empty()) row.span_in_place_ns = median_of(in_place[i]);
+    row.span_ns = median(row.spans_ns);
+    if (!in_place[i].empty()) row.span_in_place_ns = median(in_place[i]);
     set_rates(res, row);
   }
 }

@@ -7,6 +7,7 @@
 #include <barrier>
 #include <cmath>
 #include <exception>
+#include <functional>
 #include <map>
 #include <tuple>
 #include <thread>
@@ -67,10 +68,73 @@ std::vector<std::vector<Flow>> pattern_rounds(FlowPattern pattern, const std::ve
   return rounds;
 }
 
+namespace {
+
+using MakeBackend = std::function<std::unique_ptr<bench::Backend>(const std::string&)>;
+using ContentionRounds = std::vector<std::pair<std::vector<Flow>, bool>>;  // flows, together
+
+// Every flow of a contended round first runs alone: the isolated reference, on the
+// same buffers and threads, right before it is contended.
+ContentionRounds contention_rounds(const ContentionSpec& spec, const std::vector<int>& devices) {
+  ContentionRounds rounds;
+  for (const auto& round : pattern_rounds(spec.pattern, devices, spec.root, spec.shift)) {
+    if (round.size() > 1)
+      for (const auto& f : round) rounds.push_back({{f}, false});
+    rounds.push_back({round, round.size() > 1});
+  }
+  return rounds;
+}
+
+// One backend per flow, each prepared for its one-way copy; false: stopped meanwhile.
+bool prepare_flow_backends(const ContentionSpec& spec, const MakeBackend& make, const std::vector<Flow>& flows,
+                           std::uint64_t max_bytes, std::vector<std::unique_ptr<bench::Backend>>& be) {
+  for (const auto& f : flows) {
+    be.push_back(make(spec.backend));
+    const auto sup = be.back()->support(f.src, f.dst);
+    if (!sup.ok) throw UsageError(fmt::format("{} cannot copy {} -> {}: {}", spec.backend, f.src, f.dst, sup.reason));
+    bench::PrepareSpec prep;
+    prep.devices = {f.src, f.dst};
+    prep.max_bytes = max_bytes;
+    prep.copies = {{f.src, f.dst}};  // one way: a source and a destination buffer
+    prep.stop = spec.stop;
+    if (!be.back()->prepare_for(prep)) return false;
+  }
+  return true;
+}
+
+// One timed repetition of round `ri`: a sample per flow, each with the round's
+// aggregate (every flow's bytes over the span from the first start to the last end).
+void record_flow_samples(ContentionResult& r, const ContentionRounds& rounds, std::size_t ri, int rep,
+                         std::uint64_t size, const std::vector<bench::OpTiming>& t) {
+  const auto& flows = rounds[ri].first;
+  const std::size_t k = flows.size();
+  std::int64_t first = INT64_MAX, last = INT64_MIN;
+  for (const auto& x : t) first = std::min(first, x.host_start_ns), last = std::max(last, x.host_end_ns);
+  const double agg = last > first ? static_cast<double>(size) * static_cast<double>(k) / static_cast<double>(last - first) * 1e9 : 0;
+  for (std::size_t i = 0; i < k; ++i) {
+    FlowSample s;
+    s.round = static_cast<int>(ri);
+    s.together = rounds[ri].second;
+    s.repetition = rep;
+    s.size_bytes = size;
+    s.flows = static_cast<int>(k);
+    s.src = flows[i].src;
+    s.dst = flows[i].dst;
+    s.ts_start_ns = t[i].host_start_ns;
+    s.ts_end_ns = t[i].host_end_ns;
+    s.device_timed = std::isfinite(t[i].device_duration_ns) && t[i].device_duration_ns > 0;
+    s.duration_ns = s.device_timed ? t[i].device_duration_ns : static_cast<double>(t[i].host_end_ns - t[i].host_start_ns);
+    s.aggregate_bytes_per_s = agg;
+    r.samples.push_back(s);
+  }
+}
+
+}  // namespace
+
 ContentionResult run_contention(const ContentionSpec& spec) {
   ContentionResult r;
-  auto make = spec.make_backend ? spec.make_backend
-                                : [](const std::string& n) { return bench::make_backend(n); };
+  const MakeBackend make = spec.make_backend ? spec.make_backend
+                                             : [](const std::string& n) { return bench::make_backend(n); };
   std::vector<int> devices = spec.devices;
   {
     auto probe = make(spec.backend);
@@ -80,33 +144,16 @@ ContentionResult run_contention(const ContentionSpec& spec) {
   }
   if (spec.sizes.empty()) throw UsageError("--sizes gave no sizes");
   const std::uint64_t max_bytes = *std::max_element(spec.sizes.begin(), spec.sizes.end());
-  // Every flow of a contended round first runs alone: the isolated reference, on the
-  // same buffers and threads, right before it is contended.
-  std::vector<std::pair<std::vector<Flow>, bool>> rounds;  // flows, together
-  for (const auto& round : pattern_rounds(spec.pattern, devices, spec.root, spec.shift)) {
-    if (round.size() > 1)
-      for (const auto& f : round) rounds.push_back({{f}, false});
-    rounds.push_back({round, round.size() > 1});
-  }
+  const ContentionRounds rounds = contention_rounds(spec, devices);
   const std::size_t total_reps = rounds.size() * spec.sizes.size() * static_cast<std::size_t>(std::max(0, spec.reps));
   std::size_t done_reps = 0;
   for (std::size_t ri = 0; ri < rounds.size(); ++ri) {
     const auto& flows = rounds[ri].first;
     const std::size_t k = flows.size();
     std::vector<std::unique_ptr<bench::Backend>> be;
-    for (const auto& f : flows) {
-      be.push_back(make(spec.backend));
-      const auto sup = be.back()->support(f.src, f.dst);
-      if (!sup.ok) throw UsageError(fmt::format("{} cannot copy {} -> {}: {}", spec.backend, f.src, f.dst, sup.reason));
-      bench::PrepareSpec prep;
-      prep.devices = {f.src, f.dst};
-      prep.max_bytes = max_bytes;
-      prep.copies = {{f.src, f.dst}};  // one way: a source and a destination buffer
-      prep.stop = spec.stop;
-      if (!be.back()->prepare_for(prep)) {
-        r.interrupted = true;
-        return r;
-      }
+    if (!prepare_flow_backends(spec, make, flows, max_bytes, be)) {
+      r.interrupted = true;
+      return r;
     }
     // Work handed to the flow threads: size, and a stop flag; each thread writes its slot.
     std::uint64_t bytes = 0;
@@ -141,25 +188,7 @@ ContentionResult run_contention(const ContentionSpec& spec) {
         for (const auto& e : err)
           if (e && !failed) failed = e;
         if (failed || rep < 0) continue;
-        std::int64_t first = INT64_MAX, last = INT64_MIN;
-        for (const auto& x : t) first = std::min(first, x.host_start_ns), last = std::max(last, x.host_end_ns);
-        const double agg = last > first ? static_cast<double>(size) * static_cast<double>(k) / static_cast<double>(last - first) * 1e9 : 0;
-        for (std::size_t i = 0; i < k; ++i) {
-          FlowSample s;
-          s.round = static_cast<int>(ri);
-          s.together = rounds[ri].second;
-          s.repetition = rep;
-          s.size_bytes = size;
-          s.flows = static_cast<int>(k);
-          s.src = flows[i].src;
-          s.dst = flows[i].dst;
-          s.ts_start_ns = t[i].host_start_ns;
-          s.ts_end_ns = t[i].host_end_ns;
-          s.device_timed = std::isfinite(t[i].device_duration_ns) && t[i].device_duration_ns > 0;
-          s.duration_ns = s.device_timed ? t[i].device_duration_ns : static_cast<double>(t[i].host_end_ns - t[i].host_start_ns);
-          s.aggregate_bytes_per_s = agg;
-          r.samples.push_back(s);
-        }
+        record_flow_samples(r, rounds, ri, rep, size, t);
         if (spec.on_rep)
           spec.on_rep(++done_reps, total_reps,
                       fmt::format("round {}/{} ({} flow{}), {}", ri + 1, rounds.size(), k, k == 1 ? "" : "s",

@@ -268,11 +268,10 @@ std::string system_json(const AstraPlan& plan, std::int64_t endpoint_delay_ns) {
   return out::dump_json(j, 1) + "\n";
 }
 
-}  // namespace
-
-std::string export_astra(const LinkSet& s, const std::string& backend, const ExportOptions& eo,
-                         std::vector<std::string>* notes, std::string* system_text) {
-  check_endpoint_delay(eo.endpoint_delay_ns);
+// The plan and its lines (the regime's, or chosen for a collective by --for), with the
+// notes that say which.
+AstraPlan astra_plan_for(const LinkSet& s, const std::string& backend, const ExportOptions& eo,
+                         std::vector<std::string>* notes) {
   if (eo.line_at_bytes > 0 && eo.for_ring_allreduce_bytes > 0)
     throw UsageError("--astra-line-at and --for both choose the line: give one");
   AstraPlan plan = plan_astra(s, backend, eo.astra_backend, static_cast<double>(eo.line_at_bytes));
@@ -287,13 +286,17 @@ std::string export_astra(const LinkSet& s, const std::string& backend, const Exp
                                  eo.for_nccl_allreduce_bytes, eo.for_nccl_allreduce_bytes, plan.devices.size(),
                                  pr.time_ns / 1e3, pr.defaults ? ", from NCCL's defaults: no calibration" : ""));
   }
+  if (!plan.flattened.empty()) notes->push_back(plan.flattened);
+  return plan;
+}
+
+// The file's first comment lines: what wrote it, from which campaign, its devices.
+std::string astra_campaign_lines(const LinkSet& s, const std::string& backend, const AstraPlan& plan) {
   const bool aware = plan.backend == AstraBackend::aware;
   const auto& dev = plan.devices;
   const int p = static_cast<int>(dev.size());
-  if (!plan.flattened.empty()) notes->push_back(plan.flattened);
   std::size_t nlinks = 0;
   for (const auto& l : s.links) nlinks += l.backend == backend;
-
   const std::string host = comment_safe(s.metadata.value("hostname", "?"), 80);
   const std::string start = comment_safe(s.metadata.value("start_time", "?"), 40);
   // Device names as the campaign recorded them (metadata.json "devices": the staged
@@ -307,9 +310,6 @@ std::string export_astra(const LinkSet& s, const std::string& backend, const Exp
   for (int d : dev) {
     if (names.count(d)) gpu_names += (gpu_names.empty() ? "" : "; ") + std::to_string(d) + ": " + names[d];
   }
-  const bool gpu_timed = s.time_source == "gpu";
-  const double overhead = gpu_timed ? software_overhead_ns(s.dir, backend) : NAN;
-
   std::string o;
   o += fmt::format("# ASTRA-sim analytical network file (network.yml) for its congestion-{} backend, written by `p2pscope "
                    "export --to astra-sim --astra-backend {}`\n",
@@ -318,6 +318,14 @@ std::string export_astra(const LinkSet& s, const std::string& backend, const Exp
                    comment_safe(backend, 40), nlinks, comment_safe(s.time_source, 20));
   o += fmt::format("# devices (NPU ids 0..{} in this order): {}{}\n", p - 1, ids,
                    gpu_names.empty() ? "" : " [" + gpu_names + "]");
+  return o;
+}
+
+// How ASTRA-sim reads the file, where its messages go, and what the lines model.
+std::string astra_reading_lines(const AstraPlan& plan) {
+  const bool aware = plan.backend == AstraBackend::aware;
+  const int p = static_cast<int>(plan.devices.size());
+  std::string o;
   o += "#\n# How ASTRA-sim reads it (astra-sim 518bd51, network backend astra-network-analytical):\n";
   o += "#   common/network-parser/NetworkParser.cc: four lists, one entry per dimension\n";
   if (aware)
@@ -351,6 +359,15 @@ std::string export_astra(const LinkSet& s, const std::string& backend, const Exp
        "#   report and predict use), its alpha raised to the measured latency floor where the regime's is below it:\n"
        "#   exact at the asymptotic bandwidth and for the sizes of that regime (unless --for or --astra-line-at chose\n"
        "#   another regime); the table gives the error size by size.\n";
+  return o;
+}
+
+// The endpoint delay, and whether alpha holds the software overhead (host-timed) or
+// not (GPU-timed, the overhead measured beside it).
+std::string astra_delay_lines(const LinkSet& s, const std::string& backend, const ExportOptions& eo) {
+  const bool gpu_timed = s.time_source == "gpu";
+  const double overhead = gpu_timed ? software_overhead_ns(s.dir, backend) : NAN;
+  std::string o;
   o += fmt::format(
       "# Endpoint delay: write the system file with `--system FILE` (\"endpoint-delay\": {} ns, one \"ring\" per dimension).\n"
       "#   ASTRA-sim charges it once per message a rank sends and once more per collective phase (astra-sim/system/\n"
@@ -364,6 +381,17 @@ std::string export_astra(const LinkSet& s, const std::string& backend, const Exp
                      overhead, std::max(1.0, std::round(overhead)));
   else
     o += "#   alpha is HOST-timed (no gpu_duration_ns in the campaign): it holds the software overhead too.\n";
+  return o;
+}
+
+}  // namespace
+
+std::string export_astra(const LinkSet& s, const std::string& backend, const ExportOptions& eo,
+                         std::vector<std::string>* notes, std::string* system_text) {
+  check_endpoint_delay(eo.endpoint_delay_ns);
+  const AstraPlan plan = astra_plan_for(s, backend, eo, notes);
+  const bool aware = plan.backend == AstraBackend::aware;
+  std::string o = astra_campaign_lines(s, backend, plan) + astra_reading_lines(plan) + astra_delay_lines(s, backend, eo);
   for (std::size_t k = 0; k < plan.dims.size(); ++k) o += dimension_block(plan, k, notes);
   if (!plan.flattened.empty()) o += "#\n# FLATTENED: " + comment_safe(plan.flattened, 600) + "\n";
   for (const auto& c : contention_notes(s.dir)) {

@@ -42,6 +42,53 @@ double threshold_for(const Figure& f, const OutlierOptions& o) {
   return f.metric == Metric::bandwidth ? o.threshold_pct : o.latency_threshold_pct;
 }
 
+// j set against its class `c` (its peers): the ratios, and flagged only where the whole
+// interval is past the threshold, beyond both intervals and beyond o.mad_k MADs.
+void judge_against(Judged& j, const ClassStats& c, const OutlierOptions& o) {
+  const Figure& f = j.figure;
+  j.class_median = c.median, j.class_lo = c.lo, j.class_hi = c.hi, j.class_mad = c.mad, j.class_size = c.size;
+  if (c.median > 0) {
+    j.ratio = j.median / c.median, j.ratio_lo = j.lo / c.median, j.ratio_hi = j.hi / c.median;
+  }
+  if (c.size < o.min_class) {
+    j.why = fmt::format("class of {} figures (fewer than {}): not judged", c.size, o.min_class);
+    return;
+  }
+  const bool bw = f.metric == Metric::bandwidth;
+  // Signed so that "worse" is positive for both metrics.
+  const double worse_pct = c.median > 0 ? (bw ? c.median - j.median : j.median - c.median) / c.median * 100 : 0;
+  // The threshold is met by the whole interval, not the median alone: on a link whose
+  // rounds swing (16 shaped namespace hosts: rounds of one healthy link from 18 to 25
+  // MB/s), a median 7-18 % under a class pinned at the line rate came up in 5 of 20
+  // healthy surveys, twice in a row for the same link, with its interval reaching to
+  // within 0.1 % of the class. A link whose best plausible figure is within the
+  // threshold is not shown to be slower by it.
+  const double surely_worse_pct =
+      c.median > 0 ? (bw ? c.median - j.hi : j.lo - c.median) / c.median * 100 : 0;
+  const double threshold = threshold_for(f, o);
+  const bool beyond_threshold = surely_worse_pct >= threshold;
+  const bool beyond_intervals = bw ? j.hi < c.lo : j.lo > c.hi;
+  const double scaled_mad = 1.4826 * c.mad;
+  const bool beyond_mad = std::abs(j.median - c.median) > o.mad_k * scaled_mad;
+  j.flagged = beyond_threshold && beyond_intervals && beyond_mad;
+  if (j.flagged)
+    j.why = fmt::format("{:.1f} % {} than its class, beyond both intervals and {:.0f} MADs", worse_pct,
+                        bw ? "slower" : "higher", o.mad_k);
+  else if (!beyond_threshold && worse_pct >= threshold)
+    j.why = fmt::format("{:.1f} % {}, but its interval reaches within {:.1f} % of its class (under the {:.0f} % "
+                        "threshold): its rounds swung",
+                        worse_pct, bw ? "slower" : "higher", std::max(0.0, surely_worse_pct), threshold);
+  else if (!beyond_threshold)
+    j.why = worse_pct > 0 ? fmt::format("{:.1f} % {}: under the {:.0f} % threshold", worse_pct, bw ? "slower" : "higher",
+                                        threshold)
+                          : "normal";
+  else if (!beyond_intervals)
+    j.why = fmt::format("{:.1f} % {}, but its interval meets the class's: noise", worse_pct, bw ? "slower" : "higher");
+  else
+    j.why = fmt::format("{:.1f} % {}, but within {:.0f} MADs of its class", worse_pct, bw ? "slower" : "higher",
+                        o.mad_k);
+}
+
 }  // namespace
 
 std::vector<Judged> judge(const std::vector<Figure>& figures, const OutlierOptions& o) {
@@ -104,48 +151,7 @@ std::vector<Judged> judge(const std::vector<Figure>& figures, const OutlierOptio
       j.why = "no figure of its class in the first pass";
       continue;
     }
-    const ClassStats c = peers_of(j, *whole);
-    j.class_median = c.median, j.class_lo = c.lo, j.class_hi = c.hi, j.class_mad = c.mad, j.class_size = c.size;
-    if (c.median > 0) {
-      j.ratio = j.median / c.median, j.ratio_lo = j.lo / c.median, j.ratio_hi = j.hi / c.median;
-    }
-    if (c.size < o.min_class) {
-      j.why = fmt::format("class of {} figures (fewer than {}): not judged", c.size, o.min_class);
-      continue;
-    }
-    const bool bw = f.metric == Metric::bandwidth;
-    // Signed so that "worse" is positive for both metrics.
-    const double worse_pct = c.median > 0 ? (bw ? c.median - j.median : j.median - c.median) / c.median * 100 : 0;
-    // The threshold is met by the whole interval, not the median alone: on a link whose
-    // rounds swing (16 shaped namespace hosts: rounds of one healthy link from 18 to 25
-    // MB/s), a median 7-18 % under a class pinned at the line rate came up in 5 of 20
-    // healthy surveys, twice in a row for the same link, with its interval reaching to
-    // within 0.1 % of the class. A link whose best plausible figure is within the
-    // threshold is not shown to be slower by it.
-    const double surely_worse_pct =
-        c.median > 0 ? (bw ? c.median - j.hi : j.lo - c.median) / c.median * 100 : 0;
-    const double threshold = threshold_for(f, o);
-    const bool beyond_threshold = surely_worse_pct >= threshold;
-    const bool beyond_intervals = bw ? j.hi < c.lo : j.lo > c.hi;
-    const double scaled_mad = 1.4826 * c.mad;
-    const bool beyond_mad = std::abs(j.median - c.median) > o.mad_k * scaled_mad;
-    j.flagged = beyond_threshold && beyond_intervals && beyond_mad;
-    if (j.flagged)
-      j.why = fmt::format("{:.1f} % {} than its class, beyond both intervals and {:.0f} MADs", worse_pct,
-                          bw ? "slower" : "higher", o.mad_k);
-    else if (!beyond_threshold && worse_pct >= threshold)
-      j.why = fmt::format("{:.1f} % {}, but its interval reaches within {:.1f} % of its class (under the {:.0f} % "
-                          "threshold): its rounds swung",
-                          worse_pct, bw ? "slower" : "higher", std::max(0.0, surely_worse_pct), threshold);
-    else if (!beyond_threshold)
-      j.why = worse_pct > 0 ? fmt::format("{:.1f} % {}: under the {:.0f} % threshold", worse_pct, bw ? "slower" : "higher",
-                                          threshold)
-                            : "normal";
-    else if (!beyond_intervals)
-      j.why = fmt::format("{:.1f} % {}, but its interval meets the class's: noise", worse_pct, bw ? "slower" : "higher");
-    else
-      j.why = fmt::format("{:.1f} % {}, but within {:.0f} MADs of its class", worse_pct, bw ? "slower" : "higher",
-                          o.mad_k);
+    judge_against(j, peers_of(j, *whole), o);
   }
   return out;
 }

@@ -79,6 +79,41 @@ double links_limit(const NcclLog& l) {
   return best > 0 ? 2 * best * 1e9 : -1;
 }
 
+namespace {
+
+// The log's result tables that are not figures: a peak beyond what the GPU's links
+// carry (a misread layout), and rows nccl-tests counted wrong elements in.
+void perf_table_findings(const NcclLog& l, std::vector<Finding>& out) {
+  if (const double limit = links_limit(l); limit > 0)
+    for (const auto& p : l.perf)
+      if (p.peak_busbw() > limit)
+        out.push_back(make_finding(
+            "perf.beyond_links", "error",
+            l.label() + ": a " + p.tool + " table refused: its peak busbw " + fixed(p.peak_busbw() / 1e9, 2) +
+                " GB/s is above twice the " + fixed(limit / 2e9, 1) +
+                " GB/s that NCCL's topology gives the GPU's links: no link carries that; a misread layout, not a figure",
+            {external_text(trim(l.marked("graph").front()), 300)}, "check the table's columns (nccl-tests -I adds per-iteration columns)"));
+  for (const auto& p : l.perf) {
+    // nccl-tests' #wrong: elements that did not match the expected result. Such a row's
+    // time and bandwidth are of a broken run, not a figure to compare.
+    std::size_t wrong = 0;
+    std::string first;
+    for (const auto& r : p.rows)
+      if (r.oop_wrong > 0 || r.ip_wrong > 0) {
+        if (wrong++ == 0) first = std::to_string(r.size_bytes) + " B: #wrong " + std::to_string(std::max(r.oop_wrong, r.ip_wrong));
+      }
+    if (wrong > 0)
+      out.push_back(make_finding("perf.wrong", "error",
+                                 l.label() + ": " + std::to_string(wrong) + " of " + std::to_string(p.rows.size()) + " rows of a " +
+                                     p.tool + " " + (p.op.empty() ? "?" : p.op) +
+                                     " table have #wrong > 0: NCCL gave wrong results there; their figures are of a broken run",
+                                 {"first: " + first},
+                                 "rerun with NCCL_DEBUG=WARN and check the GPUs (nvidia-smi -q -d ECC) and NCCL version of every rank"));
+  }
+}
+
+}  // namespace
+
 std::vector<Finding> log_findings(const NcclLog& l) {
   std::vector<Finding> out;
   const std::string t = l.primary_transport();
@@ -139,32 +174,7 @@ std::vector<Finding> log_findings(const NcclLog& l) {
     else
       out.push_back(make_finding("log.ib_gdr", "info", l.label() + ": NET/IB channels use GPUDirect RDMA (GDRDMA)", lines_with(l, "GDRDMA", 2), ""));
   }
-  if (const double limit = links_limit(l); limit > 0)
-    for (const auto& p : l.perf)
-      if (p.peak_busbw() > limit)
-        out.push_back(make_finding(
-            "perf.beyond_links", "error",
-            l.label() + ": a " + p.tool + " table refused: its peak busbw " + fixed(p.peak_busbw() / 1e9, 2) +
-                " GB/s is above twice the " + fixed(limit / 2e9, 1) +
-                " GB/s that NCCL's topology gives the GPU's links: no link carries that; a misread layout, not a figure",
-            {external_text(trim(l.marked("graph").front()), 300)}, "check the table's columns (nccl-tests -I adds per-iteration columns)"));
-  for (const auto& p : l.perf) {
-    // nccl-tests' #wrong: elements that did not match the expected result. Such a row's
-    // time and bandwidth are of a broken run, not a figure to compare.
-    std::size_t wrong = 0;
-    std::string first;
-    for (const auto& r : p.rows)
-      if (r.oop_wrong > 0 || r.ip_wrong > 0) {
-        if (wrong++ == 0) first = std::to_string(r.size_bytes) + " B: #wrong " + std::to_string(std::max(r.oop_wrong, r.ip_wrong));
-      }
-    if (wrong > 0)
-      out.push_back(make_finding("perf.wrong", "error",
-                                 l.label() + ": " + std::to_string(wrong) + " of " + std::to_string(p.rows.size()) + " rows of a " +
-                                     p.tool + " " + (p.op.empty() ? "?" : p.op) +
-                                     " table have #wrong > 0: NCCL gave wrong results there; their figures are of a broken run",
-                                 {"first: " + first},
-                                 "rerun with NCCL_DEBUG=WARN and check the GPUs (nvidia-smi -q -d ECC) and NCCL version of every rank"));
-  }
+  perf_table_findings(l, out);
   for (const auto& w : l.warnings)
     out.push_back(make_finding("log.partial", "warning", l.label() + ": " + w, {}, "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and keep the whole log"));
   if (!l.warn_lines.empty()) {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "bench/nccl_collective.hpp"
+#include "p2pscope/stats.hpp"
 #include "p2pscope/units.hpp"
 #include "transport/cuda/kernels.hpp"
 #include "transport/nccl/collective_ops.hpp"
@@ -76,11 +77,6 @@ std::pair<const void*, void*> in_place_buffers(const CollectiveShape& s, int r, 
 using namespace cuda;
 
 bool nccl_collectives_built() { return true; }
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
 
 namespace {
 
@@ -271,7 +267,7 @@ CollectiveResult LocalCollectives::run(const CollectiveSpec& spec_in) {
     return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / spec.iters;
   };
   for (int k = 0; k < std::max(1, spec.spans); ++k) res.spans_ns.push_back(span(false));
-  res.span_ns = median_of(res.spans_ns);
+  res.span_ns = median(res.spans_ns);
   if (spec.per_iteration) {
     event_pass(spec, st, issue, sync_all, res);
   } else {
@@ -281,7 +277,7 @@ CollectiveResult LocalCollectives::run(const CollectiveSpec& spec_in) {
   if (spec.in_place && has_in_place(spec.op)) {  // last: it overwrites outputs
     std::vector<double> ip;
     for (int k = 0; k < std::max(1, spec.spans); ++k) ip.push_back(span(true));
-    res.span_in_place_ns = median_of(ip);
+    res.span_in_place_ns = median(ip);
   }
   return res;
 }

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "bench/nccl_collective.hpp"
+#include "p2pscope/stats.hpp"
 #include "p2pscope/units.hpp"
 #include "transport/cuda/kernels.hpp"
 #include "transport/nccl/collective_ops.hpp"
@@ -43,8 +44,52 @@ class NcclCollectiveRanks final : public CollectiveRanks {
   std::string rank_name(int r) const override { return rc_.describe(r); }
 
   CollectiveResult run(const CollectiveSpec& spec) override {
-    const int me = rc_.rank(), gpu = rc_.gpu();
     const auto shape = collective_shape(spec.op, spec.type, rc_.size(), spec.bytes);
+    prepare_buffers(spec, shape);
+    const std::string what = fmt::format("{} of {}", to_string(spec.op), format_size(shape.bytes));
+    rc_.queue("the warm-up of " + what, [&] {
+      for (int i = 0; i < std::max(1, spec.warmup); ++i) issue(shape, false);  // NCCL kernels load before timing
+    });
+    rc_.wait(fmt::format("{} warm-up", to_string(spec.op)));
+    std::vector<double> my_spans;
+    for (int k = 0; k < std::max(1, spec.spans); ++k) my_spans.push_back(span(spec, shape, what, false));
+    Mine m;
+    m.span_ns = median(my_spans);
+    m.hold = spec.iters * 4 < 600;
+    if (spec.per_iteration) {
+      m.per_iteration_ns = event_pass(spec, shape, what, m.hold);
+    } else {
+      m.per_iteration_ns.assign(static_cast<std::size_t>(spec.iters), m.span_ns);
+    }
+    if (spec.check) {
+      std::vector<unsigned char> got(shape.out_elems * shape.esize);
+      P2P_CUDA(cudaMemcpyAsync(got.data(), out_.get(), got.size(), cudaMemcpyDeviceToHost, rc_.stream()), rc_.gpu());
+      rc_.wait("reading the output back");
+      m.first_bad = first_wrong_output(shape, rc_.rank(), got);
+    }
+    if (spec.in_place && has_in_place(spec.op)) {  // last: overwrites outputs
+      std::vector<double> ip;
+      for (int k = 0; k < std::max(1, spec.spans); ++k) ip.push_back(span(spec, shape, what, true));
+      m.span_in_place_ns = median(ip);
+    }
+    CollectiveResult res = gather(spec, m);
+    res.bytes = shape.bytes;
+    return res;
+  }
+
+ private:
+  // This rank's own figures, before the ranks exchange them.
+  struct Mine {
+    std::int64_t first_bad = -1;
+    double span_ns = 0, span_in_place_ns = -1.0;
+    std::vector<double> per_iteration_ns;
+    bool hold = false;  // the ops were held behind the spin kernel to start together
+  };
+
+  // Every rank agrees there is room, then this size's buffers replace the last size's,
+  // the input filled as the check expects (unchecked, any bytes time the same).
+  void prepare_buffers(const CollectiveSpec& spec, const CollectiveShape& shape) {
+    const int gpu = rc_.gpu();
     const std::uint64_t need = (shape.in_elems + shape.out_elems) * shape.esize + (512ull << 20);
     std::size_t free_b = 0, total_b = 0;
     {
@@ -63,84 +108,74 @@ class NcclCollectiveRanks final : public CollectiveRanks {
     in_ = device_alloc(gpu, shape.in_elems * shape.esize);
     out_ = device_alloc(gpu, shape.out_elems * shape.esize);
     held_bytes_ = (shape.in_elems + shape.out_elems) * shape.esize;
-    if (spec.check) {  // the inputs the check expects; unchecked, any bytes time the same
-      const std::vector<unsigned char> h = collective_input(shape, me);
+    if (spec.check) {
+      const std::vector<unsigned char> h = collective_input(shape, rc_.rank());
       P2P_CUDA(cudaMemcpyAsync(in_.get(), h.data(), h.size(), cudaMemcpyHostToDevice, st), gpu);
       rc_.wait("copying the input");
     } else {
       P2P_CUDA(cudaMemsetAsync(in_.get(), 0, shape.in_elems * shape.esize, st), gpu);
     }
     P2P_CUDA(cudaMemsetAsync(out_.get(), 0xFF, shape.out_elems * shape.esize, st), gpu);  // poison: NaN, or -1
-    auto issue = [&](bool in_place) {
-      const auto ip = nccl::in_place_buffers(shape, me, in_.get(), out_.get());
-      nccl::issue_collective(shape, me, in_place ? ip.first : in_.get(), in_place ? ip.second : out_.get(), rc_.comm(), st, gpu);
-    };
-    const std::string what = fmt::format("{} of {}", to_string(spec.op), format_size(shape.bytes));
-    rc_.queue("the warm-up of " + what, [&] {
-      for (int i = 0; i < std::max(1, spec.warmup); ++i) issue(false);  // NCCL kernels load before timing
+  }
+
+  void issue(const CollectiveShape& shape, bool in_place) {
+    const int me = rc_.rank();
+    const auto ip = nccl::in_place_buffers(shape, me, in_.get(), out_.get());
+    nccl::issue_collective(shape, me, in_place ? ip.first : in_.get(), in_place ? ip.second : out_.get(), rc_.comm(),
+                           rc_.stream(), rc_.gpu());
+  }
+
+  // nccl-tests' span: one op and a wait, a barrier, iters ops back to back, one wait.
+  double span(const CollectiveSpec& spec, const CollectiveShape& shape, const std::string& what, bool in_place) {
+    rc_.queue(what, [&] { issue(shape, in_place); });
+    rc_.wait(what);
+    rc_.boot().barrier();
+    const auto t0 = std::chrono::steady_clock::now();
+    rc_.queue(what, [&] {
+      for (int i = 0; i < spec.iters; ++i) issue(shape, in_place);
     });
-    rc_.wait(fmt::format("{} warm-up", to_string(spec.op)));
-    // nccl-tests' span: one op and a wait, a barrier, iters ops back to back, one wait.
-    auto span = [&](bool in_place) {
-      rc_.queue(what, [&] { issue(in_place); });
-      rc_.wait(what);
-      rc_.boot().barrier();
-      const auto t0 = std::chrono::steady_clock::now();
-      rc_.queue(what, [&] {
-        for (int i = 0; i < spec.iters; ++i) issue(in_place);
-      });
-      rc_.wait(what);
-      return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / spec.iters;
-    };
-    std::vector<double> my_spans;
-    for (int k = 0; k < std::max(1, spec.spans); ++k) my_spans.push_back(span(false));
-    const double my_span = median_of(my_spans);
+    rc_.wait(what);
+    return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / spec.iters;
+  }
 
+  // Each iteration between two events; `hold`: queued behind the spin kernel, which
+  // every rank releases after the barrier, so the ranks' ops start together.
+  std::vector<double> event_pass(const CollectiveSpec& spec, const CollectiveShape& shape, const std::string& what,
+                                 bool hold) {
+    const int gpu = rc_.gpu();
+    cudaStream_t st = rc_.stream();
+    std::vector<Event> a, b;
+    for (int i = 0; i < spec.iters; ++i) a.push_back(make_event(gpu)), b.push_back(make_event(gpu));
+    const int gen = ++generation_;
+    if (hold) launch_spin_until(release_, gen, st, gpu);
+    rc_.queue(what, [&] {
+      for (int i = 0; i < spec.iters; ++i) {
+        P2P_CUDA(cudaEventRecord(a[static_cast<std::size_t>(i)].get(), st), gpu);
+        issue(shape, false);
+        P2P_CUDA(cudaEventRecord(b[static_cast<std::size_t>(i)].get(), st), gpu);
+      }
+    });
+    rc_.boot().barrier();  // every rank's work is queued: start them together
+    *release_ = gen;
+    rc_.wait(what);
     std::vector<double> mine;
-    const bool hold = spec.iters * 4 < 600;
-    if (spec.per_iteration) {
-      std::vector<Event> a, b;
-      for (int i = 0; i < spec.iters; ++i) a.push_back(make_event(gpu)), b.push_back(make_event(gpu));
-      const int gen = ++generation_;
-      if (hold) launch_spin_until(release_, gen, st, gpu);
-      rc_.queue(what, [&] {
-        for (int i = 0; i < spec.iters; ++i) {
-          P2P_CUDA(cudaEventRecord(a[static_cast<std::size_t>(i)].get(), st), gpu);
-          issue(false);
-          P2P_CUDA(cudaEventRecord(b[static_cast<std::size_t>(i)].get(), st), gpu);
-        }
-      });
-      rc_.boot().barrier();  // every rank's work is queued: start them together
-      *release_ = gen;
-      rc_.wait(what);
-      for (int i = 0; i < spec.iters; ++i)
-        mine.push_back(elapsed_ms(a[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)]) * 1e6);
-    } else {
-      mine.assign(static_cast<std::size_t>(spec.iters), my_span);
-    }
+    for (int i = 0; i < spec.iters; ++i)
+      mine.push_back(elapsed_ms(a[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)]) * 1e6);
+    return mine;
+  }
 
-    std::int64_t bad = -1;
-    if (spec.check) {
-      std::vector<unsigned char> got(shape.out_elems * shape.esize);
-      P2P_CUDA(cudaMemcpyAsync(got.data(), out_.get(), got.size(), cudaMemcpyDeviceToHost, st), gpu);
-      rc_.wait("reading the output back");
-      bad = first_wrong_output(shape, me, got);
-    }
-    double my_span_ip = -1.0;
-    if (spec.in_place && has_in_place(spec.op)) {  // last: overwrites outputs
-      std::vector<double> ip;
-      for (int k = 0; k < std::max(1, spec.spans); ++k) ip.push_back(span(true));
-      my_span_ip = median_of(ip);
-    }
-    std::string packed(reinterpret_cast<const char*>(&bad), sizeof bad);
-    packed.append(reinterpret_cast<const char*>(&my_span), sizeof my_span);
-    packed.append(reinterpret_cast<const char*>(&my_span_ip), sizeof my_span_ip);
+  // Every rank's figures, exchanged: the spans averaged over the ranks (nccl-tests -a 1),
+  // each iteration per rank and averaged, the first wrong output of any rank.
+  CollectiveResult gather(const CollectiveSpec& spec, const Mine& m) {
+    const std::vector<double>& mine = m.per_iteration_ns;
+    std::string packed(reinterpret_cast<const char*>(&m.first_bad), sizeof m.first_bad);
+    packed.append(reinterpret_cast<const char*>(&m.span_ns), sizeof m.span_ns);
+    packed.append(reinterpret_cast<const char*>(&m.span_in_place_ns), sizeof m.span_in_place_ns);
     packed.append(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(double));
     const auto all = rc_.boot().allgather(packed);
-    const std::size_t head = sizeof bad + 2 * sizeof(double);
+    const std::size_t head = sizeof m.first_bad + 2 * sizeof(double);
 
     CollectiveResult res;
-    res.bytes = shape.bytes;
     res.elapsed_ns.assign(static_cast<std::size_t>(spec.iters), 0.0);
     res.by_rank_ns.assign(static_cast<std::size_t>(rc_.size()), {});
     double ip_sum = 0;
@@ -168,11 +203,10 @@ class NcclCollectiveRanks final : public CollectiveRanks {
       }
     }
     res.span_in_place_ns = ip_all ? ip_sum : -1.0;
-    res.held_start = hold;
+    res.held_start = m.hold;
     return res;
   }
 
- private:
   nccl::RankComm rc_;  // first: the rest is made on its GPU; last to go
   PinnedBuffer flag_;
   volatile int* release_ = nullptr;

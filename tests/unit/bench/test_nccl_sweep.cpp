@@ -231,6 +231,21 @@ TEST(NcclSweep, SmallSizesTakeTheirSpansInPassesSoOnePauseCannotMakeTheFigure) {
   EXPECT_FALSE(b.rows[0].spans_spread);
 }
 
+// An even count of spans: the median is the mean of the two middle ones (core/stats'
+// median), not the upper one. --spans 2 of 300 and 100 ns give 200 ns.
+TEST(NcclSweep, TheMedianOfAnEvenCountOfSpansIsTheMeanOfTheTwoMiddles) {
+  PausingRanks ranks;
+  ranks.disturbed = {0};  // the first span of 1000 B: 3 x 100 ns
+  auto spec = spec_of({1000});
+  spec.collective.spans = 2;
+  spec.collective.in_place = false;
+  const auto r = run_nccl_sweep(spec, &ranks);
+  ASSERT_EQ(r.rows.size(), 1u);
+  ASSERT_EQ(r.rows[0].spans_ns.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.rows[0].span_ns, 200.0) << "the upper middle would be 300";
+  EXPECT_NEAR(r.rows[0].algbw_GBps, 1000 / 200.0, 1e-9);
+}
+
 TEST(NcclSweep, AFailureInALaterPassKeepsEverySpanTaken) {
   PausingRanks ranks;
   ranks.fail_at_call = 3;  // 2000 B in pass 2 (calls: 1000, 2000, then 1000, 2000 again)

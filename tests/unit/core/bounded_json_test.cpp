@@ -55,6 +55,18 @@ TEST(BoundedJson, ElementsKeysAndStringsHaveTheirLimits) {
   EXPECT_EQ(parse_json_bounded("[1,2]", l).error, "5 bytes of JSON (limit 3)");
 }
 
+// max_bytes is the longest text allowed: a text of exactly that many bytes parses, one
+// byte more is refused before the parser reads it.
+TEST(BoundedJson, ATextOfExactlyMaxBytesIsReadAndOneMoreIsRefused) {
+  JsonLimits l;
+  l.max_bytes = 5;
+  const auto at = parse_json_bounded("[1,2]", l);
+  EXPECT_TRUE(at.ok()) << at.error;
+  EXPECT_EQ(at.value, nlohmann::json::parse("[1,2]"));
+  EXPECT_EQ(parse_json_bounded("[1,22]", l).error, "6 bytes of JSON (limit 5)");
+  EXPECT_TRUE(parse_json_bounded(" [1,2]", JsonLimits{.max_bytes = 6}).ok()) << "whitespace counts as bytes";
+}
+
 TEST(BoundedJson, MalformedTextIsAnErrorNotAnException) {
   for (const char* bad : {"", "{", "[1,]", "{\"a\" 1}", "nul", "[1] [2]", "\"\\ud800\"", "1e99999"}) {
     const auto j = parse_json_bounded(bad);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -154,6 +155,34 @@ TEST_F(Compare, TheThresholdKeepsASureButSmallShiftOut) {
   EXPECT_GT(sharp.changed(), 0u);
   ASSERT_FALSE(sharp.patterns.empty()) << sharp.verdict;
   EXPECT_EQ(sharp.patterns[0].rfind("0->1 slower", 0), 0u) << sharp.patterns[0];
+}
+
+// --threshold T: a change of exactly T % is a change (|delta| >= T); the next double
+// above it is not. Each row's own delta is the edge, so no rounding of the fixture decides.
+TEST_F(Compare, AChangeOfExactlyTheThresholdCountsAndJustUnderItDoesNot) {
+  write_campaign(base_ / "a", 1);
+  write_campaign(base_ / "b", 2, {1, 2}, 1.10);
+  const auto a = compare::load((base_ / "a").string()), b = compare::load((base_ / "b").string());
+  const auto first = compare::compare(a, b);
+  std::size_t checked = 0;
+  for (const auto& r : first.rows) {
+    if (!r.beyond_noise) continue;
+    const double edge = std::abs(r.delta_pct);
+    const auto find = [&](const compare::Comparison& c) {
+      for (const auto& o : c.rows)
+        if (o.subject == r.subject && o.size_bytes == r.size_bytes) return o;
+      ADD_FAILURE() << "no row " << r.subject;
+      return compare::Row{};
+    };
+    const auto at = find(compare::compare(a, b, edge));
+    EXPECT_TRUE(at.beyond_threshold) << r.subject << " " << r.size_bytes << ": " << edge << " % at --threshold " << edge;
+    EXPECT_EQ(at.verdict, "slower") << r.subject << " " << r.size_bytes;
+    const auto over = find(compare::compare(a, b, std::nextafter(edge, 1e9)));
+    EXPECT_FALSE(over.beyond_threshold) << r.subject << " " << r.size_bytes;
+    EXPECT_EQ(over.verdict, "below threshold") << r.subject << " " << r.size_bytes;
+    if (++checked == 2) break;  // two rows are the edge; each compare reads every row
+  }
+  EXPECT_EQ(checked, 2u);
 }
 
 TEST_F(Compare, BenchGpuJsonAndSweepCsv) {

@@ -247,6 +247,29 @@ TEST(NcclModel, OneSlowedOpDoesNotLiftTheHostCostOfTheOthers) {
   EXPECT_NEAR(m.host_ns(4, 4), 22e3, 100);  // allreduce's calls, at the quiet host's cost
 }
 
+// The host's launch cost is the lower quartile of a rank count's small-size spans (the
+// GPU's share taken out): of 8 spans 10 .. 80 us, sorted, the third (index 8 / 4), not
+// the median (50) nor the fastest (10).
+TEST(NcclModel, TheHostLaunchCostIsTheLowerQuartileOfTheSmallSpans) {
+  NcclCalibration cal;
+  cal.present = true;
+  NcclCurve c;
+  c.op = "sendrecv";
+  c.ranks = 2;
+  const double spans_us[] = {80, 10, 70, 20, 60, 30, 50, 40};  // unsorted, as runs come
+  for (int i = 0; i < 8; ++i) {
+    c.bytes.push_back(static_cast<double>(4 << i));  // 4 B .. 512 B: all small
+    c.span_ns.push_back(spans_us[i] * 1e3);
+    c.gpu_ns.push_back(0);
+  }
+  cal.host_curves = {c};
+  const NcclModel m(cal);
+  const int calls = nccl_calls(CollectiveOp::sendrecv, 2);
+  bool measured = false;
+  EXPECT_NEAR(m.host_ns(2, calls, &measured), 30e3, 1e-6 * 30e3);
+  EXPECT_TRUE(measured);
+}
+
 TEST(NcclModel, WithoutACalibrationEveryFigureIsNcclsDefaultAndSaysSo) {
   const auto dir = test::temp_dir("nccl-model-none");
   const NcclModel m(read_nccl_calibration(dir.string()));

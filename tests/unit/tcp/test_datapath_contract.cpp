@@ -113,6 +113,33 @@ TEST_P(DataPathContract, ReverseTheServerSends) {
   EXPECT_EQ(r.server.rx_bytes_per_s, 0);
 }
 
+// Each round's rate, computed again from the bytes and the time: over one link per
+// direction, a round of S bytes at rate R took S / R, and the rounds' times add up to
+// the link's active time. Every side, each direction (a wrong factor in the round rate,
+// either way, breaks the sum).
+TEST_P(DataPathContract, EachRoundsRateIsItsBytesOverItsTimeBothWays) {
+  const Params p = {.mode = Mode::bidir, .channels = 1, .sockets_per_channel = 1, .window = 2,
+                    .size_bytes = 4u << 20, .chunk_bytes = 256u << 10, .iters = 3, .warmup = 0, .timeout_s = 10};
+  const Results r = run(p);
+  ASSERT_EQ(r.failure, "");
+  for (const SideReport* s : {&r.client, &r.server})
+    for (const bool sent : {true, false}) {
+      const auto& rounds = sent ? s->round_tx_bytes_per_s : s->round_rx_bytes_per_s;
+      ASSERT_EQ(rounds.size(), p.iters) << s->side << (sent ? " tx" : " rx");
+      const ChannelReport* link = nullptr;
+      for (const auto& c : s->channels)
+        if (c.sent == sent) link = &c;
+      ASSERT_NE(link, nullptr) << s->side;
+      ASSERT_EQ(link->bytes, p.iters * p.size_bytes) << s->side;
+      double seconds = 0;
+      for (const double rate : rounds) {
+        ASSERT_GT(rate, 0) << s->side;
+        seconds += static_cast<double>(p.size_bytes) / rate;
+      }
+      EXPECT_NEAR(seconds, link->elapsed_s, 1e-6 * link->elapsed_s) << s->side << (sent ? " tx" : " rx");
+    }
+}
+
 // A client and a server of different paths: refused before any link, both told why.
 TEST_P(DataPathContract, AnotherPathsServerRefusesWithBothNames) {
   const Sides mine = GetParam().sides();
