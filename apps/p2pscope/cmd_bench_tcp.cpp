@@ -13,6 +13,7 @@
 #include <memory>
 #include <thread>
 
+#include "against_nccl_cmd.hpp"
 #include "bench_common.hpp"
 #include "commands.hpp"
 #include "monitor_options.hpp"
@@ -50,6 +51,7 @@ struct BenchTcpOptions {
   std::uint32_t parallel = 0;
   bool json = false, iperf_reverse = false;
   std::string iperf_time;
+  bool against_nccl = false;  // also NCCL send/recv over the same path, compared (against_nccl_cmd.hpp)
   const CLI::App* cmd = nullptr;
 };
 
@@ -233,6 +235,9 @@ void run(BenchTcpOptions& o, Context& ctx) {
   const int roles = (o.server ? 1 : 0) + (o.client.empty() ? 0 : 1) + (o.loopback ? 1 : 0);
   if (roles != 1) throw UsageError(std::string(o.net ? "bench net" : "bench tcp") + ": give exactly one of --server, --client HOST[,HOST...] or --loopback");
   if (o.port < 0 || o.port > 65535) throw UsageError("--port must be in 0-65535");
+  if (o.against_nccl && !o.loopback)
+    throw UsageError("--against-nccl runs both ends on this host: give --loopback (between hosts, run `p2pscope bench "
+                     "gpu --backend nccl` under your launcher beside bench tcp/net)");
   // Server-only settings are refused elsewhere rather than silently ignored.
   for (const char* f : {"--bind", "--sessions", "--accept-timeout", "--max-memory", "--max-conns", "--max-timeout"})
     if (!o.server && given(o, f))
@@ -263,7 +268,16 @@ void run(BenchTcpOptions& o, Context& ctx) {
   }
   const Printing printing{output, o, ctx, plugin.get()};
   if (o.server) return serve(o, local, monitor_interval_s, ctx, printing);
-  const tcp::Params p = o.engine.params();
+  tcp::Params p = o.engine.params();
+  if (o.against_nccl) {
+    if (!given(o, "--mem")) p.mem = tcp::MemKind::gpu;  // NCCL moves GPU memory: so does the engine, unless told
+    const profile::InterruptFlag interrupt(command_name(o));
+    local.stop = interrupt.flag();
+    AgainstNcclCommand c{p, local, o.loopback, plugin ? plugin->path() : "", plugin ? plugin->name() : "", &output};
+    run_against_nccl(c, [&](const std::string& text) { emit(text, output, o.out, "against_nccl"); }, ctx);
+    if (interrupt.signal_number() != 0) ctx.exit_code = 128 + interrupt.signal_number();
+    return;
+  }
   // Ctrl-C / SIGTERM stop the session within a chunk (or a ping): the rounds done are kept.
   const profile::InterruptFlag interrupt(command_name(o));
   local.stop = interrupt.flag();
@@ -307,6 +321,9 @@ CLI::App* add_engine_command(CLI::App& bench, Context& ctx, bool net) {
   c->add_flag("-J,--json", o->json, "iperf3's -J: as --format json");
   c->add_flag("-R", o->iperf_reverse, "iperf3's -R: as --reverse (the server sends)");
   c->add_option("-t,--time", o->iperf_time, "iperf3's -t: refused with what to use (p2pscope counts rounds)");
+  c->add_flag("--against-nccl", o->against_nccl, "with --loopback: also NCCL's send/recv over the same path, GPU and "
+                                                 "NICs (2 ranks, own NCCL_HOSTIDs), and the engine at NCCL's shape; "
+                                                 "a table of what each used and what explains the gap");
   o->cmd = c;
   c->add_option("--sessions", o->sessions, "server: sessions to serve, then exit (0 = until killed)")->capture_default_str();
   c->add_option("--accept-timeout", o->accept_timeout_s, "server: seconds to wait for a client (0 = forever)");

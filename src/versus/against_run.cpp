@@ -119,8 +119,9 @@ AgainstRun run_against_nccl(AgainstSpec spec) {
   nccl.bytes_per_s = run.nccl.bytes_per_s;
   nccl.lo_bytes_per_s = run.nccl.lo_bytes_per_s;
   nccl.hi_bytes_per_s = run.nccl.hi_bytes_per_s;
-  nccl.measured = fmt::format("{} iterations of {}, GPU events, median [p95, p5 times]", run.nccl.iters,
-                              format_size(spec.nccl.size_bytes));
+  if (run.nccl.bytes_per_s > 0)
+    nccl.measured = fmt::format("{} iterations of {}, GPU events, median [p95, p5 times]", run.nccl.iters,
+                                format_size(spec.nccl.size_bytes));
   PathShape engine;
   if (!stopped(spec)) {
     say("2 of 3: the engine at these settings ...");

@@ -53,8 +53,9 @@ ChildSpec rank_spec(const NcclPairSpec& s, int rank, int port, const std::string
   ChildSpec c;
   c.program = s.self;
   c.argv = {"p2pscope", "bench", "gpu", "--backend", "nccl", "--pairs", "0:1", "--sizes", std::to_string(s.size_bytes),
-            "--iters", std::to_string(s.iters), "--warmup", std::to_string(s.warmup)};
-  if (rank == 0) c.argv.insert(c.argv.end(), {"--format", "json", "--out", (dir / "nccl-rank0.json").string(), "--force"});
+            "--iters", std::to_string(s.iters), "--warmup", std::to_string(s.warmup),
+            // Every rank runs the same command (the ranks check it); only rank 0 writes.
+            "--format", "json", "--out", (dir / "nccl-rank0.json").string(), "--force"};
   c.env_set = s.env;
   c.env_set["RANK"] = std::to_string(rank);
   c.env_set["WORLD_SIZE"] = "2";
