@@ -270,7 +270,12 @@ void run(BenchTcpOptions& o, Context& ctx) {
   if (o.server) return serve(o, local, monitor_interval_s, ctx, printing);
   tcp::Params p = o.engine.params();
   if (o.against_nccl) {
-    if (!given(o, "--mem")) p.mem = tcp::MemKind::gpu;  // NCCL moves GPU memory: so does the engine, unless told
+    // NCCL moves GPU memory: so does the engine, unless told, or unless the plugin takes
+    // host memory only (NCCL then stages through host memory, and the engine does too).
+    bool cuda_ok = true;
+    if (plugin)
+      for (const auto& d : plugin->devices()) cuda_ok = cuda_ok && (d.ptr_support & net::kPtrCuda);
+    if (!given(o, "--mem")) p.mem = cuda_ok ? tcp::MemKind::gpu : tcp::MemKind::host;
     const profile::InterruptFlag interrupt(command_name(o));
     local.stop = interrupt.flag();
     AgainstNcclCommand c{p, local, o.loopback, plugin ? plugin->path() : "", plugin ? plugin->name() : "", &output};

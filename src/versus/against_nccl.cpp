@@ -167,6 +167,10 @@ void decide(AgainstNccl& a) {
     if (same_rate(s, n)) {
       a.verdict.push_back(at + ", as NCCL does: the settings explain the gap (flows, chunk, window), not NCCL's path");
       if (!try_nccl.empty()) a.verdict.push_back(try_nccl);
+    } else if (s >= e || same_rate(s, e)) {
+      a.verdict.push_back(at + fmt::format(", {} NCCL's and as much as at these settings: all of the gap is NCCL's own "
+                                           "path (its proxy thread, its kernel, its staging), not the settings",
+                                           ratio_text(s, n)));
     } else if (s > n) {
       a.verdict.push_back(at + fmt::format(", still {} NCCL's: {:.0f} % of the gap is NCCL's own path (its proxy "
                                            "thread, its kernel, its staging), the rest the settings",

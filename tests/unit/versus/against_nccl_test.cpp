@@ -48,6 +48,21 @@ TEST(AgainstNccl, NcclsShapeIsReadFromItsOwnLog) {
   EXPECT_NE(nccl_shape_from_log(log, 5, 6, {}).channels, 4);
 }
 
+// Rank 0's log of a real --against-nccl run (bench tcp --loopback --gpus 0, one H200,
+// 2026-12-02): NCCL's defaults, which do not log their socket threads.
+TEST(AgainstNccl, ARealAgainstNcclRunsLogGivesTwoChannelsOverLo) {
+  const auto log = tune::read_nccl_log_file(fixture("against-nccl/sockets-rank0.log"));
+  const PathShape s = nccl_shape_from_log(log, 0, 1, nccl_env_for_sockets({"lo"}));
+  EXPECT_EQ(s.transport, "NET/Socket");
+  EXPECT_EQ(s.channels, 2);
+  EXPECT_EQ(s.sockets_per_channel, -1);  // not logged, not set: unknown, never guessed
+  EXPECT_EQ(s.chunk_bytes, 131072u);
+  ASSERT_EQ(s.nics.size(), 1u);
+  EXPECT_EQ(s.nics[0], "lo");
+  const auto plug = tune::read_nccl_log_file(fixture("against-nccl/refnet-rank0.log"));
+  EXPECT_EQ(nccl_shape_from_log(plug, 0, 1, {}).transport, "NET/p2pscope-refnet");
+}
+
 TEST(AgainstNccl, WhenTheEngineAtNcclsShapeMovesWhatNcclMovesTheSettingsAreTheGap) {
   const auto a = compare_with_nccl(side("engine", 11.6, 4, 1, 1 << 20, 8), side("nccl", 2.7, 2, 1, 128 << 10, 8),
                                    side("shaped", 2.9, 2, 1, 128 << 10, 8));
@@ -64,6 +79,14 @@ TEST(AgainstNccl, WhenTheEngineAtNcclsShapeIsStillFasterTheRestIsNcclsOwnPath) {
   const auto a = compare_with_nccl(side("engine", 10, 4, 1, 1 << 20, 8), side("nccl", 2, 2, 1, 128 << 10, 8),
                                    side("shaped", 6, 2, 1, 128 << 10, 8));
   EXPECT_TRUE(any_has(a.verdict, "50 % of the gap is NCCL's own path")) << a.verdict[1];
+}
+
+TEST(AgainstNccl, WhenNcclsShapeIsNoWorseForTheEngineAllOfTheGapIsNcclsPath) {
+  // Measured on one H200 with 1 channel: the engine 4.8, NCCL 2.7, the engine at NCCL's 2 channels 5.1.
+  const auto a = compare_with_nccl(side("engine", 4.8, 1, 1, 1 << 20, 8), side("nccl", 2.7, 2, 1, 128 << 10, 8),
+                                   side("shaped", 5.1, 2, 1, 128 << 10, 8));
+  EXPECT_TRUE(any_has(a.verdict, "all of the gap is NCCL's own path")) << a.verdict[1];
+  EXPECT_FALSE(any_has(a.verdict, "100 %"));
 }
 
 TEST(AgainstNccl, EqualRatesSayTheTransportIsTheLimitAndAMissingFigureIsNamed) {
