@@ -129,7 +129,7 @@ void list_differences(AgainstNccl& a) {
   // What NCCL would be told to take the engine's shape (the socket transport's knobs).
   if (n.transport == "NET/Socket" && e.channels > 0 && e.sockets_per_channel > 0) {
     a.nccl_settings.push_back(fmt::format("NCCL_NCHANNELS_PER_NET_PEER={}", e.channels));
-    if (e.sockets_per_channel != n.sockets_per_channel)
+    if (n.sockets_per_channel > 0 && e.sockets_per_channel != n.sockets_per_channel)  // unknown: no advice
       a.nccl_settings.push_back(fmt::format("NCCL_SOCKET_NTHREADS={} NCCL_NSOCKS_PERTHREAD=1", e.sockets_per_channel));
     if (e.chunk_bytes && e.chunk_bytes != n.chunk_bytes)
       a.nccl_settings.push_back(fmt::format("NCCL_P2P_NET_CHUNKSIZE={}", e.chunk_bytes));
@@ -143,7 +143,7 @@ void decide(AgainstNccl& a) {
   const double s = a.shaped ? a.shaped->bytes_per_s : 0;
   if (e <= 0 || n <= 0) {
     a.verdict.push_back(std::string("no comparison: ") + (e <= 0 ? "the engine's" : "NCCL's") +
-                        " run gave no figure (its error is above)");
+                        " run gave no figure (its error is in the \"failed:\" lines below)");
     return;
   }
   const std::string head = fmt::format("the engine {} against NCCL send/recv {}: {} ", format_rate(e), format_rate(n),

@@ -86,6 +86,11 @@ TEST(AgainstNccl, WhenNcclsShapeIsNoWorseForTheEngineAllOfTheGapIsNcclsPath) {
   const auto a = compare_with_nccl(side("engine", 4.8, 1, 1, 1 << 20, 8), side("nccl", 2.7, 2, 1, 128 << 10, 8),
                                    side("shaped", 5.1, 2, 1, 128 << 10, 8));
   EXPECT_TRUE(any_has(a.verdict, "all of the gap is NCCL's own path")) << a.verdict[1];
+  // NCCL's socket count was not known (-1 in the real default log): no socket advice is made up.
+  const auto unknown = compare_with_nccl(side("engine", 4.8, 4, 1, 1 << 20, 8), side("nccl", 2.7, 2, -1, 128 << 10, 8),
+                                         side("shaped", 4.3, 2, 1, 128 << 10, 8));
+  EXPECT_FALSE(any_has(unknown.nccl_settings, "NCCL_SOCKET_NTHREADS"));
+  EXPECT_TRUE(any_has(unknown.nccl_settings, "NCCL_NCHANNELS_PER_NET_PEER=4"));
   EXPECT_FALSE(any_has(a.verdict, "100 %"));
 }
 
