@@ -20,6 +20,7 @@
 #include "p2pscope/auth.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/netplugin.hpp"
+#include "transport/netpath/plugin_use.hpp"
 #include "p2pscope/output.hpp"
 #include "p2pscope/profile.hpp"
 #include "p2pscope/table.hpp"
@@ -252,18 +253,7 @@ void run(BenchTcpOptions& o, Context& ctx) {
   const double monitor_interval_s = o.monitor.enabled ? o.monitor.interval_s() : 0;  // bad value: exit 2 now
   std::shared_ptr<net::Plugin> plugin;
   if (o.net) {
-    const tcp::DmabufMode dmabuf = tcp::parse_dmabuf_mode(o.dmabuf);  // a typo: exit 2 before loading anything
-    net::LoadOptions lo;
-    lo.plugin = o.plugin;
-    plugin = net::Plugin::load(lo);
-    local.path = tcp::make_plugin_path(plugin, dmabuf);
-    // A plugin call hung past the timeout holds a thread that nothing can stop: say
-    // which call, and end the process now rather than wait for ever (issue 32).
-    local.on_hung_call = [name = command_name(o)](const std::string& why) {
-      std::fprintf(stderr, "%s: error: %s\n", name, why.c_str());
-      std::fflush(nullptr);
-      std::_Exit(1);
-    };
+    plugin = tcp::use_plugin_path(local, o.plugin, o.dmabuf, command_name(o));
     std::fprintf(stderr, "p2pscope bench net: loaded %s\n", plugin->describe().c_str());
   }
   const Printing printing{output, o, ctx, plugin.get()};

@@ -20,6 +20,7 @@
 #include "p2pscope/clock.hpp"
 #include "p2pscope/metadata.hpp"
 #include "p2pscope/netplugin.hpp"
+#include "transport/netpath/plugin_use.hpp"
 #include "p2pscope/profile.hpp"
 #include "p2pscope/signals.hpp"
 #include "p2pscope/stats.hpp"
@@ -149,11 +150,7 @@ tcp::SweepSpec make_spec(const SweepTcpOptions& o) {
   spec.reps = o.reps;
   spec.local = o.engine.local();
   if (o.net) {
-    net::LoadOptions lo;
-    lo.plugin = o.plugin;
-    const tcp::DmabufMode dmabuf = tcp::parse_dmabuf_mode(o.dmabuf);
-    const auto plugin = net::Plugin::load(lo);
-    spec.local.path = tcp::make_plugin_path(plugin, dmabuf);
+    const auto plugin = tcp::use_plugin_path(spec.local, o.plugin, o.dmabuf, "p2pscope sweep net");
     std::cerr << "p2pscope sweep net: loaded " << plugin->describe() << "\n";
   }
   spec.base = o.engine.params();

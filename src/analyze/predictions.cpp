@@ -63,7 +63,7 @@ Comparison compare_predictions_text(const std::string& text, const std::string& 
       if (ipred < 0 || (icfg < 0 && (isrc < 0 || idst < 0 || isize < 0)))
         throw UsageError(fmt::format("{}: header \"{}\" lacks the columns; expected src,dst,size_bytes,predicted_ns "
                                      "or config_id,predicted_ns",
-                                     where, line.substr(0, 200)));
+                                     where, external_text(line, 200)));
       continue;
     }
     double pred = 0;

@@ -259,7 +259,7 @@ LogColumns read_header(const std::vector<std::string_view>& header, std::string_
     throw UsageError(fmt::format(
         "{}: missing required column(s) {} in header \"{}\"; an execution log (p2pscope profile) "
         "has config_id,src,dst,size_bytes,repetition,backend,ts_start_ns,ts_end_ns,duration_ns,gpu_duration_ns",
-        where, list, std::string(line.substr(0, 200))));
+        where, list, external_text(line, 200)));
   }
   return k;
 }
@@ -297,8 +297,7 @@ void parse_execution_log(const std::string& text, const std::string& where, Camp
   auto skip = [&](std::size_t n, std::string_view line, const char* why) {
     ++c->rows_skipped;
     if (c->skipped_examples.size() < 5)
-      c->skipped_examples.push_back(fmt::format("{} line {}: {} ({})", where, n,
-                                                std::string(line.substr(0, 80)), why));
+      c->skipped_examples.push_back(fmt::format("{} line {}: {} ({})", where, n, external_text(line, 80), why));
   };
   std::map<std::pair<int, int>, std::size_t> seen;  // (config, repetition) -> line
   c->last_line_whole = text.empty() || text.back() == '\n';

@@ -27,7 +27,7 @@ double number(const nlohmann::json& j, const char* key, const std::string& where
   if (!j.is_object() || !j.contains(key) || !j[key].is_number())
     throw UsageError(fmt::format("{}: \"{}\" is missing or not a number{}; run `p2pscope analyze` again to rewrite "
                                  "links.json", where, key,
-                                 j.is_object() && j.contains(key) ? " (it is " + j[key].dump().substr(0, 40) + ")" : ""));
+                                 j.is_object() && j.contains(key) ? " (it is " + external_text(j[key].dump(), 40) + ")" : ""));
   const double v = j[key].get<double>();
   if (!std::isfinite(v))
     throw UsageError(fmt::format("{}: \"{}\" is {}, not a finite number; run `p2pscope analyze` again", where, key, v));
@@ -55,8 +55,8 @@ std::string text(const nlohmann::json& j, const char* key, const std::string& wh
   if (!j.contains(key) || j[key].is_null()) return fallback;
   if (!j[key].is_string())
     throw UsageError(fmt::format("{}: \"{}\" is {}, not a string; run `p2pscope analyze` again", where, key,
-                                 j[key].dump().substr(0, 40)));
-  return j[key].get<std::string>();
+                                 external_text(j[key].dump(), 40)));
+  return external_text(j[key].get<std::string>(), 200);  // printed, and written into export's files
 }
 
 constexpr double kMaxNs = 1e13;  // 10^4 s: no transfer a campaign times lasts longer

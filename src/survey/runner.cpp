@@ -25,6 +25,7 @@
 #include "survey/device_pairs.hpp"
 #include "survey/survey.hpp"
 #include "survey/transport.hpp"
+#include "transport/netpath/plugin_use.hpp"
 
 namespace p2pscope::survey {
 namespace {
@@ -199,11 +200,7 @@ class Part {
     tcp::LocalOptions l;
     const NicInfo& n = nic(me_, peer, rail);
     l.path = transport_.by_nic.at(static_cast<std::size_t>(&n - hosts_[static_cast<std::size_t>(me_)].nics.data()));
-    l.on_hung_call = [](const std::string& why) {
-      std::fprintf(stderr, "p2pscope survey: error: %s\n", why.c_str());
-      std::fflush(nullptr);
-      std::_Exit(1);
-    };
+    l.on_hung_call = tcp::exit_on_hung_call("p2pscope survey");
     return l;
   }
 

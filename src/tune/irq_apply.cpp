@@ -17,6 +17,7 @@
 #include "p2pscope/error.hpp"
 #include "p2pscope/files.hpp"
 #include "p2pscope/output.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/tune.hpp"
 #include "p2pscope/units.hpp"
 
@@ -64,7 +65,7 @@ std::vector<int> mask_cpus(const std::string& raw, int irq) {
   try {
     return parse_cpumask(trim(raw));
   } catch (const UsageError& e) {
-    throw Error("IRQ " + std::to_string(irq) + ": cannot read its smp_affinity '" + trim(raw).substr(0, 100) +
+    throw Error("IRQ " + std::to_string(irq) + ": cannot read its smp_affinity '" + external_text(trim(raw), 100) +
                 "': " + e.what());
   }
 }
@@ -103,7 +104,7 @@ std::string write_affinity(const FsRoot& fs, int irq, const std::string& mask, c
   try {
     got = parse_cpumask(trim(*back));
   } catch (const UsageError&) {
-    return "read back an unparsable mask '" + trim(*back).substr(0, 100) + "'";
+    return "read back an unparsable mask '" + external_text(trim(*back), 100) + "'";
   }
   if (got != want) return "read back " + format_cpulist(got) + " instead of " + format_cpulist(want);
   return "";

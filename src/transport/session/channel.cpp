@@ -86,6 +86,19 @@ struct BufferPlan {
 // vm.max_map_count (65530 by default) bounds everything the process maps, thread
 // stacks and malloc's large blocks included.
 constexpr std::uint64_t kMaxFoldMappings = 8192;
+// Nor a fold of more address space than this (per buffer kind, all GPU slots): its
+// memory is a piece per socket, but every 4 KiB of it costs a page-table entry and a
+// fault when it is prefaulted. A peer's 1 GiB chunks folded onto 1 GiB less a page
+// mapped 164 GB: 328 MB of page tables, 125 s of set-up, none of it counted (issue 43
+// item 8). 16 GiB is 32 MiB of page tables and a few seconds of faults; a legitimate
+// fold (64 sockets of 64 MiB slots) stays under it.
+constexpr std::uint64_t kMaxFoldAddressBytes = 16ull << 30;
+
+// The mappings a fold of `bytes` (one GPU slot's buffer) onto `piece`-byte pieces takes,
+// over all GPU slots: each chunk slot is ceil(chunk / piece) repeats.
+std::uint64_t fold_mappings(const Params& p, std::uint64_t bytes, std::uint64_t piece) {
+  return sat_mul(sat_mul(bytes / p.chunk_bytes, (p.chunk_bytes + piece - 1) / piece), p.gpus.size());
+}
 
 // The memory behind each socket's slots of ring `l` (p.slot_memory_bytes: one piece per
 // socket, whatever its window, as iperf3 has one buffer per connection), or 0 for whole
@@ -99,13 +112,28 @@ std::uint64_t fold_piece(const Params& p, const Layout& l, std::uint64_t bytes, 
            format_size(piece) + " must be multiples of the " + format_size(page) + " page to fold";
     return 0;
   }
-  const std::uint64_t maps = bytes / p.chunk_bytes * ((p.chunk_bytes + piece - 1) / piece) * p.gpus.size();
+  const std::uint64_t maps = fold_mappings(p, bytes, piece);
   if (maps > kMaxFoldMappings) {
     note = "each slot is a whole chunk of memory: folding would take " + std::to_string(maps) +
            " mappings (limit " + std::to_string(kMaxFoldMappings) + "); a larger --slot-memory takes fewer";
     return 0;
   }
+  if (sat_mul(bytes, p.gpus.size()) > kMaxFoldAddressBytes) {
+    note = "each slot is a whole chunk of memory: folding would map " + format_size(sat_mul(bytes, p.gpus.size())) +
+           " of address space (limit " + format_size(kMaxFoldAddressBytes) +
+           ": page tables and set-up time grow with it); a smaller --chunk x --window maps less";
+    return 0;
+  }
   return piece;
+}
+
+// What the kernel spends on a host buffer of `bytes` of address space besides its memory:
+// an 8-byte page-table entry per 4 KiB page (x86-64 and arm64 alike; the upper levels add
+// 1/512 of that), and a mapping record (vm_area_struct, about 200 bytes) per mapping.
+std::uint64_t kernel_bytes_of(std::uint64_t bytes, std::uint64_t maps) {
+  constexpr std::uint64_t kPage = 4096, kEntry = 8, kMappingRecord = 256;
+  const std::uint64_t entries = bytes / kPage + (bytes % kPage != 0);
+  return sat_add(sat_add(sat_mul(entries, kEntry), sat_mul(entries / 512 + 1, kEntry)), sat_mul(maps, kMappingRecord));
 }
 
 // Host memory in bandwidth modes needs real memory only for the chunks in flight: a
@@ -167,6 +195,17 @@ std::uint64_t host_buffer_bytes(const Params& p, const DataPath& path, bool is_c
   const BufferPlan b = plan_buffers(p, path, dir_used(p, is_client), dir_used(p, !is_client));
   return sat_mul(sat_add(memory_of(b.src_bytes, b.src_piece, b.src, p), memory_of(b.dst_bytes, b.dst_piece, b.dst, p)),
                  p.gpus.size());
+}
+
+std::uint64_t host_kernel_bytes(const Params& p, const DataPath& path, bool is_client) {
+  if (p.mem != MemKind::host) return 0;
+  const BufferPlan b = plan_buffers(p, path, dir_used(p, is_client), dir_used(p, !is_client));
+  const auto one = [&](std::uint64_t bytes, std::uint64_t piece) {
+    if (bytes == 0) return std::uint64_t{0};
+    const std::uint64_t all = sat_mul(bytes, p.gpus.size());
+    return kernel_bytes_of(all, piece > 0 ? fold_mappings(p, bytes, piece) : p.gpus.size());
+  };
+  return sat_add(one(b.src_bytes, b.src_piece), one(b.dst_bytes, b.dst_piece));
 }
 
 std::size_t sample_cap(const Params& p) {

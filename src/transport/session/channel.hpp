@@ -129,6 +129,10 @@ void prepare_session(Session& s);
 std::uint64_t link_count(const Params& p);
 std::uint64_t worker_count(const Params& p, const DataPath& path, bool is_client);
 std::uint64_t host_buffer_bytes(const Params& p, const DataPath& path, bool is_client);
+// What the kernel spends on those buffers besides their memory: page tables (8 bytes per
+// 4 KiB of address space, which a fold multiplies) and mapping records. Counted against
+// --max-memory with them.
+std::uint64_t host_kernel_bytes(const Params& p, const DataPath& path, bool is_client);
 // What the session's bookkeeping can take on a side, at most: timing samples (capped per
 // channel), per-round figures, per-chunk tracking of a round. Counts against the
 // server's --max-memory with the buffers.

@@ -504,11 +504,43 @@ Results Server::serve_one() {
   }
 }
 
+namespace {
+
+// What a server allows any client (ServerLimits), checked before anything is made: the
+// timeout clamped into its range, then the links, threads and memory the session needs
+// here, each refused by name.
+void admit_within_limits(Params& p, const DataPath& path, const ServerLimits& lim) {
+  p.timeout_s = std::min(std::max(p.timeout_s, lim.min_timeout_s), lim.max_timeout_s);
+  const std::uint64_t links = link_count(p);
+  if (links > lim.max_connections)
+    throw UsageError("the session needs " + std::to_string(links) + " data links, over this server's limit of " +
+                     std::to_string(lim.max_connections));
+  const std::uint64_t threads = worker_count(p, path, false);
+  if (threads > lim.max_threads)
+    throw UsageError("the session needs " + std::to_string(threads) + " worker threads here, over this server's "
+                     "limit of " + std::to_string(lim.max_threads));
+  const std::uint64_t host_bytes = host_buffer_bytes(p, path, false);
+  // The bookkeeping counts too: per-chunk samples of 100000 rounds grew a server outside
+  // its --max-memory (issue 32 item 10); it is capped, and the cap is what is counted.
+  // So do the buffers' page tables: a fold of small pieces maps far more than it holds
+  // (issue 43 item 8).
+  const std::uint64_t books = bookkeeping_bytes(p), kernel = host_kernel_bytes(p, path, false);
+  const std::uint64_t max_mem = lim.max_memory_bytes ? lim.max_memory_bytes : default_max_memory_bytes();
+  if (host_bytes > max_mem || books > max_mem - host_bytes || kernel > max_mem - host_bytes - books)
+    throw UsageError("the session needs " + format_size(host_bytes) + " of host buffers, " + format_size(kernel) +
+                     " of their page tables and mappings, and " + format_size(books) +
+                     " of bookkeeping (timing samples, per-round figures, per-chunk tracking) here, over this "
+                     "server's --max-memory " + format_size(max_mem) + "; use a smaller --size or --chunk x "
+                     "--window, fewer --iters or a larger --chunk, a larger --slot-memory, or drop --verify (it "
+                     "keeps a whole source)");
+}
+
+}  // namespace
+
 Results Server::Impl::session(Gate& gate, ClientHello& c) {
   Socket& ctrl = c.ctrl;
   ctrl.set_label("control connection from " + c.peer);
   Params p;
-  std::uint64_t host_bytes = 0;
   std::vector<std::string> vouched;
   try {
     p = params_from_json(c.params);
@@ -516,26 +548,7 @@ Results Server::Impl::session(Gate& gate, ClientHello& c) {
       throw UsageError("the client moves data over " + external_text(p.transport, 100) + ", this server over " +
                        path->name() + " (bench tcp and bench net servers are separate)");
     path->check(p);
-    const ServerLimits& lim = opts.limits;
-    p.timeout_s = std::min(std::max(p.timeout_s, lim.min_timeout_s), lim.max_timeout_s);
-    const std::uint64_t links = link_count(p);
-    if (links > lim.max_connections)
-      throw UsageError("the session needs " + std::to_string(links) + " data links, over this server's limit of " +
-                       std::to_string(lim.max_connections));
-    const std::uint64_t threads = worker_count(p, *path, false);
-    if (threads > lim.max_threads)
-      throw UsageError("the session needs " + std::to_string(threads) + " worker threads here, over this server's "
-                       "limit of " + std::to_string(lim.max_threads));
-    host_bytes = host_buffer_bytes(p, *path, false);
-    // The bookkeeping counts too: per-chunk samples of 100000 rounds grew a server outside
-    // its --max-memory (issue 32 item 10); it is capped, and the cap is what is counted.
-    const std::uint64_t books = bookkeeping_bytes(p);
-    const std::uint64_t max_mem = lim.max_memory_bytes ? lim.max_memory_bytes : default_max_memory_bytes();
-    if (host_bytes > max_mem || books > max_mem - host_bytes)
-      throw UsageError("the session needs " + format_size(host_bytes) + " of host buffers and " + format_size(books) +
-                       " of bookkeeping (timing samples, per-round figures, per-chunk tracking) here, over this "
-                       "server's --max-memory " + format_size(max_mem) + "; use a smaller --size or --chunk x "
-                       "--window, fewer --iters or a larger --chunk, or drop --verify (it keeps a whole source)");
+    admit_within_limits(p, *path, opts.limits);
     probe_gpus(p);
     // Only a client that proved the secret vouches: a stranger's list is not read.
     if (c.authenticated) vouched = vouched_addresses(c.params);

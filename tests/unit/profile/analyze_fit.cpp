@@ -8,6 +8,7 @@
 
 #include "analyze/campaign.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/text.hpp"
 
 namespace p2pscope::analyze {
 namespace {
@@ -200,6 +201,33 @@ TEST(AnalyzeLog, GarbledRowsAreSkippedAndCounted) {
   EXPECT_EQ(c.ops[3].src, 1);
   ASSERT_FALSE(c.skipped_examples.empty());
   EXPECT_NE(c.skipped_examples[0].find("line 5"), std::string::npos) << c.skipped_examples[0];
+}
+
+// A garbled row is quoted in analyze's notes: as text, never as the file's bytes (found
+// by bench/file_fuzz.py: a row's 0xFF and a header cut inside a character reached the
+// terminal raw, and an escape sequence in a row would have acted on it).
+TEST(AnalyzeLog, AGarbledRowIsQuotedAsTextNotAsItsBytes) {
+  const std::string text =
+      "config_id,src,dst,size_bytes,repetition,backend,ts_start_ns,ts_end_ns,duration_ns,gpu_duration_ns\n"
+      "0,0,1,1024,0,ce,100,5100,5000,2000.5\n"
+      "0,0,1,1024,1,\xff\x1b[2J\xc3,200,5200,oops,\n";
+  Campaign c;
+  parse_execution_log(text, "log", &c);
+  ASSERT_EQ(c.skipped_examples.size(), 1u);
+  const std::string& e = c.skipped_examples[0];
+  EXPECT_EQ(e.find('\x1b'), std::string::npos) << e;
+  EXPECT_EQ(e.find('\xff'), std::string::npos) << e;
+  EXPECT_EQ(e, p2pscope::external_text(e, e.size())) << "not valid UTF-8 free of controls: " << e;
+  EXPECT_NE(e.find("line 3"), std::string::npos) << e;
+  Campaign h;
+  try {
+    parse_execution_log("config_id,src,\x1b]0;x\x07size_bytes\xe2\x82\n0,0,1\n", "execution_log.csv", &h);
+    FAIL() << "no error";
+  } catch (const UsageError& err) {
+    const std::string m = err.what();
+    EXPECT_EQ(m.find('\x1b'), std::string::npos) << m;
+    EXPECT_EQ(m, p2pscope::external_text(m, m.size())) << m;
+  }
 }
 
 TEST(AnalyzeLog, MissingRequiredColumnsNameThem) {

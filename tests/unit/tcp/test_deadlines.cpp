@@ -5,6 +5,8 @@
 // SIGTERM said "stopping within a second", then ran to the end of its session (35-41 s):
 // only senders looked at the stop flag.
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -84,6 +86,55 @@ TEST(TcpDeadlines, ABigChunkTrickledEndsAtItsRateFloorNotAtItsSizeAt1MBps) {
     EXPECT_NE(std::string(e.what()).find("B/s on average, slower than 1 MB/s"), std::string::npos) << e.what();
   }
   EXPECT_LT(seconds_since(t0), 2.0) << "held past its rate floor";
+}
+
+// The send side of the floor: a receiver that takes 16 KiB every 25 ms (640 KB/s, never
+// silent for long) held a 64 MiB send for its --timeout plus 67 s under the old deadline.
+// Over TCP (a socketpair's sender sees no progress at a trickle, only silence), small
+// buffers on both ends so the sender's progress is the reader's.
+TEST(TcpDeadlines, ABigSendToAReaderThatTricklesEndsAtItsRateFloor) {
+  const int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(lfd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(lfd, 1), 0);
+  ASSERT_EQ(::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const int cfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int small = 64 << 10;
+  ::setsockopt(cfd, SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+  ASSERT_EQ(::connect(cfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  const int rfd = ::accept(lfd, nullptr, nullptr);
+  ASSERT_GE(rfd, 0);
+  ::close(lfd);
+  ::setsockopt(rfd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  std::atomic<bool> stop{false};
+  std::thread reader([&] {
+    std::vector<char> b(16u << 10);
+    while (!stop && ::recv(rfd, b.data(), b.size(), 0) > 0) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  });
+  Socket tx(cfd);
+  tx.set_timeout(0.5);
+  std::vector<char> chunk(64u << 20, 'x');
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string err;
+  try {
+    tx.send_all(chunk.data(), chunk.size());
+    err = "the 64 MiB send to a trickling reader went through";
+  } catch (const IoError& e) {
+    EXPECT_EQ(e.cause(), IoCause::timeout);
+    err = e.what();
+  }
+  const double took = seconds_since(t0);
+  stop = true;
+  ::shutdown(rfd, SHUT_RDWR);
+  reader.join();
+  ::close(rfd);
+  EXPECT_NE(err.find("slower than 1 MB/s"), std::string::npos) << err;
+  EXPECT_NE(err.find("send of a 67108864-byte message"), std::string::npos) << err;
+  EXPECT_LT(took, 6.0) << "held past its rate floor: " << err;
 }
 
 // One byte of a header in, the rest late: the old watch's poll returned at once, over and

@@ -6,14 +6,20 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "p2pscope/error.hpp"
 #include "p2pscope/tcp.hpp"
+#include "support/server_thread.hpp"
 #include "support/shell.hpp"
+#include "transport/session/channel.hpp"
+#include "transport/session/datapath.hpp"
 #include "transport/tcp/memory.hpp"
 
 using namespace p2pscope;
@@ -179,4 +185,54 @@ TEST(SlotMemory, TheCliRefusesASizeOffThe4KiBGrid) {
                                            " bench tcp --loopback --slot-memory 5000 2>&1");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_TRUE(says(r.out, "--slot-memory 5000")) << r.out;
+}
+
+// Issue 43 item 8: a fold's memory is a piece per socket, but its page tables grow with
+// the address space it maps. 8 sockets of 1 GiB slots on 1 MiB pieces hold 8 MiB and map
+// 8 GiB: 16 MiB of page tables and 8192 mapping records. A server with --max-memory 24M
+// counted the 8 MiB and accepted; it now counts the rest and refuses, naming them.
+TEST(SlotMemory, AFoldsPageTablesCountAgainstTheServersMaxMemory) {
+  ServerOptions so;
+  so.limits.max_memory_bytes = 24u << 20;
+  p2pscope::test::ServerThread srv(so);
+  Params p = host_run(8, 16ull << 30);
+  p.chunk_bytes = 1u << 30;
+  p.slot_memory_bytes = kMiB;  // 1024 repeats a slot, 8192 in all: at the mapping limit
+  p.timeout_s = 5;
+  EXPECT_EQ(p2pscope::session::host_buffer_bytes(p, *make_socket_path(), false), 8 * kMiB);
+  EXPECT_GE(p2pscope::session::host_kernel_bytes(p, *make_socket_path(), false), 16 * kMiB + 8192 * 200);
+  std::atomic<bool> stop{false};
+  ClientOptions co;
+  co.port = srv.port();
+  co.local.stop = &stop;
+  std::thread stopper([&] {  // the old code ran the session (16 GiB over loopback): end it
+    for (int i = 0; i < 50 && !stop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    stop = true;
+  });
+  std::string err;
+  try {
+    run_client(co, p);
+    err = "accepted";
+  } catch (const Error& e) {
+    err = e.what();
+  }
+  stop = true;
+  stopper.join();
+  EXPECT_TRUE(says(err, "of their page tables and mappings")) << err;
+  EXPECT_TRUE(says(err, "--max-memory 24 MiB")) << err;
+  // Not a flat charge: bench tcp's default fold (2 sockets of 1 MiB slots on 128 KiB) maps
+  // 2 MiB, whose page tables are 4 KiB and its records 16 repeats'.
+  EXPECT_LT(p2pscope::session::host_kernel_bytes(host_run(2, 64 * kMiB), *make_socket_path(), false), 16u << 10);
+}
+
+// Nor is a fold made past 16 GiB of address space (a peer's 1 GiB chunks on 1 GiB less a
+// page mapped 164 GB: 125 s of set-up): the slots are whole chunks then, and counted as such.
+TEST(SlotMemory, AFoldOfMoreThan16GiBOfAddressSpaceIsDeclinedAndCountedWhole) {
+  Params p = host_run(32, 64ull << 30);
+  p.chunk_bytes = 1u << 30;
+  p.slot_memory_bytes = 512u << 20;  // 2 repeats a slot: 64 mappings, far under their limit
+  const auto path = make_socket_path();
+  EXPECT_EQ(p2pscope::session::host_buffer_bytes(p, *path, false), 32ull << 30) << "32 GiB of address space folded";
+  p.channels = 16;  // 16 GiB: at the limit, folded
+  EXPECT_EQ(p2pscope::session::host_buffer_bytes(p, *path, false), 16ull * (512u << 20));
 }
