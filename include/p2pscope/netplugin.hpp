@@ -167,6 +167,18 @@ class Plugin : public std::enable_shared_from_this<Plugin> {
   // same object each time, starting from the peer's bytes.
   std::optional<SendComm> try_connect(int dev, NetHandle& handle);
   std::optional<RecvComm> try_accept(ListenComm& listener);
+  // connect / accept in a thread of their own, waited for until the deadline and a
+  // grace (or the grace after *stop is raised). A peer chooses what a handle names and
+  // whether it ever answers: a plugin call it hangs must fail its session, not end the
+  // server, as the watchdog's exit did (issue 43 item 3). A call that has not returned by
+  // then is abandoned: its thread (and for accept, the listen comm) is left behind and
+  // the watchdog leaves it be; Error says so. After kMaxAbandonedCalls in one process no
+  // more are started (each holds a thread and the plugin's state): Error, restart it.
+  static constexpr int kMaxAbandonedCalls = 8;
+  SendComm connect_bounded(int dev, const NetHandle& handle, Deadline deadline,
+                           const std::atomic<bool>* stop = nullptr);
+  RecvComm accept_bounded(ListenComm& listener, Deadline deadline, const std::atomic<bool>* stop = nullptr);
+  int abandoned_calls() const;  // in this process, of every plugin
 
   struct Impl;
   Impl& impl() { return *impl_; }

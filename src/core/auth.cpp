@@ -54,6 +54,13 @@ std::string read_token_file(const std::string& path) {
                                  "secret; {}",
                                  path, st.st_mode & 07777, fix));
   }
+  // Its owner can read and change the secret: a file of another user's (0600 or not) is
+  // theirs to rewrite, and root reads it anyway (issue 43).
+  if (st.st_uid != ::geteuid())
+    throw UsageError(fmt::format("P2PSCOPE_TOKEN_FILE={}: owned by uid {}, not by this user (uid {}): its owner can "
+                                 "read and change the secret; copy the token to a file of your own, `(umask 077; cat "
+                                 "{} > ~/.p2pscope-token)`, and set P2PSCOPE_TOKEN_FILE=~/.p2pscope-token",
+                                 path, st.st_uid, ::geteuid(), path));
   if (st.st_size > static_cast<off_t>(kMaxTokenBytes + 2))  // + a trailing "\r\n"
     throw UsageError(fmt::format("P2PSCOPE_TOKEN_FILE={}: {} bytes, over the {} byte limit for a token", path,
                                  st.st_size, kMaxTokenBytes));

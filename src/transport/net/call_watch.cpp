@@ -28,7 +28,10 @@ struct Lease {
 };
 namespace {
 thread_local Lease t_lease;
+thread_local bool t_abandonable = false;
 }  // namespace
+
+void CallWatch::calls_of_this_thread_are_abandonable() { t_abandonable = true; }
 
 std::uint64_t CallWatch::next_id() {
   static std::atomic<std::uint64_t> n{1};
@@ -64,6 +67,7 @@ CallWatch::Slot* CallWatch::slot_of_this_thread() {
 
 CallWatch::Guard::Guard(CallWatch& w, const char* call) : slot_(w.slot_of_this_thread()) {
   slot_->call.store(call, std::memory_order_relaxed);
+  slot_->abandonable.store(t_abandonable, std::memory_order_relaxed);
   slot_->seq.store(slot_->seq.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
@@ -85,7 +89,8 @@ const CallWatch::Slot* CallWatch::longest(std::vector<Seen>& seen, std::int64_t 
   for (std::size_t i = 0; i < slots_->all.size(); ++i) {
     const std::uint64_t seq = slots_->all[i].seq.load(std::memory_order_acquire);
     if (seq != seen[i].seq) seen[i] = {seq, now};  // moved since the last look: a new call, or none
-    if (seq % 2 == 1 && now - seen[i].since_ns >= stuck_ns) {
+    if (seq % 2 == 1 && !slots_->all[i].abandonable.load(std::memory_order_relaxed) &&
+        now - seen[i].since_ns >= stuck_ns) {
       stuck_ns = now - seen[i].since_ns;
       worst = &slots_->all[i];
     }

@@ -34,6 +34,7 @@ class CallWatch {
     std::atomic<std::uint64_t> seq{0};  // odd: inside a call
     std::atomic<const char*> call{nullptr};
     std::atomic<bool> taken{false};
+    std::atomic<bool> abandonable{false};  // its caller waits with a bound of its own (Plugin::connect_bounded)
   };
   // Marks the calling thread inside `call` (a string literal) for its lifetime.
   class Guard {
@@ -50,6 +51,10 @@ class CallWatch {
 
   // Calls are bounded while the token lives (several at once: the limits of the longest).
   std::shared_ptr<void> arm(CallLimits limits);
+
+  // The calling thread's calls from now on are left to their caller's own bound: the
+  // watch does not report them (a call there that hangs is abandoned, not fatal).
+  static void calls_of_this_thread_are_abandonable();
 
  private:
   struct Seen {

@@ -760,7 +760,9 @@ class PluginPath final : public DataPath {
     const std::size_t want = s.conns.size() * (latency ? 2 : 1);
     if (it == theirs.end() || !it->is_array() || it->size() != want)
       throw Error("the peer's plugin handles do not match this session's " + std::to_string(want) + " comms");
-    // Only where the peer is, or said it is in a frame the token authenticated.
+    // Only where the peer is, or said it is in a frame the token authenticated. The peer
+    // still chooses the port and whether it answers: connect and accept run bounded, so a
+    // call it hangs fails this session, and a server lives on (issue 43 item 3).
     net::HandlePolicy policy;
     policy.peer_ip = ctrl.peer_addr().substr(0, ctrl.peer_addr().rfind(':'));
     policy.vouched = s.peer_addrs;
@@ -772,18 +774,20 @@ class PluginPath final : public DataPath {
       Conn& c = *s.conns[i];
       PluginLink& l = link_of(c);
       if (s.sends(c.c2s)) {
-        l.send = plugin_->connect(l.dev, peer_handle((*it)[i], policy, "link " + std::to_string(i)), deadline);
+        l.send = plugin_->connect_bounded(l.dev, peer_handle((*it)[i], policy, "link " + std::to_string(i)), deadline,
+                                          s.local.stop);
       } else {
-        l.recv = plugin_->accept(l.listen, deadline);
+        l.recv = plugin_->accept_bounded(l.listen, deadline, s.local.stop);
       }
     }
     for (std::size_t i = 0; latency && i < s.conns.size(); ++i) {
       PluginLink& l = link_of(*s.conns[i]);
       const auto& h = (*it)[s.conns.size() + i];
       if (s.is_client) {
-        l.recv = plugin_->accept(l.listen_back, deadline);
+        l.recv = plugin_->accept_bounded(l.listen_back, deadline, s.local.stop);
       } else {
-        l.send = plugin_->connect(l.dev, peer_handle(h, policy, "the echo of link " + std::to_string(i)), deadline);
+        l.send = plugin_->connect_bounded(l.dev, peer_handle(h, policy, "the echo of link " + std::to_string(i)),
+                                          deadline, s.local.stop);
       }
     }
   }

@@ -155,6 +155,17 @@ TEST_F(TokenFile, ASystemFileIsNotToldToChmod) {
   EXPECT_NE(why.find("file of its own"), std::string::npos) << why;
 }
 
+// A 0600 file of another user's is theirs to rewrite: the old check looked at the mode only.
+TEST_F(TokenFile, AFileOwnedByAnotherUserIsRefusedNamingItsOwner) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a file to another user (chown)";
+  const std::string p = write("theirs", "abc\n", 0600);
+  ASSERT_EQ(::chown(p.c_str(), 65534, 65534), 0);
+  const std::string why = error_of([&] { token_with({{"P2PSCOPE_TOKEN_FILE", p}}); });
+  EXPECT_NE(why.find("owned by uid 65534, not by this user (uid 0)"), std::string::npos) << why;
+  EXPECT_NE(why.find("a file of your own"), std::string::npos) << why;
+  EXPECT_EQ(why.find("chmod"), std::string::npos) << why;
+}
+
 TEST_F(TokenFile, OversizedEmptyMissingAndNonRegularFilesAreRefused) {
   const std::string big = write("big", std::string(4097, 'k'), 0600);
   EXPECT_NE(error_of([&] { token_with({{"P2PSCOPE_TOKEN_FILE", big}}); }).find("4096 byte limit"), std::string::npos);

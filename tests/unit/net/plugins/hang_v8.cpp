@@ -1,6 +1,7 @@
 // libtest-netplugin-hang.so: the reference plugin behind ncclNetPlugin_v8, except that
 // one call chosen by P2PSCOPE_TEST_HANG=CALL[:N] (isend, irecv, test, connect, accept,
-// closeSend) never returns from its N-th time on (default 1): a third-party plugin hung
+// closeSend) never returns from its N-th time on (default 1; with P2PSCOPE_TEST_HANG_ONCE=1
+// only the N-th): a third-party plugin hung
 // inside a call, as Google's Fast Socket did (issue 32 item 1). Signals do not end the
 // hang: it sleeps again, as a plugin stuck in a kernel wait or a spin would.
 #include <unistd.h>
@@ -24,7 +25,9 @@ void maybe_hang(const char* call) {
   const std::string name = spec.substr(0, spec.find(':'));
   if (name != call) return;
   const long nth = spec.find(':') == std::string::npos ? 1 : std::atol(spec.c_str() + spec.find(':') + 1);
-  if (++count < nth) return;
+  // P2PSCOPE_TEST_HANG_ONCE=1: only the N-th call hangs (a server's later sessions go on).
+  const long n = ++count;
+  if (n < nth || (std::getenv("P2PSCOPE_TEST_HANG_ONCE") && n != nth)) return;
   for (;;) pause();
 }
 
