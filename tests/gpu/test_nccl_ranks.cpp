@@ -87,6 +87,19 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
+// Waits (60 s at most) until rank `k`'s log holds `mark` (a progress line: the test set
+// P2PSCOPE_PROGRESS_AFTER_S=0 for it) or the rank ended. The kill tests kill on this
+// event, not after a fixed 8 s: on one H200 the ranks' bring-up once took longer than
+// that, and the kill came before the first size was measured.
+bool wait_for_mark(const Rank& k, const std::string& mark) {
+  for (int i = 0; i < 1500; ++i) {
+    if (slurp(k.log).find(mark) != std::string::npos) return true;
+    if (waitpid(k.pid, nullptr, WNOHANG) == k.pid) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  }
+  return false;
+}
+
 #define NEED_A_GPU_AND_THE_BINARY()                                                        \
   do {                                                                                      \
     const auto rt = gpu::runtime_info();                                                    \
@@ -121,13 +134,15 @@ TEST(NcclRanks, TwoProcessesMoveIntactDataBothWays) {
 
 TEST(NcclRanks, AKilledRankStopsTheOtherWithAnErrorWithinSeconds) {
   NEED_A_GPU_AND_THE_BINARY();
-  // 2000 iterations: over NVLink the sweep lasts ~20 s, past the kill at 8 s (with 50 it
-  // ended first on nvidia-h200-x2); over sockets it is far longer still.
+  // 2000 iterations: over NVLink the sweep lasts ~20 s, past the kill after its first row
+  // (with 50 it ended first on nvidia-h200-x2); over sockets it is far longer still.
   const std::string args = "bench gpu --backend nccl --pairs 0:1,1:0 --sizes 1M:1G --iters 2000";
   const int port = test_port();
+  setenv("P2PSCOPE_PROGRESS_AFTER_S", "0", 1);  // rank 0 says each row as it ends
   Rank r1 = start_rank(1, port, args, "kill");
   Rank r0 = start_rank(0, port, args, "kill");
-  std::this_thread::sleep_for(std::chrono::seconds(8));  // met, communicator up, transfers running
+  unsetenv("P2PSCOPE_PROGRESS_AFTER_S");
+  EXPECT_TRUE(wait_for_mark(r0, "[bench gpu] ")) << "rank 0 never reported a row:\n" << slurp(r0.log);
   kill(r1.pid, SIGKILL);
   const auto t0 = std::chrono::steady_clock::now();
   const int c0 = wait_rank(r0, 60);
@@ -231,9 +246,12 @@ TEST(NcclRanks, AKilledRankKeepsTheSizesMeasuredBeforeIt) {
   NEED_A_GPU_AND_THE_BINARY();
   const std::string args = "bench nccl --op allreduce --sizes 1K:1G --iters 40 --warmup 1";
   const int port = test_port();
+  // Rank 0 says its sizes as they end (at most every 2 s): the kill waits for the first.
+  setenv("P2PSCOPE_PROGRESS_AFTER_S", "0", 1);
   Rank r1 = start_rank(1, port, args, "collkill");
   Rank r0 = start_rank(0, port, args, "collkill");
-  std::this_thread::sleep_for(std::chrono::seconds(8));  // met, small sizes measured, large ones running
+  unsetenv("P2PSCOPE_PROGRESS_AFTER_S");
+  EXPECT_TRUE(wait_for_mark(r0, "[bench nccl] ")) << "rank 0 never reported a size:\n" << slurp(r0.log);
   kill(r1.pid, SIGKILL);
   const int c0 = wait_rank(r0, 60);
   wait_rank(r1, 5);

@@ -87,8 +87,15 @@ RankComm::~RankComm() {
   }
   dog_cv_.notify_all();
   if (dog_.joinable()) dog_.join();
-  // A dead peer may leave kernels waiting on it, which a destroy would wait for too.
-  if (comm_) boot_->dead_peer() < 0 ? ncclCommDestroy(comm_) : ncclCommAbort(comm_);
+  // A dead peer may leave kernels waiting on it, which a destroy would wait for too. NCCL
+  // may see the death first ("remote process exited" from a send) while the bootstrap has
+  // not yet: then the communicator holds an error, and destroying it hung rank 0 for good
+  // after it had printed its rows (one run of three on one H200). Abort it too.
+  if (comm_) {
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm_, &async);
+    (async == ncclSuccess && boot_->dead_peer() < 0) ? ncclCommDestroy(comm_) : ncclCommAbort(comm_);
+  }
 }
 
 std::string RankComm::describe(int r) const {
