@@ -115,14 +115,17 @@ void print_plan(const survey::Request& c) {
 }
 
 // --sizes: where the links' models went (export reads them), or why there are none.
-void say_links(const std::filesystem::path& dir, std::size_t links) {
-  if (links == 0) {
+void say_links(const std::filesystem::path& dir, const survey::LinksWritten& w) {
+  if (w.links == 0) {
     std::fprintf(stderr, "p2pscope survey: --sizes: no link has two sizes measured (see the failed sessions above): no "
                  "links.json written; run again with --resume DIR to measure the rest\n");
     return;
   }
   std::fprintf(stderr, "p2pscope survey: wrote %s/links.json (%zu links' models): p2pscope export %s --to astra-sim\n",
-               dir.c_str(), links, dir.c_str());
+               dir.c_str(), w.links, dir.c_str());
+  if (!w.grid_backend.empty())
+    std::fprintf(stderr, "p2pscope survey: two dimensions, the device pairs inside the hosts and the rail across them: "
+                 "p2pscope export %s --to astra-sim --backend '%s'\n", dir.c_str(), w.grid_backend.c_str());
 }
 
 void run(const survey::Request& c, Context& ctx) {
@@ -161,7 +164,7 @@ void run(const survey::Request& c, Context& ctx) {
   const auto doc = out::measured_json(run_metadata(ctx.argv), body);
   const std::string json_text = out::dump_json(doc, 2) + "\n";
   const std::filesystem::path dir(out);
-  const std::size_t links = survey::write_survey_files(dir, r, json_text, !o.sizes.empty());
+  const survey::LinksWritten links = survey::write_survey_files(dir, r, json_text, !o.sizes.empty());
   if (!o.sizes.empty()) say_links(dir, links);
   if (c.format == "json") std::fputs(json_text.c_str(), stdout);
   else if (c.format == "csv") std::fputs(survey::to_csv(r).c_str(), stdout);

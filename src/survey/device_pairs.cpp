@@ -1,6 +1,7 @@
 #include "survey/device_pairs.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -39,7 +40,14 @@ std::vector<Record> measure_device_pairs(const Record& base, const Options& o) {
     spec.mode = bench::Mode::unidirectional;
     // Host copies run at memory speed on CPUs the links share: a smaller buffer, the
     // same number of samples.
-    spec.sizes = {name == "host" ? std::min<std::uint64_t>(o.gpu_size, 64ull << 20) : o.gpu_size};
+    const std::uint64_t cap = name == "host" ? 64ull << 20 : ~std::uint64_t{0};
+    const std::uint64_t judged = std::min(o.gpu_size, cap);
+    // --sizes: every pair at each size too (up to the cap), the campaign's points inside
+    // the hosts beside the links' (campaign.cpp): records with size_bytes, not judged.
+    std::set<std::uint64_t> sizes{judged};
+    for (std::uint64_t s : o.sizes)
+      if (s <= cap) sizes.insert(s);
+    spec.sizes.assign(sizes.begin(), sizes.end());
     spec.iters = std::max(3, o.gpu_iters);
     spec.warmup = 2;
     const bench::SweepResult res = bench::run_sweep(*b, spec);
@@ -49,9 +57,17 @@ std::vector<Record> measure_device_pairs(const Record& base, const Options& o) {
       r.backend = name;
       r.dev_src = row.src, r.dev_dst = row.dst;
       if (!row.support.ok) continue;  // a pair the backend cannot run (no peer access) is no figure
+      if (row.first_bad >= 0) r.failure = fmt::format("device {} -> {}: the copied data was wrong", row.src, row.dst);
+      if (o.sizes.end() != std::find(o.sizes.begin(), o.sizes.end(), row.bytes)) {  // a point: one copy's time
+        Record point = r;
+        point.size_bytes = row.bytes;
+        for (double ns : row.samples_ns)
+          if (ns > 0) point.latency_ns.push_back(ns);
+        out.push_back(std::move(point));
+      }
+      if (row.bytes != judged) continue;
       for (double ns : row.samples_ns)
         if (ns > 0) r.c2s_bytes_per_s.push_back(static_cast<double>(row.bytes) / ns * 1e9);
-      if (row.first_bad >= 0) r.failure = fmt::format("device {} -> {}: the copied data was wrong", row.src, row.dst);
       out.push_back(std::move(r));
     }
     if (!res.stopped.empty() && out.empty()) {

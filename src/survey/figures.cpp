@@ -26,6 +26,7 @@ std::vector<Figure> figures_of(const std::vector<Record>& records, const std::ve
       out.push_back({Metric::bandwidth, r.pass, r.server, r.server, -1, kLocalClass, r.c2s_bytes_per_s});
       continue;
     }
+    if (r.step == "gpu" && r.size_bytes > 0) continue;  // --sizes: the campaign's points, not judged
     if (r.step == "gpu") {
       out.push_back({Metric::bandwidth, r.pass, r.server, r.server, -1,
                      fmt::format("{}{} {}->{}", kDevicePairPrefix, r.backend, r.dev_src, r.dev_dst), r.c2s_bytes_per_s,

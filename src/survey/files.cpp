@@ -76,16 +76,23 @@ Result read_survey_json(const std::string& path_text) {
 }
 
 
-std::size_t write_survey_files(const std::filesystem::path& dir, const Result& r, const std::string& json_text,
-                               bool sizes) {
+LinksWritten write_survey_files(const std::filesystem::path& dir, const Result& r, const std::string& json_text,
+                                bool sizes) {
   write_survey_file(dir / "survey.json", json_text);
   write_survey_file(dir / "survey.csv", to_csv(r));
   write_survey_file(dir / "survey.html", to_html(r));
-  if (!sizes) return 0;
+  LinksWritten w;
+  if (!sizes) return w;
   // --sizes: the links' models where export reads them (analyze's links.json).
   const auto links = link_models(r);
   if (!links.empty()) write_survey_file(dir / "links.json", out::dump_json(links_json(r, links), 1) + "\n");
-  return links.size();
+  w.links = links.size();
+  for (const auto& m : links)
+    if (m.backend.find(" + ") != std::string::npos) {
+      w.grid_backend = m.backend;
+      break;
+    }
+  return w;
 }
 
 }  // namespace p2pscope::survey

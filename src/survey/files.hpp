@@ -25,9 +25,12 @@ Result read_survey_json(const std::string& path_text);
 
 // survey.json (`json_text`, as the command made it with the run's metadata), survey.csv
 // and survey.html in `dir`; with --sizes (`sizes`) links.json too, where a link has two
-// sizes measured. Returns the links written there (0: none; no links.json). Error when a
-// file cannot be written.
-std::size_t write_survey_files(const std::filesystem::path& dir, const Result& r, const std::string& json_text,
-                               bool sizes);
+// sizes measured. Error when a file cannot be written.
+struct LinksWritten {
+  std::size_t links = 0;    // link models in links.json (0: none; no links.json)
+  std::string grid_backend;  // the first two-dimensional backend (rail + device pairs), "" when none
+};
+LinksWritten write_survey_files(const std::filesystem::path& dir, const Result& r, const std::string& json_text,
+                                bool sizes);
 
 }  // namespace p2pscope::survey

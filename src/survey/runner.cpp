@@ -391,7 +391,9 @@ class Driver {
       for (int h = 0; h < n; ++h) s.tasks.push_back(task(h));
       run_step(s);
     }
-    const std::size_t got = r_.records.size() - before;
+    const std::size_t got = static_cast<std::size_t>(std::count_if(
+        r_.records.begin() + static_cast<std::ptrdiff_t>(before), r_.records.end(),
+        [](const Record& rec) { return rec.size_bytes == 0; }));  // --sizes' points are not figures
     progress(fmt::format("device pairs inside the hosts measured ({} figure{})", got, got == 1 ? "" : "s"));
   }
 

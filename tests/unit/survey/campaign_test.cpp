@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -80,6 +81,52 @@ TEST(SurveyCampaign, LinksJsonIsAnalyzesSchemaWithTheHostsByNpu) {
   EXPECT_TRUE(l["alpha_beta"].is_object());
   EXPECT_EQ(l["points"].size(), 6u);
   EXPECT_GT(l["points"][0]["median_ns"].get<double>(), 20e3);
+}
+
+// With --sizes the device pairs inside the hosts have points too: each rail is then also a
+// network of two dimensions, NPU h x 2 + d device d of host h, the device pairs inside and
+// every device pair across hosts at its hosts' link (the grid export's check looks for).
+TEST(SurveyCampaign, DevicePairsAtTheSizesMakeEachRailAGridOfTwoDimensions) {
+  Result r = three_hosts();
+  for (int h = 0; h < 3; ++h)
+    for (const auto& [a, b] : {std::pair{0, 1}, std::pair{1, 0}})
+      for (std::uint64_t n = 1024; n <= (1u << 20); n *= 4) {
+        Record rec;
+        rec.step = "gpu", rec.server = h, rec.client = h, rec.rail = -1, rec.size_bytes = n;
+        rec.backend = "ce", rec.dev_src = a, rec.dev_dst = b;
+        for (int i = 0; i < 9; ++i) rec.latency_ns.push_back(2e3 + static_cast<double>(n) / 400e9 * 1e9);
+        r.records.push_back(rec);
+      }
+  Record judged;  // the device pair's figure at --gpu-size: not a point
+  judged.step = "gpu", judged.server = judged.client = 0, judged.backend = "ce", judged.dev_src = 0, judged.dev_dst = 1;
+  judged.c2s_bytes_per_s = {400e9};
+  r.records.push_back(judged);
+  const auto links = link_models(r);
+  std::size_t flat = 0, inside = 0, across = 0;
+  std::set<std::pair<int, int>> pairs;
+  for (const auto& m : links) {
+    if (m.backend == "tcp eth1") {
+      ++flat;
+      continue;
+    }
+    ASSERT_EQ(m.backend, "tcp eth1 + ce");
+    pairs.insert({m.src, m.dst});
+    if (m.src / 2 == m.dst / 2) {
+      ++inside;
+      EXPECT_EQ(m.link_class, "device pair (ce)");
+      EXPECT_NEAR(m.fit.beta_bytes_per_s, 400e9, 400e9 * 0.05);
+    } else {
+      ++across;
+      EXPECT_EQ(m.link_class, "NIC 200 Mb/s");
+      EXPECT_NEAR(m.fit.beta_bytes_per_s, 25e6, 25e6 * 0.03);
+    }
+  }
+  EXPECT_EQ(flat, 6u) << "the rail's own one-dimensional links stay";
+  EXPECT_EQ(inside, 6u) << "3 hosts x 2 directed device pairs";
+  EXPECT_EQ(across, 24u) << "6 directed host pairs x 2 x 2 devices";
+  EXPECT_EQ(pairs.size(), 30u) << "every directed pair of the 6 NPUs, once";
+  const nlohmann::json j = links_json(r, links);
+  EXPECT_EQ(j["source"]["npu_devices_per_host"], 2);
 }
 
 }  // namespace
