@@ -23,7 +23,9 @@
 #                                          P2PSCOPE_NETNS_ENV="VAR ...": more variables to the ranks)
 #                                          ($P2PSCOPE: the binary, default build/p2pscope;
 #                                          P2PSCOPE_NETNS_RECOVERY=1: a rank that dies does
-#                                          not end the others)
+#                                          not end the others; P2PSCOPE_NETNS_PER_HOST=K: K
+#                                          ranks a host, ranks hK..hK+K-1 on host h, as a
+#                                          launcher starts one process per GPU: survey --per gpu)
 #
 # Addresses: 10.201.R.(H+1)/24 on rail R (R = 0 is management), a range these tests own.
 # P2PSCOPE_NETNS_PREFIX (default p2s) names everything, so that two clusters can coexist.
@@ -154,7 +156,9 @@ case "${1:-}" in
   survey)
     shift
     [ -e "$STATE/hosts" ] || die "no cluster (netns-cluster.sh up N first)"
-    n=$(cat "$STATE/hosts")
+    per=${P2PSCOPE_NETNS_PER_HOST:-1}
+    int P2PSCOPE_NETNS_PER_HOST "$per"
+    n=$(( $(cat "$STATE/hosts") * per ))
     export P2PSCOPE_TOKEN=${P2PSCOPE_TOKEN:-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')}
     export P2PSCOPE_RENDEZVOUS="$(addr 0 0):${P2PSCOPE_NETNS_PORT:-29777}"
     export P2PSCOPE_NETNS_PREFIX=$P P2PSCOPE_NETNS_NET=$NET
@@ -177,7 +181,7 @@ case "${1:-}" in
     # Root may run ranks only when told. P2PSCOPE_NETNS_RECOVERY=1: --enable-recovery keeps
     # the job when a rank dies, but mpirun then exits 0 whatever the ranks' codes.
     exec mpirun --allow-run-as-root --oversubscribe --bind-to none ${P2PSCOPE_NETNS_RECOVERY:+--enable-recovery} -np "$n" \
-      -x P2PSCOPE_TOKEN -x P2PSCOPE_RENDEZVOUS -x P2PSCOPE_NETNS_PREFIX -x P2PSCOPE_NETNS_NET \
+      -x P2PSCOPE_TOKEN -x P2PSCOPE_RENDEZVOUS -x P2PSCOPE_NETNS_PREFIX -x P2PSCOPE_NETNS_NET -x P2PSCOPE_NETNS_PER_HOST=$per \
       ${P2PSCOPE_NETNS_CPUS:+-x P2PSCOPE_NETNS_CPUS} ${P2PSCOPE_NETNS_WRAP:+-x KILL_RANK -x KILL_AFTER -x KILL_SIG -x KILL_WHEN -x KILL_LINES} \
       $(for v in ${P2PSCOPE_NETNS_ENV:-}; do printf -- '-x %s ' "$v"; done) \
       "$0" rank-exec ${P2PSCOPE_NETNS_WRAP:-} "${P2PSCOPE:-build/p2pscope}" survey "$@" ;;
@@ -185,6 +189,6 @@ case "${1:-}" in
     shift
     rank=${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-${PMI_RANK:-${RANK:-}}}}
     [ -n "$rank" ] || die "rank-exec: no launcher rank in the environment (OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK, RANK)"
-    enter "$rank" "$@" ;;
+    enter "$(( rank / ${P2PSCOPE_NETNS_PER_HOST:-1} ))" "$@" ;;
   *) sed -n '2,30p' "$0" >&2; exit 2 ;;
 esac

@@ -33,6 +33,11 @@ void add_options(CLI::App& c, survey::Request& o) {
       ->capture_default_str();
   c.add_option("--nics", o.nics, "the NICs to survey, one per rail, the same names on every host (default: every IPv4 "
                                  "NIC but loopback and the one the rendezvous goes over)");
+  c.add_option("--per", o.per,
+               "host (one process per host) or gpu (one per GPU, as torchrun and srun --ntasks-per-node=G start them: "
+               "the ranks of a host make that host, rail r runs from its r-th rank, the local ceiling and device pairs "
+               "from its first)")
+      ->capture_default_str();
   c.add_option("--hosts", o.hosts, "the host names the ranks must run on, each once (a check of the launcher's list)");
   c.add_option("--rails", o.rails,
                "which NIC meets which on the peer: 0:0,1:1 (the default, NIC i with NIC i), 0:1,1:0 (across rails), or "

@@ -109,6 +109,40 @@ std::vector<std::string> nic_names(const HostInfo& h) {
 }
 }  // namespace
 
+void group_ranks(const std::vector<HostInfo>& ranks, const Options& o, Result& r) {
+  r.hosts.clear();
+  r.members.clear();
+  if (!o.per_gpu) {
+    r.hosts = ranks;
+    for (const HostInfo& h : ranks) r.members.push_back({h.rank});
+    return;
+  }
+  for (const HostInfo& h : ranks)  // every rank's own problem, not only its host's first
+    if (!h.problem.empty()) throw UsageError(fmt::format("survey: rank {} on host {}: {}", h.rank, h.host, h.problem));
+  std::map<std::string, std::size_t> index;
+  for (const HostInfo& h : ranks) {
+    const auto [it, fresh] = index.emplace(h.host, r.hosts.size());
+    if (fresh) {
+      r.hosts.push_back(h);
+      r.members.push_back({h.rank});
+      continue;
+    }
+    const HostInfo& first = r.hosts[it->second];
+    if (nic_names(h) != nic_names(first))
+      throw UsageError(fmt::format("survey --per gpu: ranks {} and {} on host {} see different NICs ({} and {}): "
+                                   "give every rank the same --nics",
+                                   first.rank, h.rank, h.host, fmt::join(nic_names(first), ","),
+                                   fmt::join(nic_names(h), ",")));
+    r.members[it->second].push_back(h.rank);
+  }
+}
+
+int host_of(const std::vector<std::vector<int>>& members, int rank) {
+  for (std::size_t h = 0; h < members.size(); ++h)
+    if (std::find(members[h].begin(), members[h].end(), rank) != members[h].end()) return static_cast<int>(h);
+  return -1;
+}
+
 void check_hosts(const std::vector<HostInfo>& hosts, const Options& o) {
   for (const HostInfo& h : hosts)
     if (!h.problem.empty()) throw UsageError(fmt::format("survey: rank {} on host {}: {}", h.rank, h.host, h.problem));
@@ -117,7 +151,8 @@ void check_hosts(const std::vector<HostInfo>& hosts, const Options& o) {
     const auto [it, fresh] = first_rank.emplace(h.host, h.rank);
     if (!fresh)
       throw UsageError(fmt::format("survey: ranks {} and {} are both on host {}: the survey runs one process per "
-                                   "host (mpirun --map-by ppr:1:node, srun --ntasks-per-node=1)",
+                                   "host (mpirun --map-by ppr:1:node, srun --ntasks-per-node=1), or one per GPU with "
+                                   "--per gpu",
                                    it->second, h.rank, h.host));
   }
   for (const HostInfo& h : hosts)

@@ -144,6 +144,7 @@ nlohmann::json to_json(const Result& r) {
           {"rails", r.names.rails},
           {"transport", r.transport},
           {"gone", r.gone},
+          {"ranks", r.members},  // by host: its ranks (several under --per gpu)
           {"rounds", r.rounds},
           {"recheck_rounds", r.recheck_rounds},
           {"wall_s", r.wall_s},

@@ -79,6 +79,9 @@ Options options_of(const Request& c, const std::string& rendezvous_host) {
   o.latency = !c.no_latency;
   o.local = !c.no_local;
   o.recheck = !c.no_recheck;
+  if (c.per != "host" && c.per != "gpu")
+    throw UsageError("--per " + external_text(c.per, 40) + ": expected host (one process per host) or gpu (one per GPU)");
+  o.per_gpu = c.per == "gpu";
   if (!(c.round_timeout_s > 0)) throw UsageError("--round-timeout must be a positive number of seconds");
   if (!(c.max_time_s >= 0)) throw UsageError("--max-time must be 0 (no bound) or a number of seconds");
   o.round_timeout_s = c.round_timeout_s;

@@ -20,6 +20,7 @@ struct Request {
   double timeout_s = 10, round_timeout_s = 60, max_time_s = 0;
   double threshold_pct = 5, latency_threshold_pct = 50;
   bool no_latency = false, no_local = false, no_recheck = false;
+  std::string per = "host";  // --per host|gpu
   std::string format = "text", out, resume;
   std::string plan, from;  // --plan N,N...: the time model, no launch
   std::string gpu_backend = "auto", gpu_size = "256M";

@@ -103,10 +103,9 @@ void take_figures(Record& rec, const tcp::Results& res) {
 
 class Part {
  public:
-  Part(Bootstrap& boot, const Options& o, const std::vector<HostInfo>& hosts, const std::vector<Rail>& rails,
-       const LinkTransport& transport)
-      : boot_(boot), o_(o), hosts_(hosts), rails_(rails), transport_(transport), me_(boot.rank()),
-        token_(auth::load_token()) {}
+  Part(Bootstrap& boot, const Options& o, const Result& r, const LinkTransport& transport)
+      : boot_(boot), o_(o), hosts_(r.hosts), rails_(r.rails), members_(r.members), transport_(transport),
+        me_(boot.rank()), my_host_(host_of(r.members, boot.rank())), token_(auth::load_token()) {}
 
   // This rank's share of one step (every rank calls it for every step): listens for its
   // server tasks, learns every server's port, runs its client tasks; rank 0 returns
@@ -118,9 +117,9 @@ class Part {
     std::vector<Record> mine;
     for (std::size_t i = 0; i < s.tasks.size(); ++i) {
       const Task& t = s.tasks[i];
-      if (t.server != me_ || s.kind == "local" || s.kind == "gpu") continue;
+      if (s.kind == "local" || s.kind == "gpu" || runs_at(t.server, t.rail) != me_) continue;
       tcp::ServerOptions so;
-      so.bind_addrs = {nic(me_, t.client, t.rail).ipv4};
+      so.bind_addrs = {nic(my_host_, t.client, t.rail).ipv4};
       so.port = 0;
       // The client connects as soon as it has the ports: a longer wait only means it failed.
       so.accept_timeout_s = std::min(o_.round_timeout_s, params.timeout_s + 5);
@@ -131,7 +130,7 @@ class Part {
         ports[std::to_string(i)] = servers[i]->port();
       } catch (const Error& e) {
         Record r = record_for(s, t);
-        r.failure = fmt::format("server on {} {} could not listen: {}", hosts_[me_].host, so.bind_addrs[0], e.what());
+        r.failure = fmt::format("server on {} {} could not listen: {}", hosts_[my_host_].host, so.bind_addrs[0], e.what());
         mine.push_back(r);
       }
     }
@@ -147,7 +146,7 @@ class Part {
       });
     for (std::size_t i = 0; i < s.tasks.size(); ++i) {
       const Task t = s.tasks[i];
-      if (t.client != me_) continue;
+      if (runs_at(t.client, t.rail) != me_) continue;
       if (s.kind == "gpu") {  // this host's device pairs: the step's only task here, no peer
         const std::int64_t t0 = monotonic_ns();
         std::vector<Record> pairs = measure_device_pairs(record_for(s, t), o_);
@@ -170,10 +169,10 @@ class Part {
             r.failure = fmt::format("the server side on {} did not listen (gone, or its bind failed)", hosts_[t.server].host);
           } else {
             tcp::ClientOptions co;
-            co.hosts = {nic(t.server, me_, t.rail).ipv4};
+            co.hosts = {nic(t.server, my_host_, t.rail).ipv4};
             co.port = static_cast<std::uint16_t>(port_v);
             co.local = local_for(t.server, t.rail);
-            co.local.nics = {nic(me_, t.server, t.rail).ipv4};
+            co.local.nics = {nic(my_host_, t.server, t.rail).ipv4};
             co.token = token_;
             take_figures(r, tcp::run_client(co, params));
           }
@@ -190,16 +189,23 @@ class Part {
   }
 
  private:
-  // The NIC `rank` uses on `rail` with `peer` (--rails may cross them).
-  const NicInfo& nic(int rank, int peer, int rail) const { return rail_nic(hosts_, rails_, rank, peer, rail); }
+  // The NIC `host` uses on `rail` with `peer` (--rails may cross them).
+  const NicInfo& nic(int host, int peer, int rail) const { return rail_nic(hosts_, rails_, host, peer, rail); }
+
+  // The rank that runs `host`'s side on `rail`: its r-th rank (mod their count), its first
+  // for the local ceiling and device pairs (rail -1). One rank a host unless --per gpu.
+  int runs_at(int host, int rail) const {
+    const std::vector<int>& m = members_.at(static_cast<std::size_t>(host));
+    return m[rail < 0 ? 0 : static_cast<std::size_t>(rail) % m.size()];
+  }
 
   // This host's side of a session with `peer` on `rail`: sockets, or the plugin device
   // that is the rail's NIC here. A plugin call that hangs holds a thread nothing can stop:
   // the rank ends, and rank 0 names it gone and goes on (as for a killed host).
   tcp::LocalOptions local_for(int peer, int rail) const {
     tcp::LocalOptions l;
-    const NicInfo& n = nic(me_, peer, rail);
-    l.path = transport_.by_nic.at(static_cast<std::size_t>(&n - hosts_[static_cast<std::size_t>(me_)].nics.data()));
+    const NicInfo& n = nic(my_host_, peer, rail);
+    l.path = transport_.by_nic.at(static_cast<std::size_t>(&n - hosts_[static_cast<std::size_t>(my_host_)].nics.data()));
     l.on_hung_call = tcp::exit_on_hung_call("p2pscope survey");
     return l;
   }
@@ -250,8 +256,9 @@ class Part {
   const Options& o_;
   const std::vector<HostInfo>& hosts_;
   const std::vector<Rail>& rails_;
+  const std::vector<std::vector<int>>& members_;
   const LinkTransport& transport_;
-  int me_;
+  int me_, my_host_;
   std::optional<std::string> token_;
   std::vector<std::string> refused_;
 };
@@ -260,7 +267,7 @@ class Part {
 class Driver {
  public:
   Driver(Bootstrap& boot, const Options& o, Result& r, const LinkTransport& transport)
-      : boot_(boot), o_(o), r_(r), part_(boot, o, r.hosts, r.rails, transport) {
+      : boot_(boot), o_(o), r_(r), part_(boot, o, r, transport) {
     for (const Record& rec : o.resumed) done_.insert(task_key(rec, r.hosts));
   }
 
@@ -340,10 +347,11 @@ class Driver {
     boot_.broadcast_live(out::dump_json(to_json(s)), o_.round_timeout_s);
     std::vector<Record> got = part_.run(s);
     for (const auto& [rank, why] : boot_.dropped()) {
-      auto& g = r_.gone[static_cast<std::size_t>(rank)];
+      const int h = host_of(r_.members, rank);  // --per gpu: one rank gone takes its host's rails with it
+      auto& g = r_.gone[static_cast<std::size_t>(h)];
       if (g.empty()) {
         g = fmt::format("rank {} stopped answering in the {}", rank, what);
-        progress(fmt::format("{} ({}): {}; the survey goes on without it", r_.hosts[static_cast<std::size_t>(rank)].host,
+        progress(fmt::format("{} ({}): {}; the survey goes on without it", r_.hosts[static_cast<std::size_t>(h)].host,
                              g, why));
       }
     }
@@ -533,11 +541,13 @@ Result run(Bootstrap& boot, const Options& o) {
   const LinkTransport transport = open_transport(o, mine);  // a plugin that cannot serve: mine.problem
   mine.transport = transport.name;
   const auto parts = boot.allgather(out::dump_json(to_json(mine)));  // everyone is present at the start
-  for (const auto& p : parts) r.hosts.push_back(host_from_json(parse(p, "a host description")));
-  for (int i = 0; i < n; ++i) r.hosts[static_cast<std::size_t>(i)].rank = i;
+  std::vector<HostInfo> ranks;
+  for (const auto& p : parts) ranks.push_back(host_from_json(parse(p, "a host description")));
+  for (int i = 0; i < n; ++i) ranks[static_cast<std::size_t>(i)].rank = i;
+  group_ranks(ranks, o, r);
   check_hosts(r.hosts, o);  // the same hosts on every rank: the same refusal everywhere
-  r.gone.assign(static_cast<std::size_t>(n), "");
-  r.shared_kernel = n > 1 && std::all_of(r.hosts.begin(), r.hosts.end(), [&](const HostInfo& h) {
+  r.gone.assign(r.hosts.size(), "");
+  r.shared_kernel = r.hosts.size() > 1 && std::all_of(r.hosts.begin(), r.hosts.end(), [&](const HostInfo& h) {
                       return !h.boot_id.empty() && h.boot_id == r.hosts.front().boot_id;
                     });
   std::set<int> taken;
@@ -554,7 +564,7 @@ Result run(Bootstrap& boot, const Options& o) {
   for (const Rail& rail : r.rails) r.names.rails.push_back(rail_label(r.hosts.front(), rail));
 
   if (me != 0) {
-    Part part(boot, o, r.hosts, r.rails, transport);
+    Part part(boot, o, r, transport);
     // Rank 0 may run other hosts' local ceilings one at a time meanwhile.
     const double wait_s = std::max(600.0, o.round_timeout_s * (n + 2));
     for (;;) {

@@ -54,6 +54,11 @@ struct Options {
   std::string transport = "tcp";          // tcp (sockets) or net (an NCCL net plugin: transport.hpp)
   std::string plugin;                     // net: a path, file or NAME; empty: NCCL_NET_PLUGIN's rules
   bool latency = true, local = true, recheck = true;
+  // --per gpu: a process per GPU (as torchrun and srun --ntasks-per-node=G start them).
+  // The ranks on one host make that host; rail r's sessions run from its r-th rank (mod
+  // their count), so each NIC's sessions run in its GPU's process; the local ceiling and
+  // the device pairs from its first rank.
+  bool per_gpu = false;
   // Inside each host: every directed device pair, copied by `gpu_backend` ("auto": ce with
   // 2+ GPUs, the host backend (memory between NUMA nodes) without a GPU; "none": not run).
   std::string gpu_backend = "auto";
@@ -89,7 +94,8 @@ struct Result {
   std::vector<Rail> rails;  // resolved: --rails, or NIC i with NIC i
   std::string transport = "tcp";  // rank 0's: every host's is the same (check_hosts)
   std::vector<Record> records;
-  std::vector<std::string> gone;  // by rank: why it dropped out ("" while present)
+  std::vector<std::string> gone;  // by host: why it dropped out ("" while present)
+  std::vector<std::vector<int>> members;  // by host: its ranks, lowest first (one each unless --per gpu)
   std::vector<Judged> judged;
   Verdict verdict;
   ClusterNames names;
@@ -109,6 +115,13 @@ HostInfo describe_host(int rank, const Options& o);
 // on one host, hosts with different rail counts or transports, a --hosts list with a duplicate, a rank
 // on a host the list lacks, a listed host without a rank.
 void check_hosts(const std::vector<HostInfo>& hosts, const Options& o);
+// Every rank's description (by rank) into r.hosts and r.members: one host a rank, or under
+// --per gpu the ranks of one host name together (the lowest rank's description stands for
+// the host, in the order of their lowest ranks). UsageError for a rank's problem, or for
+// ranks of one host that see different NICs.
+void group_ranks(const std::vector<HostInfo>& ranks, const Options& o, Result& r);
+// The host of `rank` in `members` (-1: none).
+int host_of(const std::vector<std::vector<int>>& members, int rank);
 
 // Collective over `boot`: every rank calls it. Rank 0 returns the whole result; the
 // others return theirs (hosts only) when rank 0 ends the survey.

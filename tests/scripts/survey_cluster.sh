@@ -2,7 +2,8 @@
 # `p2pscope survey` under a real mpirun on hosts made of network namespaces
 # (tools/netns-cluster.sh): a healthy cluster flags nothing, a link slowed to 50 % is named
 # as that link, --transport net runs the links over the reference plugin, --sizes writes
-# link models that export reads, --expect sees a fleet below what it should carry, --rails crosses rails, a killed host is named and every other pair kept, a NIC a host lacks is
+# link models that export reads (two dimensions with the device pairs), --per gpu runs a
+# process per GPU, --expect sees a fleet below what it should carry, --rails crosses rails, a killed host is named and every other pair kept, a NIC a host lacks is
 # a clear exit 2. Exit 77 (ctest: skipped, with the reason) where namespaces, tc or
 # mpirun are missing.  Usage: survey_cluster.sh P2PSCOPE SOURCE_DIR
 set -uo pipefail
@@ -90,7 +91,25 @@ check "--sizes: export --to astra-sim reads the survey (4 NPUs, rail eth2)" \
   "$(grep -q '^npus_count: \[ *4 *\]' "$out/sizes.yml" && grep -q 'backend tcp eth2' "$out/sizes.yml"; echo $?)" \
   "$(head -3 "$out/sizes-export.err"; grep -m2 'npus_count\|backend' "$out/sizes.yml")"
 
+# With the local phase on, the device pairs inside the hosts (the host backend here: two
+# buffers a host) are measured at the sizes too, and each rail is also a grid of two
+# dimensions that export finds: 2 "devices" inside, 4 hosts across.
+survey grid --sizes 1K,64K,1M --gpu-size 4M --no-recheck --no-latency
+"$bin" export "$out/grid" --to astra-sim --backend "tcp eth1 + host" >"$out/grid.yml" 2>"$out/grid-export.err"
+check "--sizes with device pairs: export writes two dimensions (2 devices x 4 hosts)" \
+  "$([ $rc = 0 ] && grep -q '^npus_count: \[ *2, *4 *\]' "$out/grid.yml" && grep -q '^topology: \[ *Switch, *Switch *\]' "$out/grid.yml"; echo $?)" \
+  "rc $rc; $(grep -v PMIX "$out/grid.err" | tail -2; head -3 "$out/grid-export.err"; grep -m2 'npus_count\|topology' "$out/grid.yml")"
+
 bash "$cluster" slow-link 1 2 2 50 >/dev/null 2>&1
+# One process per GPU (2 a host, as a launcher starts them): the ranks of a host make that
+# host, rail r runs from its r-th rank; the slow link is found the same way.
+P2PSCOPE_NETNS_PER_HOST=2 survey pergpu --per gpu --no-recheck --format json
+check "--per gpu: 8 ranks make 4 hosts, 2 each" "$(python3 -c "
+import json,sys; d=json.load(open('$out/pergpu/survey.json'))
+sys.exit(0 if d['ranks']==[[0,1],[2,3],[4,5],[6,7]] and len(d['hosts'])==4 else 1)"; echo $?)" \
+  "rc $rc; $(grep -v PMIX "$out/pergpu.err" | tail -3)"
+check "--per gpu: exit 3, the slow link named" "$([ $rc = 3 ] && grep -q 'h1 eth2 <-> h2 eth2' "$out/pergpu.txt"; echo $?)" \
+  "rc $rc; $(head -c 400 "$out/pergpu.txt")"
 survey slow
 check "slow link: exit 3 (found)" "$([ $rc = 3 ]; echo $?)" "rc $rc"
 check "slow link: named as the link, h1 -> h2 the slower" \

@@ -39,6 +39,7 @@ TEST(BadInput, RefusedWithExit2NamingTheFlag) {
       {"survey --expect bw=fast", "'fast' is not a rate"},
       {"survey --expect speed=9", "'speed=9' is not KEY=VALUE"},
       {"survey --rails 0:1,0:1", "rail 0:1 given twice"},
+      {"survey --per node", "--per node: expected host (one process per host) or gpu (one per GPU)"},
       {"survey --rails eth1:eth2", "only together with --nics"},
       {"survey --transport nccl", "--transport nccl: expected tcp (sockets) or net"},
       {"survey --plugin p2pscope", "--plugin goes with --transport net"},

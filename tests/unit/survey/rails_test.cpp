@@ -79,5 +79,40 @@ TEST(SurveyRails, AMapPastTheHostsNicsIsRefusedByName) {
   }
 }
 
+// --per gpu: the ranks of one host name make that host, its lowest rank's description
+// standing for it, in the order of their lowest ranks; rail r then runs from its r-th rank.
+TEST(SurveyPerGpu, RanksOfOneHostMakeThatHost) {
+  std::vector<HostInfo> ranks;
+  for (int r = 0; r < 6; ++r) {
+    HostInfo i;
+    i.rank = r, i.host = r < 2 ? "a" : r < 4 ? "b" : "c";
+    if (r == 5) i.host = "a";  // a launcher that placed a rank out of order
+    i.nics = {{"eth1", "10.0.1." + std::to_string(r + 1), 200}, {"eth2", "10.0.2." + std::to_string(r + 1), 200}};
+    ranks.push_back(i);
+  }
+  Options o;
+  Result r;
+  EXPECT_NO_THROW(group_ranks(ranks, o, r));  // --per host: a host a rank (check_hosts then refuses)
+  EXPECT_EQ(r.hosts.size(), 6u);
+  EXPECT_THROW(check_hosts(r.hosts, o), UsageError);
+  o.per_gpu = true;
+  group_ranks(ranks, o, r);
+  ASSERT_EQ(r.hosts.size(), 3u);
+  EXPECT_EQ(r.members, (std::vector<std::vector<int>>{{0, 1, 5}, {2, 3}, {4}}));
+  EXPECT_EQ(r.hosts[1].rank, 2);
+  EXPECT_NO_THROW(check_hosts(r.hosts, o));
+  EXPECT_EQ(host_of(r.members, 5), 0);
+  EXPECT_EQ(host_of(r.members, 4), 2);
+  EXPECT_EQ(host_of(r.members, 9), -1);
+  ranks[3].nics.pop_back();  // a rank of host b that sees one NIC
+  try {
+    group_ranks(ranks, o, r);
+    FAIL() << "ranks of one host with different NICs accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("ranks 2 and 3 on host b see different NICs (eth1,eth2 and eth1)"),
+              std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace p2pscope::survey
