@@ -3,6 +3,7 @@
 // `bench tcp --server` does: what each serve_one returned or threw is kept, with the
 // server's log. Only p2pscope::Error is caught: anything else escaping a session ends
 // the test binary, as it would end a real server.
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -88,5 +89,30 @@ class ServerThread {
   std::vector<std::string> errors_;
   std::vector<tcp::Results> results_;
 };
+
+// What a client of the server on `port` is told when it proposes `p`: the error's words,
+// or "accepted" when the session ran (stopped after `limit_s` by its stop flag: a test that
+// wants a refusal fails there, on the old code, without running the whole session).
+inline std::string refusal_of(std::uint16_t port, const tcp::Params& p, double limit_s = 5) {
+  std::atomic<bool> stop{false};
+  tcp::ClientOptions co;
+  co.port = port;
+  co.local.stop = &stop;
+  std::thread stopper([&] {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
+    while (!stop && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    stop = true;
+  });
+  std::string err;
+  try {
+    tcp::run_client(co, p);
+    err = "accepted";
+  } catch (const Error& e) {
+    err = e.what();
+  }
+  stop = true;
+  stopper.join();
+  return err;
+}
 
 }  // namespace p2pscope::test

@@ -24,6 +24,48 @@ namespace {
 
 using p2pscope::test::seconds_since;
 
+// The built binary with `env` set, stderr to err_path, stdout to /dev/null.
+pid_t spawn_with(const std::vector<std::pair<std::string, std::string>>& env, const std::vector<std::string>& args,
+                 const std::string& err_path) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    std::vector<std::string> all = {P2PSCOPE_BINARY};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const int fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || dup2(fd, 2) < 0 || !freopen("/dev/null", "w", stdout)) _exit(126);
+    execv(P2PSCOPE_BINARY, argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// The exit code, or -1 when still running after limit_s (then killed).
+int wait_exit(pid_t pid, double limit_s) {
+  const auto t0 = std::chrono::steady_clock::now();
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) != pid) {
+    if (seconds_since(t0) > limit_s) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string slurp_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+
 struct HungRun {
   int exit_code = -1;  // -1: still running at the limit (killed)
   double seconds = 0;  // from start, or from the signal when one was sent
@@ -36,21 +78,10 @@ HungRun run_hung(const std::vector<std::string>& command, const std::string& han
                  double term_after_s, double limit_s) {
   const std::string err_path = ::testing::TempDir() + "watchdog_" + std::to_string(getpid()) + ".err";
   const auto t0 = std::chrono::steady_clock::now();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    setenv("P2PSCOPE_TEST_HANG", hang.c_str(), 1);
-    std::vector<std::string> all = {P2PSCOPE_BINARY};
-    all.insert(all.end(), command.begin(), command.end());
-    all.insert(all.end(), {"--plugin", P2PSCOPE_TEST_HANG_PLUGIN});
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0 || dup2(fd, 2) < 0 || !freopen("/dev/null", "w", stdout)) _exit(126);
-    execv(P2PSCOPE_BINARY, argv.data());
-    _exit(127);
-  }
+  std::vector<std::string> all = command;
+  all.insert(all.end(), {"--plugin", P2PSCOPE_TEST_HANG_PLUGIN});
+  all.insert(all.end(), args.begin(), args.end());
+  const pid_t pid = spawn_with({{"P2PSCOPE_TEST_HANG", hang}}, all, err_path);
   HungRun r;
   auto from = t0;
   bool termed = false;
@@ -73,10 +104,7 @@ HungRun run_hung(const std::vector<std::string>& command, const std::string& han
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   r.seconds = seconds_since(from);
-  std::ifstream in(err_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  r.err = ss.str();
+  r.err = slurp_file(err_path);
   std::filesystem::remove(err_path);
   return r;
 }
@@ -136,50 +164,6 @@ TEST(BenchNetWatchdog, AHungIsendEndsASweepNetWithinTheTimeoutToo) {
   EXPECT_NE(r.err.find("isend call has not returned"), std::string::npos) << r.err;
 }
 
-namespace {
-
-// The built binary with `env` set, stderr to err_path, stdout to /dev/null.
-pid_t spawn_with(const std::vector<std::pair<std::string, std::string>>& env, const std::vector<std::string>& args,
-                 const std::string& err_path) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    std::vector<std::string> all = {P2PSCOPE_BINARY};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0 || dup2(fd, 2) < 0 || !freopen("/dev/null", "w", stdout)) _exit(126);
-    execv(P2PSCOPE_BINARY, argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-// The exit code, or -1 when still running after limit_s (then killed).
-int wait_exit(pid_t pid, double limit_s) {
-  const auto t0 = std::chrono::steady_clock::now();
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) != pid) {
-    if (seconds_since(t0) > limit_s) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-std::string slurp_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
 
 // Issue 43 item 3: a peer that hangs the plugin's accept (or connect: it chooses what its
 // handle names and whether it answers) made the watchdog end the whole server, so the
