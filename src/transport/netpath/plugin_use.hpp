@@ -1,8 +1,9 @@
 #pragma once
-// Sessions over an NCCL net plugin, set up one way for every command that runs them
-// (bench net, sweep net, the survey's --transport net): the plugin loaded, its data path
-// made, and what a hung plugin call does decided in one place. The copies had drifted:
-// sweep net set no on_hung_call, so a hung call there aborted instead of ending cleanly.
+// Sessions over an NCCL net plugin, set up one way: bench net and sweep net load the
+// plugin and make its data path here, and they and the survey's --transport net (which
+// maps each rail to its own device, survey/transport.cpp) end a hung call the same way.
+// The copies had drifted: sweep net set no on_hung_call, so a hung call there aborted
+// instead of ending cleanly.
 #include <functional>
 #include <memory>
 #include <string>

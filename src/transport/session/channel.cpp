@@ -90,8 +90,8 @@ constexpr std::uint64_t kMaxFoldMappings = 8192;
 // memory is a piece per socket, but every 4 KiB of it costs a page-table entry and a
 // fault when it is prefaulted. A peer's 1 GiB chunks folded onto 1 GiB less a page
 // mapped 164 GB: 328 MB of page tables, 125 s of set-up, none of it counted (issue 43
-// item 8). 16 GiB is 32 MiB of page tables and a few seconds of faults; a legitimate
-// fold (64 sockets of 64 MiB slots) stays under it.
+// item 8). 16 GiB is 32 MiB of page tables and 8-10 s of set-up (measured at the limit
+// on a loaded 2-core machine); a legitimate fold (64 sockets of 64 MiB slots) stays under it.
 constexpr std::uint64_t kMaxFoldAddressBytes = 16ull << 30;
 
 // The mappings a fold of `bytes` (one GPU slot's buffer) onto `piece`-byte pieces takes,
