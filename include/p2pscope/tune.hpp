@@ -294,6 +294,12 @@ class PerfTableParser {
 // when it is not one.
 PerfRun perf_from_bench_json(const nlohmann::json& j, const std::string& source);
 nlohmann::json to_json(const PerfRun& r);
+// Where a point-to-point table (sendrecv: one link, one direction) stands beside a
+// collective's nccl-tests "Avg bus bandwidth" (an average over its whole size sweep), the
+// warning that the two are not one figure: the seeds set 19.18 GB/s of an all-reduce's
+// average against a 2.75 GB/s point-to-point peak, while that run's busbw at 1 GB was
+// 78.35 (issue 44 item 5). "" when no such pair is among `runs`.
+std::string p2p_against_average(const std::vector<const PerfRun*>& runs);
 
 struct NcclLog {
   std::string file;

@@ -143,6 +143,11 @@ std::string doctor_text(const DoctorReport& r, const std::vector<TransportRun>& 
   for (const auto& p : r.results)
     o << p.source << ": " << p.tool << " " << p.op << ", " << p.rows.size() << " size(s), peak busbw "
       << gb_text(p.peak_busbw()) << "\n";
+  std::vector<const PerfRun*> shown;
+  for (const auto& l : r.logs)
+    for (const auto& p : l.perf) shown.push_back(&p);
+  for (const auto& p : r.results) shown.push_back(&p);
+  if (const std::string w = p2p_against_average(shown); !w.empty()) o << "warning: " << w << "\n";
   if (const auto cmp = transport_comparison(r.logs); !cmp.empty()) o << "compared: " << cmp << "\n";
   for (const auto& run : runs) {
     o << "run " << run.label << ": transport " << run.log.primary_transport() << ", busbw "

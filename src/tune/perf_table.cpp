@@ -2,9 +2,12 @@
 // size count type redop [root] time algbw busbw #wrong time algbw busbw #wrong, the
 // "# Avg bus bandwidth" line), `bench nccl` JSON, and "op size busbw=X GB/s" lines.
 // Hand-written tokenizing: a log of millions of lines must not go through std::regex.
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
+
+#include <fmt/format.h>
 
 #include "p2pscope/collective.hpp"
 #include "p2pscope/enum_names.hpp"
@@ -238,6 +241,34 @@ nlohmann::json to_json(const PerfRun& r) {
   return {{"source", r.source}, {"tool", r.tool}, {"op", r.op}, {"transport", r.transport},
           {"avg_busbw_GBps", gbps(r.avg_busbw)}, {"peak_busbw_GBps", gbps(r.peak_busbw())},
           {"rows_dropped", r.rows_dropped}, {"rows", rows}};
+}
+
+}  // namespace p2pscope::tune
+
+namespace p2pscope::tune {
+
+std::string p2p_against_average(const std::vector<const PerfRun*>& runs) {
+  const PerfRun* p2p = nullptr;
+  const PerfRun* avg = nullptr;
+  for (const PerfRun* r : runs) {
+    if (!r) continue;
+    if (r->op == "sendrecv" && !p2p && r->peak_busbw() > 0) p2p = r;
+    if (r->op != "sendrecv" && r->avg_busbw > 0 && !avg) avg = r;
+  }
+  if (!p2p || !avg) return "";
+  const auto gb = [](double b) { return fmt::format("{:.2f} GB/s", b / 1e9); };
+  // The collective's own busbw at the point-to-point table's largest size, where it has it.
+  std::uint64_t top = 0;
+  for (const PerfRow& row : p2p->rows) top = std::max(top, row.size_bytes);
+  std::string at;
+  for (const PerfRow& row : avg->rows)
+    if (row.size_bytes == top && row.busbw() > 0) at = fmt::format(", and its busbw at that size is {}", gb(row.busbw()));
+  return fmt::format(
+      "not one figure: {} ({}) is point to point, one link one way, peak {}; {}'s {} is nccl-tests' Avg bus "
+      "bandwidth of {}, an average over its whole size sweep (small sizes included){}. Set a size's busbw beside the "
+      "point-to-point figure at that size, or peak beside peak",
+      p2p->source, p2p->tool, gb(p2p->peak_busbw()), avg->source, gb(avg->avg_busbw),
+      avg->op.empty() ? "a collective" : avg->op, at);
 }
 
 }  // namespace p2pscope::tune

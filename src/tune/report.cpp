@@ -78,6 +78,9 @@ void perf_section(std::ostringstream& o, const DoctorReport& r) {
       << (p->avg_busbw > 0 ? gbps(p->avg_busbw) : std::string("-")) << " |\n";
   }
   o << "\n";
+  std::vector<const PerfRun*> shown;
+  for (const auto& [p, lo] : all) shown.push_back(p);
+  if (const std::string w = p2p_against_average(shown); !w.empty()) o << "**Warning**: " << w << ".\n\n";
   const std::string cmp = transport_comparison(r.logs);
   if (!cmp.empty()) o << "**Transports compared**: " << cmp << "\n\n";
   for (const auto& [p, lo] : all) {

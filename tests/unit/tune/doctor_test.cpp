@@ -249,6 +249,39 @@ TEST(Doctor, BenchNcclResultsAndARealOneRankLog) {
   EXPECT_NE(md.find("| bench nccl | all_reduce |"), std::string::npos) << md;
 }
 
+// The seeds' comparison (issue 44 item 5): nccl-tests' Avg bus bandwidth of an all-reduce
+// (19.18 GB/s, an average over the sweep) set against a point-to-point peak (2.75 GB/s),
+// where that run's busbw at 1 GB was 78.35. The report and the doctor's text say they are
+// not one figure, and name the collective's busbw at the point-to-point table's size.
+TEST(DoctorPerf, APointToPointFigureBesideAnAverageBusBandwidthIsWarnedOf) {
+  PerfRun allreduce;
+  allreduce.source = "nccl-tests.log", allreduce.tool = "nccl-tests", allreduce.op = "all_reduce";
+  allreduce.avg_busbw = 19.176e9;
+  for (const auto& [size, bw] : {std::pair{1u << 20, 12.0e9}, std::pair{1u << 30, 78.35e9}}) {
+    PerfRow row;
+    row.size_bytes = size, row.oop_busbw = row.ip_busbw = bw;
+    allreduce.rows.push_back(row);
+  }
+  PerfRun p2p;
+  p2p.source = "p2p.json", p2p.tool = "bench nccl", p2p.op = "sendrecv";
+  PerfRow row;
+  row.size_bytes = 1u << 30, row.oop_busbw = 2.75e9;
+  p2p.rows.push_back(row);
+  const std::string w = p2p_against_average({&allreduce, &p2p});
+  EXPECT_NE(w.find("p2p.json (bench nccl) is point to point, one link one way, peak 2.75 GB/s"), std::string::npos) << w;
+  EXPECT_NE(w.find("nccl-tests.log's 19.18 GB/s is nccl-tests' Avg bus bandwidth of all_reduce, an average over its "
+                   "whole size sweep"), std::string::npos) << w;
+  EXPECT_NE(w.find("its busbw at that size is 78.35 GB/s"), std::string::npos) << w;
+  EXPECT_EQ(p2p_against_average({&allreduce}), "") << "one collective alone: nothing to warn of";
+  PerfRun peak_only = allreduce;
+  peak_only.avg_busbw = -1;  // bench nccl's JSON: peaks, no average
+  EXPECT_EQ(p2p_against_average({&peak_only, &p2p}), "") << "peak beside peak is the right comparison";
+  DoctorReport rep;
+  rep.results = {allreduce, p2p};
+  const std::string md = render_report(rep, nullptr, {});
+  EXPECT_NE(md.find("**Warning**: not one figure: p2p.json"), std::string::npos) << md;
+}
+
 // Bad `--results` JSON: a message naming the file, the row and the field; never the JSON
 // library's own text ("[json.exception..."), never a negative size read as a huge one.
 TEST(DoctorBadInput, ResultsRowsAreCheckedByName) {
