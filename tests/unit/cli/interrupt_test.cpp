@@ -260,6 +260,17 @@ TEST_F(BenchSignal, SigintDuringProfileSetUpExitsWithinASecond) {
 // to its end (35-41 s). Each case below starts a server, then a client of 100000 rounds
 // of 4 MiB (minutes if they all ran), signals the receiving side half a second into its
 // rounds, and wants it gone within a second and a half, exit 143, its rounds kept.
+// The sockets process `pid` holds open (its /proc/PID/fd entries that are sockets).
+std::size_t sockets_of(pid_t pid) {
+  std::size_t n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path("/proc") / std::to_string(pid) / "fd", ec)) {
+    const auto target = fs::read_symlink(e.path(), ec);
+    if (!ec && target.string().rfind("socket:", 0) == 0) ++n;
+  }
+  return n;
+}
+
 struct Stopped {
   bool ended = false;
   double seconds = 0;
@@ -285,8 +296,15 @@ Stopped sigterm_the_receiver(const fs::path& base, const std::vector<std::string
     return out;
   }
   const Child cli = start(cli_args, cli_err);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into its rounds (set-up takes milliseconds)
   const Child& victim = signal_client ? cli : srv;
+  // Into its rounds: on an event, not after a fixed time (a loaded 2-core machine may take
+  // longer to set up). The session's data links are open once the victim holds more
+  // sockets than its listener (server) or its control connection (client); then a little
+  // more, for the first rounds.
+  const std::size_t links_open = signal_client ? 2 : 3;
+  EXPECT_TRUE(wait_until(victim.pid, [&] { return sockets_of(victim.pid) >= links_open; }))
+      << "the session never opened its links: " << slurp(victim.err);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const auto t0 = std::chrono::steady_clock::now();
   kill(victim.pid, SIGTERM);
   for (int i = 0; i < 1000 && !out.ended; ++i) {  // 10 s at most: the old receiver ran on
