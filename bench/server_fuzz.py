@@ -367,8 +367,13 @@ def main():
                 stats["failed_checks"] += 1
                 verdict = "refused"
                 why.append("the legitimate client after the fuzzing failed: " + err)
-            time.sleep(0.5)
-            fds1, rss1 = proc_figures(server.pid)
+            # A handshake the last attacks left half-done is the server's until its hello
+            # timeout (5 s): descriptors count as grown only if they stay above the start.
+            for _ in range(60):
+                fds1, rss1 = proc_figures(server.pid)
+                if fds1 <= fds0:
+                    break
+                time.sleep(0.1)
             stats.update(fds_before=fds0, fds_after=fds1, rss_before_mb=round(rss0 / 2**20, 1),
                          rss_max_mb=round(rss_max / 2**20, 1), rss_after_mb=round(rss1 / 2**20, 1))
             if fds1 > fds0:

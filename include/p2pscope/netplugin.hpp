@@ -178,7 +178,6 @@ class Plugin : public std::enable_shared_from_this<Plugin> {
   SendComm connect_bounded(int dev, const NetHandle& handle, Deadline deadline,
                            const std::atomic<bool>* stop = nullptr);
   RecvComm accept_bounded(ListenComm& listener, Deadline deadline, const std::atomic<bool>* stop = nullptr);
-  int abandoned_calls() const;  // in this process, of every plugin
 
   struct Impl;
   Impl& impl() { return *impl_; }

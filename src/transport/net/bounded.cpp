@@ -98,6 +98,4 @@ RecvComm Plugin::accept_bounded(ListenComm& listener, Deadline deadline, const s
   return rc;
 }
 
-int Plugin::abandoned_calls() const { return g_abandoned.load(); }
-
 }  // namespace p2pscope::net
