@@ -51,8 +51,9 @@ void add_options(CLI::App& c, survey::Request& o) {
                "what the links should carry, e.g. bw=23MB/s,lat=50us,local=1GB/s (each part optional; bw per direction "
                "of a link): a whole class below it is a finding, which comparing peers cannot see");
   c.add_option("--transport", o.transport,
-               "tcp (bench tcp's engine over sockets) or net (bench net's: an NCCL net plugin, each rail over the "
-               "plugin device that is its NIC)")
+               "tcp (bench tcp's engine over sockets), net (bench net's: an NCCL net plugin, each rail over the "
+               "plugin device that is its NIC) or nccl (NCCL's own send/recv, a child process per link side, the "
+               "rail's NIC as NCCL_SOCKET_IFNAME; needs a GPU on every host)")
       ->capture_default_str();
   c.add_option("--plugin", o.plugin, "--transport net: the plugin, a path, a file or NAME (libnccl-net-NAME.so); "
                                      "default $NCCL_NET_PLUGIN, else libnccl-net.so, as NCCL resolves it");

@@ -22,6 +22,7 @@
 
 #include "bootstrap/rendezvous.hpp"
 #include "bootstrap/wire.hpp"
+#include "p2pscope/affinity.hpp"
 #include "p2pscope/auth.hpp"
 #include "p2pscope/bootstrap.hpp"
 #include "p2pscope/clock.hpp"
@@ -130,8 +131,9 @@ class TcpBootstrap final : public Bootstrap {
     timeout_s_ = std::min(timeout_s, 1e6);
     // Spin only where every rank can have a core of its own to spin on (ranks on this
     // host are at most size): on a 2-core machine spinning ranks would starve the one
-    // that has to answer.
-    spin_ns_ = std::thread::hardware_concurrency() >= 2u * static_cast<unsigned>(size) ? bootstrap_spin_ns() : 0;
+    // that has to answer. The CPUs this process may run on, not the machine's: a rank
+    // bound to one core (mpirun's default for np <= 2) would spin on its own NCCL proxy.
+    spin_ns_ = allowed_cpus().size() >= 2u * static_cast<std::size_t>(size) ? bootstrap_spin_ns() : 0;
     const std::string ip = resolve_ipv4(host);
     where_ = fmt::format("{}:{}", host, port);
     if (rank == 0) {

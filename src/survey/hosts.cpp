@@ -217,7 +217,7 @@ nlohmann::json to_json(const Record& r) {
           {"server", r.server}, {"client", r.client}, {"rail", r.rail}, {"group", r.group},
           {"failure", r.failure}, {"c2s_bytes_per_s", r.c2s_bytes_per_s}, {"s2c_bytes_per_s", r.s2c_bytes_per_s},
           {"latency_ns", r.latency_ns}, {"wall_s", r.wall_s}, {"dev_src", r.dev_src}, {"dev_dst", r.dev_dst},
-          {"backend", r.backend}, {"size_bytes", r.size_bytes}};
+          {"backend", r.backend}, {"size_bytes", r.size_bytes}, {"via", r.via}};
 }
 
 Record record_from_json(const nlohmann::json& j) {
@@ -239,6 +239,7 @@ Record record_from_json(const nlohmann::json& j) {
     r.dev_dst = j.value("dev_dst", -1);
     r.backend = external_text(j.value("backend", std::string()), 32);
     r.size_bytes = j.value("size_bytes", std::uint64_t{0});
+    r.via = external_text(j.value("via", std::string()), 2400);
     if (r.step != "bw" && r.step != "lat" && r.step != "local" && r.step != "gpu" && r.step != "size")
       throw Error("step '" + external_text(r.step, 40) + "' is none of bw, lat, local, gpu, size");
     return r;

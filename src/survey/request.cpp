@@ -23,9 +23,12 @@ double checked_pct(double v, const char* flag) {
 }  // namespace
 
 Options options_of(const Request& c, const std::string& rendezvous_host) {
-  if (c.transport != "tcp" && c.transport != "net")
-    throw UsageError("--transport " + c.transport + ": expected tcp (sockets) or net (an NCCL net plugin); NCCL "
-                     "send/recv between hosts is bench nccl's, not the survey's yet");
+  if (c.transport != "tcp" && c.transport != "net" && c.transport != "nccl")
+    throw UsageError("--transport " + c.transport + ": expected tcp (sockets), net (an NCCL net plugin) or nccl "
+                     "(NCCL's own send/recv)");
+  if (!c.plugin.empty() && c.transport == "nccl")
+    throw UsageError("--plugin goes with --transport net; under --transport nccl, NCCL loads its plugin itself: set "
+                     "NCCL_NET_PLUGIN (and NCCL_NET) in every rank's environment");
   if (!c.plugin.empty() && c.transport != "net")
     throw UsageError("--plugin goes with --transport net (the survey's links over an NCCL net plugin)");
   if (c.format != "text" && c.format != "json" && c.format != "csv")

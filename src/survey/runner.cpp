@@ -1,10 +1,13 @@
 // The survey's steps over the bootstrap (survey.hpp): rank 0 sends a step's tasks, every
 // rank runs its part, rank 0 gathers the records and decides the next step.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <thread>
@@ -23,6 +26,7 @@
 #include "p2pscope/output.hpp"
 #include "p2pscope/units.hpp"
 #include "survey/device_pairs.hpp"
+#include "survey/nccl_link.hpp"
 #include "survey/survey.hpp"
 #include "survey/transport.hpp"
 #include "transport/netpath/plugin_use.hpp"
@@ -105,7 +109,8 @@ class Part {
  public:
   Part(Bootstrap& boot, const Options& o, const Result& r, const LinkTransport& transport)
       : boot_(boot), o_(o), hosts_(r.hosts), rails_(r.rails), members_(r.members), transport_(transport),
-        me_(boot.rank()), my_host_(host_of(r.members, boot.rank())), token_(auth::load_token()) {}
+        me_(boot.rank()), my_host_(host_of(r.members, boot.rank())), token_(auth::load_token()),
+        nccl_(o.transport == "nccl") {}
 
   // This rank's share of one step (every rank calls it for every step): listens for its
   // server tasks, learns every server's port, runs its client tasks; rank 0 returns
@@ -115,9 +120,14 @@ class Part {
     std::map<std::size_t, std::unique_ptr<tcp::Server>> servers;  // by task index
     nlohmann::json ports = nlohmann::json::object();
     std::vector<Record> mine;
+    std::map<std::size_t, std::unique_ptr<NcclLinkSide>> nccl_servers;  // --transport nccl, by task index
     for (std::size_t i = 0; i < s.tasks.size(); ++i) {
       const Task& t = s.tasks[i];
       if (s.kind == "local" || s.kind == "gpu" || runs_at(t.server, t.rail) != me_) continue;
+      if (nccl_) {
+        start_nccl_server(s, i, params, nccl_servers, ports, mine);
+        continue;
+      }
       tcp::ServerOptions so;
       so.bind_addrs = {nic(my_host_, t.client, t.rail).ipv4};
       so.port = 0;
@@ -137,6 +147,15 @@ class Part {
     const nlohmann::json all_ports = exchange_ports(ports);
     std::vector<std::thread> threads;
     std::mutex m;
+    for (auto& [i, side] : nccl_servers)
+      threads.emplace_back([&, i = i, &side = side] {
+        Record r = record_for(s, s.tasks[i]);
+        const std::int64_t t0 = monotonic_ns();
+        side->finish(r);
+        r.wall_s = seconds_since(t0);
+        const std::lock_guard lock(m);
+        mine.push_back(std::move(r));
+      });
     for (auto& [i, server] : servers)
       threads.emplace_back([&server = server] {
         try {
@@ -155,6 +174,16 @@ class Part {
         continue;
       }
       const auto port = all_ports.find(std::to_string(i));
+      if (nccl_ && s.kind != "local") {
+        const nlohmann::json link = port == all_ports.end() ? nlohmann::json() : *port;
+        threads.emplace_back([&, t, link] {
+          Record r = run_nccl_client(s, t, params, link);
+          if (r.failure.empty()) return;  // the server's side reports the figures
+          const std::lock_guard lock(m);
+          mine.push_back(std::move(r));
+        });
+        continue;
+      }
       threads.emplace_back([&, t, port_v = port == all_ports.end() ? 0 : port->get<int>()] {
         Record r = record_for(s, t);
         const std::int64_t t0 = monotonic_ns();
@@ -185,10 +214,72 @@ class Part {
       });
     }
     for (auto& th : threads) th.join();
-    return gather_records(mine);
+    std::vector<Record> all = gather_records(mine);
+    return nccl_ && me_ == 0 ? merge_link_sides(std::move(all)) : all;
   }
 
  private:
+  // --transport nccl, the server host's side of task i: NCCL's rank 0 as a child, its
+  // rendezvous on the rail's address; the client learns port and secret with the ports.
+  void start_nccl_server(const Step& s, std::size_t i, const tcp::Params& params,
+                         std::map<std::size_t, std::unique_ptr<NcclLinkSide>>& sides, nlohmann::json& ports,
+                         std::vector<Record>& mine) {
+    const Task& t = s.tasks[i];
+    NcclLinkSpec spec = nccl_spec(s, t, params, 0);
+    try {
+      spec.rendezvous_ip = nic(my_host_, t.client, t.rail).ipv4;
+      spec.port = free_port_on(spec.rendezvous_ip);
+      spec.token = auth::random_nonce_hex(16);
+      sides[i] = std::make_unique<NcclLinkSide>(spec);
+      ports[std::to_string(i)] = {{"port", spec.port}, {"token", spec.token}};
+    } catch (const std::exception& e) {
+      Record r = record_for(s, t);
+      r.failure = fmt::format("the NCCL side on {} could not start: {}", hosts_[my_host_].host, e.what());
+      mine.push_back(r);
+    }
+  }
+
+  // The client host's side: NCCL's rank 1, meeting rank 0 at the server's rail address.
+  Record run_nccl_client(const Step& s, const Task& t, const tcp::Params& params, const nlohmann::json& link) {
+    Record r = record_for(s, t);
+    const std::int64_t t0 = monotonic_ns();
+    try {
+      if (!link.is_object() || !link.contains("port") || !link.contains("token")) {
+        r.failure = fmt::format("the NCCL side on {} did not start (gone, or its start failed)", hosts_[t.server].host);
+        return r;
+      }
+      NcclLinkSpec spec = nccl_spec(s, t, params, 1);
+      spec.rendezvous_ip = nic(t.server, my_host_, t.rail).ipv4;
+      spec.port = link.at("port").get<int>();
+      spec.token = link.at("token").get<std::string>();
+      NcclLinkSide side(spec);
+      side.finish(r);
+    } catch (const std::exception& e) {
+      r.failure = fmt::format("the NCCL side on {} could not run: {}", hosts_[my_host_].host, e.what());
+    }
+    r.wall_s = seconds_since(t0);
+    return r;
+  }
+
+  NcclLinkSpec nccl_spec(const Step& s, const Task& t, const tcp::Params& params, int rank) const {
+    NcclLinkSpec spec;
+    spec.rank = rank;
+    const int peer = rank == 0 ? t.client : t.server;
+    spec.nic = nic(my_host_, peer, t.rail).name;
+    spec.host_id = hosts_[static_cast<std::size_t>(my_host_)].host;
+    spec.gpu = gpu_for_link(t.rail, o_.per_gpu);
+    spec.size_bytes = params.size_bytes;
+    spec.iters = static_cast<int>(params.iters);
+    spec.warmup = static_cast<int>(std::max<std::uint32_t>(params.warmup, 1));
+    // Past the step's bound this rank would be dropped: the child ends before it.
+    spec.timeout_s = std::max(10.0, o_.round_timeout_s - 5);
+    spec.dir = (std::filesystem::temp_directory_path() /
+                fmt::format("p2pscope-survey-nccl-{}-{}-{}-p{}r{}-rail{}-{}", s.kind, hosts_[t.server].host,
+                            hosts_[t.client].host, s.pass, s.round, t.rail, ::getpid()))
+                   .string();
+    return spec;
+  }
+
   // The NIC `host` uses on `rail` with `peer` (--rails may cross them).
   const NicInfo& nic(int host, int peer, int rail) const { return rail_nic(hosts_, rails_, host, peer, rail); }
 
@@ -260,6 +351,7 @@ class Part {
   const LinkTransport& transport_;
   int me_, my_host_;
   std::optional<std::string> token_;
+  bool nccl_;
   std::vector<std::string> refused_;
 };
 
@@ -532,6 +624,16 @@ class Driver {
   bool bound_hit_ = false;
 };
 
+// --transport nccl: the paths NCCL took, each once ("NCCL 2.28.3, NET/Socket eth1: 12 links").
+void note_nccl_paths(Result& r) {
+  std::map<std::string, int> paths;
+  for (const Record& rec : r.records)
+    if (rec.step == "bw" && rec.failure.empty()) ++paths[rec.via.substr(0, rec.via.find(';'))];
+  for (const auto& [path, n] : paths)
+    r.notes.push_back(fmt::format("NCCL's path: {}: {} link session{}", path.empty() ? "not in its log" : path, n,
+                                  n == 1 ? "" : "s"));
+}
+
 }  // namespace
 
 Result run(Bootstrap& boot, const Options& o) {
@@ -575,7 +677,12 @@ Result run(Bootstrap& boot, const Options& o) {
     return r;
   }
   r.transport = transport.name;
-  if (o.transport != "tcp")
+  if (o.transport == "nccl")
+    r.notes.push_back("links over NCCL's own send/recv: for each link a pair of child processes (`bench gpu --backend "
+                      "nccl`), each with its host's NCCL_HOSTID and the rail's NIC as NCCL_SOCKET_IFNAME; the two "
+                      "directions one after the other, each alone (over tcp and net both at once); the local ceilings "
+                      "over TCP loopback");
+  else if (o.transport != "tcp")
     r.notes.push_back(fmt::format("links over {}, each rail's sessions on the device that is its NIC ({}); the local "
                                   "ceilings over TCP loopback", transport.name, fmt::join(transport.devices, ", ")));
   Driver d(boot, o, r, transport);
@@ -586,6 +693,7 @@ Result run(Bootstrap& boot, const Options& o) {
     throw;
   }
   boot.broadcast_live(out::dump_json(nlohmann::json{{"op", "end"}}), o.round_timeout_s);
+  if (o.transport == "nccl") note_nccl_paths(r);
   return r;
 }
 

@@ -38,6 +38,7 @@ struct Record {
   std::string backend;             // gpu: ce, or host where the host has no GPU pair
   std::uint64_t size_bytes = 0;    // size: the message size of its ping-pongs (latency_ns)
   std::string failure;       // empty: completed
+  std::string via;           // --transport nccl: the path NCCL took ("NCCL 2.28.3, NET/Socket eth1")
   std::vector<double> c2s_bytes_per_s, s2c_bytes_per_s;  // per timed round, as each receiver saw it
   std::vector<double> latency_ns;                        // one-way: round trip / 2
   double wall_s = 0;
@@ -51,7 +52,7 @@ struct Options {
   std::vector<std::string> expect_hosts;  // --hosts: the host names the ranks must be, each once
   tcp::Params bw, lat;                    // the two sessions of a link (bidir, latency)
   std::vector<std::uint64_t> sizes;       // --sizes: ping-pongs of each size per link (a campaign)
-  std::string transport = "tcp";          // tcp (sockets) or net (an NCCL net plugin: transport.hpp)
+  std::string transport = "tcp";          // tcp (sockets), net (an NCCL net plugin: transport.hpp), nccl (nccl_link.hpp)
   std::string plugin;                     // net: a path, file or NAME; empty: NCCL_NET_PLUGIN's rules
   bool latency = true, local = true, recheck = true;
   // --per gpu: a process per GPU (as torchrun and srun --ntasks-per-node=G start them).

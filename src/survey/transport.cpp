@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "p2pscope/error.hpp"
+#include "survey/nccl_link.hpp"
 #include "survey/survey.hpp"
 #include "transport/session/datapath.hpp"
 
@@ -42,6 +43,11 @@ LinkTransport open_transport(const Options& o, HostInfo& h) {
   LinkTransport t;
   t.by_nic.assign(h.nics.size(), nullptr);
   if (o.transport == "tcp" || !h.problem.empty()) return t;
+  if (o.transport == "nccl") {  // each link's children load NCCL and its transport (nccl_link.hpp)
+    t.name = "nccl send/recv";
+    h.problem = nccl_link_problem();
+    return t;
+  }
   std::shared_ptr<net::Plugin> plugin;
   try {
     net::LoadOptions lo;

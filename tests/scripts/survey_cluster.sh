@@ -4,7 +4,7 @@
 # as that link, --transport net runs the links over the reference plugin, --sizes writes
 # link models that export reads (two dimensions with the device pairs), --per gpu runs a
 # process per GPU, --expect sees a fleet below what it should carry, --rails crosses rails, a killed host is named and every other pair kept, a NIC a host lacks is
-# a clear exit 2. Exit 77 (ctest: skipped, with the reason) where namespaces, tc or
+# a clear exit 2, and so is --transport nccl without a GPU. Exit 77 (ctest: skipped, with the reason) where namespaces, tc or
 # mpirun are missing.  Usage: survey_cluster.sh P2PSCOPE SOURCE_DIR
 set -uo pipefail
 bin=$1 src=$2
@@ -75,6 +75,16 @@ P2PSCOPE_REFNET_IFS=eth1 P2PSCOPE_NETNS_ENV=P2PSCOPE_REFNET_IFS survey netmissin
 check "--transport net, a rail's NIC not among the plugin's devices: exit 2, named" \
   "$([ $rc = 2 ] && grep -q 'has no device for NIC eth2 (its devices: eth1)' "$out/netmissing.err"; echo $?)" \
   "rc $rc; $(grep -v PMIX "$out/netmissing.err" | head -2)"
+
+# NCCL's own send/recv needs a GPU on every host: where there is none (CI), a clear exit 2
+# that says what to use instead, before any link runs. (On a GPU machine bench/survey_nccl.sh
+# runs it for real.)
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  survey nonccl --transport nccl
+  check "--transport nccl without a GPU: exit 2, named, tcp or net offered" \
+    "$([ $rc = 2 ] && grep -q -- '--transport nccl: .*--transport tcp or net' "$out/nonccl.err"; echo $?)" \
+    "rc $rc; $(grep -v PMIX "$out/nonccl.err" | head -2)"
+fi
 
 # A campaign across hosts: each link ping-pongs each size; links.json holds its models and
 # export reads the survey's folder as a campaign's (4 NPUs, one per host). A 1 MiB message

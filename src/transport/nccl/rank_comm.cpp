@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "p2pscope/affinity.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/clock.hpp"
 #include "p2pscope/rank_record.hpp"
@@ -77,6 +78,7 @@ RankComm::RankComm(std::shared_ptr<Bootstrap> boot, int rank_device, std::string
     peers_.push_back(j);
   }
   P2P_CUDA(cudaSetDevice(gpu_), gpu_);
+  set_wait_mode();
   dog_ = std::thread([this] { watchdog(); });
 }
 
@@ -148,6 +150,25 @@ std::string RankComm::disarm() {
 
 void RankComm::throw_aborted(const std::string& why, const std::string& what) const {
   throw Error(fmt::format("{}, rank {} (GPU {}): {} during {}; the NCCL communicator was aborted", who_, rank_, gpu_, why, what));
+}
+
+// Where this rank may run on one or two CPUs (mpirun binds each of np <= 2 ranks to a
+// core; a namespace host of the survey's test cluster is pinned to one), CUDA's default
+// wait spins on the CPU that NCCL's proxy thread needs to move the bytes: an 8-byte
+// send/recv between two namespace hosts on one CPU each took 18.0 ms a sample, the
+// scheduler's slice, against microseconds unpinned. There the waits yield the CPU.
+// P2PSCOPE_CUDA_WAIT=spin|yield|block sets it (to measure the difference).
+void RankComm::set_wait_mode() {
+  const char* forced = std::getenv("P2PSCOPE_CUDA_WAIT");
+  std::string mode = forced && *forced ? forced : (allowed_cpus().size() <= 2 ? "yield" : "auto");
+  unsigned flag = cudaDeviceScheduleAuto;
+  if (mode == "spin") flag = cudaDeviceScheduleSpin;
+  else if (mode == "yield") flag = cudaDeviceScheduleYield;
+  else if (mode == "block") flag = cudaDeviceScheduleBlockingSync;
+  else if (mode != "auto")
+    throw UsageError(fmt::format("P2PSCOPE_CUDA_WAIT={}: expected spin, yield, block or auto", external_text(mode, 40)));
+  wait_mode_ = mode;
+  P2P_CUDA(cudaSetDeviceFlags(flag), gpu_);
 }
 
 void RankComm::wait(const std::string& what) {

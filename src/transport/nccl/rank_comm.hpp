@@ -37,6 +37,9 @@ class RankComm {
   int size() const { return size_; }
   int gpu() const { return gpu_; }
   Bootstrap& boot() { return *boot_; }
+  // How its GPU waits hold the CPU: "auto" (CUDA's choice), or "yield" where this rank
+  // may run on two CPUs or fewer (set_wait_mode), or what P2PSCOPE_CUDA_WAIT forced.
+  const std::string& wait_mode() const { return wait_mode_; }
   // Rank r's host (as NCCL tells hosts apart), hostname, gpu, name and bus id, as it told them.
   const nlohmann::json& peer(int r) const { return peers_.at(static_cast<std::size_t>(r)); }
   std::string describe(int r) const;  // "rank 1 GPU 0 (NVIDIA H200, 0000:..., host h)"
@@ -63,6 +66,7 @@ class RankComm {
   void queue(const std::string& what, const std::function<void()>& enqueue);
 
  private:
+  void set_wait_mode();
   void watchdog();
   void arm();
   std::string disarm();  // the watchdog's reason for an abort meanwhile, "" if none
@@ -82,6 +86,7 @@ class RankComm {
   bool armed_ = false, quit_ = false;
   std::int64_t armed_at_ns_ = 0;
   std::string dog_why_;
+  std::string wait_mode_ = "auto";
 };
 
 }  // namespace p2pscope::bench::nccl
