@@ -250,8 +250,10 @@ struct PerfRow {
   std::string type, redop;
   double oop_time_us = -1, oop_algbw = -1, oop_busbw = -1;  // out-of-place
   double ip_time_us = -1, ip_algbw = -1, ip_busbw = -1;     // in-place
-  long long oop_wrong = -1, ip_wrong = -1;
+  long long oop_wrong = -1, ip_wrong = -1;       // -1: not checked (N/A)
+  double oop_cv_pct = -1, ip_cv_pct = -1;         // nccl-tests -I: i_cv%, the iterations' spread
   double busbw() const { return std::max(oop_busbw, ip_busbw); }
+  bool wrong() const { return oop_wrong > 0 || ip_wrong > 0; }  // its data check failed
 };
 // A result table: an nccl-tests run in a log or in its plain output, a `bench nccl`
 // JSON document, or a program's "allreduce 64MiB busbw=3.99 GB/s" line.
@@ -263,6 +265,17 @@ struct PerfRun {
   std::vector<PerfRow> rows;
   double avg_busbw = -1;  // nccl-tests' "# Avg bus bandwidth" line, bytes/s
   std::size_t rows_dropped = 0;  // beyond the cap on rows kept
+  // nccl-tests' own facts of the run, where it printed them (its header, its "#  Rank"
+  // lines, the JSON's config): each run of a file is counted apart from the others.
+  std::string version;    // "2.19.1"
+  int nranks = -1;        // ranks of this run (-1: its rank lines are missing)
+  std::string gpu;        // the first rank's GPU, "NVIDIA H200"
+  bool cpu_time = false;  // -C 1: the time columns are the host's CPU time, not the op's
+  bool per_iteration = false;  // -I 1: i_min i_max i_p99 i_cv% beside each half
+  // nccl-tests ends a run with its "Out of bounds" and "Avg bus bandwidth" lines: a table
+  // without them was cut (the run killed, the file truncated); its complete rows stay.
+  bool complete = false;
+  std::size_t wrong_rows() const;  // rows whose data check failed (#wrong > 0)
   double peak_busbw() const;     // best busbw over the rows, -1 when none
   // The figure runs are compared by: nccl-tests' average when printed, else the peak.
   double headline_busbw() const { return avg_busbw > 0 ? avg_busbw : peak_busbw(); }
@@ -283,16 +296,33 @@ class PerfTableParser {
 
  private:
   PerfRun& current();
-  std::string source_, pending_op_;
+  bool header(std::string_view l);  // the column titles: where each figure is
+  bool row(std::string_view l);
+  // Where each figure of a row is, from the header's titles (-1: not printed): -I adds
+  // four columns per half, -S a timestamp, nccl-tests < 2.10 has no root column.
+  struct Half {
+    int time = -1, algbw = -1, busbw = -1, wrong = -1, cv = -1;
+  };
+  struct Columns {
+    int size = 0, count = 1, type = 2, redop = 3, needed = 0;
+    Half oop, ip;
+  };
+  std::string source_, pending_op_, pending_version_, pending_gpu_;
+  int pending_ranks_ = 0;
+  bool pending_cpu_time_ = false;
   std::vector<PerfRun> runs_;
   bool open_ = false;  // the last run still takes rows
-  bool has_root_ = true;  // header with a "root" column (nccl-tests >= 2.10)
+  Columns cols_;
   std::size_t runs_dropped_ = 0, started_ = 0;
   std::vector<std::size_t> index_;  // creation number of each kept run
 };
 // `bench nccl --format json` documents (or a JSON array of them); throws UsageError
 // when it is not one.
 PerfRun perf_from_bench_json(const nlohmann::json& j, const std::string& source);
+// nccl-tests' own `-J FILE` JSON (version 2: config, results, average_bus_bandwidth), every
+// field checked; UsageError naming the file and the field for one that is not.
+bool is_nccl_tests_json(const nlohmann::json& j);
+PerfRun perf_from_nccl_tests_json(const nlohmann::json& j, const std::string& source);
 nlohmann::json to_json(const PerfRun& r);
 // Where a point-to-point table (sendrecv: one link, one direction) stands beside a
 // collective's nccl-tests "Avg bus bandwidth" (an average over its whole size sweep), the

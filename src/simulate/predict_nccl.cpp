@@ -167,7 +167,10 @@ NcclPredictRun predict_nccl(const NcclPredictArgs& a, const std::vector<std::str
 
   Measured measured;
   const std::string campaign_gpu = campaign_gpu_of(a.dir);
-  for (const auto& f : a.measured) read_measured(f, measured, campaign_gpu);
+  std::vector<std::string> read_notes;
+  for (const auto& f : a.measured) read_measured(f, measured, campaign_gpu, &read_notes);
+  if (hooks.say)
+    for (const auto& n : read_notes) hooks.say("note: " + n);
   if (a.measure) {
     if (hooks.before_measure) hooks.before_measure();
     measure_here(a, ops, ranks, measured, hooks.say);

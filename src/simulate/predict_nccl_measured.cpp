@@ -9,6 +9,7 @@
 #include "bench/nccl_sweep.hpp"
 #include "p2pscope/collective.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/text.hpp"
 #include "p2pscope/tune.hpp"
 #include "simulate/link_set.hpp"
 #include "simulate/predict_nccl_parts.hpp"
@@ -89,55 +90,86 @@ void read_bench_json(const std::string& file, const std::string& text, Measured&
     add(j);
 }
 
-// nccl-tests' text output: its "#  Rank N" lines give the rank count, its header the op.
-void read_nccl_tests(const std::string& file, const std::string& text, Measured& m, const std::string& campaign_gpu) {
-  tune::PerfTableParser parser(file);
-  int ranks = 0;
-  std::istringstream in(text);
-  std::string line;
-  std::string gpu;  // the GPU model nccl-tests names at the end of each rank line
-  while (std::getline(in, line)) {
-    if (line.rfind("#  Rank", 0) == 0 || line.rfind("#   Rank", 0) == 0) {
-      ++ranks;
-      const auto bracket = line.rfind(']');
-      if (bracket != std::string::npos && gpu.empty()) gpu = line.substr(bracket + 1);
-    }
-    parser.line(line);
-  }
-  gpu.erase(0, gpu.find_first_not_of(' '));
-  gpu.erase(gpu.find_last_not_of(" \r") + 1);
-  // The campaign names a GPU "GPU 0 (NVIDIA H100 80GB HBM3)", nccl-tests "NVIDIA H100 80GB HBM3".
-  if (!gpu.empty() && !campaign_gpu.empty() && campaign_gpu.find(gpu) == std::string::npos)
-    throw UsageError(fmt::format("--measured {}: nccl-tests ran on {}, the campaign on {}: compare runs of the same "
-                                 "machine", file, gpu, campaign_gpu));
-  const auto runs = parser.finish();
+// nccl-tests' runs, read by the one table reader (tune::PerfTableParser, or its -J JSON):
+// each run counts its own "#  Rank" lines, so a file of two 4-rank runs is two 4-rank
+// runs, not one of 8. A row whose data check failed (#wrong) is no figure, a table of CPU
+// time (-C 1) none at all; a cut table gives its complete rows, and is said to be cut.
+void add_nccl_tests_runs(const std::string& file, const std::vector<tune::PerfRun>& runs, Measured& m,
+                         const std::string& campaign_gpu, std::vector<std::string>& notes) {
   if (runs.empty() || runs.front().rows.empty())
     throw UsageError(fmt::format("--measured {}: no nccl-tests table and not bench nccl JSON; give nccl-tests' output "
-                                 "(e.g. all_reduce_perf -b 8 -e 1G -f 2 -g 4 > FILE) or bench nccl --format json",
+                                 "(e.g. all_reduce_perf -b 8 -e 1G -f 2 -g 4 > FILE), its -J JSON, or bench nccl "
+                                 "--format json",
                                  file));
-  if (ranks < 1)
-    throw UsageError(fmt::format("--measured {}: its '#  Rank' lines are missing, so the rank count is unknown; keep "
-                                 "nccl-tests' whole output", file));
+  int k = 0;
   for (const auto& run : runs) {
+    const std::string which = runs.size() > 1 ? fmt::format(" (run {} of {})", ++k, runs.size()) : "";
+    if (run.nranks < 1)
+      throw UsageError(fmt::format("--measured {}{}: its '#  Rank' lines are missing, so the rank count is unknown; "
+                                   "keep nccl-tests' whole output",
+                                   file, which));
+    // The campaign names a GPU "GPU 0 (NVIDIA H100 80GB HBM3)", nccl-tests "NVIDIA H100 80GB HBM3".
+    if (!run.gpu.empty() && !campaign_gpu.empty() && campaign_gpu.find(run.gpu) == std::string::npos)
+      throw UsageError(fmt::format("--measured {}{}: nccl-tests ran on {}, the campaign on {}: compare runs of the "
+                                   "same machine",
+                                   file, which, run.gpu, campaign_gpu));
+    if (run.cpu_time)
+      throw UsageError(fmt::format("--measured {}{}: its time columns are the host's CPU time (nccl-tests -C 1), not "
+                                   "the operation's: rerun without -C 1",
+                                   file, which));
     // nccl-tests' names (all_reduce_perf prints "all_reduce") are the collective table's too.
     const auto op = find_collective(run.op);
-    if (!op) throw UsageError(fmt::format("--measured {}: nccl-tests op '{}' is not one predict models", file, run.op));
+    if (!op) throw UsageError(fmt::format("--measured {}{}: nccl-tests op '{}' is not one predict models", file, which, run.op));
+    if (!run.complete)
+      notes.push_back(fmt::format("--measured {}{}: the {} table was cut after {} B (no closing lines): its {} "
+                                  "complete rows are used",
+                                  file, which, run.op, run.rows.back().size_bytes, run.rows.size()));
+    std::size_t wrong = 0;
     for (const auto& r : run.rows) {
+      if (r.wrong()) {
+        ++wrong;
+        continue;
+      }
       if (r.oop_time_us <= 0)
-        throw UsageError(fmt::format("--measured {}: the out-of-place time of {} is missing (in-place only?)", file,
-                                     r.size_bytes));
-      m[{to_string(*op), ranks, r.size_bytes}] = {r.oop_time_us * 1e3, file, NAN};
+        throw UsageError(fmt::format("--measured {}{}: the out-of-place time of {} is missing (in-place only?)", file,
+                                     which, r.size_bytes));
+      m[{to_string(*op), run.nranks, r.size_bytes}] = {r.oop_time_us * 1e3, file, NAN};
     }
+    if (wrong > 0)
+      notes.push_back(fmt::format("--measured {}{}: {} row{} of {} with #wrong > 0 not used (NCCL's results were "
+                                  "wrong there: no figure)",
+                                  file, which, wrong, wrong == 1 ? "" : "s", run.op));
   }
+}
+
+void read_nccl_tests(const std::string& file, const std::string& text, Measured& m, const std::string& campaign_gpu,
+                     std::vector<std::string>& notes) {
+  tune::PerfTableParser parser(file);
+  for (const std::string_view line : split_lines(text)) parser.line(line);
+  std::vector<tune::PerfRun> runs;
+  for (auto& r : parser.finish())
+    if (r.tool == "nccl-tests") runs.push_back(std::move(r));
+  add_nccl_tests_runs(file, runs, m, campaign_gpu, notes);
 }
 
 }  // namespace
 
-void read_measured(const std::string& file, Measured& m, const std::string& campaign_gpu) {
+void read_measured(const std::string& file, Measured& m, const std::string& campaign_gpu,
+                   std::vector<std::string>* notes) {
+  std::vector<std::string> said;
   const std::string text = read_text_file(file);
   const auto first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && text[first] == '{') read_bench_json(file, text, m);
-  else read_nccl_tests(file, text, m, campaign_gpu);
+  if (first != std::string::npos && text[first] == '{') {
+    // nccl-tests' own -J JSON, or bench nccl's.
+    const auto j = nlohmann::json::parse(text, nullptr, false);
+    if (!j.is_discarded() && tune::is_nccl_tests_json(j))
+      add_nccl_tests_runs(file, {tune::perf_from_nccl_tests_json(j, file)}, m, campaign_gpu, said);
+    else
+      read_bench_json(file, text, m);
+  } else {
+    read_nccl_tests(file, text, m, campaign_gpu, said);
+  }
+  if (notes) notes->insert(notes->end(), said.begin(), said.end());
 }
 
 void measure_here(const NcclPredictArgs& a, const std::vector<std::string>& ops, const std::vector<int>& ranks,

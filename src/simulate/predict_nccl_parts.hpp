@@ -44,7 +44,9 @@ struct PricedCell {
 
 // --measured FILE: bench nccl JSON, or nccl-tests' text output (refused when it ran on
 // another GPU model than the campaign's, `campaign_gpu`; "" unknown).
-void read_measured(const std::string& file, Measured& m, const std::string& campaign_gpu);
+// `notes`: what was read but not used (a cut table, #wrong rows), for the user.
+void read_measured(const std::string& file, Measured& m, const std::string& campaign_gpu,
+                   std::vector<std::string>* notes = nullptr);
 // --measure: every op at every rank count the campaign's GPUs hold, timed as nccl-tests times.
 // Progress lines go to `say` (may be empty).
 void measure_here(const NcclPredictArgs& a, const std::vector<std::string>& ops, const std::vector<int>& ranks,

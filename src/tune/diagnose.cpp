@@ -18,10 +18,14 @@ std::vector<PerfRun> read_results(const std::string& path) {
   const auto j = nlohmann::json::parse(read_regular_file(path, "--results"), nullptr, false);
   if (j.is_discarded()) throw UsageError("--results '" + path + "' is not valid JSON");
   std::vector<PerfRun> out;
+  // bench nccl's JSON (one, or a list), or nccl-tests' own -J file.
+  const auto one = [&](const nlohmann::json& d) {
+    out.push_back(is_nccl_tests_json(d) ? perf_from_nccl_tests_json(d, path) : perf_from_bench_json(d, path));
+  };
   if (j.is_array())
-    for (const auto& d : j) out.push_back(perf_from_bench_json(d, path));
+    for (const auto& d : j) one(d);
   else
-    out.push_back(perf_from_bench_json(j, path));
+    one(j);
   return out;
 }
 

@@ -94,6 +94,22 @@ void perf_table_findings(const NcclLog& l, std::vector<Finding>& out) {
                 " GB/s that NCCL's topology gives the GPU's links: no link carries that; a misread layout, not a figure",
             {external_text(trim(l.marked("graph").front()), 300)}, "check the table's columns (nccl-tests -I adds per-iteration columns)"));
   for (const auto& p : l.perf) {
+    const std::string what = "the " + p.tool + " " + (p.op.empty() ? "?" : p.op) + " table";
+    if (p.tool == "nccl-tests" && !p.complete && !p.rows.empty())
+      out.push_back(make_finding(
+          "perf.cut", "warning",
+          l.label() + ": " + what + " ends after " + std::to_string(p.rows.size()) + " rows (last " +
+              std::to_string(p.rows.back().size_bytes) +
+              " B) without nccl-tests' closing lines (Out of bounds, Avg bus bandwidth): the run was cut (killed, timed "
+              "out, or the file truncated); its complete rows are read, the sizes after them are missing",
+          {}, "rerun it to the end, or keep its whole output"));
+    if (p.cpu_time)
+      out.push_back(make_finding(
+          "perf.cpu_time", "warning",
+          l.label() + ": " + what + "'s time columns are the host's CPU time (nccl-tests -C 1, 'cputime'), not the "
+                                    "operation's: its algbw and busbw are how fast the CPU queued the work, not what "
+                                    "the links moved, and are not set beside other tables",
+          {}, "rerun without -C 1"));
     // nccl-tests' #wrong: elements that did not match the expected result. Such a row's
     // time and bandwidth are of a broken run, not a figure to compare.
     std::size_t wrong = 0;
@@ -121,7 +137,10 @@ std::vector<Finding> log_findings(const NcclLog& l) {
   for (const auto& u : l.used_transports()) used += (used.empty() ? "" : ", ") + u + " x" + std::to_string(l.transports.at(u));
   out.push_back(make_finding("log.transport", "info",
                              l.label() + ": NCCL " + (l.nccl_version.empty() ? "?" : l.nccl_version) + ", " +
-                                 (l.nranks > 0 ? std::to_string(l.nranks) : std::string("?")) + " ranks, transport " + t +
+                                 (l.nranks > 0                            ? std::to_string(l.nranks)
+                                  : !l.perf.empty() && l.perf[0].nranks > 0 ? std::to_string(l.perf[0].nranks)
+                                                                            : std::string("?")) +
+                                 " ranks, transport " + t +
                                  (used.empty() ? "" : " (" + used + ")") +
                                  (l.coll_channels > 0 ? ", " + std::to_string(l.coll_channels) + " coll channels" : ""),
                              lines_with(l, " via ", 3), ""));

@@ -136,8 +136,11 @@ std::string doctor_text(const DoctorReport& r, const std::vector<TransportRun>& 
       o << "  " << l.perf.size() << " result table" << (l.perf.size() == 1 ? "" : "s") << ":\n";
     }
     for (const auto& p : l.perf)
-      o << "  " << p.tool << " " << (p.op.empty() ? "?" : p.op) << (p.transport.empty() ? "" : " over " + p.transport)
-        << ": " << p.rows.size() << " size(s), peak busbw " << gb_text(p.peak_busbw()) << ", avg busbw over the sweep " << gb_text(p.avg_busbw)
+      o << "  " << p.tool << (p.version.empty() ? "" : " " + p.version) << " " << (p.op.empty() ? "?" : p.op)
+        << (p.nranks > 0 ? " on " + std::to_string(p.nranks) + " rank" + (p.nranks == 1 ? "" : "s") : "")
+        << (p.transport.empty() ? "" : " over " + p.transport) << ": " << p.rows.size() << " size(s)"
+        << (p.tool == "nccl-tests" && !p.complete ? " (cut)" : "") << ", peak busbw " << gb_text(p.peak_busbw())
+        << ", avg busbw over the sweep " << gb_text(p.avg_busbw) << (p.cpu_time ? " (CPU time: not figures)" : "")
         << "\n";
   }
   for (const auto& p : r.results)

@@ -53,6 +53,10 @@ std::string op_in(std::string_view l) {
 
 }  // namespace
 
+std::size_t PerfRun::wrong_rows() const {
+  return static_cast<std::size_t>(std::count_if(rows.begin(), rows.end(), [](const PerfRow& r) { return r.wrong(); }));
+}
+
 double PerfRun::peak_busbw() const {
   double best = -1;
   for (const auto& r : rows) best = std::max(best, r.busbw());
@@ -77,20 +81,103 @@ PerfRun& PerfTableParser::current() {
   return runs_.back();
 }
 
+// The column titles, e.g. "size count type redop root time algbw busbw #wrong [i_min i_max
+// i_p99 i_cv%] time algbw busbw #wrong [...] [timestamp]": where each figure is. Read by
+// name, never by position: -I's four columns per half moved the in-place figures, and
+// i_p99 read as a busbw made 2779 GB/s of 4 H200s (issue 44).
+bool PerfTableParser::header(std::string_view l) {
+  const auto t = split_words(l.substr(l.find('#') + 1));
+  Columns c;
+  c.size = c.count = c.type = c.redop = -1;
+  Half* half = nullptr;
+  bool cpu = false;
+  for (int i = 0; i < static_cast<int>(t.size()); ++i) {
+    const std::string_view w = t[static_cast<std::size_t>(i)];
+    if (w == "size") c.size = i;
+    else if (w == "count") c.count = i;
+    else if (w == "type") c.type = i;
+    else if (w == "redop") c.redop = i;
+    else if (w == "time" || w == "cputime") {
+      cpu = cpu || w == "cputime";
+      half = c.oop.time < 0 ? &c.oop : c.ip.time < 0 ? &c.ip : nullptr;
+      if (half) half->time = i;
+    } else if (half && w == "algbw") half->algbw = i;
+    else if (half && w == "busbw") half->busbw = i;
+    else if (half && (w == "#wrong" || w == "error")) half->wrong = i;  // "error": nccl-tests before 2.0's max error
+    else if (half && w == "i_cv%") half->cv = i;
+  }
+  if (c.size != 0 || c.count < 0 || c.oop.time < 0 || c.oop.busbw < 0) return false;
+  for (int i : {c.count, c.type, c.redop, c.oop.time, c.oop.algbw, c.oop.busbw, c.oop.wrong, c.oop.cv, c.ip.time,
+                c.ip.algbw, c.ip.busbw, c.ip.wrong, c.ip.cv})
+    c.needed = std::max(c.needed, i + 1);
+  cols_ = c;
+  pending_cpu_time_ = cpu;
+  return true;
+}
+
+bool PerfTableParser::row(std::string_view l) {
+  const auto t = split_words(l);
+  PerfRow r;
+  if (static_cast<int>(t.size()) < cols_.needed || !to_u64(t[0], r.size_bytes) ||
+      !to_u64(t[static_cast<std::size_t>(cols_.count)], r.count))
+    return false;
+  const auto at = [&](int i) { return i < 0 ? std::string_view() : t[static_cast<std::size_t>(i)]; };
+  const auto gbps = [&](int i) { return num(at(i)) < 0 ? -1 : num(at(i)) * 1e9; };
+  const auto wrong = [&](int i, long long& into) {
+    long long w = -1;
+    if (to_ll(at(i), w)) into = w;
+  };
+  r.type = std::string(at(cols_.type));
+  r.redop = std::string(at(cols_.redop));
+  r.oop_time_us = num(at(cols_.oop.time));
+  r.oop_algbw = gbps(cols_.oop.algbw);
+  r.oop_busbw = gbps(cols_.oop.busbw);
+  r.oop_cv_pct = num(at(cols_.oop.cv));
+  wrong(cols_.oop.wrong, r.oop_wrong);
+  r.ip_time_us = num(at(cols_.ip.time));
+  r.ip_algbw = gbps(cols_.ip.algbw);
+  r.ip_busbw = gbps(cols_.ip.busbw);
+  r.ip_cv_pct = num(at(cols_.ip.cv));
+  wrong(cols_.ip.wrong, r.ip_wrong);
+  auto& run = runs_.back();
+  if (run.rows.size() < kMaxRows) run.rows.push_back(std::move(r));
+  else ++run.rows_dropped;
+  return true;
+}
+
 bool PerfTableParser::line(std::string_view l) {
   while (!l.empty() && (l.back() == '\r' || l.back() == ' ')) l.remove_suffix(1);
   const auto first = l.find_first_not_of(" \t");
   if (first == std::string_view::npos) return false;
   if (l[first] == '#') {
     if (const std::string op = op_in(l); !op.empty()) pending_op_ = op;  // "# Collective test starting: all_reduce_perf"
+    if (const auto v = l.find("nccl-tests version "); v != std::string_view::npos) {
+      const auto w = split_words(l.substr(v + 19));
+      if (!w.empty()) pending_version_ = external_text(w[0], 32);
+      return true;
+    }
     if (l.find("nThread") != std::string_view::npos) {  // a new nccl-tests run begins
       open_ = false;
+      pending_ranks_ = 0;
+      pending_gpu_.clear();
+      return true;
+    }
+    const auto words = split_words(l.substr(first + 1));
+    if (!words.empty() && words[0] == "Rank") {  // "#  Rank  0 Group  0 Pid 2509 on vm device  0 [0000:00:06] NVIDIA H200"
+      ++pending_ranks_;
+      if (const auto b = l.rfind(']'); b != std::string_view::npos && pending_gpu_.empty())
+        pending_gpu_ = external_text(trim(l.substr(b + 1)), 80);
       return true;
     }
     if (l.find("algbw") != std::string_view::npos && l.find("size") != std::string_view::npos) {
-      has_root_ = l.find("root") != std::string_view::npos;
+      if (!header(l)) return false;
       if (!open_ || !runs_.back().rows.empty()) open_ = false;
-      current();
+      PerfRun& run = current();
+      run.version = pending_version_;
+      run.nranks = pending_ranks_ > 0 ? pending_ranks_ : -1;
+      run.gpu = pending_gpu_;
+      run.cpu_time = pending_cpu_time_;
+      run.per_iteration = cols_.oop.cv >= 0;
       return true;
     }
     if (const auto p = l.find("Avg bus bandwidth"); p != std::string_view::npos && open_) {
@@ -99,6 +186,7 @@ bool PerfTableParser::line(std::string_view l) {
         const auto w = split_words(l.substr(colon + 1));
         if (!w.empty() && num(w[0]) >= 0) runs_.back().avg_busbw = num(w[0]) * 1e9;
       }
+      runs_.back().complete = true;
       open_ = false;
       return true;
     }
@@ -113,6 +201,7 @@ bool PerfTableParser::line(std::string_view l) {
       r.source = source_;
       r.tool = "printed";
       r.op = std::string(w[w.size() - 2]);
+      r.complete = true;
       PerfRow row;
       try {
         row.size_bytes = parse_size(std::string(w.back()));
@@ -131,27 +220,7 @@ bool PerfTableParser::line(std::string_view l) {
     }
   }
   if (!open_) return false;
-  const auto t = split_words(l);
-  PerfRow r;
-  if (t.size() < 12 || !to_u64(t[0], r.size_bytes) || !to_u64(t[1], r.count)) return false;
-  r.type = std::string(t[2]);
-  r.redop = std::string(t[3]);
-  long long root = 0;
-  const std::size_t b = has_root_ && t.size() >= 13 && to_ll(t[4], root) ? 5 : 4;
-  if (t.size() < b + 8) return false;
-  r.oop_time_us = num(t[b]);
-  r.oop_algbw = num(t[b + 1]) < 0 ? -1 : num(t[b + 1]) * 1e9;
-  r.oop_busbw = num(t[b + 2]) < 0 ? -1 : num(t[b + 2]) * 1e9;
-  r.ip_time_us = num(t[b + 4]);
-  r.ip_algbw = num(t[b + 5]) < 0 ? -1 : num(t[b + 5]) * 1e9;
-  r.ip_busbw = num(t[b + 6]) < 0 ? -1 : num(t[b + 6]) * 1e9;
-  long long w = -1;
-  if (to_ll(t[b + 3], w)) r.oop_wrong = w;
-  if (to_ll(t[b + 7], w)) r.ip_wrong = w;
-  auto& run = runs_.back();
-  if (run.rows.size() < kMaxRows) run.rows.push_back(std::move(r));
-  else ++run.rows_dropped;
-  return true;
+  return row(l);
 }
 
 std::vector<PerfRun> PerfTableParser::finish(const std::vector<std::string>* transports) {
@@ -217,6 +286,7 @@ PerfRun perf_from_bench_json(const nlohmann::json& j, const std::string& source)
   PerfRun r;
   r.source = source;
   r.tool = "bench nccl";
+  r.complete = true;  // written whole at the end of its run
   std::string op = j.contains("op") && j["op"].is_string() ? j["op"].get<std::string>() : std::string();
   // bench nccl says "allreduce"; nccl-tests says "all_reduce": compare in one language.
   if (const auto c = find_enum(kCollectiveOps, op)) op = std::string(collective_row(*c).nccl_tests_name);
@@ -226,6 +296,78 @@ PerfRun perf_from_bench_json(const nlohmann::json& j, const std::string& source)
                      std::to_string(PerfTableParser::kMaxRows) + " the doctor reads from one table: split it, or give the run's own file");
   std::size_t n = 0;
   for (const auto& row : j["rows"]) r.rows.push_back(bench_row(row, source, ++n));
+  return r;
+}
+
+bool is_nccl_tests_json(const nlohmann::json& j) {
+  return j.is_object() && j.contains("results") && j["results"].is_array() && j.contains("config") &&
+         j["config"].is_object();
+}
+
+PerfRun perf_from_nccl_tests_json(const nlohmann::json& j, const std::string& source) {
+  const std::string file = "'" + external_text(source, 300) + "'";
+  if (!is_nccl_tests_json(j))
+    throw UsageError(file + " is not nccl-tests' -J JSON (no \"results\" list beside a \"config\")");
+  PerfRun r;
+  r.source = source;
+  r.tool = "nccl-tests";
+  const auto& cfg = j["config"];
+  if (j.contains("args") && j["args"].is_array() && !j["args"].empty() && j["args"][0].is_string())
+    r.op = op_in(j["args"][0].get<std::string>());  // the binary: all_reduce_perf
+  if (cfg.contains("devices") && cfg["devices"].is_array()) {
+    r.nranks = static_cast<int>(std::min<std::size_t>(cfg["devices"].size(), 1u << 20));
+    const auto& d0 = cfg["devices"].empty() ? nlohmann::json() : cfg["devices"][0];
+    if (d0.is_object() && d0.contains("device_info") && d0["device_info"].is_string())
+      r.gpu = external_text(d0["device_info"].get<std::string>(), 80);
+  }
+  if (r.nranks == 0) r.nranks = -1;
+  r.per_iteration = cfg.contains("per_iter_timing") && cfg["per_iter_timing"] == "true";
+  const auto& results = j["results"];
+  if (results.size() > PerfTableParser::kMaxRows)
+    throw UsageError(fmt::format("{} has {} results, more than the {} read from one table: give the run's own file",
+                                 file, results.size(), PerfTableParser::kMaxRows));
+  std::size_t n = 0;
+  for (const auto& x : results) {
+    const std::string where = fmt::format("{}, result {}", file, ++n);
+    if (!x.is_object()) throw UsageError(where + " is not an object");
+    if (!x.contains("size") || !x["size"].is_number_integer() || x["size"].get<long long>() < 0)
+      throw UsageError(where + ": \"size\" is missing or not a size in bytes (a whole number >= 0)");
+    PerfRow row;
+    row.size_bytes = x["size"].get<std::uint64_t>();
+    if (x.contains("count") && x["count"].is_number_integer() && x["count"].get<long long>() >= 0)
+      row.count = x["count"].get<std::uint64_t>();
+    for (const char* key : {"type", "redop"})
+      if (x.contains(key) && x[key].is_string()) (key[0] == 't' ? row.type : row.redop) = external_text(x[key].get<std::string>(), 32);
+    // A half's figure: a finite number >= 0; absent or not a number (an unchecked
+    // "nwrong"), -1. A negative or absurd figure is refused, not read.
+    const auto half = [&](const char* name, const char* key) {
+      if (!x.contains(name) || !x[name].is_object() || !x[name].contains(key) || !x[name][key].is_number()) return -1.0;
+      const double v = x[name][key].get<double>();
+      if (!(v >= 0) || v > 1e18)
+        throw UsageError(fmt::format("{}: {}.{} is {}, not a measurement", where, name, key, v));
+      return v;
+    };
+    row.oop_time_us = half("out_of_place", "time");
+    row.oop_algbw = half("out_of_place", "alg_bw") < 0 ? -1 : half("out_of_place", "alg_bw") * 1e9;
+    row.oop_busbw = half("out_of_place", "bus_bw") < 0 ? -1 : half("out_of_place", "bus_bw") * 1e9;
+    row.oop_wrong = static_cast<long long>(half("out_of_place", "nwrong"));
+    row.ip_time_us = half("in_place", "time");
+    row.ip_algbw = half("in_place", "alg_bw") < 0 ? -1 : half("in_place", "alg_bw") * 1e9;
+    row.ip_busbw = half("in_place", "bus_bw") < 0 ? -1 : half("in_place", "bus_bw") * 1e9;
+    row.ip_wrong = static_cast<long long>(half("in_place", "nwrong"));
+    row.oop_cv_pct = half("out_of_place_per_iter", "cv_pct");
+    row.ip_cv_pct = half("in_place_per_iter", "cv_pct");
+    if (row.oop_time_us < 0 && row.ip_time_us < 0) throw UsageError(where + ": no \"time\" in either half");
+    r.rows.push_back(std::move(row));
+  }
+  if (j.contains("average_bus_bandwidth") && j["average_bus_bandwidth"].is_object()) {
+    const auto& a = j["average_bus_bandwidth"];
+    if (a.contains("bandwidth") && a["bandwidth"].is_number() && a["bandwidth"].get<double>() >= 0 &&
+        a["bandwidth"].get<double>() < 1e9) {
+      r.avg_busbw = a["bandwidth"].get<double>() * 1e9;
+      r.complete = true;  // written at the end of the run
+    }
+  }
   return r;
 }
 
@@ -240,7 +382,8 @@ nlohmann::json to_json(const PerfRun& r) {
                                   {"algbw_GBps", gbps(x.ip_algbw)}, {"busbw_GBps", gbps(x.ip_busbw)}, {"wrong", x.ip_wrong}}}});
   return {{"source", r.source}, {"tool", r.tool}, {"op", r.op}, {"transport", r.transport},
           {"avg_busbw_GBps", gbps(r.avg_busbw)}, {"peak_busbw_GBps", gbps(r.peak_busbw())},
-          {"rows_dropped", r.rows_dropped}, {"rows", rows}};
+          {"rows_dropped", r.rows_dropped}, {"version", r.version}, {"ranks", r.nranks}, {"gpu", r.gpu},
+          {"cpu_time", r.cpu_time}, {"complete", r.complete}, {"wrong_rows", r.wrong_rows()}, {"rows", rows}};
 }
 
 }  // namespace p2pscope::tune

@@ -148,10 +148,13 @@ std::string transport_comparison(const std::vector<NcclLog>& logs) {
   for (const auto& l : logs)
     for (const auto& p : l.perf) {
       if (p.headline_busbw() <= 0 || p.op.empty()) continue;
+      if (p.cpu_time || p.wrong_rows() > 0) continue;  // not figures: perf.cpu_time, perf.wrong
       if (const double limit = links_limit(l); limit > 0 && p.peak_busbw() > limit) continue;  // refused: perf.beyond_links
       std::uint64_t lo = ~std::uint64_t{0}, hi = 0;
       for (const auto& r : p.rows) lo = std::min(lo, r.size_bytes), hi = std::max(hi, r.size_bytes);
-      items.push_back({transport_label(p, l.loopback()), p.headline_busbw(), l.loopback(), p.op, l.nranks, lo, hi});
+      // The table's own rank lines where it has them: a file of several runs has one count each.
+      items.push_back({transport_label(p, l.loopback()), p.headline_busbw(), l.loopback(), p.op,
+                       p.nranks > 0 ? p.nranks : l.nranks, lo, hi});
     }
   // Groups of one op and rank count, in first-seen order; sizes must overlap the first's.
   std::vector<std::vector<CompareItem>> groups;

@@ -155,8 +155,9 @@ void RankComm::throw_aborted(const std::string& why, const std::string& what) co
 // Where this rank may run on one or two CPUs (mpirun binds each of np <= 2 ranks to a
 // core; a namespace host of the survey's test cluster is pinned to one), CUDA's default
 // wait spins on the CPU that NCCL's proxy thread needs to move the bytes: an 8-byte
-// send/recv between two namespace hosts on one CPU each took 18.0 ms a sample, the
-// scheduler's slice, against microseconds unpinned. There the waits yield the CPU.
+// send/recv between two namespace hosts on one CPU each took 4.5 ms a sample (18 ms in
+// the survey, its bootstrap spinning too), and 13.4 us with the wait yielding or
+// blocking on that same CPU (bench/results/survey-nccl.md). There the waits yield.
 // P2PSCOPE_CUDA_WAIT=spin|yield|block sets it (to measure the difference).
 void RankComm::set_wait_mode() {
   const char* forced = std::getenv("P2PSCOPE_CUDA_WAIT");

@@ -88,8 +88,14 @@ TEST(DoctorPerf, ComparesOnlyOneOpAndRankCount) {
   logs[1].perf[0].op = "all_gather";
   EXPECT_EQ(transport_comparison(logs), "") << "two ops ranked as if they were transports";
   logs[1].perf[0].op = logs[0].perf[0].op;
-  logs[1].nranks = logs[0].nranks * 2;
+  // The table's own rank lines count (a file of several runs has one count each)...
+  ASSERT_EQ(logs[1].perf[0].nranks, 2);
+  logs[1].perf[0].nranks = 4;
   EXPECT_EQ(transport_comparison(logs), "") << "two rank counts ranked as if they were transports";
+  // ... and the log's, where the table has none.
+  logs[0].perf[0].nranks = logs[1].perf[0].nranks = -1;
+  logs[1].nranks = logs[0].nranks * 2;
+  EXPECT_EQ(transport_comparison(logs), "") << "two rank counts (the logs') ranked as if they were transports";
   logs[1].nranks = logs[0].nranks;
   for (auto& r : logs[1].perf[0].rows) r.size_bytes += std::uint64_t{1} << 40;  // no size in common
   EXPECT_EQ(transport_comparison(logs), "") << "sweeps without a size in common";
