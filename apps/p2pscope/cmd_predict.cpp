@@ -21,7 +21,7 @@ namespace {
 
 struct PredictOptions {
   std::string dir, ops, algo = "auto", sizes = "1K:1G", ranks;
-  std::vector<std::string> measured;
+  std::vector<std::string> measured, calibration;
   std::string host_anchor;  // "" = on, the default
   std::vector<int> hold_out;
   std::string backend, format = "text", out, dtype = "float", html, astra_backend = "unaware";
@@ -70,7 +70,7 @@ simulate::PredictHooks hooks(Context& ctx) {
 std::string checked_algo(const PredictOptions& o) {
   std::string algo_name = o.algo;
   if (algo_name == "auto") {
-    algo_name = simulate::read_nccl_calibration(o.dir).present ? "nccl" : "ring";
+    algo_name = !o.calibration.empty() || simulate::read_nccl_calibration(o.dir).present ? "nccl" : "ring";
     if (algo_name == "ring")
       std::fprintf(stderr, "note: %s has no NCCL calibration (profile makes one since --nccl-calibration): the textbook "
                            "ring schedule of the link models; --algo nccl prices NCCL's collectives with its defaults\n",
@@ -87,6 +87,7 @@ std::string checked_algo(const PredictOptions& o) {
   if (!o.ranks.empty()) throw UsageError("--ranks belongs to --algo nccl; ring and tree run over the campaign's devices");
   if (!o.host_anchor.empty()) throw UsageError("--host-anchor belongs to --algo nccl (its host launch cost)");
   if (!o.hold_out.empty()) throw UsageError("--hold-out belongs to --algo nccl (its calibration)");
+  if (!o.calibration.empty()) throw UsageError("--calibration calibrates NCCL's model: use it with --algo nccl");
   return algo_name;
 }
 
@@ -98,8 +99,15 @@ void run_predict_nccl(const PredictOptions& o, const std::vector<std::uint64_t>&
   a.ranks = o.ranks;
   a.dtype = o.dtype;
   a.sizes = sizes;
-  a.devices = simulate::campaign_gpus(o.dir, o.backend);
+  try {
+    a.devices = simulate::campaign_gpus(o.dir, o.backend);
+  } catch (const UsageError&) {
+    // --calibration brings the model's figures: the campaign need not hold links or a
+    // calibration of its own (its GPU is still checked against the files').
+    if (o.calibration.empty()) throw;
+  }
   a.measured = o.measured;
+  a.calibration = o.calibration;
   a.measure = o.measure;
   a.host_anchor = o.host_anchor != "off";
   a.hold_out = o.hold_out;
@@ -147,7 +155,11 @@ void add_predict_command(CLI::App& app, Context& ctx) {
                                      "an NCCL calibration")->capture_default_str();
   cmd->add_option("--ranks", o->ranks, "--algo nccl: rank counts to price, e.g. 2,4 (default 2 and all the campaign's GPUs)");
   cmd->add_option("--measured", o->measured, "--algo nccl: compare with these runs instead of running NCCL: bench nccl "
-                                             "--format json files or nccl-tests' text output");
+                                             "--format json files, nccl-tests' text output or its -J JSON");
+  cmd->add_option("--calibration", o->calibration,
+                  "--algo nccl: calibrate NCCL's model from these files instead of the campaign's nccl-calibration/ "
+                  "(nccl-tests output or -J JSON, bench nccl JSON): give allreduce and sendrecv at 2 and N ranks, and "
+                  "the other ops are predicted; each cell says whether it was fitted or predicted");
   cmd->add_option("--hold-out", o->hold_out,
                   "--algo nccl, for validation: at these rank counts (e.g. 2) only allreduce and sendrecv stay in the "
                   "calibration; the other ops timed there are predicted from the other rank counts instead")

@@ -159,7 +159,8 @@ NcclPredictRun predict_nccl(const NcclPredictArgs& a, const std::vector<std::str
   using namespace nccl_predict;
   const auto ops = parse_ops(a.ops);
   const auto ranks = parse_ranks(a.ranks, a.devices.size());
-  NcclCalibration read = read_nccl_calibration(a.dir);
+  NcclCalibration read = a.calibration.empty() ? read_nccl_calibration(a.dir)
+                                               : calibration_from_files(a.calibration, campaign_gpu_of(a.dir));
   std::vector<std::string> held = hold_out(read, a.hold_out);
   NcclModel model(std::move(read));
   if (hooks.say)

@@ -1,6 +1,8 @@
 // predict --algo nccl's measurements (simulate/predict_nccl_parts.hpp): bench nccl JSON or
 // nccl-tests' output read back (--measured), or NCCL run here (--measure).
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -170,6 +172,43 @@ void read_measured(const std::string& file, Measured& m, const std::string& camp
     read_nccl_tests(file, text, m, campaign_gpu, said);
   }
   if (notes) notes->insert(notes->end(), said.begin(), said.end());
+}
+
+NcclCalibration calibration_from_files(const std::vector<std::string>& files, const std::string& campaign_gpu) {
+  NcclCalibration cal;
+  cal.present = true;
+  cal.dir = "--calibration " + join(files, ", ");
+  std::map<std::pair<std::string, int>, NcclCurve> by;
+  for (const std::string& f : files) {
+    Measured m;
+    read_measured(f, m, campaign_gpu, &cal.notes);
+    std::size_t kept = 0;
+    for (const auto& [key, cell] : m) {  // the map's order: op, ranks, then size ascending
+      const auto& [op, ranks, S] = key;
+      NcclCurve& c = by[{op, ranks}];
+      c.op = op, c.ranks = ranks;
+      if (!c.bytes.empty() && static_cast<double>(S) <= c.bytes.back()) continue;  // another file's same size: the first
+      c.bytes.push_back(static_cast<double>(S));
+      c.span_ns.push_back(cell.ns);
+      c.gpu_ns.push_back(std::isnan(cell.gpu_ns) ? cell.ns : cell.gpu_ns);
+      ++kept;
+    }
+    if (kept == 0) throw UsageError(fmt::format("--calibration {}: no size of any op was read from it", f));
+  }
+  for (auto& [key, c] : by) {
+    // Sizes below what the op can split among the ranks all run as one: nccl-tests times
+    // them alike, so only sizes from 1 B up count, and a curve needs two of them.
+    if (c.bytes.size() < 2) {
+      cal.notes.push_back(fmt::format("--calibration: {} at {} ranks has one size only: not a curve, left out", c.op,
+                                      c.ranks));
+      continue;
+    }
+    cal.curves.push_back(std::move(c));
+  }
+  if (cal.curves.empty())
+    throw UsageError("--calibration: no op at any rank count has two sizes or more: give whole nccl-tests sweeps "
+                     "(e.g. all_reduce_perf -b 8 -e 1G -f 2) of allreduce and sendrecv at 2 and N ranks");
+  return cal;
 }
 
 void measure_here(const NcclPredictArgs& a, const std::vector<std::string>& ops, const std::vector<int>& ranks,

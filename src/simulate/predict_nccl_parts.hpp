@@ -44,6 +44,11 @@ struct PricedCell {
 
 // --measured FILE: bench nccl JSON, or nccl-tests' text output (refused when it ran on
 // another GPU model than the campaign's, `campaign_gpu`; "" unknown).
+// --calibration: a calibration made of measured files the user already has (the readers
+// of --measured): one curve per (op, rank count) with two sizes or more, nccl-tests' time
+// as the span and, where bench nccl timed it, the GPU's own time per iteration (else the
+// span). UsageError for a file that holds no such curve.
+NcclCalibration calibration_from_files(const std::vector<std::string>& files, const std::string& campaign_gpu);
 // `notes`: what was read but not used (a cut table, #wrong rows), for the user.
 void read_measured(const std::string& file, Measured& m, const std::string& campaign_gpu,
                    std::vector<std::string>* notes = nullptr);

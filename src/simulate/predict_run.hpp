@@ -64,6 +64,9 @@ struct NcclPredictArgs {
   std::vector<std::uint64_t> sizes;
   std::vector<int> devices;            // the campaign's GPUs, in order
   std::vector<std::string> measured;   // --measured files
+  // --calibration: the model's calibration from these files (nccl-tests output or its -J
+  // JSON, bench nccl JSON) instead of the campaign's nccl-calibration/.
+  std::vector<std::string> calibration;
   std::vector<int> hold_out;           // --hold-out: rank counts whose other ops leave the calibration
   bool measure = false;
   bool host_anchor = true;             // --host-anchor on|off (see predict_nccl.cpp)

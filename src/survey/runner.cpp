@@ -124,25 +124,8 @@ class Part {
     for (std::size_t i = 0; i < s.tasks.size(); ++i) {
       const Task& t = s.tasks[i];
       if (s.kind == "local" || s.kind == "gpu" || runs_at(t.server, t.rail) != me_) continue;
-      if (nccl_) {
-        start_nccl_server(s, i, params, nccl_servers, ports, mine);
-        continue;
-      }
-      tcp::ServerOptions so;
-      so.bind_addrs = {nic(my_host_, t.client, t.rail).ipv4};
-      so.port = 0;
-      // The client connects as soon as it has the ports: a longer wait only means it failed.
-      so.accept_timeout_s = std::min(o_.round_timeout_s, params.timeout_s + 5);
-      so.token = token_;
-      so.local = local_for(t.client, t.rail);
-      try {
-        servers[i] = std::make_unique<tcp::Server>(so);
-        ports[std::to_string(i)] = servers[i]->port();
-      } catch (const Error& e) {
-        Record r = record_for(s, t);
-        r.failure = fmt::format("server on {} {} could not listen: {}", hosts_[my_host_].host, so.bind_addrs[0], e.what());
-        mine.push_back(r);
-      }
+      if (nccl_) start_nccl_server(s, i, params, nccl_servers, ports, mine);
+      else start_tcp_server(s, i, params, servers, ports, mine);
     }
     const nlohmann::json all_ports = exchange_ports(ports);
     std::vector<std::thread> threads;
@@ -219,6 +202,29 @@ class Part {
   }
 
  private:
+  // The server host's side of task i over sockets or a plugin: a listener on the rail's
+  // address, its port sent to the client with the step's ports.
+  void start_tcp_server(const Step& s, std::size_t i, const tcp::Params& params,
+                        std::map<std::size_t, std::unique_ptr<tcp::Server>>& servers, nlohmann::json& ports,
+                        std::vector<Record>& mine) {
+    const Task& t = s.tasks[i];
+    tcp::ServerOptions so;
+    so.bind_addrs = {nic(my_host_, t.client, t.rail).ipv4};
+    so.port = 0;
+    // The client connects as soon as it has the ports: a longer wait only means it failed.
+    so.accept_timeout_s = std::min(o_.round_timeout_s, params.timeout_s + 5);
+    so.token = token_;
+    so.local = local_for(t.client, t.rail);
+    try {
+      servers[i] = std::make_unique<tcp::Server>(so);
+      ports[std::to_string(i)] = servers[i]->port();
+    } catch (const Error& e) {
+      Record r = record_for(s, t);
+      r.failure = fmt::format("server on {} {} could not listen: {}", hosts_[my_host_].host, so.bind_addrs[0], e.what());
+      mine.push_back(r);
+    }
+  }
+
   // --transport nccl, the server host's side of task i: NCCL's rank 0 as a child, its
   // rendezvous on the rail's address; the client learns port and secret with the ports.
   void start_nccl_server(const Step& s, std::size_t i, const tcp::Params& params,

@@ -44,11 +44,16 @@ NcclLinkSpec spec(int rank, int port, const std::string& token, const std::strin
   return s;
 }
 
-void skip_without_gpu() {
+// Why these tests cannot run here ("" where they can). GTEST_SKIP in a helper would end
+// the helper only, so each test skips on this itself.
+std::string cannot_run() {
   const gpu::RuntimeInfo info = gpu::runtime_info();
-  if (!info.nccl_built || info.device_count == 0) GTEST_SKIP() << "needs NCCL and a GPU: " << info.why_no_gpu;
-  if (!std::filesystem::exists(binary())) GTEST_SKIP() << "p2pscope binary not built (" << binary() << "); set P2PSCOPE_BIN";
+  if (!info.nccl_built || info.device_count <= 0) return "needs NCCL and a GPU: " + info.why_no_gpu;
+  if (!std::filesystem::exists(binary())) return "p2pscope binary not built (" + binary() + "); set P2PSCOPE_BIN";
+  return "";
 }
+#define SKIP_WITHOUT_GPU() \
+  if (const std::string why = cannot_run(); !why.empty()) GTEST_SKIP() << why
 
 Record run_link(const std::string& step) {
   const int port = free_port_on("127.0.0.1");
@@ -66,7 +71,7 @@ Record run_link(const std::string& step) {
 }
 
 TEST(SurveyNcclLinkGpu, BothDirectionsOfALinkOverNcclsSocketsAreMeasuredAndItsPathNamed) {
-  skip_without_gpu();
+  SKIP_WITHOUT_GPU();
   const Record r = run_link("bw");
   ASSERT_EQ(r.failure, "");
   ASSERT_EQ(r.c2s_bytes_per_s.size(), 5u);
@@ -80,7 +85,7 @@ TEST(SurveyNcclLinkGpu, BothDirectionsOfALinkOverNcclsSocketsAreMeasuredAndItsPa
 }
 
 TEST(SurveyNcclLinkGpu, ALatencyStepGivesEveryOneWayTimeOfBothDirections) {
-  skip_without_gpu();
+  SKIP_WITHOUT_GPU();
   const Record r = run_link("lat");
   ASSERT_EQ(r.failure, "");
   ASSERT_EQ(r.latency_ns.size(), 40u);
@@ -91,7 +96,7 @@ TEST(SurveyNcclLinkGpu, ALatencyStepGivesEveryOneWayTimeOfBothDirections) {
 }
 
 TEST(SurveyNcclLinkGpu, APeerThatNeverComesFailsTheLinkWithinItsBoundAndKeepsItsFiles) {
-  skip_without_gpu();
+  SKIP_WITHOUT_GPU();
   NcclLinkSpec s = spec(0, free_port_on("127.0.0.1"), auth::random_nonce_hex(16), "alone");
   s.timeout_s = 8;
   Record r;

@@ -41,7 +41,7 @@ TEST(BadInput, RefusedWithExit2NamingTheFlag) {
       {"survey --rails 0:1,0:1", "rail 0:1 given twice"},
       {"survey --per node", "--per node: expected host (one process per host) or gpu (one per GPU)"},
       {"survey --rails eth1:eth2", "only together with --nics"},
-      {"survey --transport nccl", "--transport nccl: expected tcp (sockets) or net"},
+      {"survey --transport ib", "--transport ib: expected tcp (sockets), net (an NCCL net plugin) or nccl"},
       {"survey --plugin p2pscope", "--plugin goes with --transport net"},
       {"survey --sizes 0,1K", "size '0' is 0 bytes"},
       {"survey --sizes 1M", "give two sizes or more"},

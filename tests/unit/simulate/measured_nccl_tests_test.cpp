@@ -9,8 +9,12 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "p2pscope/error.hpp"
 #include "simulate/predict_nccl_parts.hpp"
+#include "support/run_binary.hpp"
+#include "simulate_support.hpp"
 
 namespace p2pscope::simulate::nccl_predict {
 namespace {
@@ -106,3 +110,38 @@ TEST(MeasuredNcclTests, AWrongRowIsNoCellAndACutTableIsSaid) {
 
 }  // namespace
 }  // namespace p2pscope::simulate::nccl_predict
+
+// predict --calibration from nccl-tests files a user already has: allreduce and sendrecv
+// at 2 and 4 ranks fit the model, the other ops are predicted and set against their own
+// runs; every row says which it is.
+namespace p2pscope::simulate {
+namespace {
+TEST(PredictCalibration, AllreduceAndSendrecvAtTwoAndFourRanksFitTheOtherOpsArePredicted) {
+  namespace fs = std::filesystem;
+  const auto f = [](const char* n) { return (fs::path(P2PSCOPE_FIXTURES_DIR) / "nccl-tests/h200-2.19" / n).string(); };
+  const auto out = test::temp_dir("predict-calibration");
+  const std::string campaign = (fs::path(P2PSCOPE_FIXTURES_DIR) / "campaigns/h200x2").string();
+  const auto r = test::run_binary(
+      "predict " + campaign + " --algo nccl --ranks 2,4 --sizes 64K,1M,16M --ops allreduce,sendrecv,allgather,reducescatter"
+      " --calibration " + f("01_all_reduce_plain.txt") + " " + f("03_sendrecv.txt") + " " + f("08_all_reduce_np4.txt") +
+      " " + f("08_sendrecv_np4.txt") + " --measured " + f("04_all_gather.txt") + " " + f("04_reduce_scatter.txt") + " " +
+      f("08_all_gather_np4.txt") + " " + f("08_reduce_scatter_np4.txt") + " --format json --out " + (out / "p.json").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream in(out / "p.json");
+  const auto j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["rows"].size(), 4u * 2 * 3);
+  std::size_t predicted_measured = 0;
+  for (const auto& row : j["rows"]) {
+    const bool fitted = row["op"] == "allreduce" || row["op"] == "sendrecv";
+    EXPECT_EQ(row["role"], fitted ? "calibration" : "predicted") << row.dump();
+    if (!fitted && !row["measured_us"].is_null()) ++predicted_measured;
+  }
+  // allgather and reducescatter at 2 ranks (1K..16M by 2: 64K, 1M, 16M) and at 4 ranks
+  // (1K..64M by 4: 64K, 1M, 16M): every predicted cell has its run.
+  EXPECT_EQ(predicted_measured, 2u * 2 * 3);
+  // The model says what calibrated it: the four curves of the files.
+  ASSERT_EQ(j["calibrated_by"].size(), 4u) << j["calibrated_by"].dump();
+  EXPECT_NE(j["calibrated_by"].dump().find("sendrecv at 4 ranks: 9 sizes"), std::string::npos) << j["calibrated_by"].dump();
+}
+}  // namespace
+}  // namespace p2pscope::simulate
