@@ -88,7 +88,8 @@ TEST(NcclTestsLayouts, ACpuTimeTableWithATimestampIsReadAndSaidToBeCpuTime) {
   ASSERT_EQ(r.rows.size(), 22u);  // the two-word timestamp after the last #wrong
   EXPECT_DOUBLE_EQ(r.rows[0].oop_time_us, 13.48);
   EXPECT_EQ(r.rows[0].ip_wrong, 0);
-  const Finding* f = find(log_findings(l), "perf.cpu_time");
+  const auto findings = log_findings(l);  // find() points into it
+  const Finding* f = find(findings, "perf.cpu_time");
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->title.find("not the operation's"), std::string::npos) << f->title;
 }
@@ -195,10 +196,12 @@ TEST(NcclTestsLayouts, ACutTableKeepsItsCompleteRowsAndIsSaidToBeCut) {
   EXPECT_FALSE(l.perf[0].complete);
   ASSERT_EQ(l.perf[0].rows.size(), 17u);  // 8 B .. 512 KiB; the half-written row is no row
   EXPECT_EQ(l.perf[0].rows.back().size_bytes, 524288u);
-  const Finding* f = find(log_findings(l), "perf.cut");
+  const auto findings = log_findings(l);  // find() points into it
+  const Finding* f = find(findings, "perf.cut");
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->title.find("ends after 17 rows (last 524288 B)"), std::string::npos) << f->title;
-  EXPECT_EQ(find(log_findings(parse_nccl_log(whole, "whole.txt")), "perf.cut"), nullptr);
+  const auto whole_findings = log_findings(parse_nccl_log(whole, "whole.txt"));
+  EXPECT_EQ(find(whole_findings, "perf.cut"), nullptr);
 }
 
 }  // namespace
