@@ -252,6 +252,7 @@ struct PerfRow {
   double ip_time_us = -1, ip_algbw = -1, ip_busbw = -1;     // in-place
   long long oop_wrong = -1, ip_wrong = -1;       // -1: not checked (N/A)
   double oop_cv_pct = -1, ip_cv_pct = -1;         // nccl-tests -I: i_cv%, the iterations' spread
+  std::vector<double> oop_iter_us;                // -I's JSON: each out-of-place iteration's time
   double busbw() const { return std::max(oop_busbw, ip_busbw); }
   bool wrong() const { return oop_wrong > 0 || ip_wrong > 0; }  // its data check failed
 };

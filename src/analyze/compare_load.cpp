@@ -46,7 +46,8 @@ std::string started_of(const nlohmann::json& j) {
 }
 
 constexpr const char* kWhatWeRead =
-    "compare reads bench gpu and bench nccl JSON (--format json), profile campaign directories, sweep tcp CSVs "
+    "compare reads bench gpu and bench nccl JSON (--format json), nccl-tests output (text or -J JSON), profile "
+    "campaign directories, sweep tcp CSVs "
     "(sweep.csv) and survey JSON (survey.json)";
 
 }  // namespace
@@ -285,6 +286,8 @@ Loaded load_json(const std::string& path, const nlohmann::json& j, std::vector<s
     r = load_survey(path, j);
   } else if (is_bench_nccl(j)) {
     r = nccl_side({read_nccl_run(path, j)});
+  } else if (tune::is_nccl_tests_json(j)) {
+    r = nccl_side({nccl_tests_run(path, {tune::perf_from_nccl_tests_json(j, path)})});
   } else if (!j.is_object() || !j.contains("rows") || !j["rows"].is_array() || !j.contains("pattern") ||
              !j.contains("backend")) {
     throw UsageError(fmt::format("'{}' is JSON but not a bench gpu or bench nccl result{}; {}", path,
@@ -320,9 +323,12 @@ Loaded load_file(const std::string& path, const fs::path& p) {
   if (t.find("\n# p2pscope bench nccl: ") != std::string::npos || t.compare(first, 22, "# p2pscope bench nccl:") == 0)
     throw UsageError(fmt::format("'{}' is bench nccl's text table: compare reads its JSON (bench nccl --format json "
                                  "--out FILE)", path));
-  if (t.find("# nThread ") != std::string::npos && t.find("busbw") != std::string::npos)
-    throw UsageError(fmt::format("'{}' is nccl-tests' text output, which compare does not read; p2pscope bench nccl "
-                                 "--format json measures the same figures for it", path));
+  if (t.find("# nThread ") != std::string::npos && t.find("busbw") != std::string::npos) {
+    // nccl-tests' text: the table reader the doctor and predict --measured use.
+    tune::PerfTableParser parser(path);
+    for (const std::string_view line : split_lines(t)) parser.line(line);
+    return nccl_side({nccl_tests_run(path, parser.finish())});
+  }
   const std::size_t eol = std::min(t.find('\n', first), t.size());
   throw UsageError(fmt::format("'{}' is none of the results compare reads ({}); its first line: '{}'", path,
                                kWhatWeRead, external_text(t.substr(first, std::min<std::size_t>(60, eol - first)), 60)));
@@ -390,12 +396,27 @@ Loaded load_side(const std::vector<std::string>& paths) {
   for (const auto& path : paths) {
     std::error_code ec;
     if (fs::is_directory(fs::path(path), ec))
-      throw UsageError(fmt::format("'{}' is a directory: several results a side are bench nccl JSON files", path));
+      throw UsageError(fmt::format("'{}' is a directory: several results a side are bench nccl or nccl-tests files",
+                                   path));
     std::vector<std::string> notes;
-    const nlohmann::json j = parse_result_json(path, result_text(path), &notes);
+    const std::string text = result_text(path);
+    std::size_t skipped = 0;
+    if (json_start(text, &skipped) == std::string::npos && text.find("# nThread ") != std::string::npos) {
+      // Repeated nccl-tests runs, one a file: their points get intervals from them all.
+      tune::PerfTableParser parser(path);
+      for (const std::string_view line : split_lines(text)) parser.line(line);
+      runs.push_back(nccl_tests_run(path, parser.finish()));
+      continue;
+    }
+    const nlohmann::json j = parse_result_json(path, text, &notes);
+    if (tune::is_nccl_tests_json(j)) {
+      runs.push_back(nccl_tests_run(path, {tune::perf_from_nccl_tests_json(j, path)}));
+      continue;
+    }
     if (!is_bench_nccl(j))
-      throw UsageError(fmt::format("'{}' is not bench nccl JSON: several results a side are read for repeated bench "
-                                   "nccl runs only (other kinds: one result a side)", path));
+      throw UsageError(fmt::format("'{}' is not bench nccl JSON or nccl-tests output: several results a side are read "
+                                   "for repeated bench nccl or nccl-tests runs only (other kinds: one result a side)",
+                                   path));
     try {
       runs.push_back(read_nccl_run(path, j));
     } catch (const nlohmann::json::exception&) {

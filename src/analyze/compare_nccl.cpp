@@ -218,7 +218,7 @@ Loaded nccl_side(const std::vector<NcclRun>& runs) {
   for (const auto& s : r.setups) ops.push_back(setup_text(s));
   std::size_t spans = 0;
   for (const auto& [key, f] : pooled) spans = std::max(spans, f.times_ns.size());
-  r.description = fmt::format("bench nccl, {}; {} run{}{}", join(ops, ", "), runs.size(), runs.size() == 1 ? "" : "s",
+  r.description = fmt::format("{}, {}; {} run{}{}", first.tool, join(ops, ", "), runs.size(), runs.size() == 1 ? "" : "s",
                               spans > runs.size() ? fmt::format(", up to {} figures a point (--spans)", spans) : "");
   return r;
 }

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "p2pscope/compare.hpp"
+#include "p2pscope/tune.hpp"
 
 namespace p2pscope::compare {
 
@@ -30,6 +31,7 @@ struct NcclFigures {
   std::vector<double> events_ns;  // the event pass (per iteration), for a single figure's noise
 };
 struct NcclRun {
+  std::string tool = "bench nccl";  // or "nccl-tests"
   std::string path, started, machine;
   std::vector<OpSetup> setups;
   std::map<std::pair<std::string, std::uint64_t>, NcclFigures> figures;  // (op, size)
@@ -39,6 +41,11 @@ struct NcclRun {
 // UsageError naming the file, the op and the row for what is not a figure (a negative
 // or fractional size, a time that is not a positive finite number, a repeated size).
 NcclRun read_nccl_run(const std::string& shown, const nlohmann::json& j);
+// nccl-tests' output (its text or its -J JSON), read by the doctor's and predict's table
+// reader, as one run: per (op, size) the out-of-place time and busbw its table printed,
+// and with -I's JSON each iteration's time for the point's noise. UsageError for CPU-time
+// tables (-C 1), an op twice, or no table.
+NcclRun nccl_tests_run(const std::string& shown, const std::vector<tune::PerfRun>& runs);
 // One side from one run or several (repeated runs: a point's samples are the figures of
 // them all). UsageError when the runs differ in rank count or dtype of an op.
 Loaded nccl_side(const std::vector<NcclRun>& runs);

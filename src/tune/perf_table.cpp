@@ -356,6 +356,11 @@ PerfRun perf_from_nccl_tests_json(const nlohmann::json& j, const std::string& so
     row.ip_busbw = half("in_place", "bus_bw") < 0 ? -1 : half("in_place", "bus_bw") * 1e9;
     row.ip_wrong = static_cast<long long>(half("in_place", "nwrong"));
     row.oop_cv_pct = half("out_of_place_per_iter", "cv_pct");
+    if (x.contains("out_of_place_per_iter") && x["out_of_place_per_iter"].is_object() &&
+        x["out_of_place_per_iter"].contains("times_us") && x["out_of_place_per_iter"]["times_us"].is_array())
+      for (const auto& v : x["out_of_place_per_iter"]["times_us"])
+        if (v.is_number() && v.get<double>() > 0 && v.get<double>() < 1e12 && row.oop_iter_us.size() < 100000)
+          row.oop_iter_us.push_back(v.get<double>());
     row.ip_cv_pct = half("in_place_per_iter", "cv_pct");
     if (row.oop_time_us < 0 && row.ip_time_us < 0) throw UsageError(where + ": no \"time\" in either half");
     r.rows.push_back(std::move(row));
