@@ -18,7 +18,7 @@
 
 #include "p2pscope/child_process.hpp"
 #include "p2pscope/error.hpp"
-#include "p2pscope/files.hpp"
+#include "p2pscope/file_tail.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "p2pscope/launcher.hpp"
 #include "p2pscope/text.hpp"
@@ -28,16 +28,6 @@
 namespace p2pscope::survey {
 namespace fs = std::filesystem;
 namespace {
-
-std::string last_lines(const fs::path& path, std::size_t n) {
-  const auto text = try_read_regular_file(path, 1u << 20);
-  if (!text) return {};
-  std::vector<std::string> lines;
-  for (const auto& l : split_lines(*text))
-    if (!trim(l).empty()) lines.emplace_back(l);
-  if (lines.size() > n) lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(n));
-  return external_text(join(lines, "\n"), 1500);
-}
 
 // The samples of one row of bench gpu's JSON, each checked: positive and finite.
 std::vector<double> row_samples(const nlohmann::json& row) {
@@ -206,7 +196,7 @@ void NcclLinkSide::finish(Record& rec) {
   const std::string log = (dir / fmt::format("nccl-rank{}.log", spec_.rank)).string();
   std::string why;
   if (res.exit_code != 0) {
-    const std::string tail = last_lines(dir / fmt::format("rank{}.err", spec_.rank), 3);
+    const std::string tail = last_lines_of(dir / fmt::format("rank{}.err", spec_.rank), 3, 1500);
     why = fmt::format("NCCL rank {} ({}) {}{}", spec_.rank, spec_.rank == 0 ? "server side" : "client side",
                       res.timed_out ? fmt::format("timed out after {:.0f} s", spec_.timeout_s)
                                     : fmt::format("exited {}", res.exit_code),

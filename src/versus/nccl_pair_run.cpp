@@ -15,6 +15,7 @@
 #include "p2pscope/auth.hpp"
 #include "p2pscope/child_process.hpp"
 #include "p2pscope/error.hpp"
+#include "p2pscope/file_tail.hpp"
 #include "p2pscope/files.hpp"
 #include "p2pscope/text.hpp"
 
@@ -37,16 +38,6 @@ int free_loopback_port() {
   ::close(fd);
   if (!ok) throw Error("cannot find a free port on 127.0.0.1 for the NCCL ranks' rendezvous");
   return ntohs(a.sin_port);
-}
-
-std::string last_lines(const std::string& path, std::size_t n) {
-  const auto text = try_read_regular_file(path, 1u << 20);
-  if (!text) return {};
-  std::vector<std::string> lines;
-  for (const auto& l : split_lines(*text))
-    if (!trim(l).empty()) lines.emplace_back(l);
-  if (lines.size() > n) lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(n));
-  return external_text(join(lines, "\n"), 2000);
 }
 
 ChildSpec rank_spec(const NcclPairSpec& s, int rank, int port, const std::string& token, const fs::path& dir) {
@@ -133,7 +124,7 @@ NcclPairRun run_nccl_pair(const NcclPairSpec& s) {
   const auto fail = [&](const ChildResult& c, int rank) {
     std::string why = c.timed_out ? fmt::format("timed out after {:.0f} s", s.timeout_s)
                                   : fmt::format("exited {}", c.exit_code);
-    const std::string tail = last_lines((dir / fmt::format("rank{}.out", rank)).string(), 4);
+    const std::string tail = last_lines_of((dir / fmt::format("rank{}.out", rank)).string(), 4, 2000);
     return fmt::format("NCCL rank {} {}{}", rank, why, tail.empty() ? "" : ":\n" + tail);
   };
   if (r0.exit_code != 0) {
