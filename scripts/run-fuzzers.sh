@@ -19,7 +19,8 @@ seeds() {  # corpus seeds per fuzzer, copied so the fixtures are never written t
   mkdir -p "$dir"
   case "$name" in
     fuzz_nccl_log) cp tests/fixtures/nccl-logs/*.log "$dir"/ 2>/dev/null || true
-      cp tests/fixtures/nccl-logs/faults/two-runs-*.log tests/fixtures/nccl-logs/faults/peer-killed.log "$dir"/ 2>/dev/null || true ;;
+      cp tests/fixtures/nccl-logs/faults/two-runs-*.log tests/fixtures/nccl-logs/faults/peer-killed.log "$dir"/ 2>/dev/null || true
+      cp tests/fixtures/nccl-tests/h200-2.19/*.txt "$dir"/ 2>/dev/null || true ;;  # every nccl-tests layout
     fuzz_interrupts) find tests/fixtures/fsroot -path '*/proc/interrupts' -exec sh -c 'cp "$1" "$2/$(echo "$1" | tr / _)"' _ {} "$dir" \; ;;
     fuzz_cpulist) printf '0-3,8,10-11' >"$dir/list"; printf 'ff,ffffffff' >"$dir/mask" ;;
     fuzz_bindings) printf 'eth1:8-21,112-125;eth2:8-21,112-125;eth3:60-73,164-177' >"$dir/seed" ;;
