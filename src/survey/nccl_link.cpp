@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -92,6 +93,19 @@ std::string gpu_for_link(int rail, bool per_gpu) {
   }
   const int count = std::max(1, gpu::runtime_info().device_count);
   return std::to_string(index % count);
+}
+
+std::string nccl_link_dir(const std::string& kind, const std::string& server_host, const std::string& client_host,
+                          int pass, int round, int rail) {
+  const auto part = [](const std::string& name) {
+    std::string out;
+    for (const char c : name.substr(0, 64))
+      out += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
+    return out;
+  };
+  return (fs::temp_directory_path() / fmt::format("p2pscope-survey-nccl-{}-{}-{}-p{}r{}-rail{}-{}", part(kind),
+                                                  part(server_host), part(client_host), pass, round, rail, ::getpid()))
+      .string();
 }
 
 namespace {

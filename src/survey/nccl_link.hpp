@@ -55,6 +55,12 @@ std::string nccl_link_problem();
 // process was given where it has one.
 std::string gpu_for_link(int rail, bool per_gpu);
 
+// The folder of one link side's files under the temp dir: kind, both hosts, pass, round,
+// rail and this pid. Host names come from other ranks (a stranger's, without a token), and
+// the folder is removed after a clean run: only letters, digits, '-' and '_' of them are kept.
+std::string nccl_link_dir(const std::string& kind, const std::string& server_host, const std::string& client_host,
+                          int pass, int round, int rail);
+
 // A port of `ip` free a moment ago (rank 0's child binds it next; a race loses the link,
 // which then fails and says so). Error when none can be had.
 int free_port_on(const std::string& ip);

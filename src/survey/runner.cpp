@@ -1,13 +1,10 @@
 // The survey's steps over the bootstrap (survey.hpp): rank 0 sends a step's tasks, every
 // rank runs its part, rank 0 gathers the records and decides the next step.
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <map>
 #include <set>
 #include <thread>
@@ -279,10 +276,7 @@ class Part {
     spec.warmup = static_cast<int>(std::max<std::uint32_t>(params.warmup, 1));
     // Past the step's bound this rank would be dropped: the child ends before it.
     spec.timeout_s = std::max(10.0, o_.round_timeout_s - 5);
-    spec.dir = (std::filesystem::temp_directory_path() /
-                fmt::format("p2pscope-survey-nccl-{}-{}-{}-p{}r{}-rail{}-{}", s.kind, hosts_[t.server].host,
-                            hosts_[t.client].host, s.pass, s.round, t.rail, ::getpid()))
-                   .string();
+    spec.dir = nccl_link_dir(s.kind, hosts_[t.server].host, hosts_[t.client].host, s.pass, s.round, t.rail);
     return spec;
   }
 

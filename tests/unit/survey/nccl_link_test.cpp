@@ -126,6 +126,15 @@ TEST(SurveyNcclLink, TheChildsEnvironmentNamesTheRailsNicAndItsHostAndNoLauncher
   EXPECT_EQ(env.count("NCCL_IB_HCA"), 0u);  // no RDMA device is eth2's function here
 }
 
+TEST(SurveyNcclLink, AHostNameFromAnotherRankCannotMoveTheFolderThatIsRemoved) {
+  const fs::path d = nccl_link_dir("bw", "../../etc", "h1/../../root", 1, 2, 0);
+  EXPECT_EQ(d.parent_path(), fs::temp_directory_path());
+  const std::string name = d.filename().string();
+  EXPECT_EQ(name.find('/'), std::string::npos);
+  EXPECT_EQ(name.find(".."), std::string::npos) << name;
+  EXPECT_EQ(name.rfind("p2pscope-survey-nccl-bw-______etc-h1_______root-p1r2-rail0-", 0), 0u) << name;
+}
+
 TEST(SurveyNcclLink, TheRdmaDeviceOfANicIsTheOneOnItsPciFunction) {
   const fs::path root = fs::temp_directory_path() / ("nccl-link-sysfs-" + std::to_string(::getpid()));
   fs::remove_all(root);
