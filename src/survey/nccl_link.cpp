@@ -1,17 +1,12 @@
 // A survey link over NCCL's own send/recv (nccl_link.hpp).
 #include "survey/nccl_link.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <random>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -108,37 +103,13 @@ std::string nccl_link_dir(const std::string& kind, const std::string& server_hos
       .string();
 }
 
-namespace {
-// `port` of ip (0: any) if it can be bound now, else 0.
-int try_bind(const std::string& ip, int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  socklen_t len = sizeof a;
-  const bool ok = ::inet_pton(AF_INET, ip.c_str(), &a.sin_addr) == 1 &&
-                  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
-  ::close(fd);
-  return ok ? ntohs(a.sin_port) : 0;
-}
-}  // namespace
-
-int free_port_on(const std::string& ip) {
-  // Below the kernel's ephemeral range: a port it handed out for a bind to 0 and took
-  // back is the next one it gives any socket that connects, so another link's
-  // connection could take it before the child binds it.
-  int ephemeral_low = 32768;
-  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_low;
-  if (ephemeral_low - 1 - 10000 >= 1000) {
-    static thread_local std::mt19937 rng(std::random_device{}() ^ static_cast<unsigned>(::getpid()));
-    std::uniform_int_distribution<int> pick(10000, ephemeral_low - 1);
-    for (int tries = 0; tries < 200; ++tries)
-      if (const int p = try_bind(ip, pick(rng))) return p;
-  }
-  if (const int p = try_bind(ip, 0)) return p;
-  throw Error(fmt::format("no free port on {} for an NCCL link's rendezvous", ip));
+bool is_link_offer(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("port") || !j.contains("token")) return false;
+  const auto& port = j["port"];
+  const auto& token = j["token"];
+  return port.is_number_integer() && port.get<long long>() >= 1 && port.get<long long>() <= 65535 &&
+         token.is_string() && token.get<std::string>().size() == 32 &&
+         token.get<std::string>().find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
 std::string take_nccl_figures(Record& rec, const std::string& json_text) {

@@ -16,6 +16,9 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "p2pscope/free_port.hpp"  // free_port_on: rank 0's rendezvous port
 #include "survey/survey.hpp"
 
 namespace p2pscope {
@@ -61,9 +64,9 @@ std::string gpu_for_link(int rail, bool per_gpu);
 std::string nccl_link_dir(const std::string& kind, const std::string& server_host, const std::string& client_host,
                           int pass, int round, int rail);
 
-// A port of `ip` free a moment ago (rank 0's child binds it next; a race loses the link,
-// which then fails and says so). Error when none can be had.
-int free_port_on(const std::string& ip);
+// Whether `j` (another rank's entry in the step's ports; a stranger's, without a token)
+// is a link offer as start_nccl_server makes it: {"port": 1..65535, "token": 32 hex digits}.
+bool is_link_offer(const nlohmann::json& j);
 
 // Rank 0's JSON (bench gpu's rows) into the record: bw, c2s from the 1 -> 0 row's samples
 // and s2c from 0 -> 1 (each sample's rate); lat and size, both rows' times as latency_ns

@@ -228,8 +228,8 @@ class Part {
                          std::map<std::size_t, std::unique_ptr<NcclLinkSide>>& sides, nlohmann::json& ports,
                          std::vector<Record>& mine) {
     const Task& t = s.tasks[i];
-    NcclLinkSpec spec = nccl_spec(s, t, params, 0);
     try {
+      NcclLinkSpec spec = nccl_spec(s, t, params, 0);
       spec.rendezvous_ip = nic(my_host_, t.client, t.rail).ipv4;
       spec.port = free_port_on(spec.rendezvous_ip);
       spec.token = auth::random_nonce_hex(16);
@@ -247,8 +247,15 @@ class Part {
     Record r = record_for(s, t);
     const std::int64_t t0 = monotonic_ns();
     try {
-      if (!link.is_object() || !link.contains("port") || !link.contains("token")) {
+      if (!link.is_object()) {
         r.failure = fmt::format("the NCCL side on {} did not start (gone, or its start failed)", hosts_[t.server].host);
+        return r;
+      }
+      // Another rank's frame (a stranger's, without a token): a port and a secret as the
+      // server side makes them, or no link.
+      if (!is_link_offer(link)) {
+        r.failure = fmt::format("the NCCL side on {} sent no port and secret of the kind p2pscope makes: not run",
+                                hosts_[t.server].host);
         return r;
       }
       NcclLinkSpec spec = nccl_spec(s, t, params, 1);

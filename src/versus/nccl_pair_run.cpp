@@ -1,9 +1,6 @@
 // NCCL's send/recv between two ranks of this machine: see nccl_pair_run.hpp.
 #include "versus/nccl_pair_run.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -16,6 +13,7 @@
 #include "p2pscope/child_process.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/file_tail.hpp"
+#include "p2pscope/free_port.hpp"
 #include "p2pscope/files.hpp"
 #include "p2pscope/text.hpp"
 
@@ -23,22 +21,6 @@ namespace p2pscope::versus {
 using tune::NcclLog;
 namespace fs = std::filesystem;
 namespace {
-
-// A port of 127.0.0.1 free a moment ago, for rank 0's rendezvous. Another process may
-// take it in between: the ranks then fail to meet, and say so.
-int free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw Error("cannot make a socket for the NCCL ranks' rendezvous");
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
-  ::close(fd);
-  if (!ok) throw Error("cannot find a free port on 127.0.0.1 for the NCCL ranks' rendezvous");
-  return ntohs(a.sin_port);
-}
 
 ChildSpec rank_spec(const NcclPairSpec& s, int rank, int port, const std::string& token, const fs::path& dir) {
   ChildSpec c;
@@ -107,7 +89,7 @@ NcclPairRun run_nccl_pair(const NcclPairSpec& s) {
   NcclPairRun run;
   run.env = s.env;
   const fs::path dir(s.dir);
-  const int port = free_loopback_port();
+  const int port = free_port_on("127.0.0.1");
   const std::string token = auth::random_nonce_hex(16);
   std::vector<std::unique_ptr<ChildProcess>> ranks;
   for (int r = 1; r >= 0; --r) ranks.push_back(std::make_unique<ChildProcess>(rank_spec(s, r, port, token, dir)));

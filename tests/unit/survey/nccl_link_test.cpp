@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "p2pscope/auth.hpp"
 #include "p2pscope/error.hpp"
 #include "p2pscope/gpu_runtime.hpp"
 #include "survey/nccl_link.hpp"
@@ -133,6 +134,19 @@ TEST(SurveyNcclLink, AHostNameFromAnotherRankCannotMoveTheFolderThatIsRemoved) {
   EXPECT_EQ(name.find('/'), std::string::npos);
   EXPECT_EQ(name.find(".."), std::string::npos) << name;
   EXPECT_EQ(name.rfind("p2pscope-survey-nccl-bw-______etc-h1_______root-p1r2-rail0-", 0), 0u) << name;
+}
+
+TEST(SurveyNcclLink, OnlyAPortAndSecretAsTheServerSideMakesThemStartAClient) {
+  const std::string secret = auth::random_nonce_hex(16);
+  EXPECT_TRUE(is_link_offer({{"port", 23457}, {"token", secret}}));
+  // What a stranger in a rank's place may send instead: never a child started with it.
+  EXPECT_FALSE(is_link_offer({{"port", 0}, {"token", secret}}));
+  EXPECT_FALSE(is_link_offer({{"port", 70000}, {"token", secret}}));
+  EXPECT_FALSE(is_link_offer({{"port", "23457"}, {"token", secret}}));
+  EXPECT_FALSE(is_link_offer({{"port", 23457}, {"token", secret + "; rm -rf /"}}));
+  EXPECT_FALSE(is_link_offer({{"port", 23457}, {"token", std::string(32, 'Z')}}));
+  EXPECT_FALSE(is_link_offer({{"port", 23457}}));
+  EXPECT_FALSE(is_link_offer(23457));
 }
 
 TEST(SurveyNcclLink, TheRdmaDeviceOfANicIsTheOneOnItsPciFunction) {
